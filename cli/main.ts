@@ -1,0 +1,34 @@
+import { Command, CommanderError } from "commander";
+import { Exit, type Io, processIo, type RegisterCommand, UsageError } from "./io.ts";
+
+const commands: RegisterCommand[] = [];
+
+/** Runs the `rollouts` command line and resolves to the process exit code. */
+export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  let code: number = Exit.ok;
+  const program = new Command("rollouts")
+    .description(
+      "Serverless progressive delivery for AWS: plan, compile, analyze, judge and operate rollouts.",
+    )
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+  for (const register of commands) {
+    register(program, io, (c) => {
+      code = c;
+    });
+  }
+  for (const sub of program.commands) sub.exitOverride();
+  try {
+    await program.parseAsync(argv, { from: "user" });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? Exit.ok : Exit.badInput;
+    }
+    if (error instanceof UsageError) {
+      io.err(`rollouts: ${error.message}`);
+      return Exit.badInput;
+    }
+    throw error;
+  }
+  return code;
+}

@@ -1,0 +1,254 @@
+import { z } from "zod";
+
+/**
+ * The normalized rollout spec: the only input of the compiler, the plan, the construct and the
+ * handlers. Both input forms (Argo Rollouts objects and the native spec) are parsed into it, so
+ * nothing downstream knows which form a user wrote. Durations are seconds, weights are percent,
+ * analysis templates are embedded with their arguments already substituted.
+ */
+
+/** A metric provider, as Argo documents it (plus `samples`, our per-version summary provider). */
+export const PrometheusProviderSchema = z
+  .object({
+    address: z.string().min(1),
+    query: z.string().min(1),
+    /** Seconds; Argo's default is 30. */
+    timeout: z.number().positive().default(30),
+    insecure: z.boolean().default(false),
+    headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
+    authentication: z
+      .object({
+        sigv4: z
+          .object({
+            region: z.string().optional(),
+            profile: z.string().optional(),
+            roleArn: z.string().optional(),
+          })
+          .optional(),
+      })
+      .optional(),
+  })
+  .strict();
+
+export const WebProviderSchema = z
+  .object({
+    url: z.string().min(1),
+    method: z.enum(["GET", "POST", "PUT"]).default("GET"),
+    headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
+    body: z.string().optional(),
+    jsonBody: z.unknown().optional(),
+    jsonPath: z.string().optional(),
+    /** Seconds; Argo's default is 10. */
+    timeoutSeconds: z.number().positive().default(10),
+    insecure: z.boolean().default(false),
+  })
+  .strict();
+
+export const CloudWatchMetricStatSchema = z
+  .object({
+    metric: z
+      .object({
+        namespace: z.string().optional(),
+        metricName: z.string().optional(),
+        dimensions: z.array(z.object({ name: z.string(), value: z.string() })).default([]),
+      })
+      .strict(),
+    period: z.number().int().positive(),
+    stat: z.string(),
+    unit: z.string().optional(),
+  })
+  .strict();
+
+export const CloudWatchProviderSchema = z
+  .object({
+    /** Seconds of history to read; Argo's default is 5 minutes. */
+    interval: z.number().positive().default(300),
+    metricDataQueries: z
+      .array(
+        z
+          .object({
+            id: z.string().min(1),
+            expression: z.string().optional(),
+            label: z.string().optional(),
+            metricStat: CloudWatchMetricStatSchema.optional(),
+            period: z.number().int().positive().optional(),
+            returnData: z.boolean().optional(),
+          })
+          .strict(),
+      )
+      .min(1),
+  })
+  .strict();
+
+export const SamplesProviderSchema = z
+  .object({
+    address: z.string().min(1),
+    primary: z.string().min(1),
+    candidate: z.string().min(1),
+    /** Seconds of samples to compare. */
+    window: z.number().positive().default(60),
+  })
+  .strict();
+
+export const ProviderSchema = z
+  .object({
+    prometheus: PrometheusProviderSchema.optional(),
+    web: WebProviderSchema.optional(),
+    cloudWatch: CloudWatchProviderSchema.optional(),
+    samples: SamplesProviderSchema.optional(),
+  })
+  .strict()
+  .refine((p) => Object.values(p).filter((v) => v !== undefined).length === 1, {
+    message: "a metric needs exactly one provider (prometheus, web, cloudWatch or samples)",
+  });
+
+/** One metric of an analysis, with Argo's defaults applied. */
+export const MetricSchema = z
+  .object({
+    name: z.string().min(1),
+    /** Seconds between measurements; absent = one measurement (or none between, with count 1). */
+    interval: z.number().positive().optional(),
+    /** Seconds before the first measurement. */
+    initialDelay: z.number().nonnegative().default(0),
+    /** Absent with an interval = run until the analysis is terminated (background analysis). */
+    count: z.number().int().nonnegative().optional(),
+    failureLimit: z.number().int().min(-1).default(0),
+    inconclusiveLimit: z.number().int().min(-1).default(0),
+    consecutiveErrorLimit: z.number().int().min(-1).default(4),
+    consecutiveSuccessLimit: z.number().int().nonnegative().default(0),
+    successCondition: z.string().optional(),
+    failureCondition: z.string().optional(),
+    dryRun: z.boolean().default(false),
+    measurementRetention: z.number().int().positive().default(10),
+    provider: ProviderSchema,
+  })
+  .strict();
+
+/** An AnalysisTemplate after argument substitution: what an analysis step runs. */
+export const AnalysisTemplateSpecSchema = z
+  .object({
+    name: z.string().min(1),
+    /** `AnalysisTemplate` or `ClusterAnalysisTemplate`; `inline` for the native spec. */
+    kind: z.enum(["AnalysisTemplate", "ClusterAnalysisTemplate", "inline"]),
+    metrics: z.array(MetricSchema).min(1),
+  })
+  .strict();
+
+export const AnalysisSpecSchema = z
+  .object({
+    templates: z.array(AnalysisTemplateSpecSchema).min(1),
+    /** Arguments after resolution; `{{args.NAME}}` is already substituted in the metrics. */
+    args: z.record(z.string(), z.string()).default({}),
+  })
+  .strict();
+
+const HeaderMatchSchema = z
+  .object({
+    headerName: z.string().min(1),
+    headerValue: z
+      .object({
+        exact: z.string().optional(),
+        prefix: z.string().optional(),
+        regex: z.string().optional(),
+      })
+      .strict(),
+  })
+  .strict();
+
+/** One rollout step. Every kind becomes one state (or a small group of states) in the workflow. */
+export const StepSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("setWeight"), weight: z.number().int().min(0).max(100) }).strict(),
+  z
+    .object({
+      kind: z.literal("pause"),
+      /** Seconds; absent = wait for a person (`rollouts promote`). */
+      duration: z.number().nonnegative().optional(),
+      reason: z.enum(["CanaryPauseStep", "BlueGreenPause", "Approval"]).default("CanaryPauseStep"),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal("analysis"),
+      /** Where the analysis comes from: `step`, `prePromotionAnalysis`, `postPromotionAnalysis`. */
+      origin: z.enum(["step", "prePromotionAnalysis", "postPromotionAnalysis"]).default("step"),
+      analysis: AnalysisSpecSchema,
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal("setMirrorRoute"),
+      name: z.string().min(1),
+      /** Percent of matching requests mirrored to the candidate; absent with no match = remove. */
+      percentage: z.number().int().min(0).max(100).optional(),
+      match: z.array(z.record(z.string(), z.unknown())).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal("setHeaderRoute"),
+      name: z.string().min(1),
+      /** Absent = remove the route. */
+      match: z.array(HeaderMatchSchema).optional(),
+    })
+    .strict(),
+  z.object({ kind: z.literal("preview") }).strict(),
+]);
+
+export const BackgroundAnalysisSchema = z
+  .object({
+    /** Step index (from 0) at which the background analysis starts. */
+    startingStep: z.number().int().nonnegative().default(0),
+    analysis: AnalysisSpecSchema,
+  })
+  .strict();
+
+export const RolloutSpecSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS label: lower-case letters, digits and '-'")
+      .max(63),
+    /** First ten hex digits of the SHA-256 of the pod template (or native spec version) canonical JSON. */
+    revision: z.string().regex(/^[0-9a-f]{10}$/),
+    source: z.enum(["argo", "native"]),
+    strategy: z.enum(["canary", "blueGreen"]),
+    replicas: z.number().int().nonnegative().default(1),
+    /** Surge pods allowed for basic (pod-count) canaries, already resolved from a number or percent. */
+    maxSurge: z.number().int().nonnegative().default(1),
+    /** True when an exact traffic router splits requests (trafficRouting, or any AWS target). */
+    trafficRouting: z.boolean().default(false),
+    canaryService: z.string().optional(),
+    stableService: z.string().optional(),
+    activeService: z.string().optional(),
+    previewService: z.string().optional(),
+    previewReplicaCount: z.number().int().nonnegative().optional(),
+    scaleDownDelaySeconds: z.number().int().nonnegative().default(30),
+    abortScaleDownDelaySeconds: z.number().int().nonnegative().default(30),
+    /** Testers' header route, `name: value` (native `testers.header`). */
+    testers: z
+      .object({ header: z.string().min(1), value: z.string() })
+      .strict()
+      .optional(),
+    onFailure: z.enum(["rollback", "stop"]).default("rollback"),
+    steps: z.array(StepSchema),
+    backgroundAnalysis: BackgroundAnalysisSchema.optional(),
+    /** The container image named by the pod template, when there is one. */
+    image: z.string().optional(),
+  })
+  .strict();
+
+export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
+export type WebProvider = z.infer<typeof WebProviderSchema>;
+export type CloudWatchProvider = z.infer<typeof CloudWatchProviderSchema>;
+export type SamplesProvider = z.infer<typeof SamplesProviderSchema>;
+export type Provider = z.infer<typeof ProviderSchema>;
+export type Metric = z.infer<typeof MetricSchema>;
+export type AnalysisTemplateSpec = z.infer<typeof AnalysisTemplateSpecSchema>;
+export type AnalysisSpec = z.infer<typeof AnalysisSpecSchema>;
+export type Step = z.infer<typeof StepSchema>;
+export type StepKind = Step["kind"];
+export type BackgroundAnalysis = z.infer<typeof BackgroundAnalysisSchema>;
+export type RolloutSpec = z.infer<typeof RolloutSpecSchema>;
+/** The same types before defaults are applied: what a library user may write by hand. */
+export type RolloutSpecInput = z.input<typeof RolloutSpecSchema>;
+export type MetricInput = z.input<typeof MetricSchema>;
