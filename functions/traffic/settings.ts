@@ -1,0 +1,149 @@
+import { z } from "zod";
+
+/**
+ * The settings of each traffic target. They reach a handler inside a Task's `Parameters` (the
+ * compiler embeds them), so they are external input and are parsed here with messages that name
+ * the field.
+ */
+
+const albArn = (kind: string) =>
+  z
+    .string()
+    .regex(
+      new RegExp(`^arn:aws[a-z-]*:elasticloadbalancing:[a-z0-9-]+:\\d{12}:${kind}/`),
+      `an Elastic Load Balancing ${kind} ARN`,
+    );
+
+/**
+ * ALB weighted target groups in front of two ECS services (slots a and b, seed 004 `aws-alb`).
+ * The forward action lives in the listener's default actions (`listenerArn`) or in one listener
+ * rule (`ruleArn`).
+ */
+export const AlbEcsSettingsSchema = z
+  .object({
+    type: z.literal("alb-ecs"),
+    /** Listener whose default forward action splits traffic; exclusive with `ruleArn`. */
+    listenerArn: albArn("listener").optional(),
+    /** Listener rule whose forward action splits traffic; exclusive with `listenerArn`. */
+    ruleArn: albArn("listener-rule").optional(),
+    targetGroupA: albArn("targetgroup"),
+    targetGroupB: albArn("targetgroup"),
+    /** ECS cluster name or ARN shared by both services. */
+    cluster: z.string().min(1),
+    serviceA: z.string().min(1),
+    serviceB: z.string().min(1),
+    /** The container whose image the candidate replaces. */
+    containerName: z.string().min(1),
+    /** An existing rule (say on a header) repointed at the candidate for testers. */
+    testerRuleArn: albArn("listener-rule").optional(),
+    /** Priority of the testers' rule this target creates when there is no `testerRuleArn`. */
+    testerRulePriority: z.number().int().min(1).max(50_000).default(1),
+    /** Seconds a deployment (or restoring a slot) may take before it fails. */
+    progressDeadlineSeconds: z.number().int().positive().default(600),
+    /** Tasks for the candidate when the stable service runs none (first release). */
+    desiredCount: z.number().int().positive().default(1),
+    /** Seconds between readiness polls, for the Wait state. */
+    pollSeconds: z.number().int().positive().default(15),
+  })
+  .strict()
+  .refine((s) => (s.listenerArn === undefined) !== (s.ruleArn === undefined), {
+    message: "give exactly one of listenerArn or ruleArn (where the forward action is)",
+    path: ["listenerArn"],
+  })
+  .refine((s) => s.targetGroupA !== s.targetGroupB, {
+    message: "targetGroupA and targetGroupB must differ",
+    path: ["targetGroupB"],
+  })
+  .refine((s) => s.serviceA !== s.serviceB, {
+    message: "serviceA and serviceB must differ",
+    path: ["serviceB"],
+  });
+
+/** A weighted Lambda alias: the candidate is a published version with an additional weight. */
+export const LambdaAliasSettingsSchema = z
+  .object({
+    type: z.literal("lambda-alias"),
+    /** Function name or ARN (unqualified). */
+    functionName: z.string().min(1),
+    alias: z.string().min(1),
+    /** How the function is packaged: an ECR image, or a zip in S3. */
+    packageType: z.enum(["Image", "Zip"]).default("Image"),
+    /** Bucket of the zip when the artifact names only the key. */
+    s3Bucket: z.string().min(1).optional(),
+    /** Seconds the code update and the new version may take before it fails. */
+    progressDeadlineSeconds: z.number().int().positive().default(300),
+    pollSeconds: z.number().int().positive().default(5),
+  })
+  .strict();
+
+/** The local proxy of the embedded runtime and the demo, driven through its admin API. */
+export const LocalProxySettingsSchema = z
+  .object({
+    type: z.literal("local-proxy"),
+    /** Base URL of the proxy (its admin API is under `/admin`). */
+    adminUrl: z.url(),
+    /** Path probed on the candidate upstream to decide it is ready. */
+    readinessPath: z.string().startsWith("/").default("/"),
+    progressDeadlineSeconds: z.number().int().positive().default(60),
+    pollSeconds: z.number().int().positive().default(1),
+  })
+  .strict();
+
+/** Any target's settings, discriminated by `type`. */
+export const TargetSettingsSchema = z.discriminatedUnion("type", [
+  AlbEcsSettingsSchema,
+  LambdaAliasSettingsSchema,
+  LocalProxySettingsSchema,
+]);
+
+export type AlbEcsSettings = z.infer<typeof AlbEcsSettingsSchema>;
+export type LambdaAliasSettings = z.infer<typeof LambdaAliasSettingsSchema>;
+export type LocalProxySettings = z.infer<typeof LocalProxySettingsSchema>;
+export type TargetSettings = z.infer<typeof TargetSettingsSchema>;
+export type TargetSettingsInput = z.input<typeof TargetSettingsSchema>;
+
+/** The artifact a candidate runs, as it arrives in a Task payload. */
+export const CandidateArtifactSchema = z.union([
+  z.object({ image: z.string().min(1), version: z.string().min(1).optional() }).strict(),
+  z
+    .object({
+      s3Bucket: z.string().min(1).optional(),
+      s3Key: z.string().min(1),
+      s3ObjectVersion: z.string().min(1).optional(),
+      version: z.string().min(1).optional(),
+    })
+    .strict(),
+  z.object({ upstream: z.url(), version: z.string().min(1).optional() }).strict(),
+]);
+
+/** The header route of a `setHeaderRoute` step (the spec's shape). */
+export const HeaderRouteSchema = z
+  .object({
+    name: z.string().min(1),
+    match: z
+      .array(
+        z
+          .object({
+            headerName: z.string().min(1),
+            headerValue: z
+              .object({
+                exact: z.string().optional(),
+                prefix: z.string().optional(),
+                regex: z.string().optional(),
+              })
+              .strict()
+              .refine((v) => [v.exact, v.prefix, v.regex].filter((x) => x !== undefined).length === 1, {
+                message: "a header match needs exactly one of exact, prefix or regex",
+              }),
+          })
+          .strict(),
+      )
+      .min(1),
+  })
+  .strict();
+
+/** Formats a zod error as `field.path: message; …` for error messages that say what to fix. */
+export function describeIssues(error: z.ZodError, what: string): string {
+  const issues = error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`);
+  return `invalid ${what}: ${issues.join("; ")}`;
+}

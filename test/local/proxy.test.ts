@@ -1,0 +1,241 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { ExactShare } from "../../local/proxy/exact-share.ts";
+import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
+
+interface Upstream {
+  url: string;
+  hits: number;
+  close(): Promise<void>;
+}
+
+/** A tiny upstream that answers with its version in the body and the `X-Version` header. */
+async function startUpstream(version: string | null, status = 200): Promise<Upstream> {
+  const state = { hits: 0 };
+  const server = http.createServer((req, res) => {
+    state.hits += 1;
+    const headers: Record<string, string> = { "content-type": "text/plain" };
+    if (version !== null) headers["x-version"] = version;
+    res.writeHead(status, headers);
+    res.end(`${version ?? "anonymous"} ${req.url}`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get hits() {
+      return state.hits;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A port nothing listens on: bind, read the port, close. */
+async function deadPort(): Promise<string> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+async function get(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: Headers }> {
+  const res = await fetch(url, { headers });
+  return { status: res.status, body: await res.text(), headers: res.headers };
+}
+
+async function postConfig(proxy: RunningProxy, body: unknown): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${proxy.url}/admin/config`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()?.();
+});
+
+async function setup(): Promise<{ proxy: RunningProxy; stable: Upstream; canary: Upstream }> {
+  const stable = await startUpstream("v1");
+  const canary = await startUpstream("v2");
+  const proxy = await startProxy({ port: 0, host: "127.0.0.1" });
+  cleanups.push(stable.close, canary.close, proxy.close);
+  return { proxy, stable, canary };
+}
+
+describe("ExactShare", () => {
+  it.each([0, 1, 7, 25, 33, 50, 99, 100])("sends exactly %i of every 100 to the candidate", (percent) => {
+    const share = new ExactShare(percent);
+    const picks = Array.from({ length: 1000 }, () => share.next());
+    expect(picks.filter(Boolean).length).toBe(percent * 10);
+    for (let block = 0; block < 10; block++) {
+      expect(picks.slice(block * 100, block * 100 + 100).filter(Boolean).length).toBe(percent);
+    }
+  });
+
+  it("spreads the candidate's requests evenly instead of in a burst", () => {
+    const share = new ExactShare(25);
+    const picks = Array.from({ length: 8 }, () => share.next());
+    expect(picks).toEqual([false, false, false, true, false, false, false, true]);
+  });
+
+  it("rejects a share that is not an integer percent", () => {
+    expect(() => new ExactShare(12.5)).toThrow(RangeError);
+    expect(() => new ExactShare(101)).toThrow(RangeError);
+  });
+});
+
+describe("local proxy", () => {
+  it("answers 503 with a clear body before it is configured", async () => {
+    const { proxy } = await setup();
+    const res = await get(`${proxy.url}/hello`);
+    expect(res.status).toBe(503);
+    expect(res.body).toContain("POST /admin/config");
+  });
+
+  it("splits exactly 1,000 requests at the configured weight", async () => {
+    const { proxy, stable, canary } = await setup();
+    const set = await postConfig(proxy, { stable: stable.url, canary: canary.url, weight: 7 });
+    expect(set.status).toBe(200);
+    const versions: string[] = [];
+    for (let batch = 0; batch < 10; batch++) {
+      const bodies = await Promise.all(
+        Array.from({ length: 100 }, () => get(`${proxy.url}/x`).then((r) => r.body.split(" ")[0] ?? "")),
+      );
+      versions.push(...bodies);
+    }
+    expect(versions.filter((v) => v === "v2")).toHaveLength(70);
+    expect(versions.filter((v) => v === "v1")).toHaveLength(930);
+    expect(canary.hits).toBe(70);
+    expect(stable.hits).toBe(930);
+    const admin = (await (await fetch(`${proxy.url}/admin/config`)).json()) as {
+      split: { total: number; candidate: number };
+      config: { weight: number };
+    };
+    expect(admin.split).toEqual({ total: 1000, candidate: 70 });
+    expect(admin.config.weight).toBe(7);
+  });
+
+  it("forwards the path and query and labels the route taken", async () => {
+    const { proxy, stable } = await setup();
+    await postConfig(proxy, { stable: stable.url });
+    const res = await get(`${proxy.url}/orders/42?full=1`);
+    expect(res.body).toBe("v1 /orders/42?full=1");
+    expect(res.headers.get("x-version")).toBe("v1");
+    expect(res.headers.get("x-proxy-upstream")).toBe("stable");
+    expect(res.headers.get("x-proxy-route")).toBe("weight");
+  });
+
+  it("sends X-Canary: always to the candidate at weight 0 without disturbing the split", async () => {
+    const { proxy, stable, canary } = await setup();
+    await postConfig(proxy, { stable: stable.url, canary: canary.url, weight: 0 });
+    for (let i = 0; i < 5; i++) {
+      const res = await get(`${proxy.url}/`, { "X-Canary": "always" });
+      expect(res.body.startsWith("v2")).toBe(true);
+      expect(res.headers.get("x-proxy-route")).toBe("testers");
+    }
+    const live = await Promise.all(Array.from({ length: 20 }, () => get(`${proxy.url}/`)));
+    expect(live.every((r) => r.body.startsWith("v1"))).toBe(true);
+    expect(canary.hits).toBe(5);
+    const wrongValue = await get(`${proxy.url}/`, { "X-Canary": "sometimes" });
+    expect(wrongValue.body.startsWith("v1")).toBe(true);
+  });
+
+  it("honours a configured testers header and named header routes", async () => {
+    const stable = await startUpstream("v1");
+    const canary = await startUpstream("v2");
+    const proxy = await startProxy({
+      testersHeader: { name: "X-Tester", value: "yes" },
+      config: {
+        stable: stable.url,
+        canary: canary.url,
+        headerRoutes: [{ name: "qa", match: [{ headerName: "X-Team", headerValue: { exact: "qa" } }] }],
+      },
+    });
+    cleanups.push(stable.close, canary.close, proxy.close);
+    expect((await get(`${proxy.url}/`, { "X-Tester": "yes" })).body.startsWith("v2")).toBe(true);
+    expect((await get(`${proxy.url}/`, { "X-Canary": "always" })).body.startsWith("v1")).toBe(true);
+    const qa = await get(`${proxy.url}/`, { "x-team": "qa" });
+    expect(qa.body.startsWith("v2")).toBe(true);
+    expect(qa.headers.get("x-proxy-route")).toBe("qa");
+    await postConfig(proxy, { headerRoutes: [] });
+    expect((await get(`${proxy.url}/`, { "x-team": "qa" })).body.startsWith("v1")).toBe(true);
+  });
+
+  it("answers 502 with a clear body when an upstream is down and counts it for that version", async () => {
+    const stable = await startUpstream("v1");
+    const proxy = await startProxy();
+    const down = await deadPort();
+    cleanups.push(stable.close, proxy.close);
+    await postConfig(proxy, { stable: stable.url, canary: down, canaryVersion: "v2", weight: 100 });
+    const res = await get(`${proxy.url}/checkout`);
+    expect(res.status).toBe(502);
+    expect(res.body).toContain("Bad Gateway");
+    expect(res.body).toContain("canary upstream v2");
+    expect(res.body).toContain(down.replace("http://", ""));
+    const metrics = await get(`${proxy.url}/metrics`);
+    expect(metrics.body).toContain('http_requests_total{version="v2",code="502"} 1');
+    expect(metrics.body).toContain('http_request_duration_seconds_count{version="v2"} 1');
+  });
+
+  it("exposes per-version counts and a latency histogram in Prometheus format", async () => {
+    const stable = await startUpstream("v1");
+    const canary = await startUpstream(null, 500);
+    const proxy = await startProxy({
+      config: { stable: stable.url, canary: canary.url, weight: 50, canaryVersion: "candidate-7" },
+    });
+    cleanups.push(stable.close, canary.close, proxy.close);
+    for (let i = 0; i < 10; i++) await get(`${proxy.url}/`);
+    const res = await get(`${proxy.url}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    expect(res.body).toContain("# TYPE http_requests_total counter");
+    expect(res.body).toContain('http_requests_total{version="v1",code="200"} 5');
+    // No X-Version header from this upstream: the configured name labels it.
+    expect(res.body).toContain('http_requests_total{version="candidate-7",code="500"} 5');
+    expect(res.body).toContain("# TYPE http_request_duration_seconds histogram");
+    expect(res.body).toContain('http_request_duration_seconds_bucket{le="0.005",version="v1"}');
+    expect(res.body).toContain('http_request_duration_seconds_bucket{le="10",version="v1"}');
+    expect(res.body).toContain('http_request_duration_seconds_bucket{le="+Inf",version="v1"} 5');
+    expect(res.body).toContain('http_request_duration_seconds_count{version="candidate-7"} 5');
+    // Admin and metrics requests are not counted as traffic.
+    expect(res.body).not.toContain('version="stable"');
+  });
+
+  it("rejects invalid admin bodies with a 400 naming the field, keeping the old config", async () => {
+    const { proxy, stable } = await setup();
+    await postConfig(proxy, { stable: stable.url });
+    const noCanary = await postConfig(proxy, { weight: 10 });
+    expect(noCanary.status).toBe(400);
+    expect(JSON.stringify(noCanary.json)).toContain("weight: a weight above 0 needs a canary upstream");
+    const badWeight = await postConfig(proxy, { weight: 12.5 });
+    expect(badWeight.status).toBe(400);
+    expect(JSON.stringify(badWeight.json)).toContain("weight");
+    const unknown = await postConfig(proxy, { stabel: stable.url });
+    expect(unknown.status).toBe(400);
+    expect(proxy.config()?.weight).toBe(0);
+    const notJson = await fetch(`${proxy.url}/admin/config`, { method: "POST", body: "{" });
+    expect(notJson.status).toBe(400);
+  });
+
+  it("resets the split when the weight changes, so each step starts exact", async () => {
+    const { proxy, stable, canary } = await setup();
+    await postConfig(proxy, { stable: stable.url, canary: canary.url, weight: 50 });
+    await get(`${proxy.url}/`);
+    await postConfig(proxy, { weight: 25 });
+    const bodies: string[] = [];
+    for (let i = 0; i < 4; i++) bodies.push((await get(`${proxy.url}/`)).body.split(" ")[0] ?? "");
+    expect(bodies).toEqual(["v1", "v1", "v1", "v2"]);
+  });
+});
