@@ -1,0 +1,26 @@
+/** The analysis domain: conditions, measurements, assessment and the run lifecycle. */
+export {
+  assessLimits,
+  assessMetric,
+  assessRun,
+  effectiveCount,
+  isTerminating,
+  isWorse,
+  PHASE_ORDER,
+  worst,
+} from "./assess.ts";
+export { evaluateResult, type Verdict } from "./evaluate.ts";
+export { type ArgoRunJson, toArgoJson } from "./json.ts";
+export {
+  createRun,
+  dueMetrics,
+  ERROR_RETRY_SECONDS,
+  measurementsTaken,
+  metricDueAt,
+  nextTickAt,
+  recordMeasurement,
+  terminate,
+  tick,
+  validateMetrics,
+} from "./run.ts";
+export * from "./types.ts";

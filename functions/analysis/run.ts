@@ -1,0 +1,252 @@
+import type { AnalysisSpec, Metric } from "../../statemachine/spec.ts";
+import type { MetricProvider, ProviderResult } from "../metrics/port.ts";
+import { assessRun, effectiveCount, isTerminating } from "./assess.ts";
+import { evaluateResult } from "./evaluate.ts";
+import { type AnalysisRun, isCompleted, type Measurement, type MetricResult } from "./types.ts";
+
+/**
+ * The AnalysisRun lifecycle as pure functions over a JSON value: `createRun`, `tick` (take the
+ * measurements that are due, assess), `terminate`, and `nextTickAt` for the Timer. No timers and no
+ * clock inside: the handler, the local runtime, the CLI and the tests pass `now`.
+ */
+
+/** Argo's `DefaultErrorRetryInterval`: after an Error the next measurement is 10 s later. */
+export const ERROR_RETRY_SECONDS = 10;
+
+/**
+ * Argo's `ValidateMetrics` for a run's metrics; returns the first problem, in Argo's words, or
+ * undefined. The spec parser checks most of this at load time; the run checks again because a
+ * run can be created from a hand-written native spec.
+ */
+export function validateMetrics(metrics: readonly Metric[]): string | undefined {
+  if (metrics.length === 0) return "no metrics specified";
+  const seen = new Set<string>();
+  for (const [i, m] of metrics.entries()) {
+    if (seen.has(m.name)) return `metrics[${i}]: duplicate name '${m.name}'`;
+    seen.add(m.name);
+    const problem = validateMetric(m);
+    if (problem) return `metrics[${i}]: ${problem}`;
+  }
+  return undefined;
+}
+
+function validateMetric(m: Metric): string | undefined {
+  const count = m.count ?? 0;
+  const fl = m.failureLimit;
+  const csl = m.consecutiveSuccessLimit;
+  if (csl < 0) return "consecutiveSuccessLimit must be >= 0";
+  if (fl < -1) return "failureLimit must be >= 0, or -1 to be disabled";
+  if (csl === 0 && fl === -1) return "failureLimit and consecutiveSuccessLimit cannot both be disabled";
+  if (m.inconclusiveLimit < 0) return "inconclusiveLimit must be >= 0";
+  if (m.consecutiveErrorLimit < 0) return "consecutiveErrorLimit must be >= 0";
+  if (count > 0) {
+    if (fl >= 0 && count < fl + csl) {
+      return `count (${count}) must be >= failureLimit + consecutiveSuccessLimit (${fl} + ${csl}) if both >= 0`;
+    }
+    if (fl < 0 && count < csl) return "count must be >= consecutiveSuccessLimit";
+    if (count < m.inconclusiveLimit) return "count must be >= inconclusiveLimit";
+  }
+  if (count > 1 && m.interval === undefined) return "interval must be specified when count > 1";
+  return undefined;
+}
+
+/** A new run for an analysis step (every template's metrics, in order), started at `now`. */
+export function createRun(spec: Pick<AnalysisSpec, "templates">, now: Date): AnalysisRun {
+  const metrics = spec.templates.flatMap((t) => t.metrics);
+  const run: AnalysisRun = {
+    metrics: structuredClone(metrics),
+    phase: "Pending",
+    terminate: false,
+    startedAt: now.toISOString(),
+    metricResults: [],
+  };
+  const problem = validateMetrics(metrics);
+  if (problem) {
+    run.phase = "Error";
+    run.message = `Analysis spec invalid: ${problem}`;
+    run.completedAt = now.toISOString();
+  }
+  return run;
+}
+
+function resultOf(run: AnalysisRun, name: string): MetricResult | undefined {
+  return run.metricResults.find((r) => r.name === name);
+}
+
+/** When a metric's next measurement is due, or undefined when it takes no more. */
+export function metricDueAt(run: AnalysisRun, metric: Metric): Date | undefined {
+  const result = resultOf(run, metric.name);
+  if (result && isCompleted(result.phase)) return undefined;
+  const last = result?.measurements.at(-1);
+  if (!last || !result) {
+    return new Date(Date.parse(run.startedAt) + metric.initialDelay * 1000);
+  }
+  const count = effectiveCount(metric);
+  if (count !== undefined && result.count >= count) return undefined;
+  let interval: number | undefined;
+  if (last.phase === "Error") interval = ERROR_RETRY_SECONDS;
+  else interval = metric.interval;
+  // No interval and no error: the single measurement was taken (count bookkeeping covers it).
+  if (interval === undefined) return undefined;
+  return new Date(Date.parse(last.finishedAt) + interval * 1000);
+}
+
+/**
+ * When the Timer should call {@link tick} next: the earliest due metric. Undefined for a completed
+ * run, and for a terminating one (it only needs {@link tick} or {@link terminate} to close).
+ */
+export function nextTickAt(run: AnalysisRun): Date | undefined {
+  if (isCompleted(run.phase)) return undefined;
+  if (isTerminating(run)) return new Date(Date.parse(run.startedAt));
+  let earliest: Date | undefined;
+  for (const metric of run.metrics) {
+    const due = metricDueAt(run, metric);
+    if (due && (!earliest || due < earliest)) earliest = due;
+  }
+  return earliest;
+}
+
+/** The metrics whose measurement is due at `now` (a due time equal to `now` is due). */
+export function dueMetrics(run: AnalysisRun, now: Date): Metric[] {
+  if (isCompleted(run.phase) || isTerminating(run)) return [];
+  return run.metrics.filter((m) => {
+    const due = metricDueAt(run, m);
+    return due !== undefined && due.getTime() <= now.getTime();
+  });
+}
+
+function toMeasurement(metric: Metric, answer: ProviderResult, now: Date): Measurement {
+  const at = now.toISOString();
+  if (!answer.ok) {
+    return {
+      phase: "Error",
+      message: answer.message,
+      startedAt: at,
+      finishedAt: at,
+      ...(answer.metadata ? { metadata: answer.metadata } : {}),
+    };
+  }
+  const verdict = evaluateResult(answer.result, metric);
+  return {
+    phase: verdict.phase,
+    value: answer.value,
+    ...(verdict.message ? { message: verdict.message } : {}),
+    startedAt: at,
+    finishedAt: at,
+    ...(answer.metadata ? { metadata: answer.metadata } : {}),
+  };
+}
+
+/** Records a measurement on its metric's counters, exactly as Argo's `runMeasurements` does. */
+export function recordMeasurement(run: AnalysisRun, metric: Metric, measurement: Measurement): void {
+  let result = resultOf(run, metric.name);
+  if (!result) {
+    result = {
+      name: metric.name,
+      phase: "Running",
+      dryRun: metric.dryRun,
+      count: 0,
+      successful: 0,
+      failed: 0,
+      inconclusive: 0,
+      error: 0,
+      consecutiveError: 0,
+      consecutiveSuccess: 0,
+      measurements: [],
+    };
+    run.metricResults.push(result);
+  }
+  switch (measurement.phase) {
+    case "Successful":
+      result.successful++;
+      result.count++;
+      result.consecutiveError = 0;
+      result.consecutiveSuccess++;
+      break;
+    case "Failed":
+      result.failed++;
+      result.count++;
+      result.consecutiveError = 0;
+      result.consecutiveSuccess = 0;
+      break;
+    case "Inconclusive":
+      result.inconclusive++;
+      result.count++;
+      result.consecutiveError = 0;
+      result.consecutiveSuccess = 0;
+      break;
+    case "Error":
+      result.error++;
+      result.consecutiveError++;
+      result.consecutiveSuccess = 0;
+      break;
+  }
+  result.measurements.push(measurement);
+}
+
+/** Keeps the last `measurementRetention` measurements per metric (Argo's garbage collection). */
+function trimMeasurements(run: AnalysisRun): void {
+  for (const result of run.metricResults) {
+    const metric = run.metrics.find((m) => m.name === result.name);
+    const limit = metric?.measurementRetention ?? 10;
+    if (result.measurements.length > limit) result.measurements = result.measurements.slice(-limit);
+  }
+}
+
+async function measureSafely(provider: MetricProvider, metric: Metric, now: Date): Promise<ProviderResult> {
+  try {
+    return await provider.measure(metric, { now });
+  } catch (e) {
+    // Argo records a provider it cannot build or a query that throws as an Error measurement.
+    return { ok: false, message: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/**
+ * Advances a run to `now`: measures every due metric (in parallel, as Argo does), records the
+ * verdicts, assesses the metrics and the run, trims history. Returns a new value; the input is not
+ * modified. Calling it before anything is due only re-assesses.
+ */
+export async function tick(run: AnalysisRun, now: Date, provider: MetricProvider): Promise<AnalysisRun> {
+  const next = structuredClone(run);
+  if (isCompleted(next.phase)) return next;
+  const due = dueMetrics(next, now);
+  const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now)));
+  due.forEach((metric, i) => {
+    recordMeasurement(next, metric, toMeasurement(metric, answers[i] as ProviderResult, now));
+  });
+  assessRun(next, now);
+  trimMeasurements(next);
+  return next;
+}
+
+/**
+ * Ends a run on request (the rollout moved on, was aborted or promoted): no new measurements, the
+ * metrics still running end Successful, completed ones keep their phase, and the run's message is
+ * `Run Terminated` unless a metric's verdict is worse. A background analysis ends this way.
+ */
+export function terminate(run: AnalysisRun, now: Date): AnalysisRun {
+  const next = structuredClone(run);
+  if (isCompleted(next.phase)) return next;
+  next.terminate = true;
+  assessRun(next, now);
+  return next;
+}
+
+/** The measurements `tick` took between two values of a run, oldest first (for live output). */
+export function measurementsTaken(
+  before: AnalysisRun,
+  after: AnalysisRun,
+): Array<{ metric: string; measurement: Measurement }> {
+  const out: Array<{ metric: string; measurement: Measurement }> = [];
+  for (const result of after.metricResults) {
+    const prev = before.metricResults.find((r) => r.name === result.name);
+    const total = (r: MetricResult | undefined) =>
+      r ? r.successful + r.failed + r.inconclusive + r.error : 0;
+    const added = Math.min(total(result) - total(prev), result.measurements.length);
+    for (const measurement of result.measurements.slice(result.measurements.length - added)) {
+      out.push({ metric: result.name, measurement });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,66 @@
+import type { Metric } from "../../statemachine/spec.ts";
+
+/**
+ * The metric provider port (Argo's `metric/provider.go`, narrowed to what a stateless Lambda needs:
+ * every measurement completes within one call, so there is no Resume/Terminate).
+ *
+ * A query that fails is data, not an exception: adapters resolve to `{ ok: false, message }` with
+ * the server's own message, and the analysis records an Error measurement, which only fails the
+ * metric after `consecutiveErrorLimit` errors in a row. An adapter throws only for faults of its own
+ * wiring (a metric that names no provider it supports); the analysis turns even those into an Error
+ * measurement, as Argo does when it cannot build a provider.
+ */
+export interface MetricProvider {
+  measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult>;
+}
+
+/** What a provider may know about the measurement it takes. */
+export interface MeasureContext {
+  /** The tick's time; providers that query "now" (Prometheus, CloudWatch) use it, not the wall clock. */
+  now: Date;
+  /** Aborts an in-flight query when the caller gives up (the CLI on Ctrl-C). */
+  signal?: AbortSignal;
+}
+
+/** One provider answer: the value conditions see, and its display form stored on the measurement. */
+export type ProviderResult = ProviderValue | ProviderFailure;
+
+export interface ProviderValue {
+  ok: true;
+  /** What `result` is in successCondition/failureCondition: number[] for a vector, a number, JSON... */
+  result: unknown;
+  /** The measurement's `value` as Argo prints it (`[0.5]`, `0.97`, the JSON of a web jsonPath). */
+  value: string;
+  metadata?: Record<string, string>;
+}
+
+export interface ProviderFailure {
+  ok: false;
+  /** The reason, as the outside system said it (`bad_data: 1:5: parse error: ...`). */
+  message: string;
+  metadata?: Record<string, string>;
+}
+
+/** Thrown when a metric names a provider this build cannot serve: a wiring fault, not a measurement. */
+export class UnsupportedProviderError extends Error {
+  override name = "UnsupportedProviderError";
+}
+
+/** Go's `strconv.FormatFloat(v, 'f', -1, 64)`, which Prometheus and Argo use to print sample values. */
+export function formatFloat(v: number): string {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Number.POSITIVE_INFINITY) return "+Inf";
+  if (v === Number.NEGATIVE_INFINITY) return "-Inf";
+  const s = String(v);
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(s);
+  if (!m) return s;
+  const [, sign, lead, frac = "", exp] = m;
+  const digits = `${lead}${frac}`;
+  const e = Number(exp);
+  if (e >= 0) {
+    const whole = digits.padEnd(e + 1, "0");
+    const point = e + 1;
+    return `${sign}${whole.slice(0, point)}${whole.length > point ? `.${whole.slice(point)}` : ""}`;
+  }
+  return `${sign}0.${"0".repeat(-e - 1)}${digits}`;
+}
