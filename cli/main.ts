@@ -1,7 +1,9 @@
 import { Command, CommanderError } from "commander";
+import { registerCompile } from "./commands/compile.ts";
+import { registerPlan } from "./commands/plan.ts";
 import { Exit, type Io, processIo, type RegisterCommand, UsageError } from "./io.ts";
 
-const commands: RegisterCommand[] = [];
+const commands: RegisterCommand[] = [registerPlan, registerCompile];
 
 /** Runs the `rollouts` command line and resolves to the process exit code. */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {

@@ -1,0 +1,22 @@
+import { loadRollout, type RolloutSpec, SpecError } from "../../statemachine/index.ts";
+import { Exit, type Io } from "../io.ts";
+
+/**
+ * Loads the one rollout the files describe, printing skipped documents as notes and every
+ * problem as one line; undefined means the command should exit 2.
+ */
+export async function loadSpecOrReport(files: string[], io: Io): Promise<RolloutSpec | undefined> {
+  try {
+    const { spec, notes } = await loadRollout(files);
+    for (const note of notes) io.err(`note: ${note}`);
+    return spec;
+  } catch (error) {
+    if (error instanceof SpecError) {
+      for (const line of error.message.split("\n")) io.err(line);
+      return undefined;
+    }
+    throw error;
+  }
+}
+
+export const badInput = Exit.badInput;

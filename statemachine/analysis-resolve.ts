@@ -1,0 +1,435 @@
+import type { z } from "zod";
+import {
+  ArgoAnalysisTemplateSpecSchema,
+  type ArgoArgument,
+  type ArgoMetric,
+  ArgoMetricSchema,
+  UNSUPPORTED_PROVIDERS,
+} from "./argo-schema.ts";
+import { compileCondition } from "./conditions.ts";
+import { parseDuration } from "./duration.ts";
+import { joinPath, type Problem } from "./problems.ts";
+import { type AnalysisSpec, type Metric, MetricSchema } from "./spec.ts";
+
+/** Where a document came from, so problems inside it can name the place. */
+export interface Origin {
+  file: string;
+  document?: number;
+  object?: string;
+}
+
+/** An analysis template as loaded, before arguments: raw metrics stay raw until substitution. */
+export interface LoadedTemplate {
+  name: string;
+  kind: "AnalysisTemplate" | "ClusterAnalysisTemplate" | "inline";
+  origin: Origin;
+  /** Field path of the template's spec inside its document (`spec` for Argo objects). */
+  basePath: string;
+  args: ArgoArgument[];
+  metrics: unknown[];
+  dryRun: Array<{ metricName: string }>;
+  measurementRetention: Array<{ metricName: string; limit: number }>;
+}
+
+/** What a step (or background analysis) asks for: template names, args, dry-run and retention. */
+export interface AnalysisRef {
+  templates: Array<{ templateName: string; clusterScope?: boolean }>;
+  args: ArgoArgument[];
+  dryRun: Array<{ metricName: string }>;
+  measurementRetention: Array<{ metricName: string; limit: number }>;
+}
+
+/** Values an argument's `valueFrom` can take at parse time. */
+export interface ArgContext {
+  /** The candidate's revision: `podTemplateHashValue: Latest`. */
+  revision?: string;
+  /** The Rollout object, for `fieldRef` (`metadata.name`, `metadata.labels['app']`). */
+  object?: unknown;
+}
+
+/** Reads an AnalysisTemplate spec; problems name the template's document. */
+export function loadTemplate(
+  name: string,
+  kind: LoadedTemplate["kind"],
+  spec: unknown,
+  origin: Origin,
+  basePath: string,
+  problems: Problem[],
+): LoadedTemplate | undefined {
+  const parsed = ArgoAnalysisTemplateSpecSchema.safeParse(spec);
+  if (!parsed.success) {
+    problems.push(...zodProblems(parsed.error, origin, basePath));
+    return undefined;
+  }
+  return {
+    name,
+    kind,
+    origin,
+    basePath,
+    args: parsed.data.args ?? [],
+    metrics: parsed.data.metrics,
+    dryRun: parsed.data.dryRun ?? [],
+    measurementRetention: parsed.data.measurementRetention ?? [],
+  };
+}
+
+/** Turns zod issues into problems at a base path of a document. */
+export function zodProblems(error: z.ZodError, origin: Origin, basePath: string, step?: number): Problem[] {
+  return error.issues.map((issue) => {
+    const path = joinPath([...(basePath ? [basePath] : []), ...issue.path]);
+    const message =
+      issue.code === "unrecognized_keys"
+        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
+        : issue.message;
+    return { ...origin, path, ...(step !== undefined ? { step } : {}), message };
+  });
+}
+
+/**
+ * Resolves an analysis reference against loaded templates: merges arguments as Argo does
+ * (declared template args, overridden by the reference's values), substitutes `{{args.NAME}}`,
+ * validates each metric by Argo's rules and compiles its conditions, so every mistake is found
+ * when the spec is loaded rather than at the first measurement.
+ */
+export function resolveAnalysis(
+  ref: AnalysisRef,
+  templates: ReadonlyMap<string, LoadedTemplate>,
+  where: Origin & { path: string; step?: number },
+  context: ArgContext,
+  problems: Problem[],
+): AnalysisSpec | undefined {
+  const before = problems.length;
+  const out: AnalysisSpec = { templates: [], args: {} };
+  const seenMetrics = new Map<string, string>();
+  for (const [i, templateRef] of ref.templates.entries()) {
+    const kind = templateRef.clusterScope ? "ClusterAnalysisTemplate" : "AnalysisTemplate";
+    const template =
+      templates.get(`${kind}/${templateRef.templateName}`) ??
+      templates.get(`inline/${templateRef.templateName}`);
+    if (!template) {
+      problems.push({
+        ...where,
+        path: `${where.path}.templates[${i}].templateName`,
+        message: `${kind} "${templateRef.templateName}" not found in the files given`,
+      });
+      continue;
+    }
+    const args = mergeArgs(template, ref.args, where, context, problems);
+    if (!args) continue;
+    Object.assign(out.args, args);
+    const metrics: Metric[] = [];
+    for (const [m, raw] of template.metrics.entries()) {
+      const metric = resolveMetric(template, m, raw, args, ref, problems);
+      if (!metric) continue;
+      const other = seenMetrics.get(metric.name);
+      if (other !== undefined) {
+        problems.push({
+          ...template.origin,
+          path: `${template.basePath}.metrics[${m}].name`,
+          message: `metric "${metric.name}" is also defined in template "${other}": metric names must be unique in one analysis`,
+        });
+        continue;
+      }
+      seenMetrics.set(metric.name, template.name);
+      metrics.push(metric);
+    }
+    if (metrics.length > 0) out.templates.push({ name: template.name, kind: template.kind, metrics });
+  }
+  return problems.length === before ? out : undefined;
+}
+
+function mergeArgs(
+  template: LoadedTemplate,
+  incoming: ArgoArgument[],
+  where: Origin & { path: string; step?: number },
+  context: ArgContext,
+  problems: Problem[],
+): Record<string, string> | undefined {
+  const merged = new Map<string, ArgoArgument>(template.args.map((a) => [a.name, { ...a }]));
+  for (const arg of incoming) {
+    const declared = merged.get(arg.name);
+    if (!declared) continue; // Argo ignores arguments a template does not declare.
+    if (arg.value !== undefined) merged.set(arg.name, { name: arg.name, value: arg.value });
+    else if (arg.valueFrom) merged.set(arg.name, { name: arg.name, valueFrom: arg.valueFrom });
+  }
+  const values: Record<string, string> = {};
+  let ok = true;
+  for (const arg of merged.values()) {
+    const value = resolveArgValue(arg, context);
+    if ("error" in value) {
+      ok = false;
+      problems.push({
+        ...where,
+        path: `${where.path}.args`,
+        message: `template "${template.name}": ${value.error}`,
+      });
+      continue;
+    }
+    values[arg.name] = value.value;
+  }
+  return ok ? values : undefined;
+}
+
+function resolveArgValue(arg: ArgoArgument, context: ArgContext): { value: string } | { error: string } {
+  if (arg.value !== undefined) return { value: arg.value };
+  const from = arg.valueFrom;
+  if (!from) return { error: `args.${arg.name} was not resolved: give it a value in the step's args` };
+  if (from.podTemplateHashValue === "Latest") {
+    return context.revision
+      ? { value: context.revision }
+      : { error: `args.${arg.name}: no revision to resolve Latest` };
+  }
+  if (from.podTemplateHashValue === "Stable") {
+    return {
+      error: `args.${arg.name}: podTemplateHashValue Stable is not known when the workflow is compiled; pass the stable version's label as a value`,
+    };
+  }
+  if (from.fieldRef) {
+    const value = fieldRef(context.object, from.fieldRef.fieldPath);
+    return value === undefined
+      ? { error: `args.${arg.name}: fieldRef "${from.fieldRef.fieldPath}" has no value in the Rollout` }
+      : { value };
+  }
+  return {
+    error: `args.${arg.name}: secretKeyRef is not supported; keep secrets in AWS Secrets Manager and give the provider a role`,
+  };
+}
+
+/** `metadata.name`, `metadata.labels['app']`, `spec.replicas` on the Rollout object. */
+function fieldRef(object: unknown, path: string): string | undefined {
+  const segments = path.match(/[^.[\]'"]+/g) ?? [];
+  let node: unknown = object;
+  for (const s of segments) {
+    if (node === null || typeof node !== "object") return undefined;
+    node = (node as Record<string, unknown>)[s];
+  }
+  return node === undefined || node === null || typeof node === "object" ? undefined : String(node);
+}
+
+function substitute(raw: unknown, args: Record<string, string>): { value: unknown; missing: string[] } {
+  const missing: string[] = [];
+  const text = JSON.stringify(raw).replace(
+    /\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}/g,
+    (whole, name: string) => {
+      const value = args[name];
+      if (value === undefined) {
+        missing.push(name);
+        return whole;
+      }
+      return JSON.stringify(value).slice(1, -1);
+    },
+  );
+  return { value: JSON.parse(text), missing };
+}
+
+function resolveMetric(
+  template: LoadedTemplate,
+  index: number,
+  raw: unknown,
+  args: Record<string, string>,
+  ref: AnalysisRef,
+  problems: Problem[],
+): Metric | undefined {
+  const base = `${template.basePath}.metrics[${index}]`;
+  const at = (field: string): Problem => ({
+    ...template.origin,
+    path: field ? `${base}.${field}` : base,
+    message: "",
+  });
+  const { value, missing } = substitute(raw, args);
+  for (const name of new Set(missing)) {
+    problems.push({
+      ...at(""),
+      message: `{{args.${name}}} is used but template "${template.name}" declares no arg "${name}"`,
+    });
+  }
+  if (missing.length > 0) return undefined;
+  const provider = (value as { provider?: Record<string, unknown> } | null)?.provider;
+  if (provider && typeof provider === "object") {
+    for (const name of UNSUPPORTED_PROVIDERS) {
+      if (name in provider) {
+        problems.push({
+          ...at(`provider.${name}`),
+          message: `the ${name} provider is not supported: use prometheus, web, cloudWatch or samples`,
+        });
+        return undefined;
+      }
+    }
+  }
+  const parsed = ArgoMetricSchema.safeParse(value);
+  if (!parsed.success) {
+    problems.push(...zodProblems(parsed.error, template.origin, base));
+    return undefined;
+  }
+  const before = problems.length;
+  const metric = normalizeMetric(parsed.data, template, ref, (field, message) =>
+    problems.push({ ...at(field), message }),
+  );
+  if (!metric || problems.length !== before) return undefined;
+  return metric;
+}
+
+const intOf = (v: number | string | undefined): number | undefined | "bad" => {
+  if (v === undefined) return undefined;
+  const n = typeof v === "number" ? v : /^-?\d+$/.test(v.trim()) ? Number(v) : Number.NaN;
+  return Number.isInteger(n) ? n : "bad";
+};
+
+function normalizeMetric(
+  m: ArgoMetric,
+  template: LoadedTemplate,
+  ref: AnalysisRef,
+  report: (field: string, message: string) => void,
+): Metric | undefined {
+  const seconds = (field: string, v: string | number | undefined): number | undefined => {
+    if (v === undefined) return undefined;
+    const d = parseDuration(v);
+    if ("error" in d) {
+      report(field, d.error);
+      return undefined;
+    }
+    return d.seconds;
+  };
+  const int = (field: string, v: number | string | undefined): number | undefined => {
+    const n = intOf(v);
+    if (n === "bad") {
+      report(field, `must be an integer, got ${JSON.stringify(v)}`);
+      return undefined;
+    }
+    return n;
+  };
+  const interval = seconds("interval", m.interval);
+  const initialDelay = seconds("initialDelay", m.initialDelay) ?? 0;
+  const count = int("count", m.count);
+  const failureLimit = int("failureLimit", m.failureLimit) ?? 0;
+  const inconclusiveLimit = int("inconclusiveLimit", m.inconclusiveLimit) ?? 0;
+  const consecutiveErrorLimit = int("consecutiveErrorLimit", m.consecutiveErrorLimit) ?? 4;
+  const consecutiveSuccessLimit = int("consecutiveSuccessLimit", m.consecutiveSuccessLimit) ?? 0;
+
+  // Argo's ValidateMetric, with its messages.
+  if (consecutiveSuccessLimit < 0) report("consecutiveSuccessLimit", "consecutiveSuccessLimit must be >= 0");
+  if (failureLimit < -1) report("failureLimit", "failureLimit must be >= 0, or -1 to be disabled");
+  if (consecutiveSuccessLimit === 0 && failureLimit === -1) {
+    report("failureLimit", "failureLimit and consecutiveSuccessLimit cannot both be disabled");
+  }
+  if (inconclusiveLimit < 0) report("inconclusiveLimit", "inconclusiveLimit must be >= 0");
+  if (consecutiveErrorLimit < 0) report("consecutiveErrorLimit", "consecutiveErrorLimit must be >= 0");
+  const c = count ?? 0;
+  if (c > 0) {
+    if (failureLimit >= 0 && c < failureLimit + consecutiveSuccessLimit) {
+      report(
+        "count",
+        `count (${c}) must be >= failureLimit + consecutiveSuccessLimit (${failureLimit} + ${consecutiveSuccessLimit}) if both >= 0`,
+      );
+    } else if (failureLimit < 0 && c < consecutiveSuccessLimit) {
+      report("count", "count must be >= consecutiveSuccessLimit");
+    }
+    if (c < inconclusiveLimit) report("count", "count must be >= inconclusiveLimit");
+  }
+  if (c > 1 && interval === undefined) report("interval", "interval must be specified when count > 1");
+  if (count !== undefined && count < 0) report("count", "count must be >= 0");
+  for (const field of ["successCondition", "failureCondition"] as const) {
+    const text = m[field];
+    if (text === undefined) continue;
+    try {
+      compileCondition(text);
+    } catch (error) {
+      report(field, `template "${template.name}", metric "${m.name}": ${(error as Error).message}`);
+    }
+  }
+
+  const provider = normalizeProvider(m.provider, report);
+  if (!provider) return undefined;
+  const dryRun = [...template.dryRun, ...ref.dryRun].some((d) => matches(d.metricName, m.name));
+  const retention = [...template.measurementRetention, ...ref.measurementRetention]
+    .filter((r) => matches(r.metricName, m.name))
+    .at(-1)?.limit;
+  const candidate = {
+    name: m.name,
+    ...(interval !== undefined ? { interval } : {}),
+    initialDelay,
+    ...(count !== undefined ? { count } : {}),
+    failureLimit,
+    inconclusiveLimit,
+    consecutiveErrorLimit,
+    consecutiveSuccessLimit,
+    ...(m.successCondition !== undefined ? { successCondition: m.successCondition } : {}),
+    ...(m.failureCondition !== undefined ? { failureCondition: m.failureCondition } : {}),
+    dryRun,
+    ...(retention !== undefined ? { measurementRetention: retention } : {}),
+    provider,
+  };
+  const parsed = MetricSchema.safeParse(candidate);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) report(joinPath(issue.path), issue.message);
+    return undefined;
+  }
+  return parsed.data;
+}
+
+/** Argo matches dry-run and retention metric names as (unanchored) regular expressions. */
+function matches(pattern: string, name: string): boolean {
+  try {
+    return new RegExp(pattern).test(name);
+  } catch {
+    return pattern === name;
+  }
+}
+
+function normalizeProvider(p: ArgoMetric["provider"], report: (field: string, message: string) => void) {
+  const given = Object.entries(p).filter(([, v]) => v !== undefined);
+  if (given.length !== 1) {
+    report("provider", given.length === 0 ? "no provider specified" : "a metric needs exactly one provider");
+    return undefined;
+  }
+  if (p.prometheus) return { prometheus: { ...p.prometheus } };
+  if (p.web) return { web: { ...p.web } };
+  if (p.samples) {
+    const window = p.samples.window === undefined ? undefined : parseDuration(p.samples.window);
+    if (window && "error" in window) {
+      report("provider.samples.window", window.error);
+      return undefined;
+    }
+    return { samples: { ...p.samples, ...(window ? { window: window.seconds } : {}) } };
+  }
+  if (p.cloudWatch) {
+    const interval = p.cloudWatch.interval === undefined ? undefined : parseDuration(p.cloudWatch.interval);
+    if (interval && "error" in interval) {
+      report("provider.cloudWatch.interval", interval.error);
+      return undefined;
+    }
+    const queries = p.cloudWatch.metricDataQueries.map((q, i) => {
+      const period = q.period === undefined ? undefined : intOf(q.period);
+      const statPeriod = q.metricStat ? intOf(q.metricStat.period) : undefined;
+      if (period === "bad")
+        report(`provider.cloudWatch.metricDataQueries[${i}].period`, "must be an integer");
+      if (statPeriod === "bad") {
+        report(`provider.cloudWatch.metricDataQueries[${i}].metricStat.period`, "must be an integer");
+      }
+      if (!q.expression && !q.metricStat) {
+        report(`provider.cloudWatch.metricDataQueries[${i}]`, "needs an expression or a metricStat");
+      }
+      return {
+        id: q.id,
+        ...(q.expression !== undefined ? { expression: q.expression } : {}),
+        ...(q.label !== undefined ? { label: q.label } : {}),
+        ...(q.returnData !== undefined ? { returnData: q.returnData } : {}),
+        ...(typeof period === "number" ? { period } : {}),
+        ...(q.metricStat
+          ? {
+              metricStat: {
+                metric: { ...q.metricStat.metric, dimensions: q.metricStat.metric.dimensions ?? [] },
+                period: typeof statPeriod === "number" ? statPeriod : 0,
+                stat: q.metricStat.stat,
+                ...(q.metricStat.unit !== undefined ? { unit: q.metricStat.unit } : {}),
+              },
+            }
+          : {}),
+      };
+    });
+    return {
+      cloudWatch: { ...(interval ? { interval: interval.seconds } : {}), metricDataQueries: queries },
+    };
+  }
+  return undefined;
+}

@@ -1,0 +1,281 @@
+import { z } from "zod";
+
+/**
+ * Argo Rollouts objects (`argoproj.io/v1alpha1`) as users write them. Kubernetes metadata and the
+ * pod template are kept loose (they carry anything); the parts we act on — steps, analysis
+ * metrics, providers — are strict, so a typo is reported instead of silently ignored.
+ */
+
+const IntOrString = z.union([z.number(), z.string()]);
+const NameValue = z.object({ key: z.string(), value: z.string() }).strict();
+
+export const ArgoArgumentSchema = z
+  .object({
+    name: z.string().min(1),
+    value: z.string().optional(),
+    valueFrom: z
+      .object({
+        podTemplateHashValue: z.enum(["Stable", "Latest"]).optional(),
+        fieldRef: z
+          .object({ fieldPath: z.string().min(1) })
+          .strict()
+          .optional(),
+        secretKeyRef: z.object({ name: z.string(), key: z.string() }).strict().optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const ArgoPrometheusSchema = z
+  .object({
+    address: z.string().min(1),
+    query: z.string().min(1),
+    timeout: z.number().int().positive().optional(),
+    insecure: z.boolean().optional(),
+    headers: z.array(NameValue).optional(),
+    authentication: z
+      .object({
+        sigv4: z
+          .object({
+            region: z.string().optional(),
+            profile: z.string().optional(),
+            roleArn: z.string().optional(),
+          })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const ArgoWebSchema = z
+  .object({
+    url: z.string().min(1),
+    method: z.enum(["GET", "POST", "PUT"]).optional(),
+    headers: z.array(NameValue).optional(),
+    body: z.string().optional(),
+    jsonBody: z.unknown().optional(),
+    jsonPath: z.string().optional(),
+    timeoutSeconds: z.number().int().positive().optional(),
+    insecure: z.boolean().optional(),
+  })
+  .strict();
+
+export const ArgoCloudWatchSchema = z
+  .object({
+    interval: z.string().optional(),
+    metricDataQueries: z
+      .array(
+        z
+          .object({
+            id: z.string().min(1),
+            expression: z.string().optional(),
+            label: z.string().optional(),
+            metricStat: z
+              .object({
+                metric: z
+                  .object({
+                    namespace: z.string().optional(),
+                    metricName: z.string().optional(),
+                    dimensions: z
+                      .array(z.object({ name: z.string(), value: z.string() }).strict())
+                      .optional(),
+                  })
+                  .strict(),
+                period: IntOrString,
+                stat: z.string(),
+                unit: z.string().optional(),
+              })
+              .strict()
+              .optional(),
+            period: IntOrString.optional(),
+            returnData: z.boolean().optional(),
+          })
+          .strict(),
+      )
+      .min(1),
+  })
+  .strict();
+
+export const ArgoSamplesSchema = z
+  .object({
+    address: z.string().min(1),
+    primary: z.string().min(1),
+    candidate: z.string().min(1),
+    window: IntOrString.optional(),
+  })
+  .strict();
+
+/** Providers Argo has that we do not run: named so the message can say so. */
+export const UNSUPPORTED_PROVIDERS = [
+  "job",
+  "plugin",
+  "kayenta",
+  "datadog",
+  "newRelic",
+  "wavefront",
+  "graphite",
+  "influxdb",
+  "skywalking",
+] as const;
+
+export const ArgoMetricSchema = z
+  .object({
+    name: z.string().min(1),
+    interval: z.string().optional(),
+    initialDelay: z.string().optional(),
+    count: IntOrString.optional(),
+    failureLimit: IntOrString.optional(),
+    inconclusiveLimit: IntOrString.optional(),
+    consecutiveErrorLimit: IntOrString.optional(),
+    consecutiveSuccessLimit: IntOrString.optional(),
+    successCondition: z.string().optional(),
+    failureCondition: z.string().optional(),
+    provider: z
+      .object({
+        prometheus: ArgoPrometheusSchema.optional(),
+        web: ArgoWebSchema.optional(),
+        cloudWatch: ArgoCloudWatchSchema.optional(),
+        samples: ArgoSamplesSchema.optional(),
+      })
+      .strict(),
+  })
+  .strict();
+
+const MetricNameRef = z.object({ metricName: z.string().min(1) }).strict();
+const RetentionRef = z.object({ metricName: z.string().min(1), limit: z.number().int().positive() }).strict();
+
+export const ArgoAnalysisTemplateSpecSchema = z
+  .object({
+    args: z.array(ArgoArgumentSchema).optional(),
+    metrics: z.array(z.unknown()).min(1),
+    dryRun: z.array(MetricNameRef).optional(),
+    measurementRetention: z.array(RetentionRef).optional(),
+  })
+  .strict();
+
+const TemplateRef = z
+  .object({ templateName: z.string().min(1), clusterScope: z.boolean().optional() })
+  .strict();
+
+export const ArgoAnalysisRefSchema = z
+  .object({
+    templates: z.array(TemplateRef).min(1),
+    args: z.array(ArgoArgumentSchema).optional(),
+    dryRun: z.array(MetricNameRef).optional(),
+    measurementRetention: z.array(RetentionRef).optional(),
+  })
+  .strict();
+
+export const ArgoBackgroundAnalysisSchema = ArgoAnalysisRefSchema.extend({
+  startingStep: z.number().int().nonnegative().optional(),
+}).strict();
+
+const HeaderMatch = z
+  .object({
+    headerName: z.string().min(1),
+    headerValue: z
+      .object({ exact: z.string().optional(), prefix: z.string().optional(), regex: z.string().optional() })
+      .strict()
+      .refine((v) => Object.values(v).filter((x) => x !== undefined).length === 1, {
+        message: "headerValue needs exactly one of exact, prefix, regex",
+      }),
+  })
+  .strict();
+
+export const ArgoStepSchemas = {
+  setWeight: z.number().int().min(0).max(100),
+  pause: z.object({ duration: IntOrString.optional() }).strict(),
+  analysis: ArgoAnalysisRefSchema,
+  setHeaderRoute: z.object({ name: z.string().min(1), match: z.array(HeaderMatch).optional() }).strict(),
+  setMirrorRoute: z
+    .object({
+      name: z.string().min(1),
+      percentage: z.number().int().min(0).max(100).optional(),
+      match: z.array(z.record(z.string(), z.unknown())).optional(),
+    })
+    .strict(),
+} as const;
+
+/** Steps Argo has that we reject, with the reason a user needs. */
+export const REJECTED_STEPS: Record<string, string> = {
+  experiment:
+    "experiment steps are not supported: run the candidate next to the stable version and compare them with an analysis step (compare: stable) instead",
+  setCanaryScale:
+    "setCanaryScale steps are not supported: AWS targets scale the candidate with the weight; set replicas on the target instead",
+  plugin: "plugin steps are not supported",
+};
+
+export const ArgoCanarySchema = z
+  .object({
+    steps: z.array(z.unknown()).optional(),
+    analysis: ArgoBackgroundAnalysisSchema.optional(),
+    maxSurge: IntOrString.optional(),
+    maxUnavailable: IntOrString.optional(),
+    canaryService: z.string().optional(),
+    stableService: z.string().optional(),
+    trafficRouting: z.record(z.string(), z.unknown()).optional(),
+    scaleDownDelaySeconds: z.number().int().nonnegative().optional(),
+    abortScaleDownDelaySeconds: z.number().int().nonnegative().optional(),
+    dynamicStableScale: z.boolean().optional(),
+    canaryMetadata: z.unknown().optional(),
+    stableMetadata: z.unknown().optional(),
+  })
+  .strict();
+
+export const ArgoBlueGreenSchema = z
+  .object({
+    activeService: z.string().min(1),
+    previewService: z.string().optional(),
+    autoPromotionEnabled: z.boolean().optional(),
+    autoPromotionSeconds: z.number().int().nonnegative().optional(),
+    prePromotionAnalysis: ArgoAnalysisRefSchema.optional(),
+    postPromotionAnalysis: ArgoAnalysisRefSchema.optional(),
+    scaleDownDelaySeconds: z.number().int().nonnegative().optional(),
+    previewReplicaCount: z.number().int().nonnegative().optional(),
+    abortScaleDownDelaySeconds: z.number().int().nonnegative().optional(),
+    activeMetadata: z.unknown().optional(),
+    previewMetadata: z.unknown().optional(),
+  })
+  .strict();
+
+export const ArgoRolloutSpecSchema = z
+  .object({
+    replicas: z.number().int().nonnegative().optional(),
+    selector: z.record(z.string(), z.unknown()).optional(),
+    template: z.record(z.string(), z.unknown()).optional(),
+    workloadRef: z.unknown().optional(),
+    strategy: z
+      .object({ canary: ArgoCanarySchema.optional(), blueGreen: ArgoBlueGreenSchema.optional() })
+      .strict()
+      .refine((s) => (s.canary ? 1 : 0) + (s.blueGreen ? 1 : 0) === 1, {
+        message: "a strategy needs exactly one of canary or blueGreen",
+      }),
+  })
+  .loose();
+
+export const KubeObjectSchema = z
+  .object({
+    apiVersion: z.string().optional(),
+    kind: z.string().optional(),
+    metadata: z
+      .object({
+        name: z.string().optional(),
+        namespace: z.string().optional(),
+        labels: z.record(z.string(), z.string()).optional(),
+        annotations: z.record(z.string(), z.string()).optional(),
+      })
+      .loose()
+      .optional(),
+    spec: z.unknown().optional(),
+  })
+  .loose();
+
+export type ArgoArgument = z.infer<typeof ArgoArgumentSchema>;
+export type ArgoMetric = z.infer<typeof ArgoMetricSchema>;
+export type ArgoAnalysisRef = z.infer<typeof ArgoAnalysisRefSchema>;
+export type ArgoAnalysisTemplateSpec = z.infer<typeof ArgoAnalysisTemplateSpecSchema>;
+export type ArgoRolloutSpec = z.infer<typeof ArgoRolloutSpecSchema>;
+export type KubeObject = z.infer<typeof KubeObjectSchema>;

@@ -1,0 +1,273 @@
+import {
+  type AnalysisRef,
+  type ArgContext,
+  type LoadedTemplate,
+  type Origin,
+  resolveAnalysis,
+  zodProblems,
+} from "./analysis-resolve.ts";
+import {
+  type ArgoAnalysisRef,
+  ArgoRolloutSpecSchema,
+  ArgoStepSchemas,
+  type KubeObject,
+  REJECTED_STEPS,
+} from "./argo-schema.ts";
+import { parseDuration } from "./duration.ts";
+import { resolveMaxSurge } from "./pods.ts";
+import type { Problem } from "./problems.ts";
+import { revisionOf } from "./revision.ts";
+import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
+
+export const toRef = (a: ArgoAnalysisRef): AnalysisRef => ({
+  templates: a.templates,
+  args: a.args ?? [],
+  dryRun: a.dryRun ?? [],
+  measurementRetention: a.measurementRetention ?? [],
+});
+
+/** The first container image of a pod template, when it has one. */
+function imageOf(template: Record<string, unknown> | undefined): string | undefined {
+  const containers = (template?.spec as { containers?: Array<{ image?: unknown }> } | undefined)?.containers;
+  const image = Array.isArray(containers) ? containers[0]?.image : undefined;
+  return typeof image === "string" ? image : undefined;
+}
+
+/**
+ * Normalizes an Argo `Rollout` into a RolloutSpec. Blue/green is compiled into the same step list
+ * as a canary (preview, pre-promotion analysis, pause, switch to 100, post-promotion analysis), so
+ * one workflow shape runs both strategies.
+ */
+export function normalizeArgoRollout(
+  object: KubeObject,
+  origin: Origin,
+  templates: ReadonlyMap<string, LoadedTemplate>,
+  problems: Problem[],
+): RolloutSpec | undefined {
+  const before = problems.length;
+  const name = object.metadata?.name;
+  if (!name) problems.push({ ...origin, path: "metadata.name", message: "a Rollout needs a name" });
+  const parsed = ArgoRolloutSpecSchema.safeParse(object.spec ?? {});
+  if (!parsed.success) {
+    problems.push(...zodProblems(parsed.error, origin, "spec"));
+    return undefined;
+  }
+  const spec = parsed.data;
+  if (!spec.template && !spec.workloadRef) {
+    problems.push({
+      ...origin,
+      path: "spec.template",
+      message: "a Rollout needs a pod template (spec.template)",
+    });
+  }
+  const revision = revisionOf(spec.template ?? spec.workloadRef ?? {});
+  const replicas = spec.replicas ?? 1;
+  const context = { revision, object };
+  const steps: Step[] = [];
+  let backgroundAnalysis: RolloutSpec["backgroundAnalysis"];
+  const common: Partial<RolloutSpec> = {};
+
+  if (spec.strategy.canary) {
+    const canary = spec.strategy.canary;
+    const maxSurge = resolveMaxSurge(canary.maxSurge, replicas);
+    if (maxSurge === undefined) {
+      problems.push({
+        ...origin,
+        path: "spec.strategy.canary.maxSurge",
+        message: `maxSurge must be a whole number or a percent like "25%", got ${JSON.stringify(canary.maxSurge)}`,
+      });
+    }
+    common.maxSurge = maxSurge ?? 1;
+    common.trafficRouting = canary.trafficRouting !== undefined;
+    if (canary.canaryService) common.canaryService = canary.canaryService;
+    if (canary.stableService) common.stableService = canary.stableService;
+    if (canary.scaleDownDelaySeconds !== undefined)
+      common.scaleDownDelaySeconds = canary.scaleDownDelaySeconds;
+    if (canary.abortScaleDownDelaySeconds !== undefined) {
+      common.abortScaleDownDelaySeconds = canary.abortScaleDownDelaySeconds;
+    }
+    const rawSteps = canary.steps ?? [];
+    rawSteps.forEach((raw, i) => {
+      const step = normalizeStep(
+        raw,
+        i,
+        rawSteps.length,
+        origin,
+        "spec.strategy.canary.steps",
+        templates,
+        context,
+        problems,
+      );
+      if (step) steps.push(step);
+    });
+    if (canary.analysis) {
+      const path = "spec.strategy.canary.analysis";
+      const startingStep = canary.analysis.startingStep ?? 0;
+      if (startingStep > rawSteps.length) {
+        problems.push({
+          ...origin,
+          path: `${path}.startingStep`,
+          message: `startingStep ${startingStep} is past the last step (there are ${rawSteps.length})`,
+        });
+      }
+      const analysis = resolveAnalysis(
+        toRef(canary.analysis),
+        templates,
+        { ...origin, path },
+        context,
+        problems,
+      );
+      if (analysis) backgroundAnalysis = { startingStep, analysis };
+    }
+  } else if (spec.strategy.blueGreen) {
+    const bg = spec.strategy.blueGreen;
+    const path = "spec.strategy.blueGreen";
+    common.trafficRouting = true;
+    common.activeService = bg.activeService;
+    if (bg.previewService) common.previewService = bg.previewService;
+    if (bg.previewReplicaCount !== undefined) common.previewReplicaCount = bg.previewReplicaCount;
+    if (bg.scaleDownDelaySeconds !== undefined) common.scaleDownDelaySeconds = bg.scaleDownDelaySeconds;
+    if (bg.abortScaleDownDelaySeconds !== undefined)
+      common.abortScaleDownDelaySeconds = bg.abortScaleDownDelaySeconds;
+    steps.push({ kind: "preview" });
+    const analysisStep = (
+      ref: ArgoAnalysisRef,
+      origin2: "prePromotionAnalysis" | "postPromotionAnalysis",
+    ): Step | undefined => {
+      const analysis: AnalysisSpec | undefined = resolveAnalysis(
+        toRef(ref),
+        templates,
+        { ...origin, path: `${path}.${origin2}` },
+        context,
+        problems,
+      );
+      return analysis ? { kind: "analysis", origin: origin2, analysis } : undefined;
+    };
+    if (bg.prePromotionAnalysis) {
+      const s = analysisStep(bg.prePromotionAnalysis, "prePromotionAnalysis");
+      if (s) steps.push(s);
+    }
+    if (bg.autoPromotionEnabled === false) steps.push({ kind: "pause", reason: "BlueGreenPause" });
+    else if (bg.autoPromotionSeconds) {
+      steps.push({ kind: "pause", duration: bg.autoPromotionSeconds, reason: "BlueGreenPause" });
+    }
+    steps.push({ kind: "setWeight", weight: 100 });
+    if (bg.postPromotionAnalysis) {
+      const s = analysisStep(bg.postPromotionAnalysis, "postPromotionAnalysis");
+      if (s) steps.push(s);
+    }
+  }
+  if (problems.length !== before || !name) return undefined;
+  const image = imageOf(spec.template);
+  return {
+    name,
+    revision,
+    source: "argo",
+    strategy: spec.strategy.canary ? "canary" : "blueGreen",
+    replicas,
+    maxSurge: common.maxSurge ?? 1,
+    trafficRouting: common.trafficRouting ?? false,
+    scaleDownDelaySeconds: common.scaleDownDelaySeconds ?? 30,
+    abortScaleDownDelaySeconds: common.abortScaleDownDelaySeconds ?? 30,
+    onFailure: "rollback",
+    ...common,
+    steps,
+    ...(backgroundAnalysis ? { backgroundAnalysis } : {}),
+    ...(image ? { image } : {}),
+  };
+}
+
+/**
+ * One step in Argo's shape (`{setWeight: 25}`, `{pause: {duration: 30s}}`, `{analysis: {...}}`),
+ * shared by Argo Rollouts and the native spec's explicit step list.
+ */
+export function normalizeStep(
+  raw: unknown,
+  index: number,
+  count: number,
+  origin: Origin,
+  basePath: string,
+  templates: ReadonlyMap<string, LoadedTemplate>,
+  context: ArgContext,
+  problems: Problem[],
+): Step | undefined {
+  const path = `${basePath}[${index}]`;
+  const step = index + 1;
+  const at = { ...origin, path, step };
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    problems.push({
+      ...at,
+      message: `a step must be an object like {setWeight: 25}, got ${JSON.stringify(raw)}`,
+    });
+    return undefined;
+  }
+  const keys = Object.keys(raw);
+  if (keys.length !== 1) {
+    problems.push({
+      ...at,
+      message:
+        keys.length === 0
+          ? "an empty step: use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute"
+          : `a step has exactly one action, this one has ${keys.map((k) => `"${k}"`).join(", ")}`,
+    });
+    return undefined;
+  }
+  const key = keys[0] as string;
+  const value = (raw as Record<string, unknown>)[key];
+  const rejected = REJECTED_STEPS[key];
+  if (rejected) {
+    problems.push({ ...at, path: `${path}.${key}`, message: `step ${step} of ${count}: ${rejected}` });
+    return undefined;
+  }
+  if (!(key in ArgoStepSchemas)) {
+    problems.push({
+      ...at,
+      path: `${path}.${key}`,
+      message: `unknown step "${key}": use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute`,
+    });
+    return undefined;
+  }
+  const schema = ArgoStepSchemas[key as keyof typeof ArgoStepSchemas];
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    problems.push(...zodProblems(parsed.error, origin, `${path}.${key}`, step));
+    return undefined;
+  }
+  switch (key) {
+    case "setWeight":
+      return { kind: "setWeight", weight: parsed.data as number };
+    case "pause": {
+      const duration = (parsed.data as { duration?: number | string }).duration;
+      if (duration === undefined) return { kind: "pause", reason: "CanaryPauseStep" };
+      const d = parseDuration(duration);
+      if ("error" in d) {
+        problems.push({ ...at, path: `${path}.pause.duration`, message: d.error });
+        return undefined;
+      }
+      return { kind: "pause", duration: d.seconds, reason: "CanaryPauseStep" };
+    }
+    case "analysis": {
+      const analysis = resolveAnalysis(
+        toRef(parsed.data as ArgoAnalysisRef),
+        templates,
+        { ...origin, path: `${path}.analysis`, step },
+        context,
+        problems,
+      );
+      return analysis ? { kind: "analysis", origin: "step", analysis } : undefined;
+    }
+    case "setHeaderRoute": {
+      const h = parsed.data as { name: string; match?: Extract<Step, { kind: "setHeaderRoute" }>["match"] };
+      return { kind: "setHeaderRoute", name: h.name, ...(h.match ? { match: h.match } : {}) };
+    }
+    default: {
+      const m = parsed.data as { name: string; percentage?: number; match?: Array<Record<string, unknown>> };
+      return {
+        kind: "setMirrorRoute",
+        name: m.name,
+        ...(m.percentage !== undefined ? { percentage: m.percentage } : {}),
+        ...(m.match ? { match: m.match } : {}),
+      };
+    }
+  }
+}

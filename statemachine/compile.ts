@@ -1,0 +1,377 @@
+import { formatDuration } from "./duration.ts";
+import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
+
+/**
+ * The Lambda functions a compiled workflow calls, as `definitionSubstitutions` placeholders: the
+ * compiler stays pure and the construct fills in the ARNs.
+ */
+export const FUNCTION_PLACEHOLDERS = {
+  begin: "BeginFunctionArn",
+  setWeight: "SetWeightFunctionArn",
+  checkReady: "CheckReadyFunctionArn",
+  await: "AwaitFunctionArn",
+  startAnalysis: "StartAnalysisFunctionArn",
+  promote: "PromoteFunctionArn",
+  abort: "AbortFunctionArn",
+} as const;
+
+export type FunctionRole = keyof typeof FUNCTION_PLACEHOLDERS;
+
+/** The error a Lambda throws, and the abort channel sends, when a rollout is aborted. */
+export const ROLLOUT_ABORTED = "RolloutAborted";
+
+/** Errors of the Lambda service itself, always safe to retry. */
+export const TRANSIENT_LAMBDA_ERRORS = [
+  "Lambda.ServiceException",
+  "Lambda.AWSLambdaException",
+  "Lambda.SdkClientException",
+  "Lambda.TooManyRequestsException",
+];
+
+/** Seconds between two readiness checks of a target with pods. */
+export const READY_POLL_SECONDS = 10;
+/** Seconds a timed wait may overrun before the workflow gives up on its timer. */
+export const TIMER_SLACK_SECONDS = 900;
+
+export interface CompileOptions {
+  /** The traffic target's settings, embedded in every Task that moves traffic. */
+  target?: Record<string, unknown>;
+  /** Targets with pods or tasks (ECS, Kubernetes) poll readiness after the candidate starts and each weight. */
+  readinessChecks?: boolean;
+}
+
+type State = Record<string, unknown>;
+
+/** Amazon States Language (JSONPath) for one rollout. */
+export interface StateMachineDefinition {
+  Comment: string;
+  StartAt: string;
+  States: Record<string, State>;
+  TimeoutSeconds?: number;
+}
+
+/** Deterministic state-name stem of a step: `Step01-SetWeight-25`, `Step04-Pause-2s`. */
+export function stepStateName(spec: RolloutSpec, index: number): string {
+  const step = spec.steps[index];
+  if (!step) throw new RangeError(`no step ${index}`);
+  const width = Math.max(2, String(spec.steps.length).length);
+  const n = String(index + 1).padStart(width, "0");
+  return `Step${n}-${stepLabel(step)}`;
+}
+
+function stepLabel(step: Step): string {
+  switch (step.kind) {
+    case "setWeight":
+      return `SetWeight-${step.weight}`;
+    case "pause":
+      if (step.reason === "Approval") return "Approval";
+      return step.duration === undefined ? "Pause" : `Pause-${formatDuration(step.duration)}`;
+    case "analysis":
+      return step.origin === "prePromotionAnalysis"
+        ? "PrePromotionAnalysis"
+        : step.origin === "postPromotionAnalysis"
+          ? "PostPromotionAnalysis"
+          : "Analysis";
+    case "setHeaderRoute":
+      return `SetHeaderRoute-${safe(step.name)}`;
+    case "setMirrorRoute":
+      return `SetMirrorRoute-${safe(step.name)}`;
+    case "preview":
+      return "Preview";
+  }
+}
+
+const safe = (s: string) => s.replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 40);
+const fn = (role: FunctionRole) => `\${${FUNCTION_PLACEHOLDERS[role]}}`;
+
+/**
+ * Longest time an analysis with a finite count can take if every measurement errors and is
+ * retried 10 s later; used as a safety net so a lost timer cannot hang the workflow forever.
+ */
+export function analysisUpperBoundSeconds(analysis: AnalysisSpec): number | undefined {
+  let longest = 0;
+  for (const metric of analysis.templates.flatMap((t) => t.metrics)) {
+    const bound = metricUpperBound(metric);
+    if (bound === undefined) return undefined;
+    longest = Math.max(longest, bound);
+  }
+  return longest;
+}
+
+function metricUpperBound(m: Metric): number | undefined {
+  if (m.count === undefined && m.interval !== undefined) return undefined;
+  const count = Math.max(1, m.count ?? 1);
+  const errorRetries = (m.consecutiveErrorLimit + 1) * 10 * count;
+  return m.initialDelay + (m.interval ?? 0) * count + errorRetries;
+}
+
+/**
+ * Compiles a rollout into a Step Functions state machine: one state per step, every wait a
+ * `.waitForTaskToken` task, a Choice on each analysis phase, and every Task caught into Abort.
+ * Pure: the same spec always gives the same definition.
+ */
+export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateMachineDefinition {
+  const states: Record<string, State> = {};
+  const rollout = {
+    name: spec.name,
+    revision: spec.revision,
+    strategy: spec.strategy,
+    stepCount: spec.steps.length,
+  };
+  const target = options.target ? { target: options.target } : {};
+  const payload = (extra: Record<string, unknown>) => ({
+    "context.$": "$.begin.context",
+    rollout,
+    ...extra,
+  });
+  const catchers = (next = "Abort") => [
+    { ErrorEquals: [ROLLOUT_ABORTED], ResultPath: "$.error", Next: next },
+    { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: next },
+  ];
+  /** Idempotent Lambda tasks: retried on anything but an abort. */
+  const invoke = (
+    role: FunctionRole,
+    body: Record<string, unknown>,
+    next: string,
+    extra: State = {},
+  ): State => ({
+    Type: "Task",
+    Resource: "arn:aws:states:::lambda:invoke",
+    Parameters: { FunctionName: fn(role), Payload: body },
+    ResultSelector: { "value.$": "$.Payload" },
+    ResultPath: "$.last",
+    Retry: [
+      { ErrorEquals: [ROLLOUT_ABORTED], MaxAttempts: 0 },
+      {
+        ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
+        IntervalSeconds: 1,
+        MaxAttempts: 6,
+        BackoffRate: 2,
+        JitterStrategy: "FULL",
+      },
+      { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 2, BackoffRate: 2 },
+    ],
+    Catch: catchers(),
+    Next: next,
+    ...extra,
+  });
+  /** Waits: the Lambda stores the token; a person, the Timer or the analysis sends it back. */
+  const wait = (
+    role: FunctionRole,
+    body: Record<string, unknown>,
+    next: string,
+    timeout?: number,
+  ): State => ({
+    Type: "Task",
+    Resource: "arn:aws:states:::lambda:invoke.waitForTaskToken",
+    Parameters: { FunctionName: fn(role), Payload: { ...body, "taskToken.$": "$$.Task.Token" } },
+    ResultPath: "$.last",
+    ...(timeout !== undefined ? { TimeoutSeconds: Math.ceil(timeout) } : {}),
+    Retry: [
+      {
+        ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
+        IntervalSeconds: 1,
+        MaxAttempts: 6,
+        BackoffRate: 2,
+        JitterStrategy: "FULL",
+      },
+    ],
+    Catch: catchers(),
+    Next: next,
+  });
+  /** After a wait: `rollouts promote --full` skips every remaining step. */
+  const fullChoice = (name: string, next: string): State => ({
+    Type: "Choice",
+    Choices: [
+      {
+        And: [
+          { Variable: "$.last.outcome", IsPresent: true },
+          { Variable: "$.last.outcome", StringEquals: "full" },
+        ],
+        Next: "Promote",
+      },
+    ],
+    Default: next,
+    Comment: `${name}: promote --full skips the remaining steps`,
+  });
+  const readiness = (stem: string, next: string, stepIndex: number | null) => {
+    states[`${stem}-CheckReady`] = invoke("checkReady", payload({ stepIndex, ...target }), `${stem}-Ready?`);
+    states[`${stem}-Ready?`] = {
+      Type: "Choice",
+      Choices: [{ Variable: "$.last.value.ready", BooleanEquals: true, Next: next }],
+      Default: `${stem}-WaitReady`,
+    };
+    states[`${stem}-WaitReady`] = { Type: "Wait", Seconds: READY_POLL_SECONDS, Next: `${stem}-CheckReady` };
+    return `${stem}-CheckReady`;
+  };
+
+  const stepStart = (i: number): string => (i >= spec.steps.length ? "Promote" : entryOf(i));
+  const entries = new Map<number, string>();
+  const entryOf = (i: number): string => {
+    const found = entries.get(i);
+    if (!found) throw new Error(`step ${i} has no entry state`);
+    return found;
+  };
+  // Entry names first, so every step can point at the next.
+  spec.steps.forEach((_, i) => {
+    const stem = stepStateName(spec, i);
+    const background = spec.backgroundAnalysis?.startingStep === i;
+    entries.set(i, background ? `${stem}-StartBackgroundAnalysis` : stem);
+  });
+
+  states.Begin = {
+    ...invoke(
+      "begin",
+      { "input.$": "$", "executionId.$": "$$.Execution.Id", rollout, ...target },
+      "FirstRevision?",
+    ),
+    ResultSelector: { "context.$": "$.Payload.context", "firstRevision.$": "$.Payload.firstRevision" },
+    ResultPath: "$.begin",
+  };
+  // Begin has no context yet: an error there can only fail the execution after Abort records it.
+  const firstStep =
+    spec.backgroundAnalysis?.startingStep === spec.steps.length ? "BackgroundAnalysisAtEnd" : stepStart(0);
+  const afterBegin = options.readinessChecks
+    ? readiness("Candidate", "FirstRevision?", null)
+    : "FirstRevision?";
+  states.Begin.Next = afterBegin;
+  states["FirstRevision?"] = {
+    Type: "Choice",
+    Comment: "The first revision of a rollout skips the steps: there is nothing to compare it with.",
+    Choices: [{ Variable: "$.begin.firstRevision", BooleanEquals: true, Next: "Promote" }],
+    Default: spec.steps.length > 0 ? entryOf(0) : firstStep,
+  };
+
+  spec.steps.forEach((step, i) => {
+    const stem = stepStateName(spec, i);
+    const next = stepStart(i + 1);
+    const body = (extra: Record<string, unknown> = {}) => payload({ stepIndex: i, step, ...extra });
+    if (spec.backgroundAnalysis?.startingStep === i) {
+      states[`${stem}-StartBackgroundAnalysis`] = invoke(
+        "startAnalysis",
+        payload({ stepIndex: i, background: true, analysis: spec.backgroundAnalysis.analysis }),
+        stem,
+      );
+    }
+    switch (step.kind) {
+      case "setWeight":
+      case "setHeaderRoute":
+      case "setMirrorRoute":
+      case "preview": {
+        const settled = options.readinessChecks && (step.kind === "setWeight" || step.kind === "preview");
+        const afterApply = settled ? readiness(stem, next, i) : next;
+        states[stem] = invoke("setWeight", body(target), `${stem}-Applied?`);
+        states[`${stem}-Applied?`] = {
+          Type: "Choice",
+          Comment:
+            "Weights changed by someone else since the last step: pause for a person instead of overwriting them.",
+          Choices: [{ Variable: "$.last.value.drift", BooleanEquals: true, Next: `${stem}-Drift` }],
+          Default: afterApply,
+        };
+        states[`${stem}-Drift`] = wait(
+          "await",
+          payload({ stepIndex: i, step: { kind: "approval", reason: "paused-drift" } }),
+          stem,
+        );
+        break;
+      }
+      case "pause": {
+        const timeout = step.duration === undefined ? undefined : step.duration + TIMER_SLACK_SECONDS;
+        states[stem] = wait("await", body(), `${stem}-Next`, timeout);
+        states[`${stem}-Next`] = fullChoice(stem, next);
+        break;
+      }
+      case "analysis": {
+        const bound = analysisUpperBoundSeconds(step.analysis);
+        const timeout = bound === undefined ? undefined : 2 * bound + TIMER_SLACK_SECONDS;
+        states[stem] = wait("startAnalysis", body(), `${stem}-Phase?`, timeout);
+        states[`${stem}-Phase?`] = {
+          Type: "Choice",
+          Comment: "Successful: next step. Inconclusive: a person decides. Failed or Error: abort.",
+          Choices: [
+            { Variable: "$.last.phase", StringEquals: "Successful", Next: `${stem}-Next` },
+            { Variable: "$.last.phase", StringEquals: "Inconclusive", Next: `${stem}-Inconclusive` },
+          ],
+          Default: `${stem}-Failed`,
+        };
+        states[`${stem}-Next`] = fullChoice(stem, next);
+        states[`${stem}-Inconclusive`] = wait(
+          "await",
+          payload({
+            stepIndex: i,
+            step: { kind: "approval", reason: "Inconclusive" },
+            "message.$": "$.last.message",
+          }),
+          `${stem}-Next`,
+        );
+        states[`${stem}-Failed`] = {
+          Type: "Pass",
+          Parameters: { Error: "AnalysisRunFailed", "Cause.$": "$.last.message" },
+          ResultPath: "$.error",
+          Next: "Abort",
+        };
+        break;
+      }
+    }
+  });
+  if (spec.backgroundAnalysis?.startingStep === spec.steps.length) {
+    states.BackgroundAnalysisAtEnd = invoke(
+      "startAnalysis",
+      payload({ stepIndex: spec.steps.length, background: true, analysis: spec.backgroundAnalysis.analysis }),
+      "Promote",
+    );
+  }
+
+  states.Promote = invoke(
+    "promote",
+    payload({ ...target, scaleDownDelaySeconds: spec.scaleDownDelaySeconds }),
+    "Healthy",
+  );
+  states.Healthy = { Type: "Succeed" };
+  states.Abort = {
+    ...invoke(
+      "abort",
+      payload({
+        ...target,
+        "error.$": "$.error",
+        onFailure: spec.onFailure,
+        abortScaleDownDelaySeconds: spec.abortScaleDownDelaySeconds,
+      }),
+      "Aborted",
+    ),
+    Retry: [
+      {
+        ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
+        IntervalSeconds: 1,
+        MaxAttempts: 6,
+        BackoffRate: 2,
+        JitterStrategy: "FULL",
+      },
+      { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
+    ],
+    Catch: [{ ErrorEquals: ["States.ALL"], ResultPath: "$.abortError", Next: "AbortFailed" }],
+  };
+  states.Aborted = {
+    Type: "Fail",
+    Error: ROLLOUT_ABORTED,
+    Cause: "The rollout was aborted: the rollout's status message says why.",
+  };
+  states.AbortFailed = {
+    Type: "Fail",
+    Error: "AbortFailed",
+    Cause: "The abort could not put the traffic back: check the target by hand.",
+  };
+  // Begin runs before any context exists, so its failures go to a Fail state directly.
+  states.Begin.Catch = [{ ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "BeginFailed" }];
+  states.BeginFailed = {
+    Type: "Fail",
+    Error: "BeginFailed",
+    Cause: "The rollout could not start: see the execution's events.",
+  };
+
+  return {
+    Comment: `sfn-rollouts: ${spec.strategy} rollout "${spec.name}" (revision ${spec.revision}, ${spec.steps.length} steps)`,
+    StartAt: "Begin",
+    States: states,
+  };
+}

@@ -1,0 +1,36 @@
+/** The spec language: parse Argo Rollouts objects or the native spec, plan, and compile to ASL. */
+export type { AnalysisRef, LoadedTemplate, Origin } from "./analysis-resolve.ts";
+export {
+  analysisUpperBoundSeconds,
+  type CompileOptions,
+  compile,
+  FUNCTION_PLACEHOLDERS,
+  type FunctionRole,
+  READY_POLL_SECONDS,
+  ROLLOUT_ABORTED,
+  type StateMachineDefinition,
+  stepStateName,
+  TIMER_SLACK_SECONDS,
+  TRANSIENT_LAMBDA_ERRORS,
+} from "./compile.ts";
+export {
+  type Condition,
+  ConditionEvaluationError,
+  ConditionSyntaxError,
+  compileCondition,
+} from "./conditions.ts";
+export { formatDuration, parseDuration } from "./duration.ts";
+export {
+  type Loaded,
+  loadAnalysisTemplates,
+  loadRollout,
+  parseRollout,
+  parseSources,
+  readSources,
+  type Source,
+} from "./load.ts";
+export { describeAnalysis, describeMetric, type Plan, type PlanStep, plan } from "./plan.ts";
+export { canaryCounts, resolveMaxSurge, routedCanaryCounts } from "./pods.ts";
+export { formatProblem, type Problem, SpecError } from "./problems.ts";
+export { canonicalJson, revisionOf } from "./revision.ts";
+export * from "./spec.ts";

@@ -1,0 +1,241 @@
+import { z } from "zod";
+import {
+  type LoadedTemplate,
+  loadTemplate,
+  type Origin,
+  resolveAnalysis,
+  zodProblems,
+} from "./analysis-resolve.ts";
+import { normalizeStep } from "./argo.ts";
+import { ArgoArgumentSchema } from "./argo-schema.ts";
+import { parseDuration } from "./duration.ts";
+import type { Problem } from "./problems.ts";
+import { revisionOf } from "./revision.ts";
+import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
+
+/**
+ * The native spec, for teams not on Kubernetes: percentages with a bake after each, testers
+ * routed by header, approvals between steps and an analysis (a health gate) with its templates
+ * inline. It compiles to the same step list as an Argo Rollout.
+ */
+const Duration = z.union([z.number(), z.string()]);
+
+export const NativeAnalysisSchema = z
+  .object({
+    templates: z
+      .array(
+        z
+          .object({
+            name: z.string().min(1),
+            args: z.array(ArgoArgumentSchema).optional(),
+            metrics: z.array(z.unknown()).min(1),
+            dryRun: z.array(z.object({ metricName: z.string() }).strict()).optional(),
+            measurementRetention: z
+              .array(z.object({ metricName: z.string(), limit: z.number().int().positive() }).strict())
+              .optional(),
+          })
+          .strict(),
+      )
+      .min(1),
+    args: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  })
+  .strict();
+
+export const NativeSpecSchema = z
+  .object({
+    apiVersion: z.literal("sfn-rollouts/v1").optional(),
+    kind: z.literal("Rollout").optional(),
+    name: z.string().min(1),
+    strategy: z.enum(["canary", "blueGreen"]).default("canary"),
+    /** What identifies the version (image, environment, ...): hashed into the revision. */
+    template: z.record(z.string(), z.unknown()).optional(),
+    image: z.string().optional(),
+    replicas: z.number().int().nonnegative().optional(),
+    steps: z.array(z.unknown()).min(1).max(40).optional(),
+    bake: Duration.optional(),
+    testers: z
+      .object({ header: z.string().regex(/^[^:\s]+:\s*\S.*$/, 'a header like "x-canary: always"') })
+      .strict()
+      .optional(),
+    approvalsBetween: z.array(z.union([z.string(), z.number()])).optional(),
+    onFailure: z.enum(["rollback", "stop"]).default("rollback"),
+    scaleDownDelay: Duration.optional(),
+    abortScaleDownDelay: Duration.optional(),
+    analysis: NativeAnalysisSchema.optional(),
+  })
+  .strict();
+
+export type NativeSpec = z.infer<typeof NativeSpecSchema>;
+
+/** True for a document written in the native form rather than as a Kubernetes object. */
+export function isNativeDocument(doc: unknown): boolean {
+  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) return false;
+  const d = doc as Record<string, unknown>;
+  if (d.apiVersion === "sfn-rollouts/v1") return true;
+  return d.apiVersion === undefined && d.kind === undefined && typeof d.name === "string";
+}
+
+const seconds = (
+  value: string | number | undefined,
+  fallback: number,
+  origin: Origin,
+  path: string,
+  problems: Problem[],
+): number => {
+  if (value === undefined) return fallback;
+  const d = parseDuration(value);
+  if ("error" in d) {
+    problems.push({ ...origin, path, message: d.error });
+    return fallback;
+  }
+  return d.seconds;
+};
+
+/** Normalizes a native document into a RolloutSpec; every problem is collected. */
+export function normalizeNative(doc: unknown, origin: Origin, problems: Problem[]): RolloutSpec | undefined {
+  const before = problems.length;
+  const parsed = NativeSpecSchema.safeParse(doc);
+  if (!parsed.success) {
+    problems.push(...zodProblems(parsed.error, origin, ""));
+    return undefined;
+  }
+  const n = parsed.data;
+  const o: Origin = { ...origin, object: origin.object ?? `Rollout ${n.name}` };
+  const templates = new Map<string, LoadedTemplate>();
+  n.analysis?.templates.forEach((t, i) => {
+    const { name: _name, ...templateSpec } = t;
+    const loaded = loadTemplate(t.name, "inline", templateSpec, o, `analysis.templates[${i}]`, problems);
+    if (loaded) templates.set(`inline/${t.name}`, loaded);
+  });
+  const revision = revisionOf(n.template ?? (n.image ? { image: n.image } : n));
+  const context = { revision, object: doc };
+  const gate = (): AnalysisSpec | undefined => {
+    if (!n.analysis) return undefined;
+    const args = Object.entries(n.analysis.args ?? {}).map(([name, value]) => ({
+      name,
+      value: String(value),
+    }));
+    return resolveAnalysis(
+      {
+        templates: n.analysis.templates.map((t) => ({ templateName: t.name })),
+        args,
+        dryRun: [],
+        measurementRetention: [],
+      },
+      templates,
+      { ...o, path: "analysis" },
+      context,
+      problems,
+    );
+  };
+  const bake = seconds(n.bake, 0, o, "bake", problems);
+  const approvals = new Set((n.approvalsBetween ?? []).map(String));
+  const steps: Step[] = [];
+  let testers: RolloutSpec["testers"];
+  if (n.testers) {
+    const sep = n.testers.header.indexOf(":");
+    testers = {
+      header: n.testers.header.slice(0, sep).trim(),
+      value: n.testers.header.slice(sep + 1).trim(),
+    };
+    steps.push({
+      kind: "setHeaderRoute",
+      name: "testers",
+      match: [{ headerName: testers.header, headerValue: { exact: testers.value } }],
+    });
+  }
+  if (n.strategy === "blueGreen") steps.push({ kind: "preview" });
+  const rawSteps = n.steps ?? (n.strategy === "blueGreen" ? [100] : [5, 25, 50, 100]);
+  const percentages = rawSteps.every((s) => typeof s === "number");
+  if (percentages) {
+    const weights = rawSteps as number[];
+    weights.forEach((w, i) => {
+      const path = `steps[${i}]`;
+      if (!Number.isInteger(w) || w < 1 || w > 100) {
+        problems.push({
+          ...o,
+          path,
+          step: i + 1,
+          message: `a percentage must be a whole number from 1 to 100, got ${w}`,
+        });
+      } else if (i > 0 && w <= (weights[i - 1] ?? 0)) {
+        problems.push({
+          ...o,
+          path,
+          step: i + 1,
+          message: `percentages must increase: ${w} after ${weights[i - 1]}`,
+        });
+      }
+    });
+    if (weights.at(-1) !== 100) {
+      problems.push({
+        ...o,
+        path: `steps[${weights.length - 1}]`,
+        message: "the last percentage must be 100",
+      });
+    }
+    if (n.strategy === "blueGreen" && weights.length !== 1) {
+      problems.push({
+        ...o,
+        path: "steps",
+        message: "a blueGreen rollout switches at once: steps must be [100]",
+      });
+    }
+    const analysis = gate();
+    if (approvals.has("0")) steps.push({ kind: "pause", reason: "Approval" });
+    weights.forEach((w, i) => {
+      steps.push({ kind: "setWeight", weight: w });
+      if (i === weights.length - 1) return;
+      if (bake > 0) steps.push({ kind: "pause", duration: bake, reason: "CanaryPauseStep" });
+      if (analysis) steps.push({ kind: "analysis", origin: "step", analysis });
+      if (approvals.has(String(w))) steps.push({ kind: "pause", reason: "Approval" });
+    });
+    for (const a of approvals) {
+      if (a !== "0" && !weights.slice(0, -1).map(String).includes(a)) {
+        problems.push({
+          ...o,
+          path: "approvalsBetween",
+          message: `"${a}" is not "0" nor the percentage of a step before the last (${weights.slice(0, -1).join(", ")})`,
+        });
+      }
+    }
+  } else {
+    if (approvals.size > 0 || n.bake !== undefined) {
+      problems.push({
+        ...o,
+        path: n.bake !== undefined ? "bake" : "approvalsBetween",
+        message:
+          "bake and approvalsBetween apply to percentage steps; with an explicit step list use pause steps",
+      });
+    }
+    rawSteps.forEach((raw, i) => {
+      const step = normalizeStep(raw, i, rawSteps.length, o, "steps", templates, context, problems);
+      if (step) steps.push(step);
+    });
+  }
+  if (problems.length !== before) return undefined;
+  const nameCheck = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n.name) && n.name.length <= 63;
+  if (!nameCheck) {
+    problems.push({
+      ...o,
+      path: "name",
+      message: "name must be a DNS label: lower-case letters, digits and '-'",
+    });
+    return undefined;
+  }
+  return {
+    name: n.name,
+    revision,
+    source: "native",
+    strategy: n.strategy,
+    replicas: n.replicas ?? 1,
+    maxSurge: 1,
+    trafficRouting: true,
+    scaleDownDelaySeconds: seconds(n.scaleDownDelay, 1800, o, "scaleDownDelay", problems),
+    abortScaleDownDelaySeconds: seconds(n.abortScaleDownDelay, 30, o, "abortScaleDownDelay", problems),
+    ...(testers ? { testers } : {}),
+    onFailure: n.onFailure,
+    steps,
+    ...(n.image ? { image: n.image } : {}),
+  };
+}

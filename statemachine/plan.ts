@@ -1,0 +1,154 @@
+import { formatDuration } from "./duration.ts";
+import { canaryCounts, routedCanaryCounts } from "./pods.ts";
+import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
+
+/** One row of a plan: what a step does, the pods it needs and the traffic the candidate gets. */
+export interface PlanStep {
+  /** From 0, as Argo counts. */
+  index: number;
+  kind: Step["kind"];
+  /** The candidate's weight once the step is done. */
+  weight: number;
+  canaryPods: number;
+  stablePods: number;
+  /** The share of requests (with a router) or connections (pods behind one Service) the candidate gets. */
+  share: number;
+  /** Pause seconds; absent for an indefinite pause. */
+  duration?: number;
+  detail: string;
+  analysis?: string[];
+  /** With `--rps`: the requests per second the candidate receives at this step. */
+  candidateRps?: number;
+}
+
+export interface Plan {
+  name: string;
+  revision: string;
+  strategy: RolloutSpec["strategy"];
+  replicas: number;
+  trafficRouting: boolean;
+  steps: PlanStep[];
+  backgroundAnalysis?: { startingStep: number; analysis: string[] };
+}
+
+/** Describes a metric the way a reviewer reads it: `success-rate: every 3s x2 after 5s; ...`. */
+export function describeMetric(m: Metric): string {
+  const when: string[] = [];
+  if (m.interval !== undefined) when.push(`every ${formatDuration(m.interval)}`);
+  if (m.count !== undefined) when.push(`x${m.count}`);
+  else if (m.interval !== undefined) when.push("until stopped");
+  else when.push("once");
+  if (m.initialDelay > 0) when.push(`after ${formatDuration(m.initialDelay)}`);
+  const parts = [when.join(" ")];
+  if (m.successCondition) parts.push(`success when ${m.successCondition}`);
+  if (m.failureCondition) parts.push(`failure when ${m.failureCondition}`);
+  parts.push(`failureLimit ${m.failureLimit}`);
+  if (m.inconclusiveLimit > 0) parts.push(`inconclusiveLimit ${m.inconclusiveLimit}`);
+  if (m.consecutiveSuccessLimit > 0) parts.push(`consecutiveSuccessLimit ${m.consecutiveSuccessLimit}`);
+  if (m.dryRun) parts.push("dry run");
+  return `${m.name}: ${parts.join("; ")}`;
+}
+
+export function describeAnalysis(a: AnalysisSpec): string[] {
+  return a.templates.flatMap((t) => t.metrics.map(describeMetric));
+}
+
+function pods(spec: RolloutSpec, weight: number): { canary: number; stable: number } {
+  if (spec.strategy === "blueGreen") {
+    return weight === 100
+      ? { canary: spec.replicas, stable: spec.replicas }
+      : { canary: 0, stable: spec.replicas };
+  }
+  return spec.trafficRouting
+    ? routedCanaryCounts(spec.replicas, weight)
+    : canaryCounts(spec.replicas, weight, spec.maxSurge);
+}
+
+/**
+ * The plan of a rollout, step by step: pod rounding decides the real share without a traffic
+ * router, and with a request rate the plan says how many requests per second meet the candidate.
+ */
+export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
+  let weight = 0;
+  let previewPods = 0;
+  const steps = spec.steps.map((step, index): PlanStep => {
+    let detail: string;
+    let analysis: string[] | undefined;
+    let duration: number | undefined;
+    switch (step.kind) {
+      case "setWeight":
+        weight = step.weight;
+        detail = `setWeight: ${step.weight}`;
+        break;
+      case "pause":
+        duration = step.duration;
+        detail =
+          step.reason === "Approval"
+            ? "approval: wait for rollouts promote"
+            : step.duration === undefined
+              ? "pause: until rollouts promote"
+              : `pause: ${formatDuration(step.duration)}`;
+        break;
+      case "analysis":
+        analysis = describeAnalysis(step.analysis);
+        detail = `${step.origin === "step" ? "analysis" : step.origin}: ${step.analysis.templates.map((t) => t.name).join(", ")}`;
+        break;
+      case "setHeaderRoute":
+        detail = step.match
+          ? `setHeaderRoute ${step.name}: ${step.match.map((m) => `${m.headerName}: ${Object.values(m.headerValue)[0]}`).join(", ")}`
+          : `setHeaderRoute ${step.name}: remove`;
+        break;
+      case "setMirrorRoute":
+        detail =
+          step.match || step.percentage !== undefined
+            ? `setMirrorRoute ${step.name}: mirror ${step.percentage ?? 100}% of matching requests`
+            : `setMirrorRoute ${step.name}: remove`;
+        break;
+      case "preview":
+        previewPods = spec.previewReplicaCount ?? spec.replicas;
+        detail = `preview: ${previewPods} new pods, no live traffic`;
+        break;
+    }
+    const counts = pods(spec, weight);
+    const canary =
+      step.kind === "preview" || (spec.strategy === "blueGreen" && weight < 100)
+        ? previewPods
+        : counts.canary;
+    const share =
+      spec.trafficRouting || spec.strategy === "blueGreen"
+        ? weight
+        : counts.canary + counts.stable === 0
+          ? 0
+          : round((100 * counts.canary) / (counts.canary + counts.stable));
+    return {
+      index,
+      kind: step.kind,
+      weight,
+      canaryPods: canary,
+      stablePods: counts.stable,
+      share,
+      ...(duration !== undefined ? { duration } : {}),
+      detail,
+      ...(analysis ? { analysis } : {}),
+      ...(options.rps !== undefined ? { candidateRps: round((options.rps * share) / 100) } : {}),
+    };
+  });
+  return {
+    name: spec.name,
+    revision: spec.revision,
+    strategy: spec.strategy,
+    replicas: spec.replicas,
+    trafficRouting: spec.trafficRouting,
+    steps,
+    ...(spec.backgroundAnalysis
+      ? {
+          backgroundAnalysis: {
+            startingStep: spec.backgroundAnalysis.startingStep,
+            analysis: describeAnalysis(spec.backgroundAnalysis.analysis),
+          },
+        }
+      : {}),
+  };
+}
+
+const round = (x: number) => Math.round(x * 100) / 100;

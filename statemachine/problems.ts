@@ -1,0 +1,65 @@
+/**
+ * Problems found in a user's input. Every problem names where it is (file, document, field path
+ * and, for steps, the step number) so a user can fix all of them in one pass: parsers collect
+ * problems instead of stopping at the first one.
+ */
+export interface Problem {
+  file: string;
+  /** 1-based document number in a multi-document YAML file. */
+  document?: number;
+  /** `Rollout demo`, `AnalysisTemplate success-rate`. */
+  object?: string;
+  /** Field path in the document, `spec.strategy.canary.steps[2].pause.duration`. */
+  path?: string;
+  /** 1-based step number, when the problem is inside a step. */
+  step?: number;
+  message: string;
+}
+
+/** Renders a problem as one line: `file: document 2 (Rollout demo): spec.x (step 3): message`. */
+export function formatProblem(p: Problem): string {
+  const where: string[] = [p.file];
+  if (p.document !== undefined) where.push(`document ${p.document}${p.object ? ` (${p.object})` : ""}`);
+  else if (p.object) where.push(p.object);
+  if (p.path) where.push(p.step !== undefined ? `${p.path} (step ${p.step})` : p.path);
+  else if (p.step !== undefined) where.push(`step ${p.step}`);
+  return `${where.join(": ")}: ${p.message}`;
+}
+
+/** Thrown when input cannot be used; carries every problem found, not only the first. */
+export class SpecError extends Error {
+  override name = "SpecError";
+  readonly problems: readonly Problem[];
+
+  constructor(problems: readonly Problem[]) {
+    super(problems.map(formatProblem).join("\n"));
+    this.problems = problems;
+  }
+}
+
+/** Collects problems while a parser walks a document, then throws them all at once. */
+export class ProblemList {
+  readonly items: Problem[] = [];
+
+  add(problem: Problem): void {
+    this.items.push(problem);
+  }
+
+  get empty(): boolean {
+    return this.items.length === 0;
+  }
+
+  throwIfAny(): void {
+    if (!this.empty) throw new SpecError(this.items);
+  }
+}
+
+/** Joins a field path from segments: `["spec", "steps", 2, "pause"]` → `spec.steps[2].pause`. */
+export function joinPath(segments: readonly PropertyKey[]): string {
+  let out = "";
+  for (const s of segments) {
+    if (typeof s === "number") out += `[${s}]`;
+    else out += out === "" ? String(s) : `.${String(s)}`;
+  }
+  return out;
+}
