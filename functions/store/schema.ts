@@ -1,0 +1,175 @@
+import { z } from "zod";
+
+/**
+ * The rollout item: everything the workflow's Lambdas, the trigger, the abort channel and the CLI
+ * need to know about one rollout, in one DynamoDB item keyed by rollout name. One item per rollout
+ * means every change is a single-item conditional write (dynalite, the embedded store, has no
+ * transactions) and two rollouts never contend.
+ *
+ * Fields added later must be `.default(...)`-ed so items written by an older release still parse.
+ */
+
+/** Argo Rollouts' rollout phases. */
+export const RolloutPhaseSchema = z.enum(["Healthy", "Progressing", "Paused", "Degraded"]);
+export type RolloutPhase = z.infer<typeof RolloutPhaseSchema>;
+
+/** Phases in which an execution is driving the rollout (the only ones an abort can stop). */
+export const RUNNING_PHASES: readonly RolloutPhase[] = ["Progressing", "Paused"];
+
+/** What a task-token wait is waiting for; the CLI's `promote` behaves differently for each. */
+export const WaitingForSchema = z.enum(["pause", "analysis", "approval"]);
+export type WaitingFor = z.infer<typeof WaitingForSchema>;
+
+/** Argo's pause reasons (`status.pauseConditions[].reason`). */
+export const PauseReasonSchema = z.enum(["CanaryPauseStep", "BlueGreenPause", "InconclusiveAnalysisRun"]);
+export type PauseReason = z.infer<typeof PauseReasonSchema>;
+
+/**
+ * One revision of the workload: Argo numbers revisions 1, 2, 3… and the status message of an
+ * aborted rollout names the number; the digest is what was actually deployed.
+ */
+export const RevisionSchema = z.object({
+  revision: z.number().int().positive(),
+  /** Full image reference, `<registry>/<repository>@<digest>`. */
+  image: z.string().min(1),
+  digest: z.string().min(1),
+  tag: z.string().min(1).nullable().default(null),
+});
+export type Revision = z.infer<typeof RevisionSchema>;
+
+/** A revision in the history kept for `undo`, with when it was recorded. */
+export const HistoryEntrySchema = RevisionSchema.extend({ at: z.number() });
+export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
+
+/** One line of the rollout's event log, as `rollouts get` prints it. */
+export const RolloutEventSchema = z.object({
+  /** Epoch ms. */
+  at: z.number(),
+  /** A lifecycle type (`RolloutStepCompleted`, …) or an internal one (`AbortRequested`, `Triggered`). */
+  type: z.string().min(1),
+  message: z.string(),
+  /** Zero-based step index when the event belongs to a step. */
+  step: z.number().int().nonnegative().optional(),
+});
+export type RolloutEvent = z.infer<typeof RolloutEventSchema>;
+
+/** A pause in progress (`status.pauseConditions` in Argo). */
+export const PauseInfoSchema = z.object({
+  reason: PauseReasonSchema,
+  /** Epoch ms when the pause began. */
+  startedAt: z.number(),
+  /** Epoch ms when the Timer resumes it; null when a person must (`rollouts promote`). */
+  until: z.number().nullable(),
+});
+export type PauseInfo = z.infer<typeof PauseInfoSchema>;
+
+/**
+ * The latest push the trigger accepted for this rollout. It is how the trigger tells a duplicate
+ * event from a new one and a late (out-of-order) event from a newer one: see
+ * `functions/trigger/decide.ts`.
+ */
+export const TriggerRecordSchema = z.object({
+  repository: z.string().min(1),
+  digest: z.string().min(1),
+  tag: z.string().nullable(),
+  image: z.string().min(1),
+  /** The EventBridge event id (redeliveries of one event share it). */
+  eventId: z.string().min(1),
+  /** The event's `time`, epoch ms: orders pushes even when EventBridge delivers them out of order. */
+  eventTime: z.number(),
+  /** Incremented on each accepted push; part of the execution name so a digest can be rolled out again. */
+  generation: z.number().int().positive(),
+  executionName: z.string().min(1),
+  /** Epoch ms when the trigger accepted it. */
+  acceptedAt: z.number(),
+});
+export type TriggerRecord = z.infer<typeof TriggerRecordSchema>;
+
+/** The rollout item as the domain sees it (no `pk`/`sk`: those are the adapter's business). */
+export const RolloutItemSchema = z.object({
+  name: z.string().min(1),
+  phase: RolloutPhaseSchema,
+  message: z.string().default(""),
+  stableRevision: RevisionSchema.nullable().default(null),
+  currentRevision: RevisionSchema.nullable().default(null),
+  /** Zero-based index of the step being run (equals `stepCount` once all steps are done). */
+  stepIndex: z.number().int().nonnegative().default(0),
+  stepCount: z.number().int().nonnegative().default(0),
+  /** Percent of traffic on the canary. */
+  weight: z.number().min(0).max(100).default(0),
+  /** The task token the execution waits on: the abort channel and `promote` send to it. */
+  currentTaskToken: z.string().min(1).nullable().default(null),
+  waitingFor: WaitingForSchema.nullable().default(null),
+  /** Epoch ms when the current wait began. */
+  waitingSince: z.number().nullable().default(null),
+  abortRequested: z.boolean().default(false),
+  abortReason: z.string().nullable().default(null),
+  abortRequestedAt: z.number().nullable().default(null),
+  /** The execution the abort was aimed at, so a newer execution does not abort itself. */
+  abortExecutionArn: z.string().nullable().default(null),
+  /** The execution currently driving the rollout. */
+  executionArn: z.string().nullable().default(null),
+  /** Opaque JSON the traffic target keeps between steps (e.g. ALB rule ARNs, previous weights). */
+  targetState: z.unknown().default(null),
+  pause: PauseInfoSchema.nullable().default(null),
+  /** Bounded (`MAX_EVENTS`), newest last. */
+  events: z.array(RolloutEventSchema).default([]),
+  /** Revisions previously made stable, newest last, bounded (`MAX_HISTORY`): what `undo` goes back to. */
+  history: z.array(HistoryEntrySchema).default([]),
+  trigger: TriggerRecordSchema.nullable().default(null),
+  /** Epoch ms of the first write. */
+  createdAt: z.number(),
+  /** Epoch ms of the last write (stamped by the store). */
+  updatedAt: z.number(),
+  /** Optimistic lock: every write is conditional on it and increments it. Starts at 1. */
+  version: z.number().int().positive(),
+});
+export type RolloutItem = z.infer<typeof RolloutItemSchema>;
+
+/** What a caller writes: the store owns `version` and `updatedAt`. */
+export type RolloutItemInput = Omit<RolloutItem, "version" | "updatedAt"> &
+  Partial<Pick<RolloutItem, "version" | "updatedAt">>;
+
+/** The events list keeps the newest 50 (a DynamoDB item is capped at 400 KB). */
+export const MAX_EVENTS = 50;
+/** Argo's default `revisionHistoryLimit` is 10. */
+export const MAX_HISTORY = 10;
+/** Event messages longer than this are cut, so one noisy provider cannot fill the item. */
+export const MAX_EVENT_MESSAGE = 2_000;
+
+/** A fresh item for a rollout that has never run: Healthy with nothing deployed yet. */
+export function newRolloutItem(name: string, nowMs: number): RolloutItemInput {
+  return RolloutItemSchema.omit({ version: true, updatedAt: true }).parse({
+    name,
+    phase: "Healthy",
+    message: "",
+    createdAt: nowMs,
+  });
+}
+
+/** Appends an event, keeping the newest `limit` (pure: returns a new array). */
+export function appendEvent(
+  events: readonly RolloutEvent[],
+  event: RolloutEvent,
+  limit = MAX_EVENTS,
+): RolloutEvent[] {
+  const message =
+    event.message.length > MAX_EVENT_MESSAGE
+      ? `${event.message.slice(0, MAX_EVENT_MESSAGE - 1)}…`
+      : event.message;
+  return [...events, { ...event, message }].slice(-limit);
+}
+
+/** Appends a revision to the history, keeping the newest `limit` (pure). */
+export function pushHistory(
+  history: readonly HistoryEntry[],
+  entry: HistoryEntry,
+  limit = MAX_HISTORY,
+): HistoryEntry[] {
+  return [...history, entry].slice(-limit);
+}
+
+/** True when an execution is driving the rollout (Progressing or Paused with an execution recorded). */
+export function isRunning(item: Pick<RolloutItem, "phase" | "executionArn">): boolean {
+  return item.executionArn !== null && RUNNING_PHASES.includes(item.phase);
+}

@@ -1,0 +1,200 @@
+import { ConditionalCheckFailedException, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from "@aws-sdk/lib-dynamodb";
+import { mockClient } from "aws-sdk-client-mock";
+import { beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ManualClock } from "../../../functions/clock.ts";
+import {
+  ConcurrentUpdateError,
+  DynamoRolloutStore,
+  newRolloutItem,
+  StoredItemInvalidError,
+  StoreUnavailableError,
+  update,
+} from "../../../functions/store/index.ts";
+
+const doc = mockClient(DynamoDBDocumentClient);
+const T0 = Date.UTC(2026, 0, 1);
+const clock = new ManualClock(T0);
+const store = () =>
+  new DynamoRolloutStore({
+    client: new DynamoDBClient({ region: "us-east-1" }),
+    tableName: "rollouts",
+    clock,
+  });
+
+const stored = (overrides: Record<string, unknown> = {}) => ({
+  pk: "ROLLOUT#web",
+  sk: "STATE",
+  kind: "ROLLOUT",
+  ...newRolloutItem("web", T0),
+  version: 3,
+  updatedAt: T0,
+  ...overrides,
+});
+
+beforeEach(() => doc.reset());
+
+describe("DynamoRolloutStore calls", () => {
+  it("reads the rollout item with a strongly consistent GetItem on ROLLOUT#<name>/STATE", async () => {
+    doc.on(GetCommand).resolves({ Item: stored() });
+    const item = await store().get("web");
+    expect(item).toMatchObject({ name: "web", version: 3 });
+    expect(item).not.toHaveProperty("pk");
+    expect(doc.commandCalls(GetCommand)[0]?.args[0].input).toEqual({
+      TableName: "rollouts",
+      Key: { pk: "ROLLOUT#web", sk: "STATE" },
+      ConsistentRead: true,
+    });
+  });
+
+  it("writes with a version condition and increments the version", async () => {
+    doc.on(PutCommand).resolves({});
+    const written = await store().save({ ...newRolloutItem("web", T0), weight: 10 }, 3);
+    expect(written.version).toBe(4);
+    const input = doc.commandCalls(PutCommand)[0]?.args[0].input;
+    expect(input).toMatchObject({
+      TableName: "rollouts",
+      ConditionExpression: "#version = :expected",
+      ExpressionAttributeNames: { "#version": "version" },
+      ExpressionAttributeValues: { ":expected": 3 },
+      Item: { pk: "ROLLOUT#web", sk: "STATE", kind: "ROLLOUT", version: 4, weight: 10, updatedAt: T0 },
+    });
+  });
+
+  it("creates with attribute_not_exists", async () => {
+    doc.on(PutCommand).resolves({});
+    await store().save(newRolloutItem("web", T0), null);
+    expect(doc.commandCalls(PutCommand)[0]?.args[0].input).toMatchObject({
+      ConditionExpression: "attribute_not_exists(#pk)",
+      Item: { version: 1 },
+    });
+  });
+
+  it("turns ConditionalCheckFailedException into ConcurrentUpdateError with the cause", async () => {
+    const cause = new ConditionalCheckFailedException({
+      message: "The conditional request failed",
+      $metadata: {},
+    });
+    doc.on(PutCommand).rejects(cause);
+    const error = await store()
+      .save(newRolloutItem("web", T0), 3)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConcurrentUpdateError);
+    expect(error).toMatchObject({ name: "ConcurrentUpdateError", expectedVersion: 3, cause });
+  });
+
+  it("wraps other SDK failures in StoreUnavailableError", async () => {
+    doc.on(GetCommand).rejects(Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException" }));
+    await expect(store().get("web")).rejects.toMatchObject({
+      name: "StoreUnavailableError",
+      message: expect.stringContaining("ThrottlingException"),
+    });
+    await expect(store().get("web")).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it("names the item and the field path when a stored item is invalid", async () => {
+    doc.on(GetCommand).resolves({ Item: stored({ phase: "Exploded", weight: 120 }) });
+    const error = await store()
+      .get("web")
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoredItemInvalidError);
+    expect((error as Error).message).toContain("ROLLOUT#web/STATE");
+    expect((error as Error).message).toContain("phase");
+    expect((error as Error).message).toContain("weight");
+  });
+
+  it("lists through the sparse GSI and follows pagination", async () => {
+    doc
+      .on(QueryCommand)
+      .resolvesOnce({ Items: [stored({ pk: "ROLLOUT#zeta", name: "zeta" })], LastEvaluatedKey: { pk: "x" } })
+      .resolvesOnce({ Items: [stored({ pk: "ROLLOUT#alpha", name: "alpha" })] });
+    const names = (await store().list()).map((item) => item.name);
+    expect(names).toEqual(["alpha", "zeta"]);
+    const calls = doc.commandCalls(QueryCommand);
+    expect(calls).toHaveLength(2);
+    expect(calls[0]?.args[0].input).toMatchObject({
+      IndexName: "byKind",
+      KeyConditionExpression: "#kind = :kind",
+      ExpressionAttributeValues: { ":kind": "ROLLOUT" },
+    });
+    expect(calls[1]?.args[0].input.ExclusiveStartKey).toEqual({ pk: "x" });
+  });
+
+  it("updates a run with one conditional UpdateItem that keeps createdAt", async () => {
+    doc.on(UpdateCommand).resolves({
+      Attributes: { rollout: "web", runId: "r1", run: { a: 1 }, version: 2, createdAt: 5, updatedAt: T0 },
+    });
+    const run = await store().saveRun("web", "r1", { a: 1 }, 1);
+    expect(run).toMatchObject({ version: 2, createdAt: 5 });
+    const input = doc.commandCalls(UpdateCommand)[0]?.args[0].input;
+    expect(input).toMatchObject({
+      Key: { pk: "ROLLOUT#web", sk: "RUN#r1" },
+      ConditionExpression: "#version = :expected",
+      ExpressionAttributeValues: { ":expected": 1, ":next": 2 },
+    });
+    expect(input?.UpdateExpression).toContain("if_not_exists(#createdAt, :now)");
+  });
+
+  it("writes measurements with the TTL attribute in epoch seconds and attribute_not_exists", async () => {
+    doc.on(PutCommand).resolves({});
+    await store().putMeasurement({
+      rollout: "web",
+      runId: "r1",
+      measurementId: "m#000001",
+      value: 0.99,
+      at: T0 + 1500,
+      ttlSeconds: 60,
+    });
+    expect(doc.commandCalls(PutCommand)[0]?.args[0].input).toMatchObject({
+      ConditionExpression: "attribute_not_exists(#pk)",
+      Item: { pk: "ROLLOUT#web", sk: "MEAS#r1#m#000001", expiresAt: T0 / 1000 + 1 + 60, value: 0.99 },
+    });
+  });
+
+  it("update() re-reads and re-applies the mutation after a conflict, then gives up after maxAttempts", async () => {
+    const conflict = new ConditionalCheckFailedException({ message: "conflict", $metadata: {} });
+    doc
+      .on(GetCommand)
+      .resolvesOnce({ Item: stored({ version: 3 }) })
+      .resolves({ Item: stored({ version: 4, weight: 5 }) });
+    doc.on(PutCommand).rejectsOnce(conflict).resolves({});
+    const seen: number[] = [];
+    const written = await update(store(), "web", "latest", (current) => {
+      seen.push(current.version);
+      return { ...current, weight: current.weight + 10 };
+    });
+    expect(seen).toEqual([3, 4]);
+    expect(written).toMatchObject({ version: 5, weight: 15 });
+
+    doc.reset();
+    doc.on(GetCommand).resolves({ Item: stored() });
+    doc.on(PutCommand).rejects(conflict);
+    await expect(
+      update(store(), "web", "latest", (current) => ({ ...current, weight: 1 }), { maxAttempts: 3 }),
+    ).rejects.toBeInstanceOf(ConcurrentUpdateError);
+    expect(doc.commandCalls(PutCommand)).toHaveLength(3);
+  });
+
+  it("validates runs with the caller's schema", async () => {
+    doc.on(GetCommand).resolves({
+      Item: {
+        pk: "ROLLOUT#web",
+        sk: "RUN#r1",
+        rollout: "web",
+        runId: "r1",
+        run: { phase: 7 },
+        version: 1,
+        createdAt: 1,
+        updatedAt: 1,
+      },
+    });
+    await expect(store().getRun("web", "r1", z.object({ phase: z.string() }))).rejects.toThrow(/run\.phase/);
+  });
+});

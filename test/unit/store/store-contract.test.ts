@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ManualClock } from "../../../functions/clock.ts";
+import {
+  ConcurrentUpdateError,
+  DynamoRolloutStore,
+  MemoryRolloutStore,
+  newRolloutItem,
+  type RolloutStore,
+  StoredItemInvalidError,
+  update,
+  upsert,
+} from "../../../functions/store/index.ts";
+import { type DynaliteHarness, startDynalite } from "./dynalite-harness.ts";
+
+/**
+ * The same behaviour is required of every adapter, so the same tests run against the in-memory
+ * store and against a real in-process DynamoDB (dynalite), where conditional-write conflicts are
+ * real `ConditionalCheckFailedException`s.
+ */
+const T0 = Date.UTC(2026, 0, 1);
+let harness: DynaliteHarness;
+let tableSeq = 0;
+
+beforeAll(async () => {
+  harness = await startDynalite();
+});
+afterAll(async () => {
+  await harness?.close();
+});
+
+interface Fixture {
+  clock: ManualClock;
+  /** Two stores on one table: two Lambdas racing. */
+  a: RolloutStore;
+  b: RolloutStore;
+}
+
+const adapters: Array<[string, () => Fixture]> = [
+  [
+    "memory",
+    () => {
+      const clock = new ManualClock(T0);
+      const store = new MemoryRolloutStore({ clock });
+      return { clock, a: store, b: store };
+    },
+  ],
+  [
+    "dynalite",
+    () => {
+      const clock = new ManualClock(T0);
+      const tableName = harness.tableName;
+      return {
+        clock,
+        a: new DynamoRolloutStore({ client: harness.client(), tableName, clock }),
+        b: new DynamoRolloutStore({ client: harness.client(), tableName, clock }),
+      };
+    },
+  ],
+];
+
+const RunSchema = z.object({ phase: z.string(), count: z.number() });
+
+describe.each(adapters)("RolloutStore contract: %s", (_label, make) => {
+  // Rollout names are unique per test so tests sharing the dynalite table never collide.
+  const unique = (base: string) => `${base}-${_label}-${++tableSeq}`;
+
+  it("creates an item at version 1, reads it back validated, and lists it", async () => {
+    const { a, clock } = make();
+    const name = unique("checkout");
+    const created = await a.save(newRolloutItem(name, clock.now()), null);
+    expect(created.version).toBe(1);
+    expect(created.updatedAt).toBe(T0);
+    const read = await a.get(name);
+    expect(read).toEqual(created);
+    expect(read?.phase).toBe("Healthy");
+    expect((await a.list()).map((item) => item.name)).toContain(name);
+  });
+
+  it("returns undefined for an unknown rollout", async () => {
+    const { a } = make();
+    expect(await a.get(unique("nope"))).toBeUndefined();
+  });
+
+  it("refuses a second create and a write at a stale version with ConcurrentUpdateError", async () => {
+    const { a, b, clock } = make();
+    const name = unique("race");
+    await a.save(newRolloutItem(name, clock.now()), null);
+    await expect(b.save(newRolloutItem(name, clock.now()), null)).rejects.toBeInstanceOf(
+      ConcurrentUpdateError,
+    );
+
+    // Both read version 1; the first write wins, the second is refused.
+    const seenByA = (await a.get(name))!;
+    const seenByB = (await b.get(name))!;
+    await a.save({ ...seenByA, message: "from a" }, seenByA.version);
+    const lost = b.save({ ...seenByB, message: "from b" }, seenByB.version);
+    await expect(lost).rejects.toMatchObject({ name: "ConcurrentUpdateError", expectedVersion: 1 });
+    const final = await a.get(name);
+    expect(final?.message).toBe("from a");
+    expect(final?.version).toBe(2);
+  });
+
+  it("applies concurrent read-modify-writes without losing any (bounded retry)", async () => {
+    const { a, b, clock } = make();
+    const name = unique("counter");
+    await a.save(newRolloutItem(name, clock.now()), null);
+    const writers = Array.from({ length: 5 }, (_, i) =>
+      update(i % 2 === 0 ? a : b, name, "latest", (current) => ({
+        ...current,
+        events: [...current.events, { at: clock.now(), type: "Test", message: `writer ${i}` }],
+      })),
+    );
+    await Promise.all(writers);
+    const final = (await a.get(name))!;
+    expect(final.version).toBe(6);
+    expect(final.events.map((e) => e.message).sort()).toEqual([0, 1, 2, 3, 4].map((i) => `writer ${i}`));
+  });
+
+  it("a strict expected version is not retried", async () => {
+    const { a, clock } = make();
+    const name = unique("strict");
+    const v1 = await a.save(newRolloutItem(name, clock.now()), null);
+    await update(a, name, v1.version, (current) => ({ ...current, weight: 25 }));
+    await expect(
+      update(a, name, v1.version, (current) => ({ ...current, weight: 50 })),
+    ).rejects.toBeInstanceOf(ConcurrentUpdateError);
+    expect((await a.get(name))?.weight).toBe(25);
+  });
+
+  it("upsert creates when absent and only one of two concurrent creators wins the create", async () => {
+    const { a, b, clock } = make();
+    const name = unique("upsert");
+    const results = await Promise.all(
+      [a, b].map((store, i) =>
+        upsert(store, name, (current) =>
+          current === undefined
+            ? { ...newRolloutItem(name, clock.now()), message: `created by ${i}` }
+            : { ...current, message: `${current.message}, then ${i}` },
+        ),
+      ),
+    );
+    const final = (await a.get(name))!;
+    expect(final.version).toBe(2);
+    expect(results.map((r) => r?.version).sort()).toEqual([1, 2]);
+    expect(final.message).toMatch(/^created by [01], then [01]$/);
+  });
+
+  it("stores targetState as opaque JSON", async () => {
+    const { a, clock } = make();
+    const name = unique("target");
+    const item = {
+      ...newRolloutItem(name, clock.now()),
+      targetState: { rules: ["arn:1"], ratio: Number.NaN },
+    };
+    await a.save(item, null);
+    expect((await a.get(name))?.targetState).toEqual({ rules: ["arn:1"], ratio: null });
+  });
+
+  it("stores analysis runs with their own optimistic version, validated by the caller's schema", async () => {
+    const { a, b } = make();
+    const rollout = unique("runs");
+    const created = await a.saveRun(rollout, "run-2", { phase: "Running", count: 0 }, null);
+    expect(created.version).toBe(1);
+    await a.saveRun(rollout, "run-1", { phase: "Successful", count: 3 }, null);
+    await expect(b.saveRun(rollout, "run-2", { phase: "Running", count: 0 }, null)).rejects.toBeInstanceOf(
+      ConcurrentUpdateError,
+    );
+    const updated = await a.saveRun(rollout, "run-2", { phase: "Running", count: 1 }, 1);
+    expect(updated).toMatchObject({ version: 2, createdAt: created.createdAt, run: { count: 1 } });
+    await expect(b.saveRun(rollout, "run-2", { phase: "Failed", count: 9 }, 1)).rejects.toBeInstanceOf(
+      ConcurrentUpdateError,
+    );
+    const run = await a.getRun(rollout, "run-2", RunSchema);
+    expect(run?.run).toEqual({ phase: "Running", count: 1 });
+    expect((await a.listRuns(rollout, RunSchema)).map((r) => r.runId)).toEqual(["run-1", "run-2"]);
+    await expect(a.getRun(rollout, "run-2", z.object({ phase: z.number() }))).rejects.toBeInstanceOf(
+      StoredItemInvalidError,
+    );
+    expect(await a.getRun(rollout, "missing", RunSchema)).toBeUndefined();
+  });
+
+  it("records a measurement once, sets its TTL and hides it after expiry", async () => {
+    const { a, clock } = make();
+    const rollout = unique("meas");
+    const at = clock.now();
+    const input = { rollout, runId: "r1", at, ttlSeconds: 3600 };
+    expect(await a.putMeasurement({ ...input, measurementId: "latency#000001", value: { v: 1 } })).toBe(true);
+    expect(await a.putMeasurement({ ...input, measurementId: "latency#000001", value: { v: 99 } })).toBe(
+      false,
+    );
+    expect(await a.putMeasurement({ ...input, measurementId: "latency#000000", value: { v: 0 } })).toBe(true);
+    await a.saveRun(rollout, "r1", { phase: "Running", count: 2 }, null);
+
+    const schema = z.object({ v: z.number() });
+    const listed = await a.listMeasurements(rollout, "r1", schema);
+    expect(listed.map((m) => [m.measurementId, m.value.v])).toEqual([
+      ["latency#000000", 0],
+      ["latency#000001", 1],
+    ]);
+    expect(listed[0]?.expiresAt).toBe(Math.floor(at / 1000) + 3600);
+    // Measurements are not runs.
+    expect((await a.listRuns(rollout, RunSchema)).map((r) => r.runId)).toEqual(["r1"]);
+    clock.advance(3600 * 1000);
+    expect(await a.listMeasurements(rollout, "r1", schema)).toEqual([]);
+  });
+});
