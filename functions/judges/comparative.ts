@@ -1,0 +1,267 @@
+import { mannWhitney, ratioOfMeans } from "./mann-whitney.ts";
+
+/** Seed 004's `direction`: which change of the metric counts as worse. */
+export type Direction = "increase" | "decrease" | "either";
+
+/** A metric's status in a gate reading. `inconclusive` is "not green" and never "passed". */
+export type MetricStatus = "pass" | "fail" | "inconclusive";
+
+/** Tolerances of a comparative metric (`compare: stable`). */
+export interface ComparativeTolerance {
+  /** What counts as worse (default `increase`). */
+  readonly direction?: Direction;
+  /** Maximum candidate/stable ratio tolerated when an increase is worse (default 1). */
+  readonly maxRatio?: number;
+  /** Minimum candidate/stable ratio tolerated when a decrease is worse (default 1). */
+  readonly minRatio?: number;
+  /** Maximum difference in the worse direction (candidate − stable for an increase, stable − candidate for a decrease). */
+  readonly maxDelta?: number;
+}
+
+/** One reading of a comparative threshold gate, for candidate and stable at the same time. */
+export interface ComparativeReading extends ComparativeTolerance {
+  readonly name: string;
+  readonly candidate: number;
+  readonly stable: number;
+  /** Requests the candidate served in the window (from `samplesQuery`). */
+  readonly samples?: number;
+  /** Below this many samples the check is not green (default 0: not checked). */
+  readonly minSamples?: number;
+}
+
+/** Outcome of one comparative metric, with the numbers a red gate lists. */
+export interface ComparativeOutcome {
+  readonly name: string;
+  readonly status: MetricStatus;
+  readonly candidate: number;
+  readonly stable: number;
+  /** candidate / stable; 1 when both are 0, ±Infinity when only the stable value is 0. */
+  readonly ratio: number;
+  /** candidate − stable. */
+  readonly delta: number;
+  readonly message: string;
+}
+
+function increaseIsWorse(direction: Direction): boolean {
+  return direction === "increase" || direction === "either";
+}
+
+function decreaseIsWorse(direction: Direction): boolean {
+  return direction === "decrease" || direction === "either";
+}
+
+/** Formats numbers as the gate messages show them: short, with +Inf for a ratio over zero. */
+export function formatNumber(value: number): string {
+  if (value === Number.POSITIVE_INFINITY) return "+Inf";
+  if (value === Number.NEGATIVE_INFINITY) return "-Inf";
+  if (Number.isNaN(value)) return "NaN";
+  if (value !== 0 && (Math.abs(value) < 1e-3 || Math.abs(value) >= 1e6)) return value.toExponential(1);
+  return String(Number(value.toPrecision(4)));
+}
+
+/** Lists which tolerances a candidate/stable pair breaks; empty when none. */
+function breaches(candidate: number, stable: number, tolerance: ComparativeTolerance): string[] {
+  const direction = tolerance.direction ?? "increase";
+  const ratio = ratioOfMeans(candidate, stable);
+  const delta = candidate - stable;
+  const found: string[] = [];
+  if (increaseIsWorse(direction)) {
+    const maxRatio = tolerance.maxRatio ?? 1;
+    if (ratio > maxRatio) found.push(`ratio ${formatNumber(ratio)} > maxRatio ${formatNumber(maxRatio)}`);
+    if (tolerance.maxDelta !== undefined && delta > tolerance.maxDelta) {
+      found.push(`delta ${formatNumber(delta)} > maxDelta ${formatNumber(tolerance.maxDelta)}`);
+    }
+  }
+  if (decreaseIsWorse(direction)) {
+    const minRatio = tolerance.minRatio ?? 1;
+    if (ratio < minRatio) found.push(`ratio ${formatNumber(ratio)} < minRatio ${formatNumber(minRatio)}`);
+    if (tolerance.maxDelta !== undefined && -delta > tolerance.maxDelta) {
+      found.push(`delta ${formatNumber(delta)} below -maxDelta ${formatNumber(-tolerance.maxDelta)}`);
+    }
+  }
+  return found;
+}
+
+/**
+ * Seed 004's comparative threshold gate: the same query evaluated for the candidate and the
+ * stable version in the same window, judged by ratio and difference, so a busy hour or a slow
+ * dependency that moves both does not fail the step. A gate that saw fewer than `minSamples`
+ * requests is inconclusive, never green: a gate that sees no traffic cannot say a release is
+ * healthy.
+ */
+export function compareWithStable(reading: ComparativeReading): ComparativeOutcome {
+  const { name, candidate, stable } = reading;
+  const ratio = ratioOfMeans(candidate, stable);
+  const delta = candidate - stable;
+  const base = { name, candidate, stable, ratio, delta };
+  const minSamples = reading.minSamples ?? 0;
+  if (!Number.isFinite(candidate) || !Number.isFinite(stable)) {
+    return { ...base, status: "inconclusive", message: `metric ${name}: no value for one version` };
+  }
+  if (minSamples > 0 && (reading.samples === undefined || reading.samples < minSamples)) {
+    return {
+      ...base,
+      status: "inconclusive",
+      message: `metric ${name}: ${reading.samples ?? 0} samples < minSamples ${minSamples}`,
+    };
+  }
+  const found = breaches(candidate, stable, reading);
+  const values = `candidate ${formatNumber(candidate)}, stable ${formatNumber(stable)}`;
+  if (found.length > 0) {
+    return { ...base, status: "fail", message: `metric ${name}: ${values}: ${found.join(", ")}` };
+  }
+  return { ...base, status: "pass", message: `metric ${name}: ${values}: ratio ${formatNumber(ratio)}` };
+}
+
+/** Seed 004's `analysis: mann-whitney` metric: two series and what the analysis tolerates. */
+export interface SeriesAnalysisInput extends ComparativeTolerance {
+  readonly name: string;
+  /** The candidate's points over the step (or lookback), one per `step`. */
+  readonly candidate: ArrayLike<number>;
+  readonly stable: ArrayLike<number>;
+  /** Significance level (default 0.05). */
+  readonly alpha?: number;
+  /** Fewer points on either side: inconclusive (default 5). */
+  readonly minPoints?: number;
+}
+
+/** Outcome of a Mann-Whitney series analysis. */
+export interface SeriesAnalysisOutcome extends ComparativeOutcome {
+  readonly pValue: number | null;
+  readonly pointsCandidate: number;
+  readonly pointsStable: number;
+}
+
+/**
+ * Kayenta-style judgement of a metric as seed 004 runs it: the candidate's and the stable's
+ * series over the step, compared with the two-sided Mann-Whitney U test. The metric fails only
+ * when the difference is significant (p < alpha) *and* the ratio of the means goes the worse way
+ * beyond the tolerated ratio (`maxRatio` 1.2 tolerates +20% even when significant). The message
+ * of a failure lists means, ratio and p-value, e.g.
+ * `metric errors: candidate 0.2761, stable 0 (means of 11 and 11 points): ratio +Inf, p=9.3e-05 < 0.05`.
+ */
+export function analyzeSeries(input: SeriesAnalysisInput): SeriesAnalysisOutcome {
+  const alpha = input.alpha ?? 0.05;
+  const minPoints = input.minPoints ?? 5;
+  const nc = input.candidate.length;
+  const ns = input.stable.length;
+  const base = { name: input.name, pointsCandidate: nc, pointsStable: ns };
+  if (nc < Math.max(1, minPoints) || ns < Math.max(1, minPoints)) {
+    return {
+      ...base,
+      status: "inconclusive",
+      candidate: Number.NaN,
+      stable: Number.NaN,
+      ratio: Number.NaN,
+      delta: Number.NaN,
+      pValue: null,
+      message: `metric ${input.name}: ${nc} and ${ns} points < minPoints ${minPoints}`,
+    };
+  }
+  const test = mannWhitney(input.candidate, input.stable, "two-sided");
+  const candidate = test.meanCandidate;
+  const stable = test.meanPrimary;
+  const ratio = test.meanRatio;
+  const found = breaches(candidate, stable, input);
+  const significant = test.pValue < alpha;
+  const status: MetricStatus = significant && found.length > 0 ? "fail" : "pass";
+  const message =
+    `metric ${input.name}: candidate ${formatNumber(candidate)}, stable ${formatNumber(stable)} ` +
+    `(means of ${nc} and ${ns} points): ratio ${formatNumber(ratio)}, ` +
+    `p=${formatNumber(test.pValue)} ${significant ? "<" : ">="} ${alpha}` +
+    (found.length > 0 && !significant ? ` (${found.join(", ")}, not significant)` : "") +
+    (found.length === 0 && significant ? " (within tolerance)" : "");
+  return {
+    ...base,
+    status,
+    candidate,
+    stable,
+    ratio,
+    delta: candidate - stable,
+    pValue: test.pValue,
+    message,
+  };
+}
+
+/** A metric's contribution to the score. */
+export interface ScoredMetric {
+  readonly name: string;
+  readonly status: MetricStatus;
+  /** Weight in the score (default 1). */
+  readonly weight?: number;
+  /** A failed critical metric makes the gate red whatever the score. */
+  readonly critical?: boolean;
+  readonly message?: string;
+}
+
+/** Score thresholds, 0–100 (seed 004: `analysis: {pass: 95, marginal: 75}`). */
+export interface ScoreThresholds {
+  readonly pass?: number;
+  readonly marginal?: number;
+}
+
+/** A gate reading's score and colour. */
+export interface ScoreOutcome {
+  /** Weighted share of the non-inconclusive metrics that passed, 0–100; null when every metric was inconclusive. */
+  readonly score: number | null;
+  readonly green: boolean;
+  /** `pass` ≥ pass threshold, `marginal` ≥ marginal threshold, else `fail` (also when a critical metric failed or nothing was conclusive). */
+  readonly grade: "pass" | "marginal" | "fail";
+  /** Why the gate is red, one line per reason (empty when green). */
+  readonly reasons: string[];
+}
+
+/**
+ * Seed 004's score: the weighted share of the non-inconclusive metrics that passed. During the
+ * bake a reading is green from `marginal` up; the final reading must reach `pass` and have no
+ * inconclusive metric, because a step that ended without data cannot say the release is
+ * healthy. A failed `critical` metric is red on its own, whatever the score.
+ */
+export function scoreGate(
+  metrics: readonly ScoredMetric[],
+  thresholds: ScoreThresholds = {},
+  finalReading = false,
+): ScoreOutcome {
+  const pass = thresholds.pass ?? 95;
+  const marginal = thresholds.marginal ?? 75;
+  let total = 0;
+  let passed = 0;
+  const reasons: string[] = [];
+  for (const metric of metrics) {
+    const weight = metric.weight ?? 1;
+    if (!(weight >= 0)) throw new RangeError(`metric ${metric.name}: weight must be >= 0, got ${weight}`);
+    if (metric.status === "inconclusive") {
+      if (finalReading)
+        reasons.push(metric.message ?? `metric ${metric.name} is inconclusive at the end of the bake`);
+      continue;
+    }
+    total += weight;
+    if (metric.status === "pass") passed += weight;
+    else {
+      const detail = metric.message ?? `metric ${metric.name} failed`;
+      reasons.push(metric.critical ? `critical ${detail}` : detail);
+    }
+  }
+  const score = total > 0 ? (100 * passed) / total : null;
+  const criticalFailed = metrics.some((m) => m.critical && m.status === "fail");
+  const grade =
+    score === null || criticalFailed
+      ? "fail"
+      : score >= pass
+        ? "pass"
+        : score >= marginal
+          ? "marginal"
+          : "fail";
+  const noInconclusive = metrics.every((m) => m.status !== "inconclusive");
+  const green =
+    score !== null &&
+    !criticalFailed &&
+    (finalReading ? grade === "pass" && noInconclusive : grade !== "fail");
+  if (score === null) reasons.push("no metric was conclusive");
+  else if (!criticalFailed) {
+    const needed = finalReading ? pass : marginal;
+    if (score < needed)
+      reasons.unshift(`score ${formatNumber(score)} < ${finalReading ? "pass" : "marginal"} ${needed}`);
+  }
+  return { score, green, grade, reasons: green ? [] : reasons };
+}

@@ -1,0 +1,88 @@
+/**
+ * sfn-rollouts/judges: statistics that compare a candidate with the stable version and decide
+ * promote, hold or rollback. Pure code, no AWS SDK: usable in a Lambda, a CLI or a notebook.
+ */
+export {
+  type Admission,
+  admitCanary,
+  type CanaryObservation,
+  type CanaryPolicy,
+  type CanaryState,
+  type CanaryStep,
+  canaryObservationSchema,
+  decideWindow,
+  defaultCanaryPolicy,
+  InvalidObservationError,
+  observeWindow,
+  parseObservation,
+  type RollbackRecord,
+  startCanary,
+  type WindowDecision,
+} from "./canary-gate.ts";
+export {
+  type Check,
+  type CheckInput,
+  type CheckResult,
+  checkSchema,
+  type JudgeReport,
+  judge,
+  judgeInputSchema,
+  runCheck,
+} from "./checks.ts";
+export {
+  analyzeSeries,
+  type ComparativeOutcome,
+  type ComparativeReading,
+  type ComparativeTolerance,
+  compareWithStable,
+  type Direction,
+  formatNumber,
+  type MetricStatus,
+  type ScoredMetric,
+  type ScoreOutcome,
+  type ScoreThresholds,
+  type SeriesAnalysisInput,
+  type SeriesAnalysisOutcome,
+  scoreGate,
+} from "./comparative.ts";
+export { type MannWhitneyResult, mannWhitney, ratioOfMeans } from "./mann-whitney.ts";
+export { normalCdf, normalQuantile, normalSf } from "./normal.ts";
+export {
+  binomialTestPValue,
+  type OneProportionMethod,
+  type OneProportionResult,
+  oneProportion,
+  pValueFromZ,
+  type TwoProportionResult,
+  twoProportion,
+} from "./proportions.ts";
+export { type SampleSizeInput, samplesPerSide, secondsToSamples } from "./sample-size.ts";
+export {
+  addLatency,
+  emptyLogSummary,
+  type LogSummary,
+  type SequentialLatencyOptions,
+  type SequentialLatencyResult,
+  sequentialLatency,
+  summarizeLatencies,
+} from "./sequential-latency.ts";
+export { type SequentialRateOptions, type SequentialResult, sequentialRate } from "./sequential-rate.ts";
+export {
+  type AaOptions,
+  gaussian,
+  type Monitor,
+  mulberry32,
+  type Prng,
+  type SimulationSummary,
+  simulateAaRollouts,
+} from "./simulate.ts";
+export { logBeta, logGamma, regularizedBeta } from "./special.ts";
+export type { Alternative, Counts, TestResult } from "./types.ts";
+export {
+  type Decision,
+  decide,
+  judgeCheck,
+  type Verdict,
+  type VerdictInput,
+  worseEffect,
+} from "./verdict.ts";
