@@ -1,0 +1,30 @@
+import type { z } from "zod";
+import { RouterStateError } from "./errors.ts";
+import { describeIssues } from "./settings.ts";
+
+/**
+ * Parses a router state handed back by the caller. The state round-trips through DynamoDB, so it
+ * is external input: a state written by another target type, or by an older version of this
+ * code, must fail loudly here rather than half-work.
+ */
+export function parseRouterState<S extends z.ZodType>(schema: S, state: unknown, target: string): z.infer<S> {
+  const parsed = schema.safeParse(state);
+  if (!parsed.success) {
+    throw new RouterStateError(describeIssues(parsed.error, `${target} router state`), {
+      cause: parsed.error,
+    });
+  }
+  return parsed.data;
+}
+
+/** Seconds until `at` (ms), at least 1, for a Wait state. */
+export function secondsUntil(at: number, now: number): number {
+  return Math.max(1, Math.ceil((at - now) / 1000));
+}
+
+/** The name of an AWS SDK error (`PreconditionFailedException`, …), or undefined. */
+export function awsErrorName(err: unknown): string | undefined {
+  return typeof err === "object" && err !== null && "name" in err && typeof err.name === "string"
+    ? err.name
+    : undefined;
+}
