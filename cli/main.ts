@@ -1,9 +1,10 @@
 import { Command, CommanderError } from "commander";
 import { registerCompile } from "./commands/compile.ts";
+import { registerJudge } from "./commands/judge.ts";
 import { registerPlan } from "./commands/plan.ts";
 import { Exit, type Io, processIo, type RegisterCommand, UsageError } from "./io.ts";
 
-const commands: RegisterCommand[] = [registerPlan, registerCompile];
+const commands: RegisterCommand[] = [registerPlan, registerCompile, registerJudge];
 
 /** Runs the `rollouts` command line and resolves to the process exit code. */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {

@@ -55,7 +55,10 @@ export function formatNumber(value: number): string {
   if (value === Number.POSITIVE_INFINITY) return "+Inf";
   if (value === Number.NEGATIVE_INFINITY) return "-Inf";
   if (Number.isNaN(value)) return "NaN";
-  if (value !== 0 && (Math.abs(value) < 1e-3 || Math.abs(value) >= 1e6)) return value.toExponential(1);
+  if (value !== 0 && (Math.abs(value) < 1e-3 || Math.abs(value) >= 1e6)) {
+    // Two-digit exponents, as Python and the seed's messages print them: p=9.3e-05.
+    return value.toExponential(1).replace(/e([+-])(\d)$/, (_, sign, digit) => `e${sign}0${digit}`);
+  }
   return String(Number(value.toPrecision(4)));
 }
 
