@@ -259,20 +259,20 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
       case "setMirrorRoute":
       case "preview": {
         const settled = options.readinessChecks && (step.kind === "setWeight" || step.kind === "preview");
-        const afterApply = settled ? readiness(stem, next, i) : next;
         states[stem] = invoke("setWeight", body(target), `${stem}-Applied?`);
         states[`${stem}-Applied?`] = {
           Type: "Choice",
           Comment:
             "Weights changed by someone else since the last step: pause for a person instead of overwriting them.",
           Choices: [{ Variable: "$.last.value.drift", BooleanEquals: true, Next: `${stem}-Drift` }],
-          Default: afterApply,
+          Default: next,
         };
         states[`${stem}-Drift`] = wait(
           "await",
           payload({ stepIndex: i, step: { kind: "approval", reason: "paused-drift" } }),
           stem,
         );
+        if (settled) (states[`${stem}-Applied?`] as State).Default = readiness(stem, next, i);
         break;
       }
       case "pause": {

@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { parseAllDocuments } from "yaml";
+import { LineCounter, parseAllDocuments } from "yaml";
 import { type LoadedTemplate, loadTemplate, type Origin, resolveAnalysis } from "./analysis-resolve.ts";
 import { normalizeArgoRollout } from "./argo.ts";
 import { KubeObjectSchema } from "./argo-schema.ts";
@@ -45,16 +45,17 @@ export async function readSources(paths: readonly string[], problems: Problem[])
 
 function documentsOf(source: Source, problems: Problem[]): Document[] {
   const out: Document[] = [];
-  const docs = parseAllDocuments(source.text, { prettyErrors: false });
+  const lineCounter = new LineCounter();
+  const docs = parseAllDocuments(source.text, { prettyErrors: false, lineCounter });
   const list = Array.isArray(docs) ? docs : [docs];
   list.forEach((doc, i) => {
     const origin: Origin = { file: source.file, document: i + 1 };
     if (doc.errors.length > 0) {
       for (const e of doc.errors) {
-        const pos = e.linePos?.[0];
+        const pos = lineCounter.linePos(e.pos[0]);
         problems.push({
           ...origin,
-          message: `not valid YAML or JSON${pos ? ` at line ${pos.line}, column ${pos.col}` : ""}: ${e.message.split("\n")[0]}`,
+          message: `not valid YAML or JSON at line ${pos.line}, column ${pos.col}: ${e.message.split("\n")[0]}`,
         });
       }
       return;

@@ -19,6 +19,8 @@ export interface PlanStep {
   analysis?: string[];
   /** With `--rps`: the requests per second the candidate receives at this step. */
   candidateRps?: number;
+  /** Something a reviewer should know about this step (pod rounding that misses the weight badly). */
+  warning?: string;
 }
 
 export interface Plan {
@@ -120,6 +122,10 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
         : counts.canary + counts.stable === 0
           ? 0
           : round((100 * counts.canary) / (counts.canary + counts.stable));
+    const warning =
+      !spec.trafficRouting && spec.strategy === "canary" && weight > 0 && weight < 100 && counts.canary === 0
+        ? `${spec.replicas} pods cannot carry ${weight}% without surge: Argo's rounding gives the candidate no pod here`
+        : undefined;
     return {
       index,
       kind: step.kind,
@@ -131,6 +137,7 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
       detail,
       ...(analysis ? { analysis } : {}),
       ...(options.rps !== undefined ? { candidateRps: round((options.rps * share) / 100) } : {}),
+      ...(warning ? { warning } : {}),
     };
   });
   return {

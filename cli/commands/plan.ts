@@ -68,6 +68,7 @@ function table(steps: PlanStep[], withRps: boolean): string {
   steps.forEach((s, i) => {
     out.push(line(rows[i] ?? []));
     for (const a of s.analysis ?? []) out.push(`    ${a}`);
+    if (s.warning) out.push(`    warning: ${s.warning}`);
   });
   return out.join("\n");
 }

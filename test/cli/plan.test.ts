@@ -1,0 +1,120 @@
+import { execFileSync } from "node:child_process";
+import validator from "asl-validator";
+import { describe, expect, it } from "vitest";
+import { run } from "./run.ts";
+
+const SEED = ["examples/rollout.yaml", "examples/analysis-success-rate.yaml"];
+
+describe("rollouts plan", () => {
+  it("prints one row per step with pods, share and the analysis in words", async () => {
+    const { code, out, err } = await run("plan", ...SEED);
+    expect(code).toBe(0);
+    expect(err).toContain(
+      "note: examples/rollout.yaml: document 2: skipped Service demo (not a rollout object)",
+    );
+    const lines = out.split("\n");
+    expect(lines[0]).toMatch(
+      /^rollout demo \(revision [0-9a-f]{10}\): canary, 4 replicas, whole pods behind one Service$/,
+    );
+    expect(lines[2]).toMatch(/^0\s+setWeight: 25\s+25%\s+1\s+3\s+25%$/);
+    expect(out).toContain(
+      "    success-rate: every 3s x2 after 5s; success when result[0] >= 0.95; failureLimit 0",
+    );
+    expect(lines.find((l) => l.startsWith("3 "))).toMatch(/pause: 2s\s+50%\s+2\s+2\s+50%/);
+  });
+
+  it("shows the real share of connections that pod rounding gives, and the candidate's request rate", async () => {
+    const { out } = await run("plan", ...SEED, "--replicas", "3", "--rps", "40", "--json");
+    const plan = JSON.parse(out);
+    expect(plan.steps[0]).toMatchObject({
+      index: 0,
+      kind: "setWeight",
+      weight: 25,
+      canaryPods: 1,
+      stablePods: 3,
+      share: 25,
+      candidateRps: 10,
+    });
+    expect(plan.steps[2]).toMatchObject({
+      index: 2,
+      weight: 50,
+      canaryPods: 2,
+      stablePods: 2,
+      share: 50,
+      candidateRps: 20,
+    });
+  });
+
+  it("prints the JSON shape other tools read", async () => {
+    const { code, out } = await run("plan", ...SEED, "--json");
+    expect(code).toBe(0);
+    const plan = JSON.parse(out);
+    expect(Object.keys(plan)).toEqual(expect.arrayContaining(["name", "revision", "strategy", "steps"]));
+    expect(plan.name).toBe("demo");
+    expect(plan.steps.map((s: { index: number }) => s.index)).toEqual([0, 1, 2, 3, 4]);
+    for (const step of plan.steps) {
+      expect(Object.keys(step)).toEqual(
+        expect.arrayContaining(["index", "kind", "weight", "canaryPods", "stablePods", "share"]),
+      );
+    }
+    expect(plan.steps[1].analysis).toEqual([
+      "success-rate: every 3s x2 after 5s; success when result[0] >= 0.95; failureLimit 0",
+    ]);
+  });
+
+  it("warns where Argo's rounding gives the candidate no pod", async () => {
+    const { out } = await run("plan", "test/fixtures/statemachine/no-surge.yaml");
+    expect(out).toMatch(/^0\s+setWeight: 50\s+50%\s+1\s+1\s+50%$/m);
+    expect(out).toMatch(/^1\s+setWeight: 75\s+75%\s+0\s+2\s+0%$/m);
+    expect(out).toContain(
+      "    warning: 2 pods cannot carry 75% without surge: Argo's rounding gives the candidate no pod here",
+    );
+  });
+
+  it("exits 2 with every problem for input it cannot use", async () => {
+    const { code, err } = await run("plan", "examples/rollout.yaml");
+    expect(code).toBe(2);
+    expect(err).toContain(
+      'examples/rollout.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[1].analysis.templates[0].templateName (step 2): AnalysisTemplate "success-rate" not found in the files given',
+    );
+    expect(err).toContain("(step 5)");
+  });
+
+  it("exits 2 for bad options", async () => {
+    expect((await run("plan", ...SEED, "--rps", "lots")).code).toBe(2);
+    expect((await run("plan")).code).toBe(2);
+    expect((await run("frobnicate")).code).toBe(2);
+  });
+});
+
+describe("rollouts compile", () => {
+  it("prints a definition asl-validator accepts", async () => {
+    const { code, out } = await run("compile", ...SEED, "--target", '{"kind":"local-proxy"}');
+    expect(code).toBe(0);
+    const definition = JSON.parse(out);
+    expect(validator(definition).isValid).toBe(true);
+    expect(definition.States["Step01-SetWeight-25"].Parameters.Payload.target).toEqual({
+      kind: "local-proxy",
+    });
+  });
+
+  it("rejects a target that is not a JSON object", async () => {
+    const { code, err } = await run("compile", ...SEED, "--target", "[1]");
+    expect(code).toBe(2);
+    expect(err).toContain("--target must be a JSON object");
+  });
+});
+
+describe("the rollouts binary", () => {
+  it("runs from a fresh process and returns the exit code", () => {
+    const out = execFileSync("node", ["bin/rollouts.mjs", "plan", ...SEED, "--json"], { encoding: "utf8" });
+    expect(JSON.parse(out).name).toBe("demo");
+    let status = 0;
+    try {
+      execFileSync("node", ["bin/rollouts.mjs", "plan", "nope.yaml"], { stdio: "pipe" });
+    } catch (error) {
+      status = (error as { status: number }).status;
+    }
+    expect(status).toBe(2);
+  });
+});

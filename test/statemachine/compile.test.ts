@@ -1,0 +1,243 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import validator from "asl-validator";
+import { describe, expect, it } from "vitest";
+import {
+  compile,
+  FUNCTION_PLACEHOLDERS,
+  loadRollout,
+  parseRollout,
+  type RolloutSpec,
+  type StateMachineDefinition,
+  stepStateName,
+} from "../../statemachine/index.ts";
+
+/** Every example, compiled as the construct does for an ALB target with pods. */
+const EXAMPLES: Record<string, string[]> = {
+  canary: ["examples/rollout.yaml", "examples/analysis-success-rate.yaml"],
+  "blue-green": ["examples/blue-green.yaml"],
+  native: ["examples/native.yaml"],
+  "model-shadow": ["examples/model-shadow.yaml"],
+};
+
+const golden = (name: string) => `test/statemachine/golden/${name}.golden.json`;
+
+type State = Record<string, unknown> & { Type: string; Next?: string; Default?: string };
+const states = (d: StateMachineDefinition) => d.States as Record<string, State>;
+
+/** Every state reachable from StartAt through Next, Default, Choices and Catch. */
+function reachable(d: StateMachineDefinition): Set<string> {
+  const seen = new Set<string>();
+  const todo = [d.StartAt];
+  while (todo.length > 0) {
+    const name = todo.pop() as string;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const s = states(d)[name];
+    if (!s) throw new Error(`${name} is referenced but not defined`);
+    const next = [
+      s.Next,
+      s.Default,
+      ...((s.Choices as Array<{ Next: string }> | undefined) ?? []).map((c) => c.Next),
+      ...((s.Catch as Array<{ Next: string }> | undefined) ?? []).map((c) => c.Next),
+    ];
+    for (const n of next) if (n) todo.push(n);
+  }
+  return seen;
+}
+
+describe.each(Object.entries(EXAMPLES))("the %s example", (name, files) => {
+  it("compiles to ASL that asl-validator accepts, matching its reviewed golden file", async () => {
+    const { spec } = await loadRollout(files);
+    const definition = compile(spec, { readinessChecks: true, target: { kind: "alb-ecs" } });
+    const result = validator(definition);
+    expect(result.errors).toEqual([]);
+    expect(result.isValid).toBe(true);
+    const text = `${JSON.stringify(definition, null, 2)}\n`;
+    if (process.env.UPDATE_GOLDEN === "1" || !existsSync(golden(name))) writeFileSync(golden(name), text);
+    expect(text).toBe(readFileSync(golden(name), "utf8"));
+  });
+
+  it("reaches every state, and every Task but Abort is caught into Abort", async () => {
+    const { spec } = await loadRollout(files);
+    const definition = compile(spec, { readinessChecks: true });
+    expect([...reachable(definition)].sort()).toEqual(Object.keys(definition.States).sort());
+    for (const [stateName, state] of Object.entries(states(definition))) {
+      if (state.Type !== "Task" || stateName === "Abort" || stateName === "Begin") continue;
+      const catchers = state.Catch as Array<{ ErrorEquals: string[]; Next: string }>;
+      expect(
+        catchers.map((c) => c.ErrorEquals[0]),
+        stateName,
+      ).toEqual(["RolloutAborted", "States.ALL"]);
+      expect(
+        catchers.every((c) => c.Next === "Abort"),
+        stateName,
+      ).toBe(true);
+    }
+  });
+
+  it("is deterministic", async () => {
+    const { spec } = await loadRollout(files);
+    expect(JSON.stringify(compile(spec))).toBe(JSON.stringify(compile(structuredClone(spec))));
+  });
+});
+
+describe("compile", () => {
+  const seed = async () => (await loadRollout(EXAMPLES.canary as string[])).spec;
+
+  it("names one state per step, deterministically", async () => {
+    const spec = await seed();
+    const names = spec.steps.map((_, i) => stepStateName(spec, i));
+    const defined = compile(spec).States;
+    for (const n of names) expect(defined[n], n).toBeDefined();
+    expect(names).toEqual([
+      "Step01-SetWeight-25",
+      "Step02-Analysis",
+      "Step03-SetWeight-50",
+      "Step04-Pause-2s",
+      "Step05-Analysis",
+    ]);
+  });
+
+  it("sends the first revision straight to Promote", async () => {
+    const d = compile(await seed());
+    expect(d.StartAt).toBe("Begin");
+    expect(states(d).Begin?.Next).toBe("FirstRevision?");
+    expect(states(d)["FirstRevision?"]).toMatchObject({
+      Type: "Choice",
+      Choices: [{ Variable: "$.begin.firstRevision", BooleanEquals: true, Next: "Promote" }],
+      Default: "Step01-SetWeight-25",
+    });
+  });
+
+  it("waits on task tokens for pauses and analyses, and chooses on the analysis phase", async () => {
+    const s = states(compile(await seed()));
+    expect(s["Step04-Pause-2s"]).toMatchObject({
+      Resource: "arn:aws:states:::lambda:invoke.waitForTaskToken",
+      Parameters: {
+        FunctionName: "${AwaitFunctionArn}",
+        Payload: { "taskToken.$": "$$.Task.Token", stepIndex: 3 },
+      },
+      TimeoutSeconds: 902,
+    });
+    expect(s["Step02-Analysis"]).toMatchObject({
+      Resource: "arn:aws:states:::lambda:invoke.waitForTaskToken",
+      Parameters: { FunctionName: "${StartAnalysisFunctionArn}" },
+    });
+    expect(s["Step02-Analysis-Phase?"]).toMatchObject({
+      Choices: [
+        { Variable: "$.last.phase", StringEquals: "Successful", Next: "Step02-Analysis-Next" },
+        { Variable: "$.last.phase", StringEquals: "Inconclusive", Next: "Step02-Analysis-Inconclusive" },
+      ],
+      Default: "Step02-Analysis-Failed",
+    });
+    expect(s["Step02-Analysis-Failed"]).toMatchObject({ Type: "Pass", Next: "Abort" });
+    expect(s["Step02-Analysis-Inconclusive"]).toMatchObject({
+      Parameters: { Payload: { step: { kind: "approval", reason: "Inconclusive" } } },
+      Next: "Step02-Analysis-Next",
+    });
+    expect(s["Step05-Analysis-Next"]).toMatchObject({ Default: "Promote" });
+  });
+
+  it("embeds the step's parameters, so handlers need no spec store", async () => {
+    const s = states(compile(await seed(), { target: { kind: "lambda-alias", functionName: "checkout" } }));
+    const payload = (s["Step03-SetWeight-50"]!.Parameters as { Payload: Record<string, unknown> }).Payload;
+    expect(payload).toMatchObject({
+      "context.$": "$.begin.context",
+      rollout: { name: "demo", stepCount: 5 },
+      stepIndex: 2,
+      step: { kind: "setWeight", weight: 50 },
+      target: { kind: "lambda-alias", functionName: "checkout" },
+    });
+  });
+
+  it("uses a placeholder for every function, and every placeholder it uses is known", async () => {
+    const text = JSON.stringify(compile(await seed(), { readinessChecks: true }));
+    const used = new Set([...text.matchAll(/\$\{(\w+)\}/g)].map((m) => m[1]));
+    expect([...used].sort()).toEqual(Object.values(FUNCTION_PLACEHOLDERS).sort());
+  });
+
+  it("polls readiness only for targets with pods", async () => {
+    const spec = await seed();
+    expect(Object.keys(compile(spec).States).some((n) => n.includes("CheckReady"))).toBe(false);
+    const withPods = states(compile(spec, { readinessChecks: true }));
+    expect(withPods["Step01-SetWeight-25-Applied?"]?.Default).toBe("Step01-SetWeight-25-CheckReady");
+    expect(withPods["Step01-SetWeight-25-WaitReady"]).toMatchObject({
+      Type: "Wait",
+      Next: "Step01-SetWeight-25-CheckReady",
+    });
+    expect(withPods.Begin?.Next).toBe("Candidate-CheckReady");
+  });
+
+  it("pauses for a person on weight drift, then applies the step again", async () => {
+    const s = states(compile(await seed()));
+    expect(s["Step01-SetWeight-25-Applied?"]).toMatchObject({
+      Choices: [{ Variable: "$.last.value.drift", BooleanEquals: true, Next: "Step01-SetWeight-25-Drift" }],
+    });
+    expect(s["Step01-SetWeight-25-Drift"]).toMatchObject({
+      Parameters: { Payload: { step: { kind: "approval", reason: "paused-drift" } } },
+      Next: "Step01-SetWeight-25",
+    });
+  });
+
+  it("starts background analysis at its starting step", () => {
+    const spec: RolloutSpec = parseRollout([
+      {
+        file: "r.yaml",
+        text: `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: bg}
+spec:
+  template: {spec: {containers: [{name: a, image: a}]}}
+  strategy:
+    canary:
+      analysis:
+        startingStep: 1
+        templates: [{templateName: t}]
+      steps: [{setWeight: 10}, {setWeight: 50}]
+---
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: t}
+spec:
+  metrics:
+    - name: m
+      interval: 30s
+      successCondition: result[0] > 0
+      provider: {web: {url: "http://x"}}
+`,
+      },
+    ]).spec;
+    const s = states(compile(spec));
+    expect(s["Step01-SetWeight-10-Applied?"]?.Default).toBe("Step02-SetWeight-50-StartBackgroundAnalysis");
+    expect(s["Step02-SetWeight-50-StartBackgroundAnalysis"]).toMatchObject({
+      Resource: "arn:aws:states:::lambda:invoke",
+      Parameters: {
+        FunctionName: "${StartAnalysisFunctionArn}",
+        Payload: { background: true, stepIndex: 1 },
+      },
+      Next: "Step02-SetWeight-50",
+    });
+  });
+
+  it("goes from Abort to a Fail state named RolloutAborted", async () => {
+    const s = states(compile(await seed()));
+    expect(s.Abort).toMatchObject({
+      Parameters: { Payload: { "error.$": "$.error", onFailure: "rollback" } },
+      Next: "Aborted",
+    });
+    expect(s.Aborted).toMatchObject({ Type: "Fail", Error: "RolloutAborted" });
+  });
+
+  it("never retries an abort, and never re-invokes a wait on anything but Lambda service errors", async () => {
+    const s = states(compile(await seed()));
+    expect(
+      (s["Step01-SetWeight-25"]!.Retry as Array<{ ErrorEquals: string[]; MaxAttempts: number }>)[0],
+    ).toEqual({
+      ErrorEquals: ["RolloutAborted"],
+      MaxAttempts: 0,
+    });
+    const waitRetry = s["Step02-Analysis"]?.Retry as Array<{ ErrorEquals: string[] }>;
+    expect(waitRetry.flatMap((r) => r.ErrorEquals).every((e) => e.startsWith("Lambda."))).toBe(true);
+  });
+});
