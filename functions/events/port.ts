@@ -1,0 +1,96 @@
+import { z } from "zod";
+
+/** EventBridge `source` of every lifecycle event: what a team's rule matches on. */
+export const EVENT_SOURCE = "sfn-rollouts";
+
+/** The lifecycle events (EventBridge `detail-type`s) teams can route to Slack or a pager. */
+export const LifecycleEventTypeSchema = z.enum([
+  "RolloutStepCompleted",
+  "RolloutPaused",
+  "AnalysisRunFailed",
+  "RolloutAborted",
+  "RolloutCompleted",
+]);
+export type LifecycleEventType = z.infer<typeof LifecycleEventTypeSchema>;
+
+/**
+ * The event `detail`. Flat and stable: it is a public contract (people write EventBridge patterns
+ * and Slack templates against it), so fields are only ever added.
+ */
+export const LifecycleDetailSchema = z.object({
+  rollout: z.string().min(1),
+  /** Argo's revision number; null before the first revision is recorded. */
+  revision: z.number().int().positive().nullable(),
+  /** The revision's image and digest, when known. */
+  image: z.string().nullable().default(null),
+  digest: z.string().nullable().default(null),
+  /** Zero-based step index; null for events not tied to a step (completed, aborted before a step). */
+  step: z.number().int().nonnegative().nullable(),
+  message: z.string(),
+  /** ISO 8601 UTC. */
+  at: z.string(),
+});
+export type LifecycleDetail = z.infer<typeof LifecycleDetailSchema>;
+
+export interface LifecycleEvent {
+  type: LifecycleEventType;
+  detail: LifecycleDetail;
+}
+
+/**
+ * The lifecycle event port. Handlers publish after their state write succeeded, so an event
+ * never announces a change the store refused.
+ */
+export interface EventPublisher {
+  publish(events: LifecycleEvent | readonly LifecycleEvent[]): Promise<void>;
+}
+
+/** EventBridge refused some entries (`FailedEntryCount > 0`) or the call failed. */
+export class EventPublishError extends Error {
+  override readonly name = "EventPublishError";
+  /** `type: ErrorCode ErrorMessage` for each refused entry. */
+  readonly failures: readonly string[];
+
+  constructor(failures: readonly string[], options?: { cause?: unknown }) {
+    super(
+      `EventBridge did not accept ${failures.length} lifecycle event(s): ${failures.join("; ")}`,
+      options,
+    );
+    this.failures = failures;
+  }
+}
+
+/** Messages are cut to this length: EventBridge entries are capped at 256 KB and nobody reads more. */
+export const MAX_DETAIL_MESSAGE = 4_000;
+
+/**
+ * Builds a lifecycle event from what a handler knows, so every handler fills the detail the
+ * same way.
+ */
+export function lifecycleEvent(
+  type: LifecycleEventType,
+  input: {
+    rollout: string;
+    revision?: { revision: number; image: string; digest: string } | null;
+    step?: number | null;
+    message: string;
+    atMs: number;
+  },
+): LifecycleEvent {
+  const message =
+    input.message.length > MAX_DETAIL_MESSAGE
+      ? `${input.message.slice(0, MAX_DETAIL_MESSAGE - 1)}…`
+      : input.message;
+  return {
+    type,
+    detail: LifecycleDetailSchema.parse({
+      rollout: input.rollout,
+      revision: input.revision?.revision ?? null,
+      image: input.revision?.image ?? null,
+      digest: input.revision?.digest ?? null,
+      step: input.step ?? null,
+      message,
+      at: new Date(input.atMs).toISOString(),
+    }),
+  };
+}
