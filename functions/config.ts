@@ -1,0 +1,63 @@
+/**
+ * The contract between the CDK construct (which sets these) and the Lambda handlers (which read
+ * them), in one place so neither side can drift from the other.
+ */
+
+/** Handler entry files under `functions/handlers/`, each exporting `handler`. */
+export const HANDLERS = {
+  trigger: "trigger",
+  begin: "begin",
+  setWeight: "set-weight",
+  checkReady: "check-ready",
+  await: "await",
+  startAnalysis: "start-analysis",
+  analysisTick: "analysis-tick",
+  resume: "resume",
+  promote: "promote",
+  abort: "abort",
+} as const;
+
+export type HandlerName = keyof typeof HANDLERS;
+
+/** Environment variables the construct sets on every function. */
+export const ENV = {
+  /** The DynamoDB table of rollout items, runs and measurements. */
+  tableName: "ROLLOUTS_TABLE",
+  /** EventBridge bus for lifecycle events (`default` when unset). */
+  eventBusName: "ROLLOUTS_EVENT_BUS",
+  /** EventBridge Scheduler group for one-time `at()` schedules. */
+  scheduleGroup: "ROLLOUTS_SCHEDULE_GROUP",
+  /** Role EventBridge Scheduler assumes to invoke the resume function. */
+  schedulerRoleArn: "ROLLOUTS_SCHEDULER_ROLE_ARN",
+  /** The resume function the Timer invokes. */
+  resumeFunctionArn: "ROLLOUTS_RESUME_FUNCTION_ARN",
+  /** The ticker state machine for delays under a minute. */
+  tickerStateMachineArn: "ROLLOUTS_TICKER_STATE_MACHINE_ARN",
+  /**
+   * JSON: `[{"rollout", "stateMachineArn", "repository", "tagPattern"?}]`, the rollouts the trigger
+   * starts on an ECR push.
+   */
+  rollouts: "ROLLOUTS_ROUTES",
+  /** Default Prometheus address and SigV4 region for metrics that do not name one. */
+  prometheusUrl: "ROLLOUTS_PROMETHEUS_URL",
+  prometheusSigv4Region: "ROLLOUTS_PROMETHEUS_SIGV4_REGION",
+} as const;
+
+/**
+ * CloudWatch metrics the handlers publish (Embedded Metric Format in their logs) and the
+ * construct's dashboard and alarms read. Every metric has the dimension `Rollout`.
+ */
+export const METRICS = {
+  namespace: "SfnRollouts",
+  dimension: "Rollout",
+  /** Percent of traffic on the candidate, after each weight change. */
+  canaryWeight: "CanaryWeight",
+  /** One per finished analysis run, with the dimension `Phase` as well. */
+  analysisRuns: "AnalysisRuns",
+  /** One per measurement taken, with the dimension `Phase` as well. */
+  measurements: "Measurements",
+  /** One per abort. */
+  aborts: "RolloutsAborted",
+  /** One per promotion. */
+  promotions: "RolloutsPromoted",
+} as const;
