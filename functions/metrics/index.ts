@@ -1,0 +1,109 @@
+import { Sha256 } from "@aws-crypto/sha256-js";
+import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
+import { defaultProvider } from "@aws-sdk/credential-provider-node";
+import { SignatureV4 } from "@smithy/signature-v4";
+import type { Metric, PrometheusProvider } from "../../statemachine/spec.ts";
+import { CloudWatchMetricProvider } from "./cloudwatch.ts";
+import type { Fetch } from "./http.ts";
+import {
+  type MeasureContext,
+  type MetricProvider,
+  type ProviderResult,
+  UnsupportedProviderError,
+} from "./port.ts";
+import { PrometheusMetricProvider, type RequestSigner } from "./prometheus.ts";
+import { SamplesMetricProvider } from "./samples.ts";
+import { WebMetricProvider } from "./web.ts";
+
+export { CloudWatchMetricProvider } from "./cloudwatch.ts";
+export type { Fetch } from "./http.ts";
+export * from "./port.ts";
+export { PrometheusMetricProvider, type RequestSigner } from "./prometheus.ts";
+export { SamplesMetricProvider } from "./samples.ts";
+export { WebMetricProvider } from "./web.ts";
+
+/** The adapters one process uses, one per provider kind; any may be left out. */
+export interface ProviderSet {
+  prometheus?: MetricProvider;
+  web?: MetricProvider;
+  cloudWatch?: MetricProvider;
+  samples?: MetricProvider;
+}
+
+/**
+ * Routes each metric to the adapter of the provider it names. This is what `tick` receives: one
+ * provider object for a run whose metrics use different systems.
+ */
+export class ProviderRouter implements MetricProvider {
+  constructor(private readonly providers: ProviderSet) {}
+
+  measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
+    const kind = (["prometheus", "web", "cloudWatch", "samples"] as const).find(
+      (k) => metric.provider[k] !== undefined,
+    );
+    const provider = kind ? this.providers[kind] : undefined;
+    if (!kind || !provider) {
+      throw new UnsupportedProviderError(
+        `metric "${metric.name}": no ${kind ?? "known"} provider is configured in this process`,
+      );
+    }
+    return provider.measure(metric, ctx);
+  }
+}
+
+type Sigv4Config = NonNullable<NonNullable<PrometheusProvider["authentication"]>["sigv4"]>;
+
+/**
+ * A SigV4 signer for Amazon Managed Service for Prometheus from the default credential chain
+ * (environment, profile, container, instance role). `profile` picks a named profile; a `roleArn`
+ * is taken through a profile's `role_arn` (name one with `profile`), so it is rejected here.
+ */
+export function awsPrometheusSigner(sigv4: Sigv4Config): RequestSigner {
+  if (sigv4.roleArn) {
+    throw new UnsupportedProviderError(
+      "sigv4.roleArn is not supported: configure a profile with role_arn and name it in sigv4.profile",
+    );
+  }
+  const region = sigv4.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+  if (!region) throw new UnsupportedProviderError("sigv4: no region (set sigv4.region or AWS_REGION)");
+  const signer = new SignatureV4({
+    service: "aps",
+    region,
+    sha256: Sha256,
+    credentials: defaultProvider(sigv4.profile ? { profile: sigv4.profile } : {}),
+  });
+  return {
+    sign: async (request) => {
+      const signed = await signer.sign({ ...request, query: request.query ?? {} });
+      return { ...request, headers: signed.headers as Record<string, string> };
+    },
+  };
+}
+
+/** Options of {@link defaultProviders}: the clients, for tests and the local runtime. */
+export interface DefaultProviderOptions {
+  fetch?: Fetch;
+  cloudWatch?: Pick<CloudWatchClient, "send">;
+}
+
+/**
+ * The composition root for metric providers, built once per cold start: real `fetch`, a
+ * CloudWatch client from the default chain (created lazily, so processes without CloudWatch
+ * metrics never load credentials), SigV4 for AMP.
+ */
+export function defaultProviders(options: DefaultProviderOptions = {}): ProviderRouter {
+  let cloudWatch: CloudWatchMetricProvider | undefined;
+  const lazyCloudWatch: MetricProvider = {
+    measure: (metric, ctx) => {
+      cloudWatch ??= new CloudWatchMetricProvider(options.cloudWatch ?? new CloudWatchClient({}));
+      return cloudWatch.measure(metric, ctx);
+    },
+  };
+  const http = options.fetch ? { fetch: options.fetch } : {};
+  return new ProviderRouter({
+    prometheus: new PrometheusMetricProvider({ ...http, signerFor: awsPrometheusSigner }),
+    web: new WebMetricProvider(http),
+    cloudWatch: lazyCloudWatch,
+    samples: new SamplesMetricProvider(http),
+  });
+}

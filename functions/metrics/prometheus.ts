@@ -1,0 +1,208 @@
+import type { Metric, PrometheusProvider as PrometheusSpec } from "../../statemachine/spec.ts";
+import { deadline, describeFetchError, type Fetch, snippet } from "./http.ts";
+import { formatFloat, type MeasureContext, type MetricProvider, type ProviderResult } from "./port.ts";
+
+/**
+ * The Prometheus provider: an instant query against the HTTP API (`/api/v1/query`), converted as
+ * Argo converts it: a vector becomes a list of floats (`result[0]`), a scalar a number, a matrix
+ * the flattened list of its samples; NaN and ±Inf are kept (a 0/0 ratio is NaN, and a condition
+ * may test it with `isNaN`). Failures are measurements: the server's `errorType: error` text, or
+ * the HTTP status, or the network error.
+ */
+
+/** Signs a request for Amazon Managed Service for Prometheus (SigV4, service `aps`). */
+export interface RequestSigner {
+  sign(request: SignableRequest): Promise<SignableRequest>;
+}
+
+/** The request shape `@smithy/signature-v4` signs. */
+export interface SignableRequest {
+  method: string;
+  protocol: string;
+  hostname: string;
+  port?: number;
+  path: string;
+  query?: Record<string, string>;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+export interface PrometheusProviderOptions {
+  fetch?: Fetch;
+  /**
+   * Builds the signer for a metric's `authentication.sigv4` (the composition root uses
+   * `@smithy/signature-v4` with the default credential chain). Without it, sigv4 metrics fail
+   * with an Error measurement saying so.
+   */
+  signerFor?: (sigv4: NonNullable<NonNullable<PrometheusSpec["authentication"]>["sigv4"]>) => RequestSigner;
+  /**
+   * `POST` (default, like Prometheus' Go client, falling back to GET on 405/501) or `GET`.
+   * POST keeps long queries out of URL length limits and access logs.
+   */
+  method?: "GET" | "POST";
+}
+
+interface PromResponse {
+  status?: string;
+  errorType?: string;
+  error?: string;
+  warnings?: string[];
+  data?: { resultType?: string; result?: unknown };
+}
+
+/** Prometheus' sample value strings: `"0.5"`, `"NaN"`, `"+Inf"`, `"-Inf"`. */
+export function parseSampleValue(s: unknown): number {
+  if (s === "+Inf" || s === "Inf") return Number.POSITIVE_INFINITY;
+  if (s === "-Inf") return Number.NEGATIVE_INFINITY;
+  if (s === "NaN") return Number.NaN;
+  if (typeof s !== "string")
+    throw new Error(`bad_response: sample value is not a string: ${JSON.stringify(s)}`);
+  const n = Number(s);
+  if (Number.isNaN(n)) throw new Error(`bad_response: invalid sample value ${JSON.stringify(s)}`);
+  return n;
+}
+
+function sampleOf(pair: unknown): number {
+  if (!Array.isArray(pair) || pair.length !== 2) throw new Error("bad_response: malformed sample");
+  return parseSampleValue(pair[1]);
+}
+
+/** Converts `data` of a successful query the way Argo's `processResponse` does. */
+export function convertQueryData(data: PromResponse["data"]): ProviderResult {
+  const type = data?.resultType;
+  const result = data?.result;
+  try {
+    if (type === "scalar") {
+      const v = sampleOf(result);
+      return { ok: true, result: v, value: formatFloat(v) };
+    }
+    if (type === "vector" && Array.isArray(result)) {
+      const values = result.map((s) => sampleOf((s as { value?: unknown })?.value));
+      return { ok: true, result: values, value: `[${values.map(formatFloat).join(",")}]` };
+    }
+    if (type === "matrix" && Array.isArray(result)) {
+      const values = result.flatMap((s) => {
+        const vs = (s as { values?: unknown })?.values;
+        return Array.isArray(vs) ? vs.map(sampleOf) : [];
+      });
+      return { ok: true, result: values, value: `[${values.map(formatFloat).join(",")}]` };
+    }
+  } catch (e) {
+    return { ok: false, message: (e as Error).message };
+  }
+  return { ok: false, message: "Prometheus metric type not supported" };
+}
+
+/** The adapter; one instance serves every Prometheus metric. */
+export class PrometheusMetricProvider implements MetricProvider {
+  private readonly fetch: Fetch;
+  private readonly signerFor: PrometheusProviderOptions["signerFor"];
+  private readonly method: "GET" | "POST";
+
+  constructor(options: PrometheusProviderOptions = {}) {
+    this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.signerFor = options.signerFor;
+    this.method = options.method ?? "POST";
+  }
+
+  async measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
+    const spec = metric.provider.prometheus;
+    if (!spec) return { ok: false, message: `metric "${metric.name}" has no prometheus provider` };
+    let base: URL;
+    try {
+      base = new URL(spec.address);
+      if (!/^https?:$/.test(base.protocol)) throw new Error("scheme");
+    } catch {
+      return { ok: false, message: "prometheus address is not is url format" };
+    }
+    const url = new URL(`${base.pathname.replace(/\/+$/, "")}/api/v1/query`, base);
+    const params = { query: spec.query };
+    const signal = deadline(spec.timeout, ctx.signal);
+    let response = await this.send(this.method, url, params, spec, signal);
+    if (
+      this.method === "POST" &&
+      "status" in response &&
+      (response.status === 405 || response.status === 501)
+    ) {
+      response = await this.send("GET", url, params, spec, signal);
+    }
+    if (!("status" in response)) return response;
+    return interpret(response.status, response.text);
+  }
+
+  private async send(
+    method: "GET" | "POST",
+    url: URL,
+    params: Record<string, string>,
+    spec: PrometheusSpec,
+    signal: AbortSignal,
+  ): Promise<{ status: number; text: string } | { ok: false; message: string }> {
+    const headers: Record<string, string> = { accept: "application/json" };
+    for (const h of spec.headers) headers[h.key] = h.value;
+    let body: string | undefined;
+    const target = new URL(url);
+    if (method === "POST") {
+      body = new URLSearchParams(params).toString();
+      headers["content-type"] = "application/x-www-form-urlencoded";
+    } else {
+      for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v);
+    }
+    const sigv4 = spec.authentication?.sigv4;
+    // Argo signs only Amazon Managed Prometheus workspaces (`aps-workspaces` in the address).
+    if (sigv4 && target.hostname.includes("aps-workspaces")) {
+      if (!this.signerFor) return { ok: false, message: "sigv4 signing is not configured in this build" };
+      try {
+        const signed = await this.signerFor(sigv4).sign({
+          method,
+          protocol: target.protocol,
+          hostname: target.hostname,
+          ...(target.port ? { port: Number(target.port) } : {}),
+          path: target.pathname,
+          query: Object.fromEntries(target.searchParams),
+          headers: { ...headers, host: target.host },
+          ...(body !== undefined ? { body } : {}),
+        });
+        Object.assign(headers, signed.headers);
+        delete headers.host;
+      } catch (e) {
+        return { ok: false, message: `sigv4: ${(e as Error).message}` };
+      }
+    }
+    try {
+      const res = await this.fetch(target.toString(), { method, headers, body, signal });
+      return { status: res.status, text: await res.text() };
+    } catch (e) {
+      return { ok: false, message: describeFetchError(method, target.toString(), e, spec.timeout) };
+    }
+  }
+}
+
+/**
+ * Reads a query response as Prometheus' Go client does: 400/422/503 carry an API error body;
+ * other non-2xx statuses are `client_error`/`server_error`; `status: error` wins.
+ */
+export function interpret(status: number, text: string): ProviderResult {
+  const apiError = status === 400 || status === 422 || status === 503;
+  if (Math.floor(status / 100) !== 2 && !apiError) {
+    const kind = Math.floor(status / 100);
+    const type = kind === 4 ? "client_error" : kind === 5 ? "server_error" : "bad_response";
+    const what = kind === 4 ? "client error" : kind === 5 ? "server error" : "bad response code";
+    const detail = snippet(text);
+    return { ok: false, message: `${type}: ${what}: ${status}${detail ? `: ${detail}` : ""}` };
+  }
+  let parsed: PromResponse;
+  try {
+    parsed = JSON.parse(text) as PromResponse;
+  } catch (e) {
+    return { ok: false, message: `bad_response: ${(e as Error).message}` };
+  }
+  if (parsed.status === "error") {
+    return { ok: false, message: `${parsed.errorType ?? "unknown"}: ${parsed.error ?? ""}` };
+  }
+  if (apiError) return { ok: false, message: "bad_response: inconsistent body for response code" };
+  const out = convertQueryData(parsed.data);
+  if (out.ok && parsed.warnings?.length) {
+    out.metadata = { warnings: parsed.warnings.map((w) => `"${w}"`).join(", ") };
+  }
+  return out;
+}
