@@ -1,0 +1,55 @@
+import type { ECSClient } from "@aws-sdk/client-ecs";
+import type { ElasticLoadBalancingV2Client } from "@aws-sdk/client-elastic-load-balancing-v2";
+import type { LambdaClient } from "@aws-sdk/client-lambda";
+import { AlbEcsRouter } from "./alb-ecs.ts";
+import { TargetConfigurationError } from "./errors.ts";
+import { LambdaAliasRouter } from "./lambda-alias.ts";
+import { LocalProxyRouter } from "./local-proxy.ts";
+import type { Clock, TrafficRouter } from "./port.ts";
+import { describeIssues, TargetSettingsSchema } from "./settings.ts";
+
+/**
+ * The one place that maps a target's settings (from a Task's `Parameters`) to its adapter, so a
+ * handler needs one line. Clients are created once per cold start by the composition root and
+ * passed in; only the clients a target needs must be present.
+ */
+export interface TrafficClients {
+  readonly elbv2?: ElasticLoadBalancingV2Client;
+  readonly ecs?: ECSClient;
+  readonly lambda?: LambdaClient;
+  readonly fetch?: typeof fetch;
+}
+
+/** Builds the router for `settings` (validated here; a bad field is a `TargetConfigurationError`). */
+export function createTrafficRouter(settings: unknown, clients: TrafficClients, clock: Clock): TrafficRouter {
+  const parsed = TargetSettingsSchema.safeParse(settings);
+  if (!parsed.success) {
+    throw new TargetConfigurationError(describeIssues(parsed.error, "target settings"), {
+      cause: parsed.error,
+    });
+  }
+  const s = parsed.data;
+  switch (s.type) {
+    case "alb-ecs":
+      if (!clients.elbv2 || !clients.ecs)
+        throw new TargetConfigurationError("alb-ecs needs the elbv2 and ecs clients");
+      return new AlbEcsRouter({ elbv2: clients.elbv2, ecs: clients.ecs }, s, clock);
+    case "lambda-alias":
+      if (!clients.lambda) throw new TargetConfigurationError("lambda-alias needs the lambda client");
+      return new LambdaAliasRouter({ lambda: clients.lambda }, s, clock);
+    case "local-proxy":
+      return new LocalProxyRouter(clients.fetch ? { fetch: clients.fetch } : {}, s, clock);
+  }
+}
+
+export { AlbEcsRouter, type AlbEcsState, AlbEcsStateSchema, slotWeights } from "./alb-ecs.ts";
+export * from "./errors.ts";
+export {
+  LambdaAliasRouter,
+  type LambdaAliasState,
+  LambdaAliasStateSchema,
+  weightedAlias,
+} from "./lambda-alias.ts";
+export { LocalProxyRouter, type LocalProxyState, LocalProxyStateSchema } from "./local-proxy.ts";
+export * from "./port.ts";
+export * from "./settings.ts";

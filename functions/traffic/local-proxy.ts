@@ -1,0 +1,321 @@
+import { z } from "zod";
+import { RouterStateError, TargetConfigurationError, TargetNotReadyError } from "./errors.ts";
+import type {
+  AbortOptions,
+  CandidateArtifact,
+  Clock,
+  HeaderRoute,
+  HeaderRouteChange,
+  ObservedWeights,
+  Prepared,
+  PromoteOptions,
+  Readiness,
+  RouterState,
+  TrafficRouter,
+  WeightChange,
+} from "./port.ts";
+import { describeIssues, type LocalProxySettings, LocalProxySettingsSchema } from "./settings.ts";
+import { parseRouterState } from "./state.ts";
+
+/**
+ * The local proxy (`local/proxy`) as a traffic target, driven through its admin API, so the
+ * embedded runtime and the demo run the same handlers and the same `TrafficRouter` calls as AWS.
+ * The candidate is an upstream that is already running (the demo starts it); "deploying" it means
+ * registering it with weight 0 and probing it until it answers.
+ */
+
+/** What this target remembers between calls. */
+export const LocalProxyStateSchema = z
+  .object({
+    type: z.literal("local-proxy"),
+    stable: z.string().nullable(),
+    stableVersion: z.string(),
+    canary: z.string().optional(),
+    canaryVersion: z.string().optional(),
+    canaryWeight: z.number().int().min(0).max(100),
+    phase: z.enum(["prepared", "deploying", "ready", "promoted", "aborted"]),
+    deadlineAt: z.number().optional(),
+    previous: z.object({ url: z.string(), version: z.string() }).strict().optional(),
+  })
+  .strict();
+
+export type LocalProxyState = z.infer<typeof LocalProxyStateSchema>;
+
+/** The proxy's `GET /admin/config` answer, validated because it crosses a process boundary. */
+const AdminConfigSchema = z.object({
+  config: z
+    .object({
+      stable: z.string(),
+      canary: z.string().nullable(),
+      weight: z.number(),
+      stableVersion: z.string(),
+      canaryVersion: z.string(),
+      headerRoutes: z.array(z.object({ name: z.string(), match: z.array(z.unknown()) }).passthrough()),
+    })
+    .passthrough()
+    .nullable(),
+});
+type AdminConfig = z.infer<typeof AdminConfigSchema>["config"];
+
+/** The "client" of this adapter: `fetch`, injectable for tests. */
+export interface LocalProxyClients {
+  readonly fetch?: typeof fetch;
+}
+
+/** Drives one local proxy. */
+export class LocalProxyRouter implements TrafficRouter {
+  readonly type = "local-proxy" as const;
+  readonly #settings: LocalProxySettings;
+  readonly #fetch: typeof fetch;
+
+  constructor(
+    clients: LocalProxyClients,
+    settings: unknown,
+    private readonly clock: Clock,
+  ) {
+    const parsed = LocalProxySettingsSchema.safeParse(settings);
+    if (!parsed.success) {
+      throw new TargetConfigurationError(describeIssues(parsed.error, "local-proxy settings"), {
+        cause: parsed.error,
+      });
+    }
+    this.#settings = parsed.data;
+    this.#fetch = clients.fetch ?? fetch;
+  }
+
+  async prepare(): Promise<Prepared> {
+    const config = await this.#read();
+    if (config && config.weight > 0) {
+      throw new TargetConfigurationError(
+        `the proxy already sends ${config.weight}% to ${config.canary}; finish or abort that rollout first`,
+      );
+    }
+    const state: LocalProxyState = {
+      type: "local-proxy",
+      stable: config?.stable ?? null,
+      stableVersion: config?.stableVersion ?? "stable",
+      canaryWeight: 0,
+      phase: "prepared",
+    };
+    return {
+      state,
+      firstRelease: config === null,
+      stable: config ? `${config.stableVersion} at ${config.stable}` : "nothing yet",
+    };
+  }
+
+  async deployCandidate(input: RouterState, artifact: CandidateArtifact): Promise<RouterState> {
+    const state = this.#state(input);
+    if (!("upstream" in artifact)) {
+      throw new TargetConfigurationError(
+        "a local-proxy candidate is a running upstream: give artifact.upstream",
+      );
+    }
+    const version = artifact.version ?? "canary";
+    if (state.stable !== null) {
+      await this.#write({ canary: artifact.upstream, canaryVersion: version, weight: 0 });
+    }
+    const next: LocalProxyState = {
+      ...state,
+      phase: "deploying",
+      canary: artifact.upstream,
+      canaryVersion: version,
+      canaryWeight: 0,
+      deadlineAt: this.clock.now() + this.#settings.progressDeadlineSeconds * 1000,
+    };
+    return next;
+  }
+
+  async checkReadiness(input: RouterState): Promise<Readiness> {
+    const state = this.#state(input);
+    if (state.phase !== "deploying" || !state.canary) {
+      return { ready: true, state, message: `nothing pending in phase ${state.phase}` };
+    }
+    const probe = new URL(this.#settings.readinessPath, state.canary).toString();
+    let problem: string;
+    try {
+      const res = await this.#fetch(probe);
+      await res.body?.cancel();
+      if (res.status < 500) {
+        return {
+          ready: true,
+          state: { ...state, phase: "ready" },
+          message: `${probe} answered ${res.status}`,
+        };
+      }
+      problem = `${probe} answered ${res.status}`;
+    } catch (err) {
+      problem = `${probe} is unreachable: ${(err as Error).message}`;
+    }
+    if (this.clock.now() >= (state.deadlineAt ?? 0)) {
+      throw new TargetNotReadyError(`the candidate was not ready before its progress deadline: ${problem}`);
+    }
+    return { ready: false, state, retryAfterSeconds: this.#settings.pollSeconds, message: problem };
+  }
+
+  async readWeights(input: RouterState): Promise<ObservedWeights> {
+    const state = this.#state(input);
+    return this.#observe(state, await this.#read());
+  }
+
+  async setWeight(
+    input: RouterState,
+    percent: number,
+    options: { readonly overwriteDrift?: boolean } = {},
+  ): Promise<WeightChange> {
+    const state = this.#state(input);
+    if (!Number.isInteger(percent) || percent < 0 || percent > 100) {
+      throw new RouterStateError(`a weight is an integer percent between 0 and 100, got ${percent}`);
+    }
+    if (percent > 0 && state.phase !== "ready") {
+      throw new RouterStateError(
+        `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,
+      );
+    }
+    const observed = this.#observe(state, await this.#read());
+    if (observed.drift && !options.overwriteDrift) {
+      return {
+        outcome: "drift",
+        state,
+        weights: observed,
+        message: `proxy weights changed outside the rollout: the candidate receives ${observed.canary}% instead of ${state.canaryWeight}% (${observed.detail})`,
+      };
+    }
+    await this.#write({ canary: state.canary ?? null, canaryVersion: state.canaryVersion, weight: percent });
+    return {
+      outcome: "applied",
+      state: { ...state, canaryWeight: percent },
+      weights: {
+        canary: percent,
+        stable: 100 - percent,
+        expectedCanary: percent,
+        drift: false,
+        detail: `proxy weight ${percent}`,
+      },
+    };
+  }
+
+  async setHeaderRoute(input: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {
+    const state = this.#state(input);
+    const config = await this.#read();
+    if (!config) throw new RouterStateError("the proxy has no configuration: nothing to route");
+    const routes = config.headerRoutes.filter((r) => r.name !== route.name);
+    await this.#write({ headerRoutes: [...routes, { name: route.name, match: route.match }] });
+    return {
+      state,
+      applied: true,
+      message: `header route ${route.name} sends matching requests to the candidate`,
+    };
+  }
+
+  async removeHeaderRoute(input: RouterState, name: string): Promise<HeaderRouteChange> {
+    const state = this.#state(input);
+    const config = await this.#read();
+    if (config?.headerRoutes.some((r) => r.name === name)) {
+      await this.#write({ headerRoutes: config.headerRoutes.filter((r) => r.name !== name) });
+    }
+    return { state, applied: true, message: `header route ${name} removed` };
+  }
+
+  async promote(input: RouterState, _options: PromoteOptions): Promise<RouterState> {
+    const state = this.#state(input);
+    if (state.phase === "promoted") return state;
+    if (state.phase !== "ready" || !state.canary) {
+      throw new RouterStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
+    }
+    const version = state.canaryVersion ?? "canary";
+    await this.#write({
+      stable: state.canary,
+      stableVersion: version,
+      canary: null,
+      weight: 0,
+      headerRoutes: [],
+    });
+    const next: LocalProxyState = {
+      type: "local-proxy",
+      phase: "promoted",
+      stable: state.canary,
+      stableVersion: version,
+      canaryWeight: 0,
+      ...(state.stable !== null ? { previous: { url: state.stable, version: state.stableVersion } } : {}),
+    };
+    return next;
+  }
+
+  async abort(input: RouterState, _options: AbortOptions): Promise<Readiness> {
+    const state = this.#state(input);
+    if (state.phase === "aborted") return { ready: true, state, message: "already aborted" };
+    if (state.phase === "promoted" && state.previous) {
+      const { url, version } = state.previous;
+      await this.#write({ stable: url, stableVersion: version, canary: null, weight: 0, headerRoutes: [] });
+      const next: LocalProxyState = {
+        type: "local-proxy",
+        phase: "aborted",
+        stable: url,
+        stableVersion: version,
+        canaryWeight: 0,
+      };
+      return { ready: true, state: next, message: `all traffic back on ${version} at ${url}` };
+    }
+    if (state.stable !== null) await this.#write({ canary: null, weight: 0, headerRoutes: [] });
+    const next: LocalProxyState = {
+      type: "local-proxy",
+      phase: "aborted",
+      stable: state.stable,
+      stableVersion: state.stableVersion,
+      canaryWeight: 0,
+    };
+    return { ready: true, state: next, message: `all traffic back on ${state.stableVersion}` };
+  }
+
+  async scaleDown(input: RouterState): Promise<Readiness> {
+    return {
+      ready: true,
+      state: this.#state(input),
+      message: "nothing to scale down: the demo owns its upstream processes",
+    };
+  }
+
+  #state(input: unknown): LocalProxyState {
+    return parseRouterState(LocalProxyStateSchema, input, "local-proxy");
+  }
+
+  #observe(state: LocalProxyState, config: AdminConfig): ObservedWeights {
+    const canary = config === null || config.canary === null ? 0 : config.weight;
+    // Someone else's candidate, or a different stable upstream, is drift even at the same weight.
+    const foreign = config !== null && config.canary !== null && config.canary !== state.canary;
+    const stableMoved = config !== null && state.stable !== null && config.stable !== state.stable;
+    return {
+      canary,
+      stable: 100 - canary,
+      expectedCanary: state.canaryWeight,
+      drift: canary !== state.canaryWeight || foreign || stableMoved,
+      detail: config
+        ? `proxy stable=${config.stable}, canary=${config.canary ?? "none"}, weight=${config.weight}`
+        : "proxy not configured",
+    };
+  }
+
+  async #read(): Promise<AdminConfig> {
+    const url = new URL("/admin/config", this.#settings.adminUrl).toString();
+    const res = await this.#fetch(url);
+    if (!res.ok) throw new TargetNotReadyError(`GET ${url} answered ${res.status}: ${await res.text()}`);
+    const parsed = AdminConfigSchema.safeParse(await res.json());
+    if (!parsed.success) {
+      throw new TargetConfigurationError(describeIssues(parsed.error, `answer of GET ${url}`));
+    }
+    return parsed.data.config;
+  }
+
+  async #write(update: Record<string, unknown>): Promise<void> {
+    const url = new URL("/admin/config", this.#settings.adminUrl).toString();
+    const res = await this.#fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(Object.fromEntries(Object.entries(update).filter(([, v]) => v !== undefined))),
+    });
+    if (!res.ok)
+      throw new TargetConfigurationError(`POST ${url} answered ${res.status}: ${await res.text()}`);
+    await res.body?.cancel();
+  }
+}
