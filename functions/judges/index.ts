@@ -45,7 +45,7 @@ export {
   type SeriesAnalysisOutcome,
   scoreGate,
 } from "./comparative.ts";
-export { type MannWhitneyResult, mannWhitney, ratioOfMeans } from "./mann-whitney.ts";
+export { type MannWhitneyResult, mannWhitney, mannWhitneySorted, ratioOfMeans } from "./mann-whitney.ts";
 export { normalCdf, normalQuantile, normalSf } from "./normal.ts";
 export {
   binomialTestPValue,

@@ -24,6 +24,13 @@ function sortedCopy(values: ArrayLike<number>): Float64Array {
   return copy;
 }
 
+function assertSortedFinite(values: Float64Array, label: string): void {
+  for (let i = 0; i < values.length; i++) {
+    if (!Number.isFinite(values[i]!)) throw new RangeError(`${label}[${i}] is not a finite number`);
+    if (i > 0 && values[i]! < values[i - 1]!) throw new RangeError(`${label} is not sorted at index ${i}`);
+  }
+}
+
 function medianOfSorted(sorted: Float64Array): number {
   const n = sorted.length;
   const mid = n >> 1;
@@ -66,8 +73,26 @@ export function mannWhitney(
   }
   assertFiniteSamples(candidate, "candidate");
   assertFiniteSamples(primary, "primary");
-  const x = sortedCopy(candidate);
-  const y = sortedCopy(primary);
+  return mannWhitneySorted(sortedCopy(candidate), sortedCopy(primary), alternative);
+}
+
+/**
+ * {@link mannWhitney} on sides that are already sorted ascending (checked), for a caller that
+ * keeps its window sorted as samples arrive (a controller, the benchmark's simulator): each look
+ * then costs one O(n) merge instead of two sorts. Same numbers as {@link mannWhitney}.
+ */
+export function mannWhitneySorted(
+  x: Float64Array,
+  y: Float64Array,
+  alternative: Alternative = "greater",
+): MannWhitneyResult {
+  const n1 = x.length;
+  const n2 = y.length;
+  if (n1 === 0 || n2 === 0) {
+    throw new RangeError("the Mann-Whitney U test needs at least one value on each side");
+  }
+  assertSortedFinite(x, "candidate");
+  assertSortedFinite(y, "primary");
 
   // Merge the two sorted sides; every run of equal values gets the average of its ranks.
   let i = 0;

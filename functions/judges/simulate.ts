@@ -1,4 +1,4 @@
-import { mannWhitney } from "./mann-whitney.ts";
+import { mannWhitneySorted } from "./mann-whitney.ts";
 import { twoProportion } from "./proportions.ts";
 import { addLatency, emptyLogSummary, type LogSummary, sequentialLatency } from "./sequential-latency.ts";
 import { sequentialRate } from "./sequential-rate.ts";
@@ -35,6 +35,19 @@ export function gaussian(random: Prng): () => number {
     spare = radius * Math.sin(2 * Math.PI * u2);
     return radius * Math.cos(2 * Math.PI * u2);
   };
+}
+
+/** Inserts `value` into the sorted prefix `values[0..length)`, keeping it sorted. */
+function insertSorted(values: Float64Array, length: number, value: number): void {
+  let low = 0;
+  let high = length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (values[mid]! <= value) low = mid + 1;
+    else high = mid;
+  }
+  values.copyWithin(low + 1, low, length);
+  values[low] = value;
 }
 
 /** How a monitor looks at the growing window. */
@@ -99,6 +112,7 @@ export function simulateAaRollouts(options: AaOptions): SimulationSummary {
   const primaryErrorRate = options.primaryErrorRate ?? 0.01;
   const candidateErrorRate = options.candidateErrorRate ?? primaryErrorRate;
   const stopsAt: number[] = [];
+  // Kept sorted as samples arrive, so each naive Mann-Whitney look is one merge, not two sorts.
   const candidateLatency = new Float64Array(maxPerSide);
   const primaryLatency = new Float64Array(maxPerSide);
 
@@ -117,8 +131,10 @@ export function simulateAaRollouts(options: AaOptions): SimulationSummary {
       const pl = Math.exp(logMedian + sigma * normal());
       if (random() < candidateErrorRate) cBad++;
       if (random() < primaryErrorRate) pBad++;
-      candidateLatency[n - 1] = cl;
-      primaryLatency[n - 1] = pl;
+      if (options.monitor === "naive-mann-whitney") {
+        insertSorted(candidateLatency, n - 1, cl);
+        insertSorted(primaryLatency, n - 1, pl);
+      }
       if (options.monitor === "sequential-latency") {
         cLog = addLatency(cLog, cl);
         pLog = addLatency(pLog, pl);
@@ -127,7 +143,11 @@ export function simulateAaRollouts(options: AaOptions): SimulationSummary {
       let rollback = false;
       switch (options.monitor) {
         case "naive-mann-whitney": {
-          const r = mannWhitney(candidateLatency.subarray(0, n), primaryLatency.subarray(0, n), "greater");
+          const r = mannWhitneySorted(
+            candidateLatency.subarray(0, n),
+            primaryLatency.subarray(0, n),
+            "greater",
+          );
           rollback = r.pValue < alpha && r.medianCandidate / r.medianPrimary - 1 > minEffect;
           break;
         }

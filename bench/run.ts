@@ -1,0 +1,23 @@
+/**
+ * `npm run bench`: runs every benchmark module in sequence and prints what it measured.
+ * Add a module by importing it and appending it to `benches`. `npm run bench -- NAME...` runs
+ * only the named ones.
+ */
+import { bench as judges } from "./judges.ts";
+
+/** One benchmark: a name and a run that returns the lines to print (and may set process.exitCode). */
+export interface Bench {
+  readonly name: string;
+  run(): Promise<string[]> | string[];
+}
+
+const benches: Bench[] = [judges];
+
+const only = process.argv.slice(2);
+for (const bench of benches) {
+  if (only.length > 0 && !only.includes(bench.name)) continue;
+  const started = performance.now();
+  console.log(`## ${bench.name}`);
+  for (const line of await bench.run()) console.log(line);
+  console.log(`(${bench.name}: ${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
+}
