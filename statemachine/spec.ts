@@ -113,8 +113,8 @@ export const MetricSchema = z
     /** Absent with an interval = run until the analysis is terminated (background analysis). */
     count: z.number().int().nonnegative().optional(),
     failureLimit: z.number().int().min(-1).default(0),
-    inconclusiveLimit: z.number().int().min(-1).default(0),
-    consecutiveErrorLimit: z.number().int().min(-1).default(4),
+    inconclusiveLimit: z.number().int().nonnegative().default(0),
+    consecutiveErrorLimit: z.number().int().nonnegative().default(4),
     consecutiveSuccessLimit: z.number().int().nonnegative().default(0),
     successCondition: z.string().optional(),
     failureCondition: z.string().optional(),
