@@ -97,7 +97,7 @@ export class LambdaAliasRouter implements TrafficRouter {
     const extra = Object.entries(alias.RoutingConfig?.AdditionalVersionWeights ?? {});
     if (extra.length > 0) {
       throw new TargetConfigurationError(
-        `alias ${this.#aliasName()} already routes ${extra.map(([v, w]) => `${w * 100}% to version ${v}`).join(", ")}; ` +
+        `alias ${this.#aliasName()} already routes ${extra.map(([v, w]) => `${round(w * 100)}% to version ${v}`).join(", ")}; ` +
           "finish or abort the rollout that set it first",
       );
     }
