@@ -19,6 +19,11 @@ export type FunctionRole = keyof typeof FUNCTION_PLACEHOLDERS;
 
 /** The error a Lambda throws, and the abort channel sends, when a rollout is aborted. */
 export const ROLLOUT_ABORTED = "RolloutAborted";
+/**
+ * The error a Lambda of an execution that no longer drives the rollout throws (a newer revision
+ * took over): the execution ends without running Abort, whose traffic now belongs to the newer one.
+ */
+export const EXECUTION_SUPERSEDED = "ExecutionSuperseded";
 
 /** Errors of the Lambda service itself, always safe to retry. */
 export const TRANSIENT_LAMBDA_ERRORS = [
@@ -125,6 +130,7 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
     ...extra,
   });
   const catchers = (next = "Abort") => [
+    { ErrorEquals: [EXECUTION_SUPERSEDED], ResultPath: "$.error", Next: "Superseded" },
     { ErrorEquals: [ROLLOUT_ABORTED], ResultPath: "$.error", Next: next },
     { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: next },
   ];
@@ -141,7 +147,7 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
     ResultSelector: { "value.$": "$.Payload" },
     ResultPath: "$.last",
     Retry: [
-      { ErrorEquals: [ROLLOUT_ABORTED], MaxAttempts: 0 },
+      { ErrorEquals: [ROLLOUT_ABORTED, EXECUTION_SUPERSEDED], MaxAttempts: 0 },
       {
         ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
         IntervalSeconds: 1,
@@ -340,6 +346,7 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
       "Aborted",
     ),
     Retry: [
+      { ErrorEquals: [EXECUTION_SUPERSEDED], MaxAttempts: 0 },
       {
         ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
         IntervalSeconds: 1,
@@ -349,12 +356,20 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
       },
       { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
     ],
-    Catch: [{ ErrorEquals: ["States.ALL"], ResultPath: "$.abortError", Next: "AbortFailed" }],
+    Catch: [
+      { ErrorEquals: [EXECUTION_SUPERSEDED], ResultPath: "$.abortError", Next: "Superseded" },
+      { ErrorEquals: ["States.ALL"], ResultPath: "$.abortError", Next: "AbortFailed" },
+    ],
   };
   states.Aborted = {
     Type: "Fail",
     Error: ROLLOUT_ABORTED,
     Cause: "The rollout was aborted: the rollout's status message says why.",
+  };
+  states.Superseded = {
+    Type: "Fail",
+    Error: EXECUTION_SUPERSEDED,
+    Cause: "A newer revision took over the rollout; its execution owns the traffic now.",
   };
   states.AbortFailed = {
     Type: "Fail",

@@ -4,6 +4,7 @@ export {
   analysisUpperBoundSeconds,
   type CompileOptions,
   compile,
+  EXECUTION_SUPERSEDED,
   FUNCTION_PLACEHOLDERS,
   type FunctionRole,
   READY_POLL_SECONDS,

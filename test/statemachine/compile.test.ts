@@ -57,7 +57,7 @@ describe.each(Object.entries(EXAMPLES))("the %s example", (name, files) => {
     expect(text).toBe(readFileSync(golden(name), "utf8"));
   });
 
-  it("reaches every state, and every Task but Abort is caught into Abort", async () => {
+  it("reaches every state; every Task but Abort is caught into Abort, a superseded execution into Superseded", async () => {
     const { spec } = await loadRollout(files);
     const definition = compile(spec, { readinessChecks: true });
     expect([...reachable(definition)].sort()).toEqual(Object.keys(definition.States).sort());
@@ -67,11 +67,11 @@ describe.each(Object.entries(EXAMPLES))("the %s example", (name, files) => {
       expect(
         catchers.map((c) => c.ErrorEquals[0]),
         stateName,
-      ).toEqual(["RolloutAborted", "States.ALL"]);
+      ).toEqual(["ExecutionSuperseded", "RolloutAborted", "States.ALL"]);
       expect(
-        catchers.every((c) => c.Next === "Abort"),
+        catchers.map((c) => c.Next),
         stateName,
-      ).toBe(true);
+      ).toEqual(["Superseded", "Abort", "Abort"]);
     }
   });
 
@@ -234,7 +234,7 @@ spec:
     expect(
       (s["Step01-SetWeight-25"]!.Retry as Array<{ ErrorEquals: string[]; MaxAttempts: number }>)[0],
     ).toEqual({
-      ErrorEquals: ["RolloutAborted"],
+      ErrorEquals: ["RolloutAborted", "ExecutionSuperseded"],
       MaxAttempts: 0,
     });
     const waitRetry = s["Step02-Analysis"]?.Retry as Array<{ ErrorEquals: string[] }>;
