@@ -53,6 +53,8 @@ export const checkSchema = z.discriminatedUnion("test", [
   z.strictObject({
     ...common,
     test: z.literal("sequential-rate"),
+    /** One-sided by construction (the prior lives on "candidate worse"): anything else is refused, not ignored. */
+    alternative: z.literal("greater").default("greater"),
     candidate: counts,
     primary: counts,
     minEffect: z.number().min(0).default(0),
@@ -138,13 +140,12 @@ function runTest(check: Check): TestResult {
 /**
  * Runs one check's test and gives it seed 002's verdict. A side too small for the test to run
  * at all is INSUFFICIENT with null numbers rather than an exception: an empty window is a normal
- * state of a young canary. The one-sided sequential-rate test only looks for "candidate worse",
- * so its alternative is always `greater`.
+ * state of a young canary.
  */
 export function runCheck(check: Check): CheckResult {
   const [nCandidate, nPrimary] = sizes(check);
   const minEffect = check.test === "one-proportion" ? (check.minEffect ?? check.limit) : check.minEffect;
-  const alternative = check.test === "sequential-rate" ? "greater" : check.alternative;
+  const alternative = check.alternative;
   let result: TestResult | null = null;
   let failure = "";
   try {

@@ -247,6 +247,21 @@ describe("rollouts judge FILE [--json]", () => {
       "checks.0.candidate.0",
     ],
     ["no checks", { checks: [] }, "checks"],
+    [
+      "a two-sided sequential rate test (it is one-sided by construction)",
+      {
+        checks: [
+          {
+            name: "x",
+            test: "sequential-rate",
+            candidate: { bad: 0, n: 1 },
+            primary: { bad: 0, n: 1 },
+            alternative: "two-sided",
+          },
+        ],
+      },
+      "checks.0.alternative",
+    ],
   ])("exits 2 on %s, naming the field path", async (_, content, path) => {
     const result = await run("judge", file("invalid.json", content));
     expect(result.code).toBe(2);
