@@ -1,0 +1,94 @@
+import { z } from "zod";
+
+/**
+ * The EventBridge event ECR emits when an image push completes (AWS docs, "Amazon ECR events and
+ * EventBridge": `source: aws.ecr`, `detail-type: ECR Image Action`, detail `action-type`,
+ * `result`, `repository-name`, `image-digest`, `image-tag`). `image-tag` is absent for a push by
+ * digest only; ECR may add fields (`manifest-media-type`, `artifact-media-type`), which are kept.
+ * `action-type`/`result` are strings here so that a DELETE or a FAILURE reaching the handler (a
+ * too-broad rule) is ignored with a reason instead of failing validation and being retried.
+ */
+export const EcrImageActionEventSchema = z.object({
+  version: z.string(),
+  id: z.string().min(1),
+  "detail-type": z.literal("ECR Image Action"),
+  source: z.literal("aws.ecr"),
+  account: z.string().regex(/^\d{12}$/, "must be a 12-digit account id"),
+  time: z.iso.datetime({ offset: true }),
+  region: z.string().min(1),
+  resources: z.array(z.string()).default([]),
+  detail: z.looseObject({
+    "action-type": z.string(),
+    result: z.string(),
+    "repository-name": z.string().min(1),
+    "image-digest": z
+      .string()
+      .regex(/^[A-Za-z0-9_+.-]+:[A-Fa-f0-9]{32,}$/, "must look like sha256:<hex>")
+      .optional(),
+    "image-tag": z.string().min(1).optional(),
+  }),
+});
+export type EcrImageActionEvent = z.infer<typeof EcrImageActionEventSchema>;
+
+/** A successful push, as the rest of the trigger sees it. */
+export interface ImagePush {
+  repository: string;
+  digest: string;
+  tag: string | null;
+  /** `<account>.dkr.ecr.<region>.amazonaws.com/<repository>@<digest>`: what the target deploys. */
+  image: string;
+  eventId: string;
+  /** The event's `time`, epoch ms: the order of pushes, whatever the order of delivery. */
+  eventTime: number;
+}
+
+/** The event is not a valid `ECR Image Action` event: the message names every bad field. */
+export class InvalidTriggerEventError extends Error {
+  override readonly name = "InvalidTriggerEventError";
+
+  constructor(details: string, options?: { cause?: unknown }) {
+    super(`ECR Image Action event is invalid: ${details}`, options);
+  }
+}
+
+export type ParsedPush = { kind: "push"; push: ImagePush } | { kind: "ignored"; reason: string };
+
+/**
+ * Validates an incoming event and reduces it to an `ImagePush`, or to a reason to ignore it
+ * (not a PUSH, not a SUCCESS, no digest). Throws `InvalidTriggerEventError` for anything that is
+ * not an ECR Image Action event at all.
+ */
+export function parseEcrEvent(raw: unknown): ParsedPush {
+  const result = EcrImageActionEventSchema.safeParse(raw);
+  if (!result.success) {
+    const details = result.error.issues
+      .map((issue) => `${issue.path.map(String).join(".") || "(event)"}: ${issue.message}`)
+      .join("; ");
+    throw new InvalidTriggerEventError(details, { cause: result.error });
+  }
+  const event = result.data;
+  const detail = event.detail;
+  if (detail["action-type"] !== "PUSH")
+    return { kind: "ignored", reason: `action-type ${detail["action-type"]}` };
+  if (detail.result !== "SUCCESS") return { kind: "ignored", reason: `result ${detail.result}` };
+  const digest = detail["image-digest"];
+  if (digest === undefined) return { kind: "ignored", reason: "no image-digest" };
+  const repository = detail["repository-name"];
+  return {
+    kind: "push",
+    push: {
+      repository,
+      digest,
+      tag: detail["image-tag"] ?? null,
+      image: `${registryHost(event.account, event.region)}/${repository}@${digest}`,
+      eventId: event.id,
+      eventTime: Date.parse(event.time),
+    },
+  };
+}
+
+/** The private registry host of an account and region (China regions use `amazonaws.com.cn`). */
+export function registryHost(account: string, region: string): string {
+  const suffix = region.startsWith("cn-") ? "amazonaws.com.cn" : "amazonaws.com";
+  return `${account}.dkr.ecr.${region}.${suffix}`;
+}
