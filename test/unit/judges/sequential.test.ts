@@ -55,6 +55,21 @@ describe("Poisson-process Bayes factor for counts (Lindon & Malek)", () => {
     },
   );
 
+  it.each([
+    [0, 0, 0.5, 2],
+    [7, 3, 0.5, 2],
+    [3, 12, 0.2, 2],
+    [40, 35, 0.5, 10],
+  ])(
+    "is a martingale under 'no difference': ρ·BF(x+1, y) + (1−ρ)·BF(x, y+1) = BF(x, y) at (%i, %i, ρ=%f, k=%f)",
+    (x, y, rho, k) => {
+      const bf = (c: number, p: number) =>
+        sequentialRate({ bad: c, n: 1000 }, { bad: p, n: 1000 }, { allocation: rho, concentration: k })
+          .bayesFactor;
+      expectClose(rho * bf(x + 1, y) + (1 - rho) * bf(x, y + 1), bf(x, y), 1e-10);
+    },
+  );
+
   it("starts at BF = 1 with no events and grows with evidence that the candidate is worse", () => {
     expect(sequentialRate({ bad: 0, n: 0 }, { bad: 0, n: 0 }).bayesFactor).toBeCloseTo(1, 12);
     const weak = sequentialRate({ bad: 12, n: 1000 }, { bad: 10, n: 1000 });
