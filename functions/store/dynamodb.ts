@@ -66,12 +66,17 @@ export class DynamoRolloutStore implements RolloutStore {
 
   async save(item: RolloutItemInput, expectedVersion: number | null): Promise<RolloutItem> {
     const key = { pk: rolloutPk(item.name), sk: STATE_SK };
-    const next = RolloutItemSchema.parse({
-      ...item,
-      targetState: toJson(item.targetState),
-      version: expectedVersion === null ? 1 : expectedVersion + 1,
-      updatedAt: this.#clock.now(),
-    });
+    const next = parseWith(
+      RolloutItemSchema,
+      {
+        ...item,
+        targetState: toJson(item.targetState),
+        version: expectedVersion === null ? 1 : expectedVersion + 1,
+        updatedAt: this.#clock.now(),
+      },
+      describeKey(key.pk, key.sk),
+      "",
+    );
     await this.#conditionalPut(key, { ...next, kind: ROLLOUT_KIND }, expectedVersion);
     return next;
   }

@@ -33,13 +33,13 @@ export class RolloutNotFoundError extends Error {
   }
 }
 
-/** An item on read did not match its schema: a bug or a hand edit, never retried. */
+/** An item did not match its schema (on read: a bug or a hand edit; on write: a bug). Never retried. */
 export class StoredItemInvalidError extends Error {
   override readonly name = "StoredItemInvalidError";
   readonly key: string;
 
   constructor(key: string, details: string, options?: { cause?: unknown }) {
-    super(`${key}: stored item is invalid: ${details}`, options);
+    super(`${key}: item is invalid: ${details}`, options);
     this.key = key;
   }
 }

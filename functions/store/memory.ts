@@ -38,12 +38,15 @@ export class MemoryRolloutStore implements RolloutStore {
   async save(item: RolloutItemInput, expectedVersion: number | null): Promise<RolloutItem> {
     const key = keyOf(rolloutPk(item.name), STATE_SK);
     this.#check(key, expectedVersion);
-    const next = RolloutItemSchema.parse(
+    const next = parseWith(
+      RolloutItemSchema,
       toJson({
         ...item,
         version: expectedVersion === null ? 1 : expectedVersion + 1,
         updatedAt: this.#clock.now(),
       }),
+      key,
+      "",
     );
     this.#items.set(key, structuredClone(next));
     return next;

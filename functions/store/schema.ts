@@ -21,7 +21,15 @@ export const WaitingForSchema = z.enum(["pause", "analysis", "approval"]);
 export type WaitingFor = z.infer<typeof WaitingForSchema>;
 
 /** Argo's pause reasons (`status.pauseConditions[].reason`). */
-export const PauseReasonSchema = z.enum(["CanaryPauseStep", "BlueGreenPause", "InconclusiveAnalysisRun"]);
+export const PauseReasonSchema = z.enum([
+  "CanaryPauseStep",
+  "BlueGreenPause",
+  "InconclusiveAnalysisRun",
+  /** A native spec's `approvalsBetween`. */
+  "Approval",
+  /** Someone else changed the weights (`paused-drift`). */
+  "WeightDrift",
+]);
 export type PauseReason = z.infer<typeof PauseReasonSchema>;
 
 /**
@@ -112,6 +120,14 @@ export const RolloutItemSchema = z.object({
   /** Opaque JSON the traffic target keeps between steps (e.g. ALB rule ARNs, previous weights). */
   targetState: z.unknown().default(null),
   pause: PauseInfoSchema.nullable().default(null),
+  /**
+   * Weights found changed by someone else at a step. `approved` is set by \`rollouts promote\`;
+   * the step then runs again and overwrites them (seed 004's paused-drift).
+   */
+  drift: z
+    .object({ step: z.number().int().nonnegative(), message: z.string(), approved: z.boolean() })
+    .nullable()
+    .default(null),
   /** Bounded (`MAX_EVENTS`), newest last. */
   events: z.array(RolloutEventSchema).default([]),
   /** Revisions previously made stable, newest last, bounded (`MAX_HISTORY`): what `undo` goes back to. */

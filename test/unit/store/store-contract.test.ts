@@ -146,6 +146,17 @@ describe.each(adapters)("RolloutStore contract: %s", (_label, make) => {
     expect(final.message).toMatch(/^created by [01], then [01]$/);
   });
 
+  it("refuses to write an invalid item, naming the field, and writes nothing", async () => {
+    const { a, clock } = make();
+    const name = unique("invalid");
+    const error = await a
+      .save({ ...newRolloutItem(name, clock.now()), weight: 120 }, null)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoredItemInvalidError);
+    expect((error as Error).message).toContain("weight");
+    expect(await a.get(name)).toBeUndefined();
+  });
+
   it("stores targetState as opaque JSON", async () => {
     const { a, clock } = make();
     const name = unique("target");
