@@ -1,0 +1,295 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  physicalName,
+  type ResolveContext,
+  resolveString,
+  resolveValue,
+  type TemplateResource,
+  UnresolvableError,
+} from "./intrinsics.ts";
+
+/** A state machine of the template, with its plain ASL (substitutions applied). */
+export interface ExtractedStateMachine {
+  logicalId: string;
+  name: string;
+  arn: string;
+  type: "STANDARD" | "EXPRESS";
+  definition: Record<string, unknown>;
+}
+
+/** A Lambda function of the template: what the runtime needs to run it in-process. */
+export interface ExtractedFunction {
+  logicalId: string;
+  name: string;
+  arn: string;
+  /** `index.handler` for a NodejsFunction: file stem and export name. */
+  handler: string | undefined;
+  runtime: string | undefined;
+  timeoutSeconds: number | undefined;
+  /** `Environment.Variables`, intrinsics resolved to local names and ARNs. */
+  env: Record<string, string>;
+  /** `aws:asset:path` (e.g. `asset.<hash>`, relative to `cdk.out`) when the code is an asset. */
+  assetPath: string | undefined;
+  /** `aws:cdk:path`, e.g. `Stack/Controller/BeginFunction/Resource`. */
+  cdkPath: string | undefined;
+  /** Inline code (`Code.ZipFile`), when the function has no asset. */
+  inlineCode: string | undefined;
+}
+
+/** One target of an EventBridge rule. */
+export interface ExtractedTarget {
+  id: string;
+  arn: string;
+  roleArn?: string;
+  input?: string;
+  inputPath?: string;
+  inputTransformer?: { inputPathsMap: Record<string, string>; inputTemplate: string };
+}
+
+/** An EventBridge rule: its pattern and targets, ready for the local bus. */
+export interface ExtractedRule {
+  logicalId: string;
+  name: string;
+  eventBusName: string;
+  enabled: boolean;
+  eventPattern: unknown;
+  scheduleExpression: string | undefined;
+  targets: ExtractedTarget[];
+}
+
+/** A DynamoDB table, with its resolved properties, so a caller can create it on dynalite. */
+export interface ExtractedTable {
+  logicalId: string;
+  name: string;
+  properties: Record<string, unknown>;
+}
+
+export interface ExtractedStack {
+  stateMachines: ExtractedStateMachine[];
+  functions: ExtractedFunction[];
+  rules: ExtractedRule[];
+  tables: ExtractedTable[];
+}
+
+export interface ExtractOptions {
+  /** Logical id → `Ref` value, `"<LogicalId>.<Attribute>"` → `Fn::GetAtt` value. */
+  refs?: Record<string, string>;
+  /** Values of the template's parameters. */
+  parameters?: Record<string, string>;
+  stackName?: string;
+}
+
+/**
+ * Pulls what the embedded runtime runs out of a synthesized CloudFormation template: every state
+ * machine's plain ASL (the `DefinitionString` joined, its `DefinitionSubstitutions` applied, each
+ * function ARN mapped to `arn:aws:lambda:local:000000000000:function:<name>`), every function with
+ * its resolved environment and asset, every EventBridge rule and every table. This is what lets
+ * the runtime run the synthesized stack unchanged instead of a hand-written copy of it.
+ */
+export function extractStack(template: unknown, options: ExtractOptions = {}): ExtractedStack {
+  const root = (template ?? {}) as {
+    Resources?: Record<string, TemplateResource>;
+    Conditions?: Record<string, unknown>;
+    Parameters?: Record<string, { Default?: unknown }>;
+  };
+  const resources = root.Resources ?? {};
+  const parameters: Record<string, string> = {};
+  for (const [name, parameter] of Object.entries(root.Parameters ?? {})) {
+    if (parameter.Default !== undefined) parameters[name] = String(parameter.Default);
+  }
+  Object.assign(parameters, options.parameters);
+  const ctx: ResolveContext = {
+    resources,
+    ...(options.refs === undefined ? {} : { refs: options.refs }),
+    parameters,
+    ...(root.Conditions === undefined ? {} : { conditions: root.Conditions }),
+    ...(options.stackName === undefined ? {} : { stackName: options.stackName }),
+  };
+  const stack: ExtractedStack = { stateMachines: [], functions: [], rules: [], tables: [] };
+  for (const [logicalId, resource] of Object.entries(resources)) {
+    switch (resource.Type) {
+      case "AWS::StepFunctions::StateMachine":
+        stack.stateMachines.push(extractStateMachine(logicalId, resource, ctx));
+        break;
+      case "AWS::Lambda::Function":
+        stack.functions.push(extractFunction(logicalId, resource, ctx));
+        break;
+      case "AWS::Events::Rule":
+        stack.rules.push(extractRule(logicalId, resource, ctx));
+        break;
+      case "AWS::DynamoDB::Table":
+      case "AWS::DynamoDB::GlobalTable":
+        stack.tables.push({
+          logicalId,
+          name: resolveString({ Ref: logicalId }, ctx, `${logicalId} name`),
+          properties: (resolveValue(resource.Properties ?? {}, ctx) ?? {}) as Record<string, unknown>,
+        });
+        break;
+      default:
+        break;
+    }
+  }
+  return stack;
+}
+
+function extractStateMachine(
+  logicalId: string,
+  resource: TemplateResource,
+  ctx: ResolveContext,
+): ExtractedStateMachine {
+  const props = resource.Properties ?? {};
+  let text: string;
+  if (props.DefinitionString !== undefined) {
+    text = resolveString(props.DefinitionString, ctx, `${logicalId}.DefinitionString`);
+  } else if (props.Definition !== undefined) {
+    text = JSON.stringify(resolveValue(props.Definition, ctx));
+  } else {
+    throw new UnresolvableError(`${logicalId}: only DefinitionString or Definition is supported locally`);
+  }
+  const substitutions = (resolveValue(props.DefinitionSubstitutions ?? {}, ctx) ?? {}) as Record<
+    string,
+    unknown
+  >;
+  text = applySubstitutions(text, substitutions);
+  let definition: Record<string, unknown>;
+  try {
+    definition = JSON.parse(text) as Record<string, unknown>;
+  } catch (error) {
+    throw new UnresolvableError(
+      `${logicalId}: the resolved definition is not JSON: ${(error as Error).message}`,
+    );
+  }
+  const name = physicalName(logicalId, resource);
+  return {
+    logicalId,
+    name,
+    arn: resolveString({ Ref: logicalId }, ctx, `${logicalId} ARN`),
+    type: props.StateMachineType === "EXPRESS" ? "EXPRESS" : "STANDARD",
+    definition,
+  };
+}
+
+/**
+ * Applies `DefinitionSubstitutions` as Step Functions does: every `${key}` whose key is listed is
+ * replaced by its value; other `${...}` are left alone.
+ */
+export function applySubstitutions(text: string, substitutions: Readonly<Record<string, unknown>>): string {
+  return text.replace(/\$\{([^}]+)\}/g, (whole, key: string) => {
+    const value = substitutions[key];
+    if (value === undefined) return whole;
+    return typeof value === "string" ? value : JSON.stringify(value);
+  });
+}
+
+function extractFunction(
+  logicalId: string,
+  resource: TemplateResource,
+  ctx: ResolveContext,
+): ExtractedFunction {
+  const props = resource.Properties ?? {};
+  const metadata = resource.Metadata ?? {};
+  const environment = (resolveValue(props.Environment ?? {}, ctx) ?? {}) as {
+    Variables?: Record<string, unknown>;
+  };
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(environment.Variables ?? {})) {
+    env[key] = typeof value === "string" ? value : JSON.stringify(value);
+  }
+  const code = (props.Code ?? {}) as { ZipFile?: unknown };
+  const name = physicalName(logicalId, resource);
+  return {
+    logicalId,
+    name,
+    arn: resolveString({ "Fn::GetAtt": [logicalId, "Arn"] }, ctx, `${logicalId} ARN`),
+    handler: typeof props.Handler === "string" ? props.Handler : undefined,
+    runtime: typeof props.Runtime === "string" ? props.Runtime : undefined,
+    timeoutSeconds: typeof props.Timeout === "number" ? props.Timeout : undefined,
+    env,
+    assetPath: typeof metadata["aws:asset:path"] === "string" ? metadata["aws:asset:path"] : undefined,
+    cdkPath: typeof metadata["aws:cdk:path"] === "string" ? metadata["aws:cdk:path"] : undefined,
+    inlineCode:
+      code.ZipFile === undefined ? undefined : resolveString(code.ZipFile, ctx, `${logicalId}.Code`),
+  };
+}
+
+function extractRule(logicalId: string, resource: TemplateResource, ctx: ResolveContext): ExtractedRule {
+  const props = (resolveValue(resource.Properties ?? {}, ctx) ?? {}) as Record<string, unknown>;
+  const busName = typeof props.EventBusName === "string" ? busNameOf(props.EventBusName) : "default";
+  const targets = ((props.Targets ?? []) as Array<Record<string, unknown>>).map((target): ExtractedTarget => {
+    const transformer = target.InputTransformer as
+      | { InputPathsMap?: Record<string, string>; InputTemplate: string }
+      | undefined;
+    return {
+      id: String(target.Id ?? ""),
+      arn: String(target.Arn ?? ""),
+      ...(typeof target.RoleArn === "string" ? { roleArn: target.RoleArn } : {}),
+      ...(typeof target.Input === "string" ? { input: target.Input } : {}),
+      ...(typeof target.InputPath === "string" ? { inputPath: target.InputPath } : {}),
+      ...(transformer === undefined
+        ? {}
+        : {
+            inputTransformer: {
+              inputPathsMap: transformer.InputPathsMap ?? {},
+              inputTemplate: transformer.InputTemplate,
+            },
+          }),
+    };
+  });
+  const pattern = props.EventPattern;
+  return {
+    logicalId,
+    name: typeof props.Name === "string" ? props.Name : logicalId,
+    eventBusName: busName,
+    enabled: props.State !== "DISABLED",
+    eventPattern: typeof pattern === "string" ? JSON.parse(pattern) : pattern,
+    scheduleExpression: typeof props.ScheduleExpression === "string" ? props.ScheduleExpression : undefined,
+    targets,
+  };
+}
+
+/** A bus given by name or ARN → its name. */
+export function busNameOf(nameOrArn: string): string {
+  const marker = ":event-bus/";
+  const at = nameOrArn.indexOf(marker);
+  return at < 0 ? nameOrArn : nameOrArn.slice(at + marker.length);
+}
+
+/**
+ * Which `functions/handlers/<name>.ts` entry a function runs, for the fast in-process path.
+ * Tries, in order: the function's `aws:cdk:path` (a segment such as `SetWeight`, `set-weight` or
+ * `SetWeightFunction` naming a handler), its logical id, and the esbuild path comments of the
+ * bundled asset in `cdkOut` (`// functions/handlers/set-weight.ts`). Returns the handler name.
+ */
+export function handlerNameFor(
+  fn: ExtractedFunction,
+  handlerNames: readonly string[],
+  options: { cdkOut?: string } = {},
+): string | undefined {
+  const flat = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, "");
+  const byLength = [...handlerNames].sort((a, b) => b.length - a.length);
+  const segments = (fn.cdkPath ?? "").split("/").map(flat);
+  for (const name of byLength) {
+    const key = flat(name);
+    if (
+      segments.some((segment) => segment === key || segment === `${key}function` || segment === `${key}fn`)
+    ) {
+      return name;
+    }
+  }
+  const id = flat(fn.logicalId);
+  for (const name of byLength) {
+    if (id.startsWith(flat(name)) || id.includes(`${flat(name)}function`)) return name;
+  }
+  if (options.cdkOut !== undefined && fn.assetPath !== undefined) {
+    for (const file of ["index.mjs", "index.js"]) {
+      const path = join(options.cdkOut, fn.assetPath, file);
+      if (!existsSync(path)) continue;
+      const text = readFileSync(path, "utf8");
+      for (const name of byLength) {
+        if (text.includes(`functions/handlers/${name}.ts`)) return name;
+      }
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,131 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { z } from "zod";
+import type { Activity } from "../asl/activity.ts";
+import type { LocalStepFunctions } from "../asl/engine.ts";
+import type { LocalEventBus } from "../events/bus.ts";
+import { handleEvents } from "./events-api.ts";
+import type { LocalLambda } from "./lambda.ts";
+import { handleInvoke } from "./lambda-api.ts";
+import { AwsApiError, parseJson, readBody, sendError, sendJson } from "./protocol.ts";
+import type { LocalScheduler } from "./scheduler.ts";
+import { handleScheduler } from "./scheduler-api.ts";
+import { handleSfn } from "./sfn-api.ts";
+
+export interface FacadeServices {
+  sfn: LocalStepFunctions;
+  bus: LocalEventBus;
+  lambda: LocalLambda;
+  scheduler: LocalScheduler;
+  /** Requests count as activity, so virtual time never moves while one is being answered. */
+  activity?: Activity;
+}
+
+/** A running façade. */
+export interface Facade {
+  /** `http://127.0.0.1:<port>`. */
+  url: string;
+  close(): Promise<void>;
+}
+
+const JSON_10 = "application/x-amz-json-1.0";
+const JSON_11 = "application/x-amz-json-1.1";
+const REST_JSON = "application/json";
+
+/**
+ * The local AWS API: one HTTP server on 127.0.0.1 (ephemeral port) that answers the Step
+ * Functions (AWS JSON 1.0), EventBridge (AWS JSON 1.1), Lambda `Invoke` and EventBridge Scheduler
+ * (REST JSON) calls the project makes, so the handlers and the CLI run unchanged with the real SDK
+ * clients and `AWS_ENDPOINT_URL_SFN`/`_EVENTBRIDGE`/`_LAMBDA`/`_SCHEDULER` pointing here.
+ * Signatures are not checked.
+ */
+export async function startFacade(services: FacadeServices): Promise<Facade> {
+  const server = createServer((request, response) => {
+    const end = services.activity?.begin();
+    route(services, request, response)
+      .catch((error: unknown) => {
+        const api =
+          error instanceof AwsApiError
+            ? error
+            : new AwsApiError("InternalFailure", (error as Error)?.message ?? String(error), 500);
+        if (!response.headersSent) sendError(response, api, contentTypeOf(request));
+        else response.end();
+      })
+      .finally(() => end?.());
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error === undefined ? resolve() : reject(error)));
+      }),
+  };
+}
+
+function contentTypeOf(request: IncomingMessage): string {
+  const target = request.headers["x-amz-target"];
+  if (typeof target === "string" && target.startsWith("AWSStepFunctions.")) return JSON_10;
+  if (typeof target === "string" && target.startsWith("AWSEvents.")) return JSON_11;
+  return REST_JSON;
+}
+
+async function route(
+  services: FacadeServices,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
+  const body = await readBody(request);
+  const url = new URL(request.url ?? "/", "http://127.0.0.1");
+  const parse = <T extends z.ZodType>(schema: T): z.infer<T> => parseJson(schema, body);
+  const target = request.headers["x-amz-target"];
+  if (typeof target === "string") {
+    const [service, operation = ""] = target.split(".");
+    if (service === "AWSStepFunctions") {
+      sendJson(response, 200, handleSfn(services.sfn, operation, parse), JSON_10);
+      return;
+    }
+    if (service === "AWSEvents") {
+      sendJson(response, 200, await handleEvents(services.bus, operation, parse), JSON_11);
+      return;
+    }
+    throw new AwsApiError("UnknownOperationException", `${target} is not supported locally`);
+  }
+  const invoke = /^\/2015-03-31\/functions\/([^/]+)\/invocations\/?$/.exec(url.pathname);
+  if (invoke?.[1] !== undefined && request.method === "POST") {
+    const name = decodeURIComponent(invoke[1]);
+    const qualifier = url.searchParams.get("Qualifier");
+    const invocationType = request.headers["x-amz-invocation-type"];
+    await handleInvoke(
+      services.lambda,
+      qualifier === null ? name : `${name}:${qualifier}`,
+      typeof invocationType === "string" ? invocationType : undefined,
+      body,
+      response,
+    );
+    return;
+  }
+  const schedule = /^\/schedules\/([^/]+)\/?$/.exec(url.pathname);
+  if (schedule?.[1] !== undefined) {
+    const result = await handleScheduler(
+      services.scheduler,
+      request.method ?? "GET",
+      decodeURIComponent(schedule[1]),
+      url.searchParams,
+      parse,
+    );
+    sendJson(response, 200, result, REST_JSON);
+    return;
+  }
+  throw new AwsApiError(
+    "UnknownOperationException",
+    `${request.method} ${url.pathname} is not supported locally`,
+    404,
+  );
+}

@@ -1,0 +1,185 @@
+import { randomUUID } from "node:crypto";
+import { JSONPath } from "jsonpath-plus";
+import type { Clock } from "../../functions/clock.ts";
+import { busNameOf, type ExtractedRule, type ExtractedTarget } from "../asl/extract.ts";
+import { LOCAL_ACCOUNT, LOCAL_REGION } from "../asl/intrinsics.ts";
+import { matchesPattern } from "./pattern.ts";
+
+/** One `PutEvents` entry, as the SDK sends it. */
+export interface PutEventsEntry {
+  Source?: string;
+  DetailType?: string;
+  Detail?: string;
+  Resources?: string[];
+  /** Epoch ms (the façade converts the SDK's epoch seconds). */
+  Time?: number;
+  EventBusName?: string;
+}
+
+/** `PutEvents`' answer. */
+export interface PutEventsResult {
+  FailedEntryCount: number;
+  Entries: Array<{ EventId?: string; ErrorCode?: string; ErrorMessage?: string }>;
+}
+
+/** An event as EventBridge delivers it to targets (and as a rule-started execution gets it as input). */
+export interface BusEvent {
+  version: "0";
+  id: string;
+  "detail-type": string;
+  source: string;
+  account: string;
+  time: string;
+  region: string;
+  resources: string[];
+  detail: unknown;
+}
+
+/** Where the bus delivers: the runtime wires these to the engine and the Lambda service. */
+export interface BusTargets {
+  startExecution(stateMachineArn: string, input: string): Promise<void> | void;
+  invokeFunction(functionArn: string, event: unknown): Promise<void> | void;
+}
+
+/** A delivery that did not happen (unknown target kind, a target that refused). */
+export interface FailedDelivery {
+  rule: string;
+  target: string;
+  eventId: string;
+  error: string;
+}
+
+/**
+ * The local EventBridge: `PutEvents` builds the event envelope as EventBridge does, matches it
+ * against every enabled rule of its bus and delivers it to the rule's targets (a state machine
+ * target starts an execution with the event JSON as input, after `Input`/`InputPath`/
+ * `InputTransformer`; a Lambda target is invoked asynchronously). So the ECR push rule of the
+ * synthesized stack starts the rollout locally exactly as it does on AWS.
+ */
+export class LocalEventBus {
+  readonly #rules = new Map<string, ExtractedRule>();
+  readonly #targets: BusTargets;
+  readonly #clock: Clock;
+  /** Every event put on any bus, in order: what tests and `rollouts get --watch` read. */
+  readonly events: Array<{ bus: string; event: BusEvent }> = [];
+  readonly failures: FailedDelivery[] = [];
+
+  constructor(options: { targets: BusTargets; clock: Clock }) {
+    this.#targets = options.targets;
+    this.#clock = options.clock;
+  }
+
+  addRule(rule: ExtractedRule): void {
+    this.#rules.set(`${rule.eventBusName}/${rule.name}`, rule);
+  }
+
+  rules(): ExtractedRule[] {
+    return [...this.#rules.values()];
+  }
+
+  async putEvents(entries: readonly PutEventsEntry[]): Promise<PutEventsResult> {
+    const result: PutEventsResult = { FailedEntryCount: 0, Entries: [] };
+    for (const entry of entries) {
+      const problem = invalid(entry);
+      if (problem !== undefined) {
+        result.FailedEntryCount++;
+        result.Entries.push(problem);
+        continue;
+      }
+      const bus = busNameOf(entry.EventBusName ?? "default");
+      const event: BusEvent = {
+        version: "0",
+        id: randomUUID(),
+        "detail-type": entry.DetailType ?? "",
+        source: entry.Source ?? "",
+        account: LOCAL_ACCOUNT,
+        time: new Date(entry.Time ?? this.#clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
+        region: LOCAL_REGION,
+        resources: entry.Resources ?? [],
+        detail: JSON.parse(entry.Detail ?? "{}"),
+      };
+      this.events.push({ bus, event });
+      await this.#deliver(bus, event);
+      result.Entries.push({ EventId: event.id });
+    }
+    return result;
+  }
+
+  async #deliver(bus: string, event: BusEvent): Promise<void> {
+    for (const rule of this.#rules.values()) {
+      if (!rule.enabled || rule.eventBusName !== bus || rule.eventPattern === undefined) continue;
+      if (!matchesPattern(rule.eventPattern, event)) continue;
+      for (const target of rule.targets) {
+        try {
+          const input = targetInput(target, event, rule.name);
+          if (/^arn:aws:states:[^:]*:[^:]*:stateMachine:/.test(target.arn)) {
+            await this.#targets.startExecution(target.arn, input);
+          } else if (/^arn:aws:lambda:/.test(target.arn)) {
+            await this.#targets.invokeFunction(target.arn, JSON.parse(input));
+          } else {
+            throw new Error(`target kind not supported locally: ${target.arn}`);
+          }
+        } catch (error) {
+          this.failures.push({
+            rule: rule.name,
+            target: target.arn,
+            eventId: event.id,
+            error: (error as Error)?.message ?? String(error),
+          });
+        }
+      }
+    }
+  }
+}
+
+function invalid(entry: PutEventsEntry): { ErrorCode: string; ErrorMessage: string } | undefined {
+  if (!entry.Source) return { ErrorCode: "InvalidArgument", ErrorMessage: "Parameter Source is not valid." };
+  if (!entry.DetailType)
+    return { ErrorCode: "InvalidArgument", ErrorMessage: "Parameter DetailType is not valid." };
+  if (entry.Detail === undefined)
+    return { ErrorCode: "InvalidArgument", ErrorMessage: "Parameter Detail is not valid." };
+  try {
+    const detail = JSON.parse(entry.Detail) as unknown;
+    if (detail === null || typeof detail !== "object" || Array.isArray(detail))
+      throw new Error("not an object");
+  } catch {
+    return { ErrorCode: "MalformedDetail", ErrorMessage: "Detail is malformed." };
+  }
+  return undefined;
+}
+
+/**
+ * What a target receives, as EventBridge computes it: the event itself, or the constant `Input`,
+ * or the `InputPath` selection, or the `InputTransformer` template with its `<placeholders>`
+ * (inside quotes a string value is inserted raw, outside it is inserted as JSON).
+ */
+export function targetInput(target: ExtractedTarget, event: BusEvent, ruleName: string): string {
+  if (target.input !== undefined) return target.input;
+  if (target.inputPath !== undefined) {
+    return JSON.stringify(JSONPath({ path: target.inputPath, json: event as object, wrap: false }) ?? null);
+  }
+  const transformer = target.inputTransformer;
+  if (transformer === undefined) return JSON.stringify(event);
+  const values: Record<string, unknown> = {
+    "aws.events.rule-name": ruleName,
+    "aws.events.event": event,
+    "aws.events.event.json": event,
+    "aws.events.event.ingestion-time": event.time,
+  };
+  for (const [name, path] of Object.entries(transformer.inputPathsMap)) {
+    values[name] = JSONPath({ path, json: event as object, wrap: false });
+  }
+  return transformer.inputTemplate.replace(
+    /(")?<([A-Za-z0-9_.-]+)>(")?/g,
+    (whole, open, name: string, close) => {
+      if (!(name in values)) return whole;
+      const value = values[name];
+      if (open === '"' && close === '"') {
+        return typeof value === "string"
+          ? `"${JSON.stringify(value).slice(1, -1)}"`
+          : JSON.stringify(value ?? null);
+      }
+      return `${open ?? ""}${JSON.stringify(value ?? null)}${close ?? ""}`;
+    },
+  );
+}
