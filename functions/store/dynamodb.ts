@@ -24,6 +24,7 @@ import {
 } from "./keys.ts";
 import type { PutMeasurementInput, RolloutStore, StoredMeasurement, StoredRun } from "./port.ts";
 import { type RolloutItem, type RolloutItemInput, RolloutItemSchema } from "./schema.ts";
+import { parseWith } from "./validate.ts";
 
 export interface DynamoRolloutStoreOptions {
   /** A plain DynamoDB client; the adapter wraps it in a document client. */
@@ -320,17 +321,4 @@ function parseRun<T>(raw: Record<string, unknown>, key: Key, schema: z.ZodType<T
     createdAt: raw.createdAt,
     updatedAt: raw.updatedAt,
   };
-}
-
-/** Validates with zod and names the item and the field path in the error. */
-export function parseWith<T>(schema: z.ZodType<T>, value: unknown, where: string, field: string): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const details = result.error.issues
-    .map((issue) => {
-      const path = [field, ...issue.path.map(String)].filter((part) => part !== "").join(".");
-      return `${path || "(item)"}: ${issue.message}`;
-    })
-    .join("; ");
-  throw new StoredItemInvalidError(where, details, { cause: result.error });
 }

@@ -1,6 +1,5 @@
 import type { z } from "zod";
 import { type Clock, systemClock } from "../clock.ts";
-import { parseWith } from "./dynamodb.ts";
 import { ConcurrentUpdateError } from "./errors.ts";
 import {
   describeKey,
@@ -13,6 +12,7 @@ import {
 } from "./keys.ts";
 import type { PutMeasurementInput, RolloutStore, StoredMeasurement, StoredRun } from "./port.ts";
 import { type RolloutItem, type RolloutItemInput, RolloutItemSchema } from "./schema.ts";
+import { parseWith } from "./validate.ts";
 
 /**
  * The rollout store in a Map, with the same conditional-write semantics as DynamoDB (same
