@@ -95,7 +95,10 @@ export function attributeOf(id: string, attribute: string, ctx: ResolveContext):
   if (override !== undefined) return override;
   const resource = ctx.resources[id];
   if (resource === undefined) throw new UnresolvableError(`Fn::GetAtt of unknown logical id "${id}"`);
-  const name = physicalName(id, resource);
+  // A `Ref` override names the resource (a table's real name) unless `Ref` gives an ARN.
+  const refIsArn =
+    resource.Type === "AWS::StepFunctions::StateMachine" || resource.Type === "AWS::SNS::Topic";
+  const name = (refIsArn ? undefined : ctx.refs?.[id]) ?? physicalName(id, resource);
   const arn = resourceArn(resource.Type, name);
   if (attribute === "Arn") return arn;
   if (attribute === "Name" || attribute === "TableName" || attribute === "RoleId") return name;
