@@ -84,6 +84,11 @@ export const LocalProxySettingsSchema = z
     adminUrl: z.url(),
     /** Path probed on the candidate upstream to decide it is ready. */
     readinessPath: z.string().startsWith("/").default("/"),
+    /**
+     * Which upstream runs which pushed image: image tag (or digest) → URL. The local runtime and
+     * the demo push "images" whose tags name already running services.
+     */
+    upstreams: z.record(z.string(), z.url()).optional(),
     progressDeadlineSeconds: z.number().int().positive().default(60),
     pollSeconds: z.number().int().positive().default(1),
   })

@@ -1,0 +1,92 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { ECSClient } from "@aws-sdk/client-ecs";
+import { ElasticLoadBalancingV2Client } from "@aws-sdk/client-elastic-load-balancing-v2";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { LambdaClient } from "@aws-sdk/client-lambda";
+import { SchedulerClient } from "@aws-sdk/client-scheduler";
+import { SFNClient } from "@aws-sdk/client-sfn";
+import { SfnTaskTokens } from "../abort/task-tokens.ts";
+import { systemClock } from "../clock.ts";
+import { ENV } from "../config.ts";
+import { EventBridgePublisher } from "../events/eventbridge.ts";
+import { defaultProviders } from "../metrics/index.ts";
+import { DynamoRolloutStore } from "../store/dynamodb.ts";
+import { RoutingTimer } from "../timer/routing.ts";
+import { SchedulerTimer } from "../timer/scheduler.ts";
+import { TickerTimer } from "../timer/ticker.ts";
+import { createTrafficRouter, type TrafficClients } from "../traffic/index.ts";
+import type { WorkflowDeps } from "../workflow/deps.ts";
+import { EmfMetricsSink } from "../workflow/metrics.ts";
+
+/** A required environment variable, or a configuration error that names it. */
+export function env(name: string, source: NodeJS.ProcessEnv = process.env): string {
+  const value = source[name];
+  if (!value)
+    throw new Error(`environment variable ${name} is not set: the construct sets it on every function`);
+  return value;
+}
+
+/**
+ * The composition root: the adapters a Lambda uses, built once per cold start from the
+ * environment the construct sets (and, locally, from the `AWS_ENDPOINT_URL_*` variables the SDK
+ * reads by itself). Target clients are created on first use, so a rollout on a Lambda alias never
+ * loads the ECS client.
+ */
+export function depsFromEnv(source: NodeJS.ProcessEnv = process.env): WorkflowDeps {
+  const sfn = new SFNClient({});
+  const clock = systemClock;
+  const lazy: { elbv2?: ElasticLoadBalancingV2Client; ecs?: ECSClient; lambda?: LambdaClient } = {};
+  const clients: TrafficClients = {
+    get elbv2() {
+      lazy.elbv2 ??= new ElasticLoadBalancingV2Client({});
+      return lazy.elbv2;
+    },
+    get ecs() {
+      lazy.ecs ??= new ECSClient({});
+      return lazy.ecs;
+    },
+    get lambda() {
+      lazy.lambda ??= new LambdaClient({});
+      return lazy.lambda;
+    },
+  };
+  return {
+    store: new DynamoRolloutStore({
+      client: new DynamoDBClient({}),
+      tableName: env(ENV.tableName, source),
+      clock,
+    }),
+    tokens: new SfnTaskTokens(sfn),
+    timer: new RoutingTimer({
+      clock,
+      scheduler: new SchedulerTimer({
+        client: new SchedulerClient({}),
+        groupName: env(ENV.scheduleGroup, source),
+        targetArn: env(ENV.resumeFunctionArn, source),
+        roleArn: env(ENV.schedulerRoleArn, source),
+        clock,
+      }),
+      ticker: new TickerTimer({
+        client: sfn,
+        stateMachineArn: env(ENV.tickerStateMachineArn, source),
+        clock,
+      }),
+    }),
+    events: new EventBridgePublisher({
+      client: new EventBridgeClient({}),
+      ...(source[ENV.eventBusName] ? { eventBusName: source[ENV.eventBusName] } : {}),
+    }),
+    clock,
+    routerFor: (settings) => createTrafficRouter(settings, clients, clock),
+    providers: defaultProviders(),
+    metrics: new EmfMetricsSink(),
+  };
+}
+
+let cached: WorkflowDeps | undefined;
+
+/** The process-wide deps, built on the first invocation (not at import: tests import handlers). */
+export function rootDeps(): WorkflowDeps {
+  cached ??= depsFromEnv();
+  return cached;
+}

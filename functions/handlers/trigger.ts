@@ -1,0 +1,38 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { SFNClient } from "@aws-sdk/client-sfn";
+import { SfnTaskTokens } from "../abort/task-tokens.ts";
+import { systemClock } from "../clock.ts";
+import { ENV } from "../config.ts";
+import { DynamoRolloutStore } from "../store/dynamodb.ts";
+import { SfnExecutions } from "../trigger/executions.ts";
+import { TriggerRoutesSchema } from "../trigger/routes.ts";
+import { startRollout, type TriggerDeps, type TriggerResult } from "../trigger/start-rollout.ts";
+import { env } from "./root.ts";
+
+/** The trigger's adapters, from the environment the construct sets. */
+export function triggerDepsFromEnv(source: NodeJS.ProcessEnv = process.env): TriggerDeps {
+  const sfn = new SFNClient({});
+  const routes = TriggerRoutesSchema.parse(JSON.parse(env(ENV.rollouts, source)));
+  return {
+    store: new DynamoRolloutStore({ client: new DynamoDBClient({}), tableName: env(ENV.tableName, source) }),
+    executions: new SfnExecutions(sfn),
+    tokens: new SfnTaskTokens(sfn),
+    clock: systemClock,
+    routes,
+  };
+}
+
+/**
+ * The ECR push rule's target: validates the `ECR Image Action` event, finds the rollouts it
+ * triggers and starts each one's execution with an idempotent name (a duplicate starts nothing),
+ * superseding an older running revision through the abort channel.
+ */
+export function createHandler(deps: () => TriggerDeps): (event: unknown) => Promise<TriggerResult> {
+  return (event) => startRollout(deps(), event);
+}
+
+let cached: TriggerDeps | undefined;
+export const handler = createHandler(() => {
+  cached ??= triggerDepsFromEnv();
+  return cached;
+});

@@ -1,0 +1,77 @@
+import { formatDuration } from "../../statemachine/duration.ts";
+import type { PauseReason } from "../store/schema.ts";
+import type { WorkflowDeps } from "./deps.ts";
+import { publish, recordStep, withEvent } from "./item.ts";
+import type { AwaitPayload } from "./payloads.ts";
+
+/** The Timer key of a timed pause: unique per execution and step. */
+export function pauseKey(rollout: string, executionArn: string, stepIndex: number): string {
+  return `${rollout}/${executionArn.split(":").at(-1)}/pause-${stepIndex}`;
+}
+
+/**
+ * Every wait for a person or for time: a pause step (with or without a duration), an approval
+ * between native steps, an Inconclusive analysis, and weight drift. It stores the task token in
+ * the same conditional write that refuses an aborted or superseded execution (so an abort can
+ * never fall between "checked" and "waiting"), then, for a timed pause, asks the Timer to resume.
+ */
+export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Promise<Record<string, never>> {
+  const { context, step, stepIndex, taskToken } = payload;
+  let reason: PauseReason;
+  let message: string;
+  let until: number | null = null;
+  let waitingFor: "pause" | "approval" = "approval";
+  const now = deps.clock.now();
+  if (step.kind === "approval") {
+    reason = step.reason === "Inconclusive" ? "InconclusiveAnalysisRun" : "WeightDrift";
+    message =
+      step.reason === "Inconclusive"
+        ? `InconclusiveAnalysisRun: ${payload.message ?? "the analysis was inconclusive"}; rollouts promote to continue, rollouts abort to stop`
+        : "paused-drift: the weights were changed by someone else; rollouts promote to overwrite them, rollouts abort to go back to stable";
+  } else if (step.kind === "pause") {
+    reason = step.reason;
+    waitingFor = step.reason === "Approval" ? "approval" : "pause";
+    if (step.duration !== undefined) {
+      until = now + step.duration * 1000;
+      message = `${reason}: paused for ${formatDuration(step.duration)}`;
+    } else {
+      message = `${reason}: waiting for rollouts promote`;
+    }
+  } else {
+    throw new RangeError(`step ${stepIndex + 1}: a ${step.kind} step is not a wait`);
+  }
+  const item = await recordStep(deps, context, (latest, at) => {
+    const driftMessage =
+      step.kind === "approval" && step.reason === "paused-drift" ? latest.drift?.message : undefined;
+    const full = driftMessage ? `${message} (${driftMessage})` : message;
+    return withEvent(
+      {
+        ...latest,
+        phase: "Paused",
+        message: full,
+        currentTaskToken: taskToken,
+        waitingFor,
+        waitingSince: at,
+        pause: { reason, startedAt: at, until },
+      },
+      at,
+      "RolloutPaused",
+      full,
+      stepIndex,
+    );
+  });
+  if (until !== null) {
+    await deps.timer.schedule({
+      at: until,
+      key: pauseKey(context.rollout, context.executionArn, stepIndex),
+      payload: {
+        kind: "pause",
+        rollout: context.rollout,
+        executionArn: context.executionArn,
+        token: taskToken,
+      },
+    });
+  }
+  await publish(deps, context, "RolloutPaused", item.message, stepIndex);
+  return {};
+}

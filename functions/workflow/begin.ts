@@ -1,0 +1,123 @@
+import { ExecutionSupersededError } from "../abort/errors.ts";
+import { appendEvent, newRolloutItem, type Revision, type RolloutItem } from "../store/schema.ts";
+import { upsert } from "../store/update.ts";
+import type { CandidateArtifact, RouterState } from "../traffic/port.ts";
+import { TargetSettingsSchema } from "../traffic/settings.ts";
+import type { WorkflowDeps } from "./deps.ts";
+import type { BeginPayload, WorkflowContext } from "./payloads.ts";
+
+export interface BeginResult {
+  context: WorkflowContext;
+  /** Nothing to compare with (the first revision, or the stable revision pushed again): skip the steps. */
+  firstRevision: boolean;
+}
+
+/** Argo numbers revisions 1, 2, 3…; a digest seen before keeps its number. */
+function revisionFor(item: RolloutItem | undefined, input: BeginPayload["input"]["revision"]): Revision {
+  const known = [item?.currentRevision, item?.stableRevision, ...(item?.history ?? [])].find(
+    (r) => r?.digest === input.digest,
+  );
+  if (known) return { revision: known.revision, image: input.image, digest: input.digest, tag: input.tag };
+  const highest = Math.max(
+    0,
+    item?.currentRevision?.revision ?? 0,
+    item?.stableRevision?.revision ?? 0,
+    ...(item?.history ?? []).map((h) => h.revision),
+  );
+  return { revision: highest + 1, image: input.image, digest: input.digest, tag: input.tag };
+}
+
+/**
+ * What the candidate runs, for the target: an image for ECS and Lambda image functions; for the
+ * local proxy, the upstream URL its settings map the image tag (or digest) to.
+ */
+export function artifactFor(settings: unknown, revision: Revision): CandidateArtifact {
+  const parsed = TargetSettingsSchema.safeParse(settings);
+  const version = revision.tag ?? revision.digest;
+  if (parsed.success && parsed.data.type === "local-proxy") {
+    const upstream = parsed.data.upstreams?.[revision.tag ?? ""] ?? parsed.data.upstreams?.[revision.digest];
+    if (!upstream) {
+      throw new RangeError(
+        `the local proxy target has no upstream for image tag "${revision.tag}" or digest "${revision.digest}": add it to upstreams`,
+      );
+    }
+    return { upstream, version };
+  }
+  return { image: revision.image, version };
+}
+
+/**
+ * The first state of every execution: takes over the rollout for this execution, numbers the
+ * revision, and puts the candidate in place with no traffic. A newer push already accepted by
+ * the trigger makes this execution stale: it ends as superseded without touching anything.
+ */
+export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<BeginResult> {
+  const { input, executionId } = payload;
+  const name = input.rollout;
+  let revision: Revision | undefined;
+  let firstRevision = false;
+  let previousWeight = 0;
+  let targetState: unknown = null;
+  const item = await upsert(deps.store, name, (current) => {
+    const now = deps.clock.now();
+    if (current?.trigger && current.trigger.executionName !== input.trigger.executionName) {
+      throw new ExecutionSupersededError(executionId, current.executionArn);
+    }
+    if (current?.executionArn === executionId) {
+      // A retried Begin: everything below is already recorded.
+      revision = current.currentRevision ?? undefined;
+      firstRevision = current.stableRevision === null || current.stableRevision.digest === revision?.digest;
+      targetState = current.targetState;
+      return null;
+    }
+    const base = current ?? newRolloutItem(name, now);
+    revision = revisionFor(current, input.revision);
+    firstRevision = base.stableRevision === null || base.stableRevision.digest === input.revision.digest;
+    previousWeight = base.weight;
+    targetState = base.targetState;
+    return {
+      ...base,
+      phase: "Progressing",
+      message: firstRevision ? "" : `updating to revision ${revision.revision}`,
+      currentRevision: revision,
+      stepIndex: 0,
+      stepCount: payload.rollout.stepCount,
+      executionArn: executionId,
+      abortRequested: false,
+      abortReason: null,
+      abortRequestedAt: null,
+      abortExecutionArn: null,
+      currentTaskToken: null,
+      waitingFor: null,
+      waitingSince: null,
+      pause: null,
+      drift: null,
+      events: appendEvent(base.events, {
+        at: now,
+        type: "RolloutUpdated",
+        message: `revision ${revision.revision} (${input.revision.tag ?? input.revision.digest}) started by ${executionId.split(":").at(-1)}`,
+      }),
+    };
+  });
+  if (!item || !revision) throw new Error(`Begin could not record rollout "${name}"`);
+  const context: WorkflowContext = {
+    rollout: name,
+    revision: revision.revision,
+    image: revision.image,
+    digest: revision.digest,
+    tag: revision.tag,
+    executionArn: executionId,
+  };
+  const router = deps.routerFor(payload.target);
+  if (targetState !== null && previousWeight > 0) {
+    // A newer revision took over mid-rollout: traffic goes back to the stable side first.
+    await router.setWeight(targetState as RouterState, 0, { overwriteDrift: true });
+  }
+  let state = (await router.prepare()).state;
+  const sameAsStable = item.stableRevision?.digest === revision.digest;
+  if (!sameAsStable) state = await router.deployCandidate(state, artifactFor(payload.target, revision));
+  await upsert(deps.store, name, (current) =>
+    current && current.executionArn === executionId ? { ...current, targetState: state, weight: 0 } : null,
+  );
+  return { context, firstRevision };
+}

@@ -1,0 +1,24 @@
+import type { TaskTokens } from "../abort/task-tokens.ts";
+import type { Clock } from "../clock.ts";
+import type { EventPublisher } from "../events/port.ts";
+import type { MetricProvider } from "../metrics/port.ts";
+import type { RolloutStore } from "../store/port.ts";
+import type { Timer } from "../timer/port.ts";
+import type { TrafficRouter } from "../traffic/port.ts";
+import type { MetricsSink } from "./metrics.ts";
+
+/**
+ * Everything the workflow's steps talk to, as ports. A composition root builds the adapters once
+ * per cold start (`functions/handlers/root.ts`); tests and the embedded runtime build their own.
+ */
+export interface WorkflowDeps {
+  store: RolloutStore;
+  tokens: TaskTokens;
+  timer: Timer;
+  events: EventPublisher;
+  clock: Clock;
+  /** The traffic target for the settings a Task carries. */
+  routerFor(settings: unknown): TrafficRouter;
+  providers: MetricProvider;
+  metrics: MetricsSink;
+}

@@ -1,0 +1,74 @@
+import { assertDrives, assertNotAborted } from "../abort/errors.ts";
+import type { LifecycleEventType } from "../events/port.ts";
+import { lifecycleEvent } from "../events/port.ts";
+import { RolloutNotFoundError } from "../store/errors.ts";
+import { appendEvent, type RolloutItem, type RolloutItemInput } from "../store/schema.ts";
+import { update } from "../store/update.ts";
+import type { WorkflowDeps } from "./deps.ts";
+import type { WorkflowContext } from "./payloads.ts";
+
+/**
+ * Reads the rollout item for a step of an execution, refusing (by throwing the errors the ASL
+ * catches) when another execution drives the rollout or an abort was requested for this one.
+ */
+export async function drivingItem(deps: WorkflowDeps, context: WorkflowContext): Promise<RolloutItem> {
+  const item = await deps.store.get(context.rollout);
+  if (!item) throw new RolloutNotFoundError(context.rollout);
+  assertDrives(item, context.executionArn);
+  assertNotAborted(item, context.executionArn);
+  return item;
+}
+
+/**
+ * Writes what a step did, with the same refusals checked again inside the conditional write, so
+ * an abort or a newer execution landing between the read and the write is never overwritten.
+ */
+export function recordStep(
+  deps: WorkflowDeps,
+  context: WorkflowContext,
+  mutate: (item: RolloutItem, now: number) => RolloutItemInput,
+): Promise<RolloutItem> {
+  return update(deps.store, context.rollout, "latest", (latest) => {
+    assertDrives(latest, context.executionArn);
+    assertNotAborted(latest, context.executionArn);
+    return mutate(latest, deps.clock.now());
+  });
+}
+
+/** Appends an item event (what `rollouts get` shows). */
+export function withEvent(
+  item: RolloutItemInput,
+  now: number,
+  type: string,
+  message: string,
+  step?: number | null,
+): RolloutItemInput {
+  return {
+    ...item,
+    events: appendEvent(item.events, { at: now, type, message, ...(step != null ? { step } : {}) }),
+  };
+}
+
+/** Publishes a lifecycle event about the revision in `context`, after the state write succeeded. */
+export function publish(
+  deps: WorkflowDeps,
+  context: WorkflowContext,
+  type: LifecycleEventType,
+  message: string,
+  step: number | null,
+): Promise<void> {
+  return deps.events.publish(
+    lifecycleEvent(type, {
+      rollout: context.rollout,
+      revision: { revision: context.revision, image: context.image, digest: context.digest },
+      step,
+      message,
+      atMs: deps.clock.now(),
+    }),
+  );
+}
+
+/** The execution's name: the last segment of its ARN; unique per rollout and revision attempt. */
+export function executionName(executionArn: string): string {
+  return executionArn.split(":").at(-1) ?? executionArn;
+}

@@ -1,0 +1,216 @@
+import { type AbortOutcome, requestAbort } from "../abort/request-abort.ts";
+import type { TaskTokens } from "../abort/task-tokens.ts";
+import type { Clock } from "../clock.ts";
+import type { RolloutStore } from "../store/port.ts";
+import { appendEvent, type Revision, type RolloutItem, type RolloutPhase } from "../store/schema.ts";
+import { update } from "../store/update.ts";
+import { executionName as executionNameFor, type RolloutExecutionInput } from "../trigger/decide.ts";
+import type { Executions } from "../trigger/executions.ts";
+
+/**
+ * What the `rollouts` CLI does to a running rollout, as a domain: promote a pause, accept an
+ * Inconclusive run or drift, skip the remaining steps, abort, retry an aborted revision, undo to
+ * the previous one. It needs only the store, task tokens and the executions port, so it runs the
+ * same against AWS and the local runtime.
+ */
+export interface OperateDeps {
+  store: RolloutStore;
+  tokens: TaskTokens;
+  executions: Executions;
+  clock: Clock;
+}
+
+export type OperateOutcome = { ok: true; message: string } | { ok: false; message: string };
+
+/** `rollouts status` exit codes: 0 Healthy, 1 Degraded, 3 Paused, 4 Progressing. */
+export const STATUS_EXIT: Record<RolloutPhase, number> = {
+  Healthy: 0,
+  Degraded: 1,
+  Paused: 3,
+  Progressing: 4,
+};
+
+/**
+ * `rollouts promote NAME [--full]`: ends the wait the rollout is in. A pause or approval
+ * continues (`--full` skips every remaining step); a running analysis can only be skipped with
+ * `--full`; weight drift is overwritten on the next attempt of the step.
+ */
+export async function promoteRollout(
+  deps: OperateDeps,
+  name: string,
+  full: boolean,
+): Promise<OperateOutcome> {
+  const item = await deps.store.get(name);
+  if (!item) return { ok: false, message: `rollout "${name}" not found` };
+  if (item.phase === "Healthy" || item.phase === "Degraded") {
+    return {
+      ok: false,
+      message: `rollout "${name}" is ${item.phase}: nothing to promote${item.phase === "Degraded" ? " (use rollouts retry to run the aborted revision's steps again)" : ""}`,
+    };
+  }
+  const token = item.currentTaskToken;
+  if (token === null) {
+    return {
+      ok: false,
+      message: `rollout "${name}" is ${item.phase} at step ${item.stepIndex + 1}/${item.stepCount} and waits on nothing a person can end; try again at its next pause`,
+    };
+  }
+  if (item.waitingFor === "analysis" && !full) {
+    return {
+      ok: false,
+      message: `rollout "${name}" is running an analysis: wait for it, or skip the remaining steps with rollouts promote --full`,
+    };
+  }
+  const output =
+    item.waitingFor === "analysis"
+      ? { phase: "Successful", message: "skipped by rollouts promote --full", outcome: "full" }
+      : { outcome: full ? "full" : "continue" };
+  // Record first (drift approval must be visible to the step that runs next), then answer.
+  await update(deps.store, name, item.version, (latest) => ({
+    ...latest,
+    phase: "Progressing",
+    message: "",
+    currentTaskToken: null,
+    waitingFor: null,
+    waitingSince: null,
+    pause: null,
+    drift: latest.drift ? { ...latest.drift, approved: true } : null,
+    events: appendEvent(latest.events, {
+      at: deps.clock.now(),
+      type: "RolloutPromoted",
+      message: full ? "promoted: the remaining steps are skipped" : `promoted: ${describeWait(latest)} ended`,
+      step: latest.stepIndex,
+    }),
+  }));
+  const delivery = await deps.tokens.sendSuccess(token, output);
+  if (!delivery.delivered) {
+    return {
+      ok: false,
+      message: `the ${item.waitingFor ?? "wait"} of "${name}" was already over (${delivery.reason}): nothing was promoted`,
+    };
+  }
+  return {
+    ok: true,
+    message: full
+      ? `rollout "${name}" promoted: the remaining steps are skipped`
+      : `rollout "${name}": ${describeWait(item)} ended, the rollout continues`,
+  };
+}
+
+function describeWait(item: RolloutItem): string {
+  if (item.drift) return "the weight drift pause";
+  switch (item.pause?.reason) {
+    case "InconclusiveAnalysisRun":
+      return "the Inconclusive analysis pause";
+    case "Approval":
+      return "the approval";
+    default:
+      return item.waitingFor === "analysis" ? "the analysis" : "the pause";
+  }
+}
+
+/** `rollouts abort NAME`: the abort channel, worded for a person. */
+export async function abortRollout(
+  deps: OperateDeps,
+  name: string,
+  reason?: string,
+): Promise<OperateOutcome> {
+  const outcome: AbortOutcome = await requestAbort({
+    store: deps.store,
+    sfn: deps.tokens,
+    name,
+    reason: reason ?? "aborted by rollouts abort",
+    clock: deps.clock,
+  });
+  const ok =
+    outcome.status === "signalled" || outcome.status === "recorded" || outcome.status === "token-stale";
+  return { ok, message: outcome.message };
+}
+
+/** The state machine of an execution: `…:execution:SM:NAME` → `…:stateMachine:SM`. */
+export function stateMachineArnOf(executionArn: string): string {
+  const parts = executionArn.split(":");
+  const at = parts.indexOf("execution");
+  if (at < 0 || parts.length < at + 3) throw new RangeError(`not an execution ARN: ${executionArn}`);
+  return [...parts.slice(0, at), "stateMachine", parts[at + 1]].join(":");
+}
+
+/**
+ * Starts a new execution of the rollout's state machine for `revision`, recorded as the latest
+ * accepted push (a new generation), so Begin takes it and an older execution cannot.
+ */
+async function restart(
+  deps: OperateDeps,
+  item: RolloutItem,
+  revision: Revision,
+  why: string,
+): Promise<OperateOutcome> {
+  if (!item.executionArn || !item.trigger) {
+    return { ok: false, message: `rollout "${item.name}" has never run: nothing to ${why}` };
+  }
+  const stateMachineArn = stateMachineArnOf(item.executionArn);
+  const generation = item.trigger.generation + 1;
+  const name = executionNameFor(item.name, revision.digest, generation);
+  const now = deps.clock.now();
+  const trigger = {
+    ...item.trigger,
+    digest: revision.digest,
+    tag: revision.tag,
+    image: revision.image,
+    eventId: `${why}-${now}`,
+    eventTime: now,
+    generation,
+    executionName: name,
+    acceptedAt: now,
+  };
+  await update(deps.store, item.name, item.version, (latest) => ({
+    ...latest,
+    trigger,
+    events: appendEvent(latest.events, { at: now, type: "Triggered", message: `${why} starts ${name}` }),
+  }));
+  const input: RolloutExecutionInput = {
+    rollout: item.name,
+    revision: {
+      repository: trigger.repository,
+      image: revision.image,
+      digest: revision.digest,
+      tag: revision.tag,
+    },
+    trigger: { eventId: trigger.eventId, eventTime: now, generation, executionName: name },
+  };
+  const started = await deps.executions.start({ stateMachineArn, name, input });
+  return {
+    ok: true,
+    message: `rollout "${item.name}": ${why} started ${started.executionArn.split(":").at(-1)}`,
+  };
+}
+
+/** `rollouts retry NAME`: runs the steps of the aborted revision again. */
+export async function retryRollout(deps: OperateDeps, name: string): Promise<OperateOutcome> {
+  const item = await deps.store.get(name);
+  if (!item) return { ok: false, message: `rollout "${name}" not found` };
+  if (item.phase !== "Degraded" || !item.currentRevision) {
+    return {
+      ok: false,
+      message: `rollout "${name}" is ${item.phase}: only an aborted rollout can be retried`,
+    };
+  }
+  return restart(deps, item, item.currentRevision, "retry");
+}
+
+/**
+ * `rollouts undo NAME`: rolls back to the revision that was stable before the current one, through
+ * the steps, as Argo's undo does (it is a new revision of the old template).
+ */
+export async function undoRollout(deps: OperateDeps, name: string): Promise<OperateOutcome> {
+  const item = await deps.store.get(name);
+  if (!item) return { ok: false, message: `rollout "${name}" not found` };
+  if (item.phase === "Progressing" || item.phase === "Paused") {
+    return { ok: false, message: `rollout "${name}" is ${item.phase}: abort it first, then undo` };
+  }
+  const current = item.stableRevision?.digest;
+  const previous = [...item.history].reverse().find((h) => h.digest !== current);
+  if (!previous) return { ok: false, message: `rollout "${name}" has no earlier revision to go back to` };
+  const { at: _at, ...revision } = previous;
+  return restart(deps, item, revision, `undo to revision ${previous.revision}`);
+}

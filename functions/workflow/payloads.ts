@@ -1,0 +1,122 @@
+import { z } from "zod";
+import { AnalysisSpecSchema, StepSchema } from "../../statemachine/spec.ts";
+import { RolloutExecutionInputSchema } from "../trigger/decide.ts";
+
+/**
+ * The payloads the compiled workflow sends to each Lambda (see `statemachine/compile.ts`): they
+ * are external input, so every handler parses its own with these schemas.
+ */
+
+/** What Begin returns and every later Task receives as `context`. */
+export const WorkflowContextSchema = z.object({
+  rollout: z.string().min(1),
+  /** Argo's revision number of the candidate. */
+  revision: z.number().int().positive(),
+  image: z.string().min(1),
+  digest: z.string().min(1),
+  tag: z.string().nullable(),
+  executionArn: z.string().min(1),
+});
+export type WorkflowContext = z.infer<typeof WorkflowContextSchema>;
+
+/** The static description of the rollout the compiler embeds in every Task. */
+export const RolloutRefSchema = z.object({
+  name: z.string().min(1),
+  /** The spec's revision (hash of the pod template), not Argo's revision number. */
+  revision: z.string(),
+  strategy: z.enum(["canary", "blueGreen"]),
+  stepCount: z.number().int().nonnegative(),
+});
+
+export const BeginPayloadSchema = z.object({
+  input: RolloutExecutionInputSchema,
+  executionId: z.string().min(1),
+  rollout: RolloutRefSchema,
+  target: z.unknown().optional(),
+});
+export type BeginPayload = z.infer<typeof BeginPayloadSchema>;
+
+const Base = z.object({
+  context: WorkflowContextSchema,
+  rollout: RolloutRefSchema,
+  target: z.unknown().optional(),
+});
+
+/** setWeight, setHeaderRoute, setMirrorRoute and preview steps. */
+export const StepPayloadSchema = Base.extend({
+  stepIndex: z.number().int().nonnegative(),
+  step: StepSchema,
+});
+export type StepPayload = z.infer<typeof StepPayloadSchema>;
+
+/** Readiness polls: after the candidate starts (`stepIndex` null) and after weight changes. */
+export const CheckReadyPayloadSchema = Base.extend({
+  stepIndex: z.number().int().nonnegative().nullable(),
+});
+export type CheckReadyPayload = z.infer<typeof CheckReadyPayloadSchema>;
+
+/** The waits that are not steps of the spec: a person decides. */
+export const ApprovalStepSchema = z.object({
+  kind: z.literal("approval"),
+  reason: z.enum(["Inconclusive", "paused-drift"]),
+});
+
+export const AwaitPayloadSchema = Base.extend({
+  stepIndex: z.number().int().nonnegative(),
+  step: z.union([StepSchema, ApprovalStepSchema]),
+  taskToken: z.string().min(1),
+  /** The analysis message, for an Inconclusive approval. */
+  message: z.string().optional(),
+});
+export type AwaitPayload = z.infer<typeof AwaitPayloadSchema>;
+
+export const StartAnalysisPayloadSchema = z.union([
+  Base.extend({
+    stepIndex: z.number().int().nonnegative(),
+    step: StepSchema,
+    taskToken: z.string().min(1),
+  }),
+  Base.extend({
+    stepIndex: z.number().int().nonnegative(),
+    background: z.literal(true),
+    analysis: AnalysisSpecSchema,
+  }),
+]);
+export type StartAnalysisPayload = z.infer<typeof StartAnalysisPayloadSchema>;
+
+export const PromotePayloadSchema = Base.extend({
+  scaleDownDelaySeconds: z.number().int().nonnegative(),
+});
+export type PromotePayload = z.infer<typeof PromotePayloadSchema>;
+
+export const AbortPayloadSchema = Base.extend({
+  /** What the Catch (or the failed analysis' Pass state) put in `$.error`. */
+  error: z.object({ Error: z.string(), Cause: z.string().optional() }).loose(),
+  onFailure: z.enum(["rollback", "stop"]),
+  abortScaleDownDelaySeconds: z.number().int().nonnegative(),
+});
+export type AbortPayload = z.infer<typeof AbortPayloadSchema>;
+
+/** What a Timer firing carries: every delayed piece of work of a rollout. */
+export const ResumePayloadSchema = z.discriminatedUnion("kind", [
+  /** A timed pause is over: send its token. */
+  z.object({ kind: z.literal("pause"), rollout: z.string(), executionArn: z.string(), token: z.string() }),
+  /** An analysis run has measurements due. */
+  z.object({ kind: z.literal("tick"), rollout: z.string(), runId: z.string() }),
+  /** The replaced (or aborted) side may be scaled down now, or later. */
+  z.object({
+    kind: z.literal("scale-down"),
+    rollout: z.string(),
+    target: z.unknown(),
+    attempt: z.number().int(),
+  }),
+  /** An abort that had to bring the old side back first: try again. */
+  z.object({
+    kind: z.literal("abort-continue"),
+    rollout: z.string(),
+    target: z.unknown(),
+    abortScaleDownDelaySeconds: z.number().int().nonnegative(),
+    attempt: z.number().int(),
+  }),
+]);
+export type ResumePayload = z.infer<typeof ResumePayloadSchema>;
