@@ -9,6 +9,7 @@ import {
   ProxyConfigUpdateSchema,
 } from "./config.ts";
 import { ExactShare } from "./exact-share.ts";
+import { RequestWindow } from "./window.ts";
 
 /**
  * The local traffic router: an HTTP reverse proxy with a stable and a candidate upstream, used by
@@ -20,7 +21,9 @@ import { ExactShare } from "./exact-share.ts";
  * - `GET /admin/config` → the configuration and the split counters since the last weight change;
  * - `POST /admin/config` → merge a (partial) configuration `{"stable","canary","weight",…}`;
  * - `GET /metrics` → Prometheus text: `http_requests_total{version,code}` and
- *   `http_request_duration_seconds{version}` for every forwarded request.
+ *   `http_request_duration_seconds{version}` for every forwarded request;
+ * - `GET /admin/stats?version=V&window=S` → the version's requests and success rate over the last
+ *   S seconds from the proxy's own samples (`result` is `[rate]`, or `[]` without requests).
  */
 
 /** The header that reaches the candidate whatever the weight (blue/green preview, testers). */
@@ -92,6 +95,7 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
   });
 
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const window = new RequestWindow();
 
   function applyConfig(next: ProxyConfig): void {
     const weightChanged = config === null || config.weight !== next.weight || config.canary !== next.canary;
@@ -121,6 +125,7 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       requests.inc({ version, code: String(code) });
       duration.observe({ version }, seconds);
+      window.record(version, code);
     };
 
     const headers: http.OutgoingHttpHeaders = {};
@@ -237,6 +242,24 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
     const path = (req.url ?? "/").split("?")[0];
     if (path === "/admin/config") {
       admin(req, res).catch((err: unknown) => sendJson(res, 500, { error: String(err) }));
+      return;
+    }
+    if (path === "/admin/stats" && req.method === "GET") {
+      const query = new URL(req.url ?? "/", "http://proxy").searchParams;
+      const version = query.get("version");
+      const seconds = Number(query.get("window") ?? "20");
+      if (!version || !Number.isFinite(seconds) || seconds <= 0) {
+        sendJson(res, 400, { error: "give ?version=NAME and optionally &window=SECONDS (> 0)" });
+        return;
+      }
+      const stats = window.stats(version, seconds);
+      // `result` is a vector like Prometheus' answer, so `result[0] >= 0.95` reads the same; empty with no data.
+      sendJson(res, 200, {
+        version,
+        window: seconds,
+        ...stats,
+        result: stats.successRate === null ? [] : [stats.successRate],
+      });
       return;
     }
     if (path === "/metrics" && req.method === "GET") {

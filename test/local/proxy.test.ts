@@ -213,6 +213,21 @@ describe("local proxy", () => {
     expect(res.body).not.toContain('version="stable"');
   });
 
+  it("serves each version's recent success rate from its own samples at /admin/stats", async () => {
+    const stable = await startUpstream("v1");
+    const canary = await startUpstream("v3", 500);
+    const proxy = await startProxy({ config: { stable: stable.url, canary: canary.url, weight: 25 } });
+    cleanups.push(stable.close, canary.close, proxy.close);
+    for (let i = 0; i < 20; i++) await get(`${proxy.url}/checkout`);
+    const v1 = await (await fetch(`${proxy.url}/admin/stats?version=v1&window=20`)).json();
+    expect(v1).toEqual({ version: "v1", window: 20, requests: 15, ok: 15, successRate: 1, result: [1] });
+    const v3 = await (await fetch(`${proxy.url}/admin/stats?version=v3`)).json();
+    expect(v3).toMatchObject({ requests: 5, ok: 0, successRate: 0, result: [0] });
+    const none = await (await fetch(`${proxy.url}/admin/stats?version=v9`)).json();
+    expect(none).toMatchObject({ requests: 0, successRate: null, result: [] });
+    expect((await fetch(`${proxy.url}/admin/stats`)).status).toBe(400);
+  });
+
   it("rejects invalid admin bodies with a 400 naming the field, keeping the old config", async () => {
     const { proxy, stable } = await setup();
     await postConfig(proxy, { stable: stable.url });

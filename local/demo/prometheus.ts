@@ -1,0 +1,110 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** A Prometheus server this process started, on 127.0.0.1 with its own temporary storage. */
+export interface RunningPrometheus {
+  url: string;
+  version: string;
+  close(): Promise<void>;
+}
+
+/** The installed `prometheus` binary's version, or undefined when there is none. */
+export function prometheusVersion(binary = "prometheus"): string | undefined {
+  const out = spawnSync(binary, ["--version"], { encoding: "utf8" });
+  if (out.error || out.status !== 0) return undefined;
+  return /version (\S+)/.exec(`${out.stdout}${out.stderr}`)?.[1] ?? "unknown";
+}
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+/**
+ * Starts Prometheus scraping `targets` (`host:port`) every `scrapeSeconds`, and resolves once it
+ * answers queries. Nothing starts Prometheus on this kind of machine by itself, so the demo and
+ * the tests run their own and stop it (and remove its storage) on `close`.
+ */
+export async function startPrometheus(options: {
+  targets: string[];
+  scrapeSeconds?: number;
+  binary?: string;
+  readyTimeoutMs?: number;
+}): Promise<RunningPrometheus> {
+  const binary = options.binary ?? "prometheus";
+  const version = prometheusVersion(binary);
+  if (!version) {
+    throw new Error(`no ${binary} binary: apt-get install -y --no-install-recommends prometheus`);
+  }
+  const scrape = `${options.scrapeSeconds ?? 1}s`;
+  const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-prometheus-"));
+  writeFileSync(
+    join(dir, "prometheus.yml"),
+    [
+      "global:",
+      `  scrape_interval: ${scrape}`,
+      `  scrape_timeout: ${scrape}`,
+      `  evaluation_interval: ${scrape}`,
+      "scrape_configs:",
+      "  - job_name: rollouts",
+      "    static_configs:",
+      `      - targets: [${options.targets.map((t) => JSON.stringify(t)).join(", ")}]`,
+      "",
+    ].join("\n"),
+  );
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  let log = "";
+  const child: ChildProcess = spawn(
+    binary,
+    [
+      `--config.file=${join(dir, "prometheus.yml")}`,
+      `--storage.tsdb.path=${join(dir, "data")}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      "--log.level=warn",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  child.stdout?.on("data", (d) => {
+    log += String(d);
+  });
+  child.stderr?.on("data", (d) => {
+    log += String(d);
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const close = async () => {
+    if (child.exitCode === null) {
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const until = Date.now() + (options.readyTimeoutMs ?? 30_000);
+  for (;;) {
+    if (child.exitCode !== null) {
+      await close();
+      throw new Error(`prometheus exited with ${child.exitCode}: ${log.slice(-2000)}`);
+    }
+    const ready = await fetch(`${url}/-/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) break;
+    if (Date.now() > until) {
+      await close();
+      throw new Error(`prometheus did not become ready: ${log.slice(-2000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { url, version, close };
+}
