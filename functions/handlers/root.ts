@@ -6,7 +6,7 @@ import { LambdaClient } from "@aws-sdk/client-lambda";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens } from "../abort/task-tokens.ts";
-import { systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import { EventBridgePublisher } from "../events/eventbridge.ts";
 import { defaultProviders } from "../metrics/index.ts";
@@ -32,9 +32,12 @@ export function env(name: string, source: NodeJS.ProcessEnv = process.env): stri
  * reads by itself). Target clients are created on first use, so a rollout on a Lambda alias never
  * loads the ECS client.
  */
-export function depsFromEnv(source: NodeJS.ProcessEnv = process.env): WorkflowDeps {
+export function depsFromEnv(
+  source: NodeJS.ProcessEnv = process.env,
+  overrides: { clock?: Clock } = {},
+): WorkflowDeps {
   const sfn = new SFNClient({});
-  const clock = systemClock;
+  const clock = overrides.clock ?? systemClock;
   const lazy: { elbv2?: ElasticLoadBalancingV2Client; ecs?: ECSClient; lambda?: LambdaClient } = {};
   const clients: TrafficClients = {
     get elbv2() {

@@ -1,7 +1,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens } from "../abort/task-tokens.ts";
-import { systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import { DynamoRolloutStore } from "../store/dynamodb.ts";
 import { SfnExecutions } from "../trigger/executions.ts";
@@ -10,14 +10,21 @@ import { startRollout, type TriggerDeps, type TriggerResult } from "../trigger/s
 import { env } from "./root.ts";
 
 /** The trigger's adapters, from the environment the construct sets. */
-export function triggerDepsFromEnv(source: NodeJS.ProcessEnv = process.env): TriggerDeps {
+export function triggerDepsFromEnv(
+  source: NodeJS.ProcessEnv = process.env,
+  overrides: { clock?: Clock } = {},
+): TriggerDeps {
   const sfn = new SFNClient({});
   const routes = TriggerRoutesSchema.parse(JSON.parse(env(ENV.rollouts, source)));
   return {
-    store: new DynamoRolloutStore({ client: new DynamoDBClient({}), tableName: env(ENV.tableName, source) }),
+    store: new DynamoRolloutStore({
+      client: new DynamoDBClient({}),
+      tableName: env(ENV.tableName, source),
+      clock: overrides.clock ?? systemClock,
+    }),
     executions: new SfnExecutions(sfn),
     tokens: new SfnTaskTokens(sfn),
-    clock: systemClock,
+    clock: overrides.clock ?? systemClock,
     routes,
   };
 }
