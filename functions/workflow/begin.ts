@@ -73,7 +73,8 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
     const base = current ?? newRolloutItem(name, now);
     revision = revisionFor(current, input.revision);
     firstRevision = base.stableRevision === null || base.stableRevision.digest === input.revision.digest;
-    previousWeight = base.weight;
+    // A Healthy rollout's weight is the promoted side's (100): there is no candidate traffic to take back.
+    previousWeight = base.phase === "Healthy" ? 0 : base.weight;
     targetState = base.targetState;
     return {
       ...base,
