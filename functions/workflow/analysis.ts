@@ -86,6 +86,8 @@ export async function startAnalysis(
               currentTaskToken: token,
               waitingFor: "analysis" as const,
               waitingSince: at,
+              // The step being run: only set-weight advanced it, so it lagged behind analysis steps.
+              stepIndex,
               phase: "Progressing" as const,
             }
           : {}),

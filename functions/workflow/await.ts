@@ -49,6 +49,8 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
         ...latest,
         phase: "Paused",
         message: full,
+        // The step being waited at (a pause or analysis step does not pass through set-weight).
+        stepIndex,
         currentTaskToken: taskToken,
         waitingFor,
         waitingSince: at,
