@@ -38,8 +38,12 @@ export function runIdFor(context: WorkflowContext, stepIndex: number, background
   return `${executionName(context.executionArn)}.${background ? "background" : `step${String(stepIndex).padStart(2, "0")}`}`;
 }
 
-const tickKey = (rollout: string, runId: string, n: number) =>
-  `${rollout}/${runId}/tick-${String(n).padStart(5, "0")}`;
+/**
+ * A tick's Timer key names the time it is due, not a counter: a duplicated firing (Scheduler and
+ * the ticker deliver at least once) computes the same next due time, so it schedules the same key
+ * (a no-op) instead of starting a second chain of ticks that would then run forever in parallel.
+ */
+const tickKey = (rollout: string, runId: string, dueMs: number) => `${rollout}/${runId}/tick-${dueMs}`;
 
 /**
  * `start-analysis`: creates the run, stores the token it must answer and schedules its first tick.
@@ -179,7 +183,7 @@ async function advance(
   if (at) {
     await deps.timer.schedule({
       at: Math.max(at.getTime(), now.getTime()),
-      key: tickKey(context.rollout, runId, next.tick),
+      key: tickKey(context.rollout, runId, at.getTime()),
       payload: { kind: "tick", rollout: context.rollout, runId },
     });
   }
