@@ -7,7 +7,7 @@ import { METRICS } from "../config.ts";
 import { ConcurrentUpdateError } from "../store/errors.ts";
 import type { StoredRun } from "../store/port.ts";
 import type { WorkflowDeps } from "./deps.ts";
-import { executionName, publish, recordStep, withEvent } from "./item.ts";
+import { drivingItem, executionName, publish, recordStep, withEvent } from "./item.ts";
 import type { StartAnalysisPayload, WorkflowContext } from "./payloads.ts";
 import { WorkflowContextSchema } from "./payloads.ts";
 
@@ -47,7 +47,8 @@ const tickKey = (rollout: string, runId: string, dueMs: number) => `${rollout}/$
 
 /**
  * `start-analysis`: creates the run, stores the token it must answer and schedules its first tick.
- * Idempotent: a retried invocation finds its run and does not create or schedule it twice.
+ * Idempotent: a retried invocation finds its run, makes it answer the token it was given, and
+ * schedules its next tick again (the same key: a no-op when the first attempt got that far).
  */
 export async function startAnalysis(
   deps: WorkflowDeps,
@@ -61,6 +62,9 @@ export async function startAnalysis(
   else throw new RangeError(`step ${stepIndex + 1}: a ${payload.step.kind} step is not an analysis`);
   const token = "taskToken" in payload ? payload.taskToken : null;
   const runId = runIdFor(context, stepIndex, background);
+  // Refuse before creating anything: an aborted or superseded execution must not leave a run
+  // behind that stays Pending forever.
+  await drivingItem(deps, context);
   const now = deps.clock.now();
   const templates = analysis.templates.map((t) => t.name);
   const stored: StoredAnalysis = {
@@ -81,31 +85,71 @@ export async function startAnalysis(
     created = false;
   }
   const label = background ? "background analysis" : `analysis (step ${stepIndex + 1})`;
-  await recordStep(deps, context, (latest, at) =>
-    withEvent(
-      {
-        ...latest,
-        ...(token
-          ? {
-              currentTaskToken: token,
-              waitingFor: "analysis" as const,
-              waitingSince: at,
-              // The step being run: only set-weight advanced it, so it lagged behind analysis steps.
-              stepIndex,
-              phase: "Progressing" as const,
-            }
-          : {}),
-      },
-      at,
-      "AnalysisRunStarted",
-      `${label} ${runId} started: ${templates.join(", ")}`,
-      stepIndex,
-    ),
-  );
-  if (!created) return { runId };
+  try {
+    await recordStep(deps, context, (latest, at) =>
+      withEvent(
+        {
+          ...latest,
+          ...(token
+            ? {
+                currentTaskToken: token,
+                waitingFor: "analysis" as const,
+                waitingSince: at,
+                phase: "Progressing" as const,
+                // The step being run: only set-weight advanced it, so it lagged behind analysis steps.
+                stepIndex,
+              }
+            : {}),
+        },
+        at,
+        "AnalysisRunStarted",
+        `${label} ${runId} started: ${templates.join(", ")}`,
+        stepIndex,
+      ),
+    );
+  } catch (error) {
+    // An abort landed between the check and the write: close the run it will never wait for.
+    if (created) await terminateRun(deps, context.rollout, runId);
+    throw error;
+  }
   const current = await deps.store.getRun(context.rollout, runId, StoredAnalysisSchema);
-  if (current) await advance(deps, current, runId);
+  if (!current) return { runId };
+  if (created) {
+    await advance(deps, current, runId);
+    return { runId };
+  }
+  // A retried invocation: the first one may have died before scheduling the first tick (or
+  // before answering), and Step Functions may have handed this attempt a new token.
+  const adopted = await adoptToken(deps, current, runId, token);
+  if (isCompleted(adopted.run.run.phase)) {
+    if (!adopted.run.answered) await finish(deps, adopted.run, runId, adopted.version);
+  } else {
+    await scheduleNext(deps, adopted.run, runId, new Date(deps.clock.now()));
+  }
   return { runId };
+}
+
+/** Makes the stored run answer `token` (the one the execution waits on now), unless it already answered. */
+async function adoptToken(
+  deps: WorkflowDeps,
+  current: StoredRun<StoredAnalysis>,
+  runId: string,
+  token: string | null,
+): Promise<StoredRun<StoredAnalysis>> {
+  let latest = current;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    if (token === null || latest.run.token === token || latest.run.answered) return latest;
+    try {
+      const saved = await deps.store.saveRun(latest.rollout, runId, { ...latest.run, token }, latest.version);
+      return { ...latest, run: { ...latest.run, token }, version: saved.version };
+    } catch (error) {
+      if (!(error instanceof ConcurrentUpdateError)) throw error;
+      const reread = await deps.store.getRun(latest.rollout, runId, StoredAnalysisSchema);
+      if (!reread) return latest;
+      latest = reread;
+    }
+  }
+  return latest;
 }
 
 /** `analysis-tick`: the Timer fired for a run; take the due measurements and decide. */
@@ -179,15 +223,19 @@ async function advance(
     await finish(deps, next, runId, saved.version);
     return next;
   }
-  const at = nextTickAt(after);
-  if (at) {
-    await deps.timer.schedule({
-      at: Math.max(at.getTime(), now.getTime()),
-      key: tickKey(context.rollout, runId, at.getTime()),
-      payload: { kind: "tick", rollout: context.rollout, runId },
-    });
-  }
+  await scheduleNext(deps, next, runId, now);
   return next;
+}
+
+/** Schedules the run's next due tick; the key is the due time, so scheduling it again is a no-op. */
+async function scheduleNext(deps: WorkflowDeps, stored: StoredAnalysis, runId: string, now: Date): Promise<void> {
+  const at = nextTickAt(stored.run);
+  if (!at) return;
+  await deps.timer.schedule({
+    at: Math.max(at.getTime(), now.getTime()),
+    key: tickKey(stored.context.rollout, runId, at.getTime()),
+    payload: { kind: "tick", rollout: stored.context.rollout, runId },
+  });
 }
 
 /**
@@ -244,13 +292,17 @@ async function finish(
 }
 
 /** Ends an execution's background run (at promotion or abort); a no-op when there is none. */
-export async function terminateBackground(deps: WorkflowDeps, context: WorkflowContext): Promise<void> {
-  const runId = runIdFor(context, 0, true);
-  const current = await deps.store.getRun(context.rollout, runId, StoredAnalysisSchema);
+export function terminateBackground(deps: WorkflowDeps, context: WorkflowContext): Promise<void> {
+  return terminateRun(deps, context.rollout, runIdFor(context, 0, true));
+}
+
+/** Ends a run that nothing will wait for; a no-op when it is absent or already completed. */
+async function terminateRun(deps: WorkflowDeps, rollout: string, runId: string): Promise<void> {
+  const current = await deps.store.getRun(rollout, runId, StoredAnalysisSchema);
   if (!current || isCompleted(current.run.run.phase)) return;
   const run = terminate(current.run.run, new Date(deps.clock.now()));
   try {
-    await deps.store.saveRun(context.rollout, runId, { ...current.run, run }, current.version);
+    await deps.store.saveRun(rollout, runId, { ...current.run, run }, current.version);
   } catch (error) {
     if (!(error instanceof ConcurrentUpdateError)) throw error;
   }
