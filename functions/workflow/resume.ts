@@ -21,7 +21,8 @@ export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: st
       // Answer first, then clear: a crash in between is repaired by the retry (a used token is stale).
       const delivery = await deps.tokens.sendSuccess(payload.token, { outcome: "continue" });
       await update(deps.store, payload.rollout, "latest", (latest) =>
-        latest.currentTaskToken === payload.token
+        // An abort failed this token first: the Abort state records the outcome, not "resumed".
+        latest.currentTaskToken === payload.token && !(latest.abortRequested && !delivery.delivered)
           ? withEvent(
               {
                 ...latest,
