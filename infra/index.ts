@@ -1,0 +1,17 @@
+/** The CDK side of sfn-rollouts: the `RolloutController` construct and its props. */
+
+export { FUNCTION_NEEDS, type Need } from "./functions.ts";
+export type {
+  AlbEcsTarget,
+  LambdaAliasTarget,
+  PrometheusProps,
+  PrometheusUrlProps,
+  PrometheusWorkspaceProps,
+  RolloutControllerProps,
+  RolloutOptions,
+  RolloutSpecSource,
+  RolloutTarget,
+  RolloutTrigger,
+} from "./props.ts";
+export { type Rollout, RolloutController, type RolloutFunctions } from "./rollout-controller.ts";
+export { PropsError } from "./validate.ts";

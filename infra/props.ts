@@ -1,0 +1,129 @@
+import type { RemovalPolicy } from "aws-cdk-lib";
+import type * as ecr from "aws-cdk-lib/aws-ecr";
+import type * as events from "aws-cdk-lib/aws-events";
+import type * as iam from "aws-cdk-lib/aws-iam";
+import type * as kms from "aws-cdk-lib/aws-kms";
+import type * as logs from "aws-cdk-lib/aws-logs";
+import type { TargetSettingsInput } from "../functions/traffic/settings.ts";
+import type { RolloutSpec } from "../statemachine/index.ts";
+
+/**
+ * A Prometheus server reachable over HTTP(S) from the functions. Metrics whose `address` is empty
+ * or absent use it; the functions get no extra IAM (the server is not an AWS API).
+ */
+export interface PrometheusUrlProps {
+  /** Base address, e.g. `http://prometheus.internal:9090` (the provider appends `/api/v1/query`). */
+  readonly url: string;
+}
+
+/**
+ * An Amazon Managed Service for Prometheus workspace: the functions sign their queries with SigV4
+ * and get `aps:QueryMetrics` on this workspace only.
+ */
+export interface PrometheusWorkspaceProps {
+  /** The workspace's ARN (`arn:aws:aps:REGION:ACCOUNT:workspace/ws-…`) or its ID (`ws-…`). */
+  readonly workspace: string;
+  /**
+   * The workspace's region.
+   * @default the region in the ARN, else the stack's region
+   */
+  readonly region?: string;
+}
+
+/** Where analysis metrics come from by default: a plain Prometheus URL or an AMP workspace. */
+export type PrometheusProps = PrometheusUrlProps | PrometheusWorkspaceProps;
+
+/** What every rollout of one controller shares: the table, the functions, the timer, the bus. */
+export interface RolloutControllerProps {
+  /**
+   * Where the handlers publish lifecycle events (`RolloutStepCompleted`, `RolloutPaused`,
+   * `AnalysisRunFailed`, `RolloutAborted`, `RolloutCompleted`); the functions get
+   * `events:PutEvents` on this bus only.
+   * @default the account's default event bus
+   */
+  readonly eventBus?: events.IEventBus;
+  /**
+   * The default Prometheus of analysis metrics (`ROLLOUTS_PROMETHEUS_URL`), and with a workspace
+   * the SigV4 region and `aps:QueryMetrics` on it for the analysis functions.
+   * @default none: every Prometheus metric names its own address, no `aps` permission
+   */
+  readonly prometheus?: PrometheusProps;
+  /**
+   * Grants `cloudwatch:GetMetricData` to the analysis functions (the action has no resource-level
+   * permissions, so it is `*`). `false` with a rollout whose analysis uses the `cloudWatch`
+   * provider is an error, since its measurements could only fail.
+   * @default granted as soon as one rollout's analysis uses the `cloudWatch` provider
+   */
+  readonly cloudWatchMetrics?: boolean;
+  /**
+   * Retention of the functions' and the state machines' log groups.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * What happens to the table and the log groups when they leave the stack. The table holds every
+   * rollout's history, so it is kept unless told otherwise.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+  /**
+   * The DynamoDB table's physical name (3–255 characters of `[A-Za-z0-9_.-]`).
+   * @default a name CloudFormation generates
+   */
+  readonly tableName?: string;
+  /**
+   * A customer-managed KMS key for the table; the functions and `grantOperate` principals get
+   * encrypt/decrypt on it.
+   * @default the AWS-managed key `aws/dynamodb`
+   */
+  readonly encryptionKey?: kms.IKey;
+}
+
+/**
+ * An ALB with weighted target groups in front of two ECS services: the settings the `alb-ecs`
+ * target reads (`functions/traffic/settings.ts`), plus the roles its task definitions pass.
+ */
+export type AlbEcsTarget = Extract<TargetSettingsInput, { type: "alb-ecs" }> & {
+  /**
+   * The task role and execution role of the services' task definitions: registering the
+   * candidate's task definition passes them, so the functions get `iam:PassRole` on exactly
+   * these (to `ecs-tasks.amazonaws.com`). Not embedded in the workflow.
+   * @default none (a warning: RegisterTaskDefinition fails if the task definition names a role)
+   */
+  readonly passRoles?: readonly iam.IRole[];
+};
+
+/** A weighted Lambda alias (`functions/traffic/settings.ts`). */
+export type LambdaAliasTarget = Extract<TargetSettingsInput, { type: "lambda-alias" }>;
+
+/**
+ * The traffic target of one rollout, discriminated by `type`. It is embedded in the compiled
+ * workflow (steps carry their own parameters) and decides the IAM the target-moving functions get.
+ */
+export type RolloutTarget = AlbEcsTarget | LambdaAliasTarget;
+
+/** What starts a rollout: a successful push to an ECR repository. */
+export interface RolloutTrigger {
+  /** The repository whose `ECR Image Action` PUSH/SUCCESS events start the rollout. */
+  readonly repository: ecr.IRepository;
+  /**
+   * Which tags start it: an exact tag (`stable`), a prefix (`v*`) or a wildcard (`release-*-eu`);
+   * `*` is the only special character.
+   * @default every tag
+   */
+  readonly tagPattern?: string;
+}
+
+/** The spec of one rollout: already parsed, or files to parse at synth time. */
+export type RolloutSpecSource = RolloutSpec | { readonly files: readonly string[] };
+
+/** One service's rollout: its spec, the traffic it moves and the pushes that start it. */
+export interface RolloutOptions {
+  /**
+   * The rollout: a normalized `RolloutSpec` or the files holding an Argo `Rollout` with its
+   * `AnalysisTemplate`s (YAML or JSON) or a native spec. Files are read when the app synthesizes.
+   */
+  readonly spec: RolloutSpecSource;
+  readonly target: RolloutTarget;
+  readonly trigger: RolloutTrigger;
+}

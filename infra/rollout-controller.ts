@@ -1,0 +1,642 @@
+import { Annotations, ArnFormat, Lazy, Names, RemovalPolicy, Stack } from "aws-cdk-lib";
+import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import * as events from "aws-cdk-lib/aws-events";
+import * as eventTargets from "aws-cdk-lib/aws-events-targets";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
+import * as logs from "aws-cdk-lib/aws-logs";
+import * as scheduler from "aws-cdk-lib/aws-scheduler";
+import * as sfn from "aws-cdk-lib/aws-stepfunctions";
+import { Construct } from "constructs";
+import { ENV, HANDLERS, type HandlerName } from "../functions/config.ts";
+import { TABLE } from "../functions/store/keys.ts";
+import {
+  compile,
+  FUNCTION_PLACEHOLDERS,
+  type FunctionRole,
+  type RolloutSpec,
+  TRANSIENT_LAMBDA_ERRORS,
+} from "../statemachine/index.ts";
+import { rolloutDashboard } from "./dashboard.ts";
+import {
+  BUNDLING,
+  FUNCTION_DEFAULTS,
+  FUNCTION_NEEDS,
+  handlerEntry,
+  type Need,
+  PROJECT_ROOT,
+} from "./functions.ts";
+import { acknowledge, acknowledgeWildcards } from "./nag.ts";
+import type { RolloutControllerProps, RolloutOptions } from "./props.ts";
+import { imageTagFilter } from "./tag-pattern.ts";
+import { targetGrants } from "./target-grants.ts";
+import {
+  controllerProblems,
+  PropsError,
+  parseWorkspace,
+  resolveSpec,
+  resolveTarget,
+  triggerProblems,
+  usesCloudWatch,
+} from "./validate.ts";
+
+/** What `addRollout` created for one service. */
+export interface Rollout {
+  /** The rollout's name (from the spec): the key of its items in the table. */
+  readonly name: string;
+  readonly spec: RolloutSpec;
+  /** The Standard workflow compiled from the spec, one state per step. */
+  readonly stateMachine: sfn.StateMachine;
+  /** `aws.ecr` / `ECR Image Action` PUSH SUCCESS on the repository → the trigger function. */
+  readonly rule: events.Rule;
+  readonly logGroup: logs.LogGroup;
+  readonly dashboard: cloudwatch.Dashboard;
+  /** Any failed execution (an aborted rollout fails its execution with `RolloutAborted`). */
+  readonly failedExecutionsAlarm: cloudwatch.Alarm;
+}
+
+/** The functions every rollout shares, by handler. */
+export type RolloutFunctions = Readonly<Record<HandlerName, nodejs.NodejsFunction>>;
+
+interface Route {
+  readonly rollout: string;
+  readonly stateMachineArn: string;
+  readonly repository: string;
+  readonly tags?: string[];
+}
+
+/**
+ * Progressive delivery for many services from one set of shared parts (DESIGN.md "One
+ * controller, many rollouts"): the table, the handler functions, the Timer (Scheduler group and
+ * ticker) and the event bus wiring live here once; `addRollout` adds one state machine and one
+ * ECR rule per service. Every grant is the narrowest the handlers' calls allow, and each wildcard
+ * that remains is acknowledged for cdk-nag with its reason.
+ */
+export class RolloutController extends Construct {
+  /** Rollout items, analysis runs and measurements (one partition per rollout). */
+  readonly table: dynamodb.Table;
+  readonly functions: RolloutFunctions;
+  /** Sub-minute delays: `{seconds, payload}` → Wait → invoke resume with `payload`. */
+  readonly tickerStateMachine: sfn.StateMachine;
+  /** The EventBridge Scheduler group holding the one-time `at()` schedules. */
+  readonly scheduleGroupName: string;
+  /** The role EventBridge Scheduler assumes to invoke the resume function (and nothing else). */
+  readonly schedulerRole: iam.Role;
+  /** Where the lifecycle events go. */
+  readonly eventBus: events.IEventBus;
+
+  readonly #rollouts = new Map<string, Rollout>();
+  readonly #routes: Route[] = [];
+  readonly #roles = {} as Record<HandlerName, iam.Role>;
+  readonly #operators: iam.Policy[] = [];
+  readonly #props: RolloutControllerProps;
+  readonly #logRetention: logs.RetentionDays;
+  readonly #removalPolicy: RemovalPolicy;
+  #cloudWatchPolicy: iam.Policy | undefined;
+
+  constructor(scope: Construct, id: string, props: RolloutControllerProps = {}) {
+    super(scope, id);
+    const problems = controllerProblems(props);
+    if (problems.length > 0) throw new PropsError(`RolloutController ${this.node.path}`, problems);
+    this.#props = props;
+    this.#logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
+    this.#removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const stack = Stack.of(this);
+    const unique = (suffix: string, max: number) =>
+      `${Names.uniqueResourceName(this, { maxLength: max - suffix.length - 1, separator: "-" })}-${suffix}`;
+
+    this.eventBus = props.eventBus ?? events.EventBus.fromEventBusName(this, "DefaultBus", "default");
+
+    this.table = new dynamodb.Table(this, "Table", {
+      tableName: props.tableName,
+      partitionKey: { name: TABLE.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: TABLE.sortKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: TABLE.ttlAttribute,
+      encryption: props.encryptionKey
+        ? dynamodb.TableEncryption.CUSTOMER_MANAGED
+        : dynamodb.TableEncryption.AWS_MANAGED,
+      encryptionKey: props.encryptionKey,
+      removalPolicy: this.#removalPolicy,
+    });
+    this.table.addGlobalSecondaryIndex({
+      indexName: TABLE.listIndex.name,
+      partitionKey: { name: TABLE.listIndex.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: TABLE.listIndex.sortKey, type: dynamodb.AttributeType.STRING },
+      projectionType: dynamodb.ProjectionType.ALL,
+    });
+
+    // Physical names for the resume function and the ticker: their ARNs go into the functions'
+    // environment, and a reference (GetAtt) there would make the resume function depend on itself.
+    this.scheduleGroupName = unique("timers", 64);
+    const resumeName = unique("resume", 64);
+    const tickerName = unique("ticker", 80);
+    const resumeArn = stack.formatArn({
+      service: "lambda",
+      resource: "function",
+      resourceName: resumeName,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    const tickerArn = stack.formatArn({
+      service: "states",
+      resource: "stateMachine",
+      resourceName: tickerName,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    const tickerExecutions = stack.formatArn({
+      service: "states",
+      resource: "execution",
+      resourceName: `${tickerName}:*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    const scheduleGroup = new scheduler.CfnScheduleGroup(this, "ScheduleGroup", {
+      name: this.scheduleGroupName,
+    });
+    const groupArn = stack.formatArn({
+      service: "scheduler",
+      resource: "schedule-group",
+      resourceName: this.scheduleGroupName,
+    });
+    const schedules = stack.formatArn({
+      service: "scheduler",
+      resource: "schedule",
+      resourceName: `${this.scheduleGroupName}/*`,
+    });
+
+    this.schedulerRole = new iam.Role(this, "SchedulerRole", {
+      description: "EventBridge Scheduler invokes the rollouts' resume function (the Timer)",
+      assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", {
+        conditions: {
+          StringEquals: { "aws:SourceAccount": stack.account },
+          ArnEquals: { "aws:SourceArn": groupArn },
+        },
+      }),
+      inlinePolicies: {
+        InvokeResume: new iam.PolicyDocument({
+          statements: [
+            new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [resumeArn] }),
+          ],
+        }),
+      },
+    });
+
+    const prometheus = this.#prometheus();
+    const environment: Record<string, string> = {
+      [ENV.tableName]: this.table.tableName,
+      [ENV.eventBusName]: this.eventBus.eventBusName,
+      [ENV.scheduleGroup]: this.scheduleGroupName,
+      [ENV.schedulerRoleArn]: this.schedulerRole.roleArn,
+      [ENV.resumeFunctionArn]: resumeArn,
+      [ENV.tickerStateMachineArn]: tickerArn,
+      ...(prometheus ? { [ENV.prometheusUrl]: prometheus.url } : {}),
+      ...(prometheus?.region ? { [ENV.prometheusSigv4Region]: prometheus.region } : {}),
+      NODE_OPTIONS: "--enable-source-maps",
+    };
+
+    const functions = {} as Record<HandlerName, nodejs.NodejsFunction>;
+    for (const name of Object.keys(HANDLERS) as HandlerName[]) {
+      const id = pascal(HANDLERS[name]);
+      const role = new iam.Role(this, `${id}Role`, {
+        description: `sfn-rollouts ${HANDLERS[name]} function`,
+        assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
+      });
+      const logGroup = new logs.LogGroup(this, `${id}Logs`, {
+        retention: this.#logRetention,
+        removalPolicy: this.#removalPolicy,
+      });
+      logGroup.grantWrite(role);
+      functions[name] = new nodejs.NodejsFunction(this, id, {
+        ...FUNCTION_DEFAULTS,
+        description: `sfn-rollouts: ${HANDLERS[name]}`,
+        entry: handlerEntry(name),
+        handler: "handler",
+        projectRoot: PROJECT_ROOT,
+        depsLockFilePath: `${PROJECT_ROOT.replace(/\/$/, "")}/package-lock.json`,
+        bundling: BUNDLING,
+        role,
+        logGroup,
+        environment:
+          name === "trigger"
+            ? {
+                ...environment,
+                [ENV.rollouts]: Lazy.string({ produce: () => stack.toJsonString(this.#routes) }),
+              }
+            : environment,
+        ...(name === "resume" ? { functionName: resumeName } : {}),
+      });
+      acknowledge(
+        functions[name],
+        "AwsSolutions-L1",
+        "Node.js 22 is the runtime the project deploys on (DESIGN.md); the bundle targets node20 so that the same code also runs in the embedded runtime on Node 20",
+      );
+      this.#roles[name] = role;
+      this.#grantShared(name, role, { schedules, tickerArn, tickerExecutions, prometheus });
+      if (FUNCTION_NEEDS[name].includes("timer")) functions[name].node.addDependency(scheduleGroup);
+    }
+    this.functions = functions;
+
+    this.tickerStateMachine = this.#ticker(tickerName, functions.resume);
+    // Lambda's environment is limited to 4 KB in all: the routes grow with every rollout.
+    this.node.addValidation({
+      validate: () => {
+        const size = JSON.stringify(
+          this.#routes.map((r) => ({ ...r, stateMachineArn: "x".repeat(128) })),
+        ).length;
+        return size > 3000
+          ? [
+              `${this.#routes.length} rollouts make the trigger's ${ENV.rollouts} about ${size} bytes, too close to Lambda's 4 KB environment limit: split them over two controllers`,
+            ]
+          : [];
+      },
+    });
+    if (props.cloudWatchMetrics === true) this.#grantCloudWatch();
+  }
+
+  /** Every rollout added so far, by the id given to `addRollout`. */
+  get rollouts(): ReadonlyMap<string, Rollout> {
+    return this.#rollouts;
+  }
+
+  /**
+   * Adds one service's rollout: its Standard state machine (compiled from the spec, the target's
+   * settings embedded in the Tasks), the ECR rule that starts it through the trigger, its
+   * dashboard and alarm, and the target's IAM for the functions that move traffic. Every bad
+   * option is reported in one error.
+   */
+  addRollout(id: string, options: RolloutOptions): Rollout {
+    const { spec, problems } = resolveSpec(options.spec);
+    const target = resolveTarget(options.target);
+    problems.push(...target.problems, ...triggerProblems(options));
+    if (!/^[A-Za-z][A-Za-z0-9]*$/.test(id))
+      problems.push(`id: "${id}" must be letters and digits (a construct id)`);
+    if (spec && [...this.#rollouts.values()].some((r) => r.name === spec.name)) {
+      problems.push(
+        `spec.name: a rollout named "${spec.name}" was already added (the table keys items by name)`,
+      );
+    }
+    if (spec && usesCloudWatch(spec) && this.#props.cloudWatchMetrics === false) {
+      problems.push(
+        "spec: an analysis uses the cloudWatch provider but the controller has cloudWatchMetrics: false",
+      );
+    }
+    if (problems.length > 0 || !spec) throw new PropsError(`RolloutController.addRollout("${id}")`, problems);
+
+    const { repository, tagPattern } = options.trigger;
+    const scope = new Construct(this, id);
+    const definition = compile(spec, {
+      target: target.settings,
+      readinessChecks: options.target.type === "alb-ecs",
+    });
+    const logGroup = new logs.LogGroup(scope, "Logs", {
+      logGroupName: `/aws/vendedlogs/states/${Names.uniqueResourceName(scope, { maxLength: 200, separator: "-" })}`,
+      retention: this.#logRetention,
+      removalPolicy: this.#removalPolicy,
+    });
+    const invoked = (Object.keys(FUNCTION_PLACEHOLDERS) as FunctionRole[]).map(
+      (role) => this.functions[role],
+    );
+    const stateMachine = new sfn.StateMachine(scope, "StateMachine", {
+      comment: definition.Comment,
+      stateMachineType: sfn.StateMachineType.STANDARD,
+      definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),
+      definitionSubstitutions: Object.fromEntries(
+        (Object.keys(FUNCTION_PLACEHOLDERS) as FunctionRole[]).map((role) => [
+          FUNCTION_PLACEHOLDERS[role],
+          this.functions[role].functionArn,
+        ]),
+      ),
+      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
+      tracingEnabled: true,
+    });
+    stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: "InvokeStepFunctions",
+        actions: ["lambda:InvokeFunction"],
+        resources: invoked.map((f) => f.functionArn),
+      }),
+    );
+    acknowledgeStateMachineRole(stateMachine);
+
+    const executions = executionsOf(stateMachine);
+    const triggerRole = this.#roles.trigger;
+    triggerRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ["states:StartExecution"],
+        resources: [stateMachine.stateMachineArn],
+      }),
+    );
+    triggerRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ["states:DescribeExecution", "states:StopExecution"],
+        resources: [executions],
+      }),
+    );
+    acknowledgeWildcards(
+      triggerRole,
+      [executions],
+      "the trigger reads and stops this rollout's executions, whose names derive from each push",
+    );
+
+    // The target's IAM, in its own policy so its acknowledgements say exactly what they cover.
+    const grants = targetGrants(scope, options.target, repository);
+    const targetPolicy = new iam.Policy(scope, "TargetPolicy", {
+      statements: grants.statements,
+      roles: (Object.keys(FUNCTION_NEEDS) as HandlerName[])
+        .filter((n) => FUNCTION_NEEDS[n].includes("target"))
+        .map((n) => this.#roles[n]),
+    });
+    for (const w of grants.wildcards) acknowledgeWildcards(targetPolicy, [w.resource], w.reason);
+    // The workflow moves traffic from its first state: the target's policy must exist before it.
+    stateMachine.node.addDependency(targetPolicy);
+    if (options.target.type === "alb-ecs" && (options.target.passRoles ?? []).length === 0) {
+      Annotations.of(scope).addWarningV2(
+        "sfn-rollouts:passRoles",
+        "target.passRoles is empty: RegisterTaskDefinition fails if the task definition names a task or execution role",
+      );
+    }
+
+    if (usesCloudWatch(spec)) this.#grantCloudWatch();
+
+    const tagFilter = imageTagFilter(tagPattern);
+    const rule = new events.Rule(scope, "OnPush", {
+      description: `Starts rollout ${spec.name} on a push to ${repository.repositoryName}`,
+      eventPattern: {
+        source: ["aws.ecr"],
+        detailType: ["ECR Image Action"],
+        detail: {
+          "action-type": ["PUSH"],
+          result: ["SUCCESS"],
+          "repository-name": [repository.repositoryName],
+          ...(tagFilter ? { "image-tag": tagFilter } : {}),
+        },
+      },
+    });
+    rule.addTarget(new eventTargets.LambdaFunction(this.functions.trigger, { retryAttempts: 8 }));
+    this.#routes.push({
+      rollout: spec.name,
+      stateMachineArn: stateMachine.stateMachineArn,
+      repository: repository.repositoryName,
+      ...(tagPattern !== undefined && tagPattern !== "*" ? { tags: [tagPattern] } : {}),
+    });
+
+    const { dashboard, alarm } = rolloutDashboard(scope, spec.name, stateMachine);
+    for (const policy of this.#operators) this.#operateOn(policy, stateMachine, executions);
+
+    const rollout: Rollout = {
+      name: spec.name,
+      spec,
+      stateMachine,
+      rule,
+      logGroup,
+      dashboard,
+      failedExecutionsAlarm: alarm,
+    };
+    this.#rollouts.set(id, rollout);
+    return rollout;
+  }
+
+  /**
+   * Lets a person's role run the `rollouts` CLI: read status (the table, executions and their
+   * history), approve and abort (task tokens, the abort flag), retry and undo (start an execution)
+   * — and nothing more. Rollouts added later are covered too. Returns the policy attached to the
+   * principal (a role, user or group).
+   */
+  grantOperate(principal: iam.IGrantable): iam.Policy {
+    const policy = new iam.Policy(this, `Operate${this.#operators.length}`, {
+      statements: [
+        new iam.PolicyStatement({
+          sid: "RolloutItems",
+          actions: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"],
+          resources: this.#tableResources(),
+        }),
+        new iam.PolicyStatement({
+          sid: "ApproveAndAbort",
+          actions: ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
+          resources: ["*"],
+        }),
+      ],
+    });
+    acknowledgeWildcards(
+      policy,
+      ["*"],
+      "states:SendTaskSuccess/SendTaskFailure/SendTaskHeartbeat have no resource-level permissions (a task token names its execution)",
+    );
+    const target = principal.grantPrincipal as Partial<iam.IRole>;
+    if (typeof target.attachInlinePolicy === "function") {
+      target.attachInlinePolicy(policy);
+    } else {
+      throw new PropsError(`RolloutController.grantOperate`, [
+        "principal: give a role, user or group (the grant is one policy attached to it)",
+      ]);
+    }
+    const kmsStatement = this.#kmsStatement();
+    if (kmsStatement) policy.addStatements(kmsStatement);
+    this.#operators.push(policy);
+    for (const r of this.#rollouts.values()) {
+      this.#operateOn(policy, r.stateMachine, executionsOf(r.stateMachine));
+    }
+    return policy;
+  }
+
+  /** The props as given (for the dashboard and the docs). */
+  get props(): RolloutControllerProps {
+    return this.#props;
+  }
+
+  #operateOn(policy: iam.Policy, stateMachine: sfn.StateMachine, executions: string): void {
+    policy.addStatements(
+      new iam.PolicyStatement({
+        actions: ["states:ListExecutions", "states:StartExecution"],
+        resources: [stateMachine.stateMachineArn],
+      }),
+      new iam.PolicyStatement({
+        actions: ["states:DescribeExecution", "states:GetExecutionHistory"],
+        resources: [executions],
+      }),
+    );
+    acknowledgeWildcards(
+      policy,
+      [executions],
+      "the CLI reads the executions of the rollouts' state machines, whose names derive from each push",
+    );
+  }
+
+  /**
+   * The table's customer key, only through DynamoDB: the exact actions DynamoDB needs on the
+   * caller's behalf (no `GenerateDataKey*`/`ReEncrypt*` wildcards).
+   */
+  #kmsStatement(): iam.PolicyStatement | undefined {
+    const key = this.#props.encryptionKey;
+    if (!key) return undefined;
+    return new iam.PolicyStatement({
+      sid: "TableKey",
+      actions: ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+      resources: [key.keyArn],
+      conditions: { StringEquals: { "kms:ViaService": `dynamodb.${Stack.of(this).region}.amazonaws.com` } },
+    });
+  }
+
+  #tableResources(): string[] {
+    return [this.table.tableArn, `${this.table.tableArn}/index/${TABLE.listIndex.name}`];
+  }
+
+  #prometheus(): { url: string; region?: string; workspaceArn?: string } | undefined {
+    const prom = this.#props.prometheus;
+    if (!prom) return undefined;
+    if ("url" in prom) return { url: prom.url };
+    const stack = Stack.of(this);
+    const ws = parseWorkspace(prom.workspace, prom.region);
+    const region = ws.region ?? stack.region;
+    return {
+      url: `https://aps-workspaces.${region}.amazonaws.com/workspaces/${ws.id}`,
+      region,
+      workspaceArn: stack.formatArn({
+        service: "aps",
+        region,
+        account: ws.account ?? stack.account,
+        resource: "workspace",
+        resourceName: ws.id,
+      }),
+    };
+  }
+
+  /** The grants one function's needs call for (the target's come with each rollout). */
+  #grantShared(
+    name: HandlerName,
+    role: iam.Role,
+    shared: {
+      schedules: string;
+      tickerArn: string;
+      tickerExecutions: string;
+      prometheus: { workspaceArn?: string } | undefined;
+    },
+  ): void {
+    const needs = new Set<Need>(FUNCTION_NEEDS[name]);
+    const add = (sid: string, actions: string[], resources: string[], conditions?: Record<string, unknown>) =>
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ sid, actions, resources, conditions }));
+    // Every function reads and writes rollout items with single-item conditional writes.
+    add(
+      "RolloutTable",
+      ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
+      this.#tableResources(),
+    );
+    const kmsStatement = this.#kmsStatement();
+    if (kmsStatement) role.addToPrincipalPolicy(kmsStatement);
+    const unscoped = ["xray:PutTraceSegments", "xray:PutTelemetryRecords (tracing: ACTIVE)"];
+    if (needs.has("timer")) {
+      add("TimerSchedules", ["scheduler:CreateSchedule", "scheduler:DeleteSchedule"], [shared.schedules]);
+      add("TimerSchedulerRole", ["iam:PassRole"], [this.schedulerRole.roleArn], {
+        StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" },
+      });
+      add("TimerTicker", ["states:StartExecution"], [shared.tickerArn]);
+      add("TimerTickerCancel", ["states:StopExecution"], [shared.tickerExecutions]);
+      acknowledgeWildcards(
+        role,
+        [shared.schedules],
+        "one-time schedules are created per timer key at run time; the grant is limited to the controller's schedule group",
+      );
+      acknowledgeWildcards(
+        role,
+        [shared.tickerExecutions],
+        "ticker executions are named per timer key at run time; StopExecution cancels them, limited to the ticker",
+      );
+    }
+    if (needs.has("tokens")) {
+      add("TaskTokens", ["states:SendTaskSuccess", "states:SendTaskFailure"], ["*"]);
+      unscoped.push("states:SendTaskSuccess/SendTaskFailure (a task token names its execution)");
+    }
+    if (needs.has("events")) this.eventBus.grantPutEventsTo(role);
+    if (needs.has("metrics") && shared.prometheus?.workspaceArn) {
+      add("PrometheusQuery", ["aps:QueryMetrics"], [shared.prometheus.workspaceArn]);
+    }
+    acknowledgeWildcards(role, ["*"], `no resource-level permissions: ${unscoped.join(", ")}`);
+  }
+
+  /** `cloudwatch:GetMetricData` for the functions that measure; once, in its own policy. */
+  #grantCloudWatch(): void {
+    if (this.#cloudWatchPolicy) return;
+    this.#cloudWatchPolicy = new iam.Policy(this, "CloudWatchMetrics", {
+      statements: [new iam.PolicyStatement({ actions: ["cloudwatch:GetMetricData"], resources: ["*"] })],
+      roles: (Object.keys(FUNCTION_NEEDS) as HandlerName[])
+        .filter((n) => FUNCTION_NEEDS[n].includes("metrics"))
+        .map((n) => this.#roles[n]),
+    });
+    acknowledgeWildcards(
+      this.#cloudWatchPolicy,
+      ["*"],
+      "cloudwatch:GetMetricData has no resource-level permissions (analysis metrics with the cloudWatch provider)",
+    );
+  }
+
+  #ticker(name: string, resume: nodejs.NodejsFunction): sfn.StateMachine {
+    const definition = {
+      Comment: "sfn-rollouts ticker: delays under a minute. Input {seconds, payload}.",
+      StartAt: "Wait",
+      States: {
+        Wait: { Type: "Wait", SecondsPath: "$.seconds", Next: "Resume" },
+        Resume: {
+          Type: "Task",
+          Resource: "arn:aws:states:::lambda:invoke",
+          Parameters: { FunctionName: "${ResumeFunctionArn}", "Payload.$": "$.payload" },
+          OutputPath: "$.Payload",
+          Retry: [
+            {
+              ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
+              IntervalSeconds: 1,
+              MaxAttempts: 6,
+              BackoffRate: 2,
+              JitterStrategy: "FULL",
+            },
+            { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
+          ],
+          End: true,
+        },
+      },
+    };
+    const logGroup = new logs.LogGroup(this, "TickerLogs", {
+      logGroupName: `/aws/vendedlogs/states/${name}`,
+      retention: this.#logRetention,
+      removalPolicy: this.#removalPolicy,
+    });
+    const ticker = new sfn.StateMachine(this, "Ticker", {
+      stateMachineName: name,
+      stateMachineType: sfn.StateMachineType.STANDARD,
+      definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),
+      definitionSubstitutions: { ResumeFunctionArn: resume.functionArn },
+      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
+      tracingEnabled: true,
+    });
+    ticker.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [resume.functionArn] }),
+    );
+    acknowledgeStateMachineRole(ticker);
+    return ticker;
+  }
+}
+
+/** The ARN pattern of a state machine's executions. */
+function executionsOf(stateMachine: sfn.StateMachine): string {
+  return Stack.of(stateMachine).formatArn({
+    service: "states",
+    resource: "execution",
+    resourceName: `${stateMachine.stateMachineName}:*`,
+    arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+  });
+}
+
+/** The `*` statements CDK adds to a state machine's role for logging and tracing. */
+function acknowledgeStateMachineRole(stateMachine: sfn.StateMachine): void {
+  acknowledgeWildcards(
+    stateMachine.role,
+    ["*"],
+    "added by CDK for logging level ALL and X-Ray: logs:CreateLogDelivery/GetLogDelivery/UpdateLogDelivery/DeleteLogDelivery/ListLogDeliveries/PutResourcePolicy/DescribeResourcePolicies/DescribeLogGroups and xray:PutTraceSegments/PutTelemetryRecords/GetSamplingRules/GetSamplingTargets have no resource-level permissions",
+  );
+}
+
+const pascal = (file: string) =>
+  file
+    .split("-")
+    .map((p) => p.charAt(0).toUpperCase() + p.slice(1))
+    .join("");

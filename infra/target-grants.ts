@@ -1,0 +1,219 @@
+import { ArnFormat, Fn, Stack, Token } from "aws-cdk-lib";
+import type * as ecr from "aws-cdk-lib/aws-ecr";
+import * as iam from "aws-cdk-lib/aws-iam";
+import type { Construct } from "constructs";
+import type { AlbEcsTarget, LambdaAliasTarget, RolloutTarget } from "./props.ts";
+
+/**
+ * The IAM one traffic target needs, for the functions that move traffic (begin, set-weight,
+ * check-ready, promote, abort, resume). Every wildcard is listed with why, so the construct can
+ * suppress exactly those cdk-nag findings and say why in the suppression.
+ */
+export interface TargetGrants {
+  readonly statements: iam.PolicyStatement[];
+  /** `*` or ARN patterns with `*` used in `statements`, each with why (for the cdk-nag acknowledgement). */
+  readonly wildcards: { readonly resource: string; readonly reason: string }[];
+}
+
+/** The statements for a target; `Resource::*` only for actions that have no resource-level permissions. */
+export function targetGrants(
+  scope: Construct,
+  target: RolloutTarget,
+  repository: ecr.IRepository,
+): TargetGrants {
+  return target.type === "alb-ecs"
+    ? albEcsGrants(scope, target)
+    : lambdaAliasGrants(scope, target, repository);
+}
+
+function albEcsGrants(scope: Construct, target: AlbEcsTarget): TargetGrants {
+  const stack = Stack.of(scope);
+  const { listener, rules } = albArns(target.listenerArn ?? target.ruleArn ?? "");
+  const taskDefinitions = stack.formatArn({ service: "ecs", resource: "task-definition", resourceName: "*" });
+  const statements = [
+    new iam.PolicyStatement({
+      sid: "TrafficDescribe",
+      actions: ["elasticloadbalancing:DescribeRules", "elasticloadbalancing:DescribeListeners"],
+      resources: ["*"],
+    }),
+    new iam.PolicyStatement({
+      sid: "TrafficModifyRules",
+      // The forward rule, the testers' rule (given or created by the target) — all under this listener.
+      actions: ["elasticloadbalancing:ModifyRule", "elasticloadbalancing:DeleteRule"],
+      resources: [rules],
+    }),
+    new iam.PolicyStatement({
+      sid: "TrafficCreateTestersRule",
+      actions: ["elasticloadbalancing:CreateRule"],
+      resources: [listener, rules],
+    }),
+    new iam.PolicyStatement({
+      sid: "TrafficTagTestersRule",
+      // CreateRule tags the rule it creates.
+      actions: ["elasticloadbalancing:AddTags"],
+      resources: [rules],
+      conditions: { StringEquals: { "elasticloadbalancing:CreateAction": "CreateRule" } },
+    }),
+    new iam.PolicyStatement({
+      sid: "EcsServices",
+      actions: ["ecs:DescribeServices", "ecs:UpdateService"],
+      resources: [target.serviceA, target.serviceB].map((s) => serviceArn(stack, target.cluster, s)),
+    }),
+    new iam.PolicyStatement({
+      sid: "EcsTaskDefinitions",
+      actions: ["ecs:RegisterTaskDefinition", "ecs:DescribeTaskDefinition"],
+      resources: ["*"],
+    }),
+    new iam.PolicyStatement({
+      sid: "EcsTagTaskDefinitions",
+      // The candidate's task definition copies the stable one's tags, which needs TagResource on create.
+      actions: ["ecs:TagResource"],
+      resources: [taskDefinitions],
+      conditions: { StringEquals: { "ecs:CreateAction": "RegisterTaskDefinition" } },
+    }),
+  ];
+  if (target.listenerArn !== undefined) {
+    statements.push(
+      new iam.PolicyStatement({
+        sid: "TrafficModifyListener",
+        actions: ["elasticloadbalancing:ModifyListener"],
+        resources: [listener],
+      }),
+    );
+  }
+  const roles = target.passRoles ?? [];
+  if (roles.length > 0) {
+    statements.push(
+      new iam.PolicyStatement({
+        sid: "EcsPassTaskRoles",
+        actions: ["iam:PassRole"],
+        resources: roles.map((r) => r.roleArn),
+        conditions: { StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } },
+      }),
+    );
+  }
+  return {
+    statements,
+    wildcards: [
+      {
+        resource: "*",
+        reason:
+          "elasticloadbalancing:DescribeRules/DescribeListeners and ecs:RegisterTaskDefinition/DescribeTaskDefinition have no resource-level permissions",
+      },
+      {
+        resource: rules,
+        reason:
+          "the testers' rule is created at run time, so its ARN is only known to be under this listener (listener-rule/<listener path>/*)",
+      },
+      {
+        resource: taskDefinitions,
+        reason:
+          "ecs:TagResource on the task definitions the target registers (ARN unknown before), only with ecs:CreateAction = RegisterTaskDefinition",
+      },
+    ],
+  };
+}
+
+function lambdaAliasGrants(
+  scope: Construct,
+  target: LambdaAliasTarget,
+  repository: ecr.IRepository,
+): TargetGrants {
+  const stack = Stack.of(scope);
+  const fn = functionArn(stack, target.functionName);
+  const statements = [
+    new iam.PolicyStatement({
+      sid: "LambdaCode",
+      actions: [
+        "lambda:GetFunction",
+        "lambda:GetFunctionConfiguration",
+        "lambda:UpdateFunctionCode",
+        "lambda:PublishVersion",
+      ],
+      resources: [fn],
+    }),
+    new iam.PolicyStatement({
+      sid: "LambdaVersions",
+      // Readiness polls the published version's configuration (`Qualifier: <version>`).
+      actions: ["lambda:GetFunctionConfiguration"],
+      resources: [`${fn}:*`],
+    }),
+    new iam.PolicyStatement({
+      sid: "LambdaAlias",
+      actions: ["lambda:GetAlias", "lambda:UpdateAlias"],
+      resources: [`${fn}:${target.alias}`],
+    }),
+  ];
+  const wildcards: { resource: string; reason: string }[] = [
+    {
+      resource: `${fn}:*`,
+      reason: "readiness reads the configuration of the version the target publishes, unknown before",
+    },
+  ];
+  if ((target.packageType ?? "Image") === "Image") {
+    statements.push(
+      new iam.PolicyStatement({
+        sid: "LambdaImage",
+        // UpdateFunctionCode with an image URI: the caller must be able to read the pushed image.
+        actions: ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+        resources: [repository.repositoryArn],
+      }),
+    );
+  }
+  if (target.s3Bucket !== undefined) {
+    const objects = `arn:${stack.partition}:s3:::${target.s3Bucket}/*`;
+    statements.push(
+      new iam.PolicyStatement({
+        sid: "LambdaZipArtifacts",
+        actions: ["s3:GetObject", "s3:GetObjectVersion"],
+        resources: [objects],
+      }),
+    );
+    wildcards.push({
+      resource: objects,
+      reason: "UpdateFunctionCode reads the pushed zip, whose key is only known when it is pushed",
+    });
+  }
+  return { statements, wildcards };
+}
+
+/**
+ * The listener's ARN and the pattern of its rules' ARNs, from a listener or a listener-rule ARN.
+ * A token (an ARN from another construct) is taken apart with `Fn::Split`.
+ */
+export function albArns(arn: string): { listener: string; rules: string } {
+  if (!Token.isUnresolved(arn)) {
+    const listener = arn.includes(":listener-rule/")
+      ? arn.replace(":listener-rule/", ":listener/").replace(/\/[^/]+$/, "")
+      : arn;
+    return { listener, rules: `${listener.replace(":listener/", ":listener-rule/")}/*` };
+  }
+  const parts = Fn.split("/", arn);
+  const head = Fn.split(":", Fn.select(0, parts));
+  const prefix = (kind: string) =>
+    `arn:${Fn.select(1, head)}:elasticloadbalancing:${Fn.select(3, head)}:${Fn.select(4, head)}:${kind}`;
+  const path = [1, 2, 3, 4].map((i) => Fn.select(i, parts)).join("/");
+  return { listener: `${prefix("listener")}/${path}`, rules: `${prefix("listener-rule")}/${path}/*` };
+}
+
+/** An ECS service's ARN from a name or ARN (a token service is taken to be an ARN). */
+export function serviceArn(stack: Stack, cluster: string, service: string): string {
+  if (Token.isUnresolved(service) || service.startsWith("arn:")) return service;
+  const clusterName = Token.isUnresolved(cluster)
+    ? Fn.select(1, Fn.split("/", cluster))
+    : cluster.startsWith("arn:")
+      ? cluster.slice(cluster.indexOf("cluster/") + "cluster/".length)
+      : cluster;
+  return stack.formatArn({ service: "ecs", resource: "service", resourceName: `${clusterName}/${service}` });
+}
+
+/** A function's unqualified ARN from a name or ARN (a token is taken to be a name). */
+export function functionArn(stack: Stack, nameOrArn: string): string {
+  if (!Token.isUnresolved(nameOrArn) && nameOrArn.startsWith("arn:")) return nameOrArn;
+  return stack.formatArn({
+    service: "lambda",
+    resource: "function",
+    resourceName: nameOrArn,
+    arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+  });
+}

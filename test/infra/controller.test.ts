@@ -1,0 +1,711 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { App, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import * as ecr from "aws-cdk-lib/aws-ecr";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as kms from "aws-cdk-lib/aws-kms";
+import * as logs from "aws-cdk-lib/aws-logs";
+import { AwsSolutionsChecks } from "cdk-nag";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ENV, HANDLERS, type HandlerName, METRICS } from "../../functions/config.ts";
+import { TABLE } from "../../functions/store/keys.ts";
+import { EXAMPLE_CONTEXT, EXAMPLE_FILES, RolloutsExampleStack } from "../../infra/example-stack.ts";
+import { FUNCTION_NEEDS } from "../../infra/functions.ts";
+import { PropsError, RolloutController } from "../../infra/index.ts";
+import { compile, FUNCTION_PLACEHOLDERS, loadRollout, type RolloutSpec } from "../../statemachine/index.ts";
+
+type Json = Record<string, unknown>;
+type Statement = { Action: string | string[]; Resource: unknown; Condition?: Json; Sid?: string };
+
+/** No bundling and no built-in CloudFormation validation: this file checks the template itself. */
+const testApp = () =>
+  new App({ context: { "aws:cdk:bundling-stacks": [] }, builtinCloudFormationValidation: false });
+
+/** A CloudFormation value as one flat string, references as `<Logical.Attr>`. */
+function flat(v: unknown): string {
+  if (typeof v === "string") return v;
+  const o = v as Json;
+  if (o["Fn::Join"]) {
+    const [sep, parts] = o["Fn::Join"] as [string, unknown[]];
+    return parts.map(flat).join(sep);
+  }
+  if (o.Ref) return `<${o.Ref as string}>`;
+  if (o["Fn::GetAtt"]) return `<${(o["Fn::GetAtt"] as string[]).join(".")}>`;
+  return JSON.stringify(v);
+}
+
+const actionsOf = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+const resourcesOf = (s: Statement) => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]).map(flat);
+
+/** Every action without resource-level permissions that may have `Resource: *`, and nothing else. */
+const JUSTIFIED_STAR = new Set([
+  "xray:PutTraceSegments",
+  "xray:PutTelemetryRecords",
+  "xray:GetSamplingRules",
+  "xray:GetSamplingTargets",
+  "logs:CreateLogDelivery",
+  "logs:GetLogDelivery",
+  "logs:UpdateLogDelivery",
+  "logs:DeleteLogDelivery",
+  "logs:ListLogDeliveries",
+  "logs:PutResourcePolicy",
+  "logs:DescribeResourcePolicies",
+  "logs:DescribeLogGroups",
+  "states:SendTaskSuccess",
+  "states:SendTaskFailure",
+  "states:SendTaskHeartbeat",
+  "cloudwatch:GetMetricData",
+  "ecs:RegisterTaskDefinition",
+  "ecs:DescribeTaskDefinition",
+  "elasticloadbalancing:DescribeRules",
+  "elasticloadbalancing:DescribeListeners",
+]);
+
+/** The statements that apply to one role: its default policy and every policy attached to it. */
+function statementsOfRole(template: Template, roleLogicalId: string): Statement[] {
+  const policies = template.findResources("AWS::IAM::Policy");
+  return Object.values(policies)
+    .filter((p) => ((p.Properties.Roles ?? []) as Json[]).some((r) => r.Ref === roleLogicalId))
+    .flatMap((p) => p.Properties.PolicyDocument.Statement as Statement[]);
+}
+
+function roleOfFunction(template: Template, handler: HandlerName): string {
+  const fns = template.findResources("AWS::Lambda::Function", {
+    Properties: { Description: `sfn-rollouts: ${HANDLERS[handler]}` },
+  });
+  const [fn] = Object.values(fns);
+  if (!fn) throw new Error(`no function ${handler}`);
+  return (fn.Properties.Role["Fn::GetAtt"] as string[])[0] as string;
+}
+
+function actionsOfFunction(template: Template, handler: HandlerName): Set<string> {
+  return new Set(statementsOfRole(template, roleOfFunction(template, handler)).flatMap(actionsOf));
+}
+
+function rolloutStateMachine(template: Template): { id: string; props: Json } {
+  const machines = Object.entries(template.findResources("AWS::StepFunctions::StateMachine")).filter(
+    ([, r]) => r.Properties.StateMachineName === undefined,
+  );
+  expect(machines).toHaveLength(1);
+  const [id, r] = machines[0] as [string, { Properties: Json }];
+  return { id, props: r.Properties };
+}
+
+describe("the example stack (seed 000 on ALB + ECS)", () => {
+  let stack: RolloutsExampleStack;
+  let template: Template;
+  let spec: RolloutSpec;
+
+  beforeAll(async () => {
+    const app = testApp();
+    stack = new RolloutsExampleStack(app, "Example", { ...EXAMPLE_CONTEXT });
+    template = Template.fromStack(stack);
+    spec = (await loadRollout(EXAMPLE_FILES)).spec;
+  });
+
+  it("compiles the spec into one Standard state machine, a state per step, the target embedded", () => {
+    const { props } = rolloutStateMachine(template);
+    expect(props.StateMachineType).toBe("STANDARD");
+    const definition = JSON.parse(flat(props.DefinitionString)) as { States: Record<string, Json> };
+    for (const step of ["Step01-SetWeight-25", "Step02-Analysis", "Step03-SetWeight-50", "Step04-Pause-2s"]) {
+      expect(Object.keys(definition.States)).toContain(step);
+    }
+    expect(Object.keys(definition.States)).toContain("Step05-Analysis");
+    const settings = {
+      type: "alb-ecs",
+      listenerArn: EXAMPLE_CONTEXT.listenerArn,
+      targetGroupA: EXAMPLE_CONTEXT.targetGroupA,
+      targetGroupB: EXAMPLE_CONTEXT.targetGroupB,
+      cluster: EXAMPLE_CONTEXT.cluster,
+      serviceA: EXAMPLE_CONTEXT.serviceA,
+      serviceB: EXAMPLE_CONTEXT.serviceB,
+      containerName: EXAMPLE_CONTEXT.containerName,
+    };
+    // Exactly what the compiler produces for this spec and target (readiness checks: ECS has tasks).
+    expect(definition).toEqual(
+      JSON.parse(JSON.stringify(compile(spec, { target: settings, readinessChecks: true }))),
+    );
+    expect(definition.States["Candidate-CheckReady"]).toBeDefined();
+    expect(JSON.stringify(definition.States["Step01-SetWeight-25"])).toContain(EXAMPLE_CONTEXT.listenerArn);
+  });
+
+  it("fills every function placeholder with that function's ARN", () => {
+    const { props } = rolloutStateMachine(template);
+    const subs = props.DefinitionSubstitutions as Record<string, Json>;
+    expect(Object.keys(subs).sort()).toEqual(Object.values(FUNCTION_PLACEHOLDERS).sort());
+    for (const [role, placeholder] of Object.entries(FUNCTION_PLACEHOLDERS)) {
+      const fnId = roleOfFunction(template, role as HandlerName).replace(/Role[0-9A-F]{8}$/, "");
+      expect(flat(subs[placeholder])).toMatch(new RegExp(`^<${fnId}[0-9A-F]{8}\\.Arn>$`));
+    }
+  });
+
+  it("logs every execution at level ALL with data to a log group with retention, and traces with X-Ray", () => {
+    const { props } = rolloutStateMachine(template);
+    expect(props.TracingConfiguration).toEqual({ Enabled: true });
+    const logging = props.LoggingConfiguration as {
+      Level: string;
+      IncludeExecutionData: boolean;
+      Destinations: Json[];
+    };
+    expect(logging.Level).toBe("ALL");
+    expect(logging.IncludeExecutionData).toBe(true);
+    const destination = logging.Destinations[0] as { CloudWatchLogsLogGroup: Json };
+    const groupRef = flat(destination.CloudWatchLogsLogGroup.LogGroupArn);
+    const groupId = groupRef.slice(1, groupRef.indexOf("."));
+    const group = template.toJSON().Resources[groupId];
+    expect(group.Type).toBe("AWS::Logs::LogGroup");
+    expect(group.Properties.RetentionInDays).toBe(30);
+    expect(group.Properties.LogGroupName).toMatch(/^\/aws\/vendedlogs\/states\//);
+  });
+
+  it("lets the state machine invoke exactly the seven step functions", () => {
+    const { props } = rolloutStateMachine(template);
+    const roleId = (props.RoleArn as Json)["Fn::GetAtt"] as string[];
+    const invoke = statementsOfRole(template, roleId[0] as string).filter((s) =>
+      actionsOf(s).includes("lambda:InvokeFunction"),
+    );
+    expect(invoke).toHaveLength(1);
+    expect(resourcesOf(invoke[0] as Statement)).toHaveLength(Object.keys(FUNCTION_PLACEHOLDERS).length);
+    expect(resourcesOf(invoke[0] as Statement).every((r) => /^<Controller\w+\.Arn>$/.test(r))).toBe(true);
+  });
+
+  it("starts the rollout on a successful ECR push of a matching tag, through the trigger", () => {
+    template.hasResourceProperties("AWS::Events::Rule", {
+      EventPattern: {
+        source: ["aws.ecr"],
+        "detail-type": ["ECR Image Action"],
+        detail: {
+          "action-type": ["PUSH"],
+          result: ["SUCCESS"],
+          "repository-name": [EXAMPLE_CONTEXT.repositoryName],
+          "image-tag": [{ prefix: "v" }],
+        },
+      },
+      Targets: [
+        Match.objectLike({ Arn: { "Fn::GetAtt": [Match.stringLikeRegexp("^ControllerTrigger"), "Arn"] } }),
+      ],
+    });
+    template.hasResourceProperties("AWS::Lambda::Permission", {
+      Action: "lambda:InvokeFunction",
+      Principal: "events.amazonaws.com",
+      FunctionName: { "Fn::GetAtt": [Match.stringLikeRegexp("^ControllerTrigger"), "Arn"] },
+    });
+  });
+
+  it("routes the push to the rollout's state machine in the trigger's environment", () => {
+    const [trigger] = Object.values(
+      template.findResources("AWS::Lambda::Function", {
+        Properties: { Description: "sfn-rollouts: trigger" },
+      }),
+    );
+    const routes = JSON.parse(flat(trigger?.Properties.Environment.Variables[ENV.rollouts]));
+    const { id } = rolloutStateMachine(template);
+    expect(routes).toEqual([
+      { rollout: "demo", stateMachineArn: `<${id}>`, repository: "demo", tags: ["v*"] },
+    ]);
+  });
+
+  it("creates the table: pk/sk, on demand, PITR, TTL on expiresAt, encryption, the list index", () => {
+    template.resourceCountIs("AWS::DynamoDB::Table", 1);
+    template.hasResource("AWS::DynamoDB::Table", {
+      DeletionPolicy: "Retain",
+      Properties: {
+        KeySchema: [
+          { AttributeName: TABLE.partitionKey, KeyType: "HASH" },
+          { AttributeName: TABLE.sortKey, KeyType: "RANGE" },
+        ],
+        BillingMode: "PAY_PER_REQUEST",
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        TimeToLiveSpecification: { AttributeName: TABLE.ttlAttribute, Enabled: true },
+        SSESpecification: { SSEEnabled: true },
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: TABLE.listIndex.name,
+            KeySchema: [
+              { AttributeName: TABLE.listIndex.partitionKey, KeyType: "HASH" },
+              { AttributeName: TABLE.listIndex.sortKey, KeyType: "RANGE" },
+            ],
+            Projection: { ProjectionType: "ALL" },
+          },
+        ],
+      },
+    });
+  });
+
+  it("creates one Node.js 22 ARM64 function per handler, traced, with its log group and the shared environment", () => {
+    const fns = template.findResources("AWS::Lambda::Function");
+    expect(Object.keys(fns)).toHaveLength(Object.keys(HANDLERS).length);
+    for (const fn of Object.values(fns)) {
+      const p = fn.Properties;
+      expect(p.Runtime).toBe("nodejs22.x");
+      expect(p.Architectures).toEqual(["arm64"]);
+      expect(p.TracingConfig).toEqual({ Mode: "Active" });
+      expect(p.Handler).toBe("index.handler");
+      expect(p.LoggingConfig.LogGroup).toBeDefined();
+      const env = p.Environment.Variables as Json;
+      for (const name of [ENV.tableName, ENV.eventBusName, ENV.scheduleGroup, ENV.schedulerRoleArn]) {
+        expect(env[name]).toBeDefined();
+      }
+      expect(flat(env[ENV.resumeFunctionArn])).toMatch(/:function:Example-Controller-[0-9A-F]{8}-resume$/);
+      expect(flat(env[ENV.tickerStateMachineArn])).toMatch(
+        /:stateMachine:Example-Controller-[0-9A-F]{8}-ticker$/,
+      );
+      expect(env[ENV.prometheusUrl]).toBe("http://prometheus.internal:9090");
+      expect(env[ENV.rollouts] !== undefined).toBe(p.Description === "sfn-rollouts: trigger");
+    }
+    const groups = Object.values(template.findResources("AWS::Logs::LogGroup"));
+    expect(groups.every((g) => g.Properties.RetentionInDays === 30)).toBe(true);
+  });
+
+  it("uses no Resource * except for actions without resource-level permissions", () => {
+    const offending: string[] = [];
+    for (const [id, policy] of Object.entries(template.findResources("AWS::IAM::Policy"))) {
+      for (const s of policy.Properties.PolicyDocument.Statement as Statement[]) {
+        if (!resourcesOf(s).includes("*")) continue;
+        for (const a of actionsOf(s)) if (!JUSTIFIED_STAR.has(a)) offending.push(`${id}: ${a}`);
+      }
+    }
+    expect(offending).toEqual([]);
+  });
+
+  it("grants each function only what its handler calls", () => {
+    const has = (h: HandlerName, action: string) => actionsOfFunction(template, h).has(action);
+    for (const name of Object.keys(HANDLERS) as HandlerName[]) {
+      const needs = FUNCTION_NEEDS[name];
+      expect(has(name, "dynamodb:UpdateItem"), name).toBe(true);
+      expect(has(name, "dynamodb:Scan"), name).toBe(false);
+      expect(has(name, "states:SendTaskSuccess"), name).toBe(needs.includes("tokens"));
+      expect(has(name, "scheduler:CreateSchedule"), name).toBe(needs.includes("timer"));
+      expect(has(name, "iam:PassRole") && needs.includes("timer"), name).toBe(needs.includes("timer"));
+      expect(has(name, "elasticloadbalancing:ModifyListener"), name).toBe(needs.includes("target"));
+      expect(has(name, "ecs:UpdateService"), name).toBe(needs.includes("target"));
+      expect(has(name, "events:PutEvents"), name).toBe(needs.includes("events"));
+      expect(has(name, "states:StartExecution"), name).toBe(
+        needs.includes("executions") || needs.includes("timer"),
+      );
+      expect(has(name, "lambda:InvokeFunction"), name).toBe(false);
+    }
+    // The example's metrics are Prometheus over HTTP: no CloudWatch or AMP permission anywhere.
+    expect(has("analysisTick", "cloudwatch:GetMetricData")).toBe(false);
+    expect(has("analysisTick", "aps:QueryMetrics")).toBe(false);
+  });
+
+  it("scopes the target's grants to the listener, its rules, the two services and the passed roles", () => {
+    const statements = statementsOfRole(template, roleOfFunction(template, "setWeight"));
+    const find = (action: string) =>
+      statements.filter((s) => actionsOf(s).includes(action)).flatMap(resourcesOf);
+    const listener = EXAMPLE_CONTEXT.listenerArn;
+    const rules = `${listener.replace(":listener/", ":listener-rule/")}/*`;
+    expect(find("elasticloadbalancing:ModifyListener")).toEqual([listener]);
+    expect(find("elasticloadbalancing:ModifyRule")).toEqual([rules]);
+    expect(find("elasticloadbalancing:CreateRule")).toEqual([listener, rules]);
+    expect(find("ecs:UpdateService")).toEqual([
+      "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:service/demo/demo-a",
+      "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:service/demo/demo-b",
+    ]);
+    const passRole = statements.find((s) => s.Sid === "EcsPassTaskRoles");
+    expect(resourcesOf(passRole as Statement)).toEqual([
+      EXAMPLE_CONTEXT.taskRoleArn,
+      EXAMPLE_CONTEXT.executionRoleArn,
+    ]);
+    expect(passRole?.Condition).toEqual({
+      StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" },
+    });
+  });
+
+  it("gives the trigger StartExecution on the rollout and Describe/Stop on its executions only", () => {
+    const { id } = rolloutStateMachine(template);
+    const statements = statementsOfRole(template, roleOfFunction(template, "trigger"));
+    const find = (action: string) =>
+      statements.filter((s) => actionsOf(s).includes(action)).flatMap(resourcesOf);
+    expect(find("states:StartExecution")).toEqual([`<${id}>`]);
+    const executions = `arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<${id}.Name>:*`;
+    expect(find("states:DescribeExecution")).toEqual([executions]);
+    expect(find("states:StopExecution")).toEqual([executions]);
+  });
+
+  it("lets Scheduler, and only Scheduler of this account and group, invoke the resume function only", () => {
+    const roles = template.findResources("AWS::IAM::Role", {
+      Properties: {
+        AssumeRolePolicyDocument: {
+          Statement: [Match.objectLike({ Principal: { Service: "scheduler.amazonaws.com" } })],
+        },
+      },
+    });
+    const [role] = Object.values(roles);
+    const trust = role?.Properties.AssumeRolePolicyDocument.Statement[0];
+    expect(trust.Condition.StringEquals).toEqual({ "aws:SourceAccount": { Ref: "AWS::AccountId" } });
+    expect(flat(trust.Condition.ArnEquals["aws:SourceArn"])).toMatch(
+      /:schedule-group\/Example-Controller-[0-9A-F]{8}-timers$/,
+    );
+    const statements = role?.Properties.Policies[0].PolicyDocument.Statement as Statement[];
+    expect(statements).toHaveLength(1);
+    expect(actionsOf(statements[0] as Statement)).toEqual(["lambda:InvokeFunction"]);
+    expect(resourcesOf(statements[0] as Statement)[0]).toMatch(
+      /:function:Example-Controller-[0-9A-F]{8}-resume$/,
+    );
+    template.hasResourceProperties("AWS::Scheduler::ScheduleGroup", {
+      Name: Match.stringLikeRegexp("^Example-Controller-[0-9A-F]{8}-timers$"),
+    });
+  });
+
+  it("builds the ticker: Wait SecondsPath $.seconds, then invoke resume with $.payload", () => {
+    const [ticker] = Object.values(
+      template.findResources("AWS::StepFunctions::StateMachine", {
+        Properties: { StateMachineName: Match.stringLikeRegexp("-ticker$") },
+      }),
+    );
+    const definition = JSON.parse(flat(ticker?.Properties.DefinitionString));
+    expect(definition.StartAt).toBe("Wait");
+    expect(definition.States.Wait).toEqual({ Type: "Wait", SecondsPath: "$.seconds", Next: "Resume" });
+    expect(definition.States.Resume.Parameters).toEqual({
+      FunctionName: "${ResumeFunctionArn}",
+      "Payload.$": "$.payload",
+    });
+    expect(flat(ticker?.Properties.DefinitionSubstitutions.ResumeFunctionArn)).toMatch(
+      /^<ControllerResume[0-9A-F]{8}\.Arn>$/,
+    );
+    expect(ticker?.Properties.LoggingConfiguration.Level).toBe("ALL");
+  });
+
+  it("has a dashboard of weight, analysis runs and measurements by phase, executions, and an alarm on failures", () => {
+    const { id } = rolloutStateMachine(template);
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      Namespace: "AWS/States",
+      MetricName: "ExecutionsFailed",
+      Dimensions: [{ Name: "StateMachineArn", Value: { Ref: id } }],
+      Threshold: 1,
+      TreatMissingData: "notBreaching",
+    });
+    const [dashboard] = Object.values(template.findResources("AWS::CloudWatch::Dashboard"));
+    const body = flat(dashboard?.Properties.DashboardBody);
+    for (const m of [METRICS.canaryWeight, METRICS.analysisRuns, METRICS.measurements, "ExecutionsFailed"]) {
+      expect(body).toContain(m);
+    }
+    expect(body).toContain(`"Phase","Inconclusive"`);
+    expect(body).toContain(`"${METRICS.dimension}","demo"`);
+  });
+
+  it("grantOperate: the table, task tokens, and the rollouts' executions — nothing more", () => {
+    const [policy] = Object.values(
+      template.findResources("AWS::IAM::Policy", { Properties: { Roles: ["rollouts-operator"] } }),
+    );
+    const statements = policy?.Properties.PolicyDocument.Statement as Statement[];
+    const actions = statements.flatMap(actionsOf).sort();
+    expect(actions).toEqual(
+      [
+        "dynamodb:GetItem",
+        "dynamodb:Query",
+        "dynamodb:Scan",
+        "dynamodb:UpdateItem",
+        "states:DescribeExecution",
+        "states:GetExecutionHistory",
+        "states:ListExecutions",
+        "states:SendTaskFailure",
+        "states:SendTaskHeartbeat",
+        "states:SendTaskSuccess",
+        "states:StartExecution",
+      ].sort(),
+    );
+  });
+
+  it("passes cdk-nag AwsSolutions with zero unacknowledged findings, each acknowledgement with a reason", () => {
+    const report = new AwsSolutionsChecks().validateScope(stack);
+    expect(
+      report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+    ).toEqual([]);
+    const acks = stack.node
+      .findAll()
+      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
+      .flatMap((m) => Object.entries(m.data as Record<string, { reason?: string } | string>));
+    expect(acks.length).toBeGreaterThan(10);
+    for (const [id, value] of acks) {
+      const reason = typeof value === "string" ? value : (value.reason ?? "");
+      expect(reason.length, id).toBeGreaterThan(30);
+    }
+    expect(Annotations.fromStack(stack).findError("*", Match.stringLikeRegexp("AwsSolutions-.*"))).toEqual(
+      [],
+    );
+    expect(Annotations.fromStack(stack).findWarning("*", Match.stringLikeRegexp("AwsSolutions-.*"))).toEqual(
+      [],
+    );
+    expect(Annotations.fromStack(stack).findError("*", Match.anyValue())).toEqual([]);
+  });
+});
+
+const LAMBDA_ERRORS = `${EXAMPLE_FILES[0]?.replace(/rollout\.yaml$/, "")}templates/lambda-errors.yaml`;
+
+/** An Argo Rollout of a Lambda alias whose analysis reads CloudWatch (the lambda-errors template). */
+function aliasRolloutFiles(): string[] {
+  const dir = mkdtempSync(join(tmpdir(), "infra-"));
+  const rollout = join(dir, "rollout.yaml");
+  writeFileSync(
+    rollout,
+    [
+      "apiVersion: argoproj.io/v1alpha1",
+      "kind: Rollout",
+      "metadata: { name: api }",
+      "spec:",
+      "  replicas: 1",
+      "  template:",
+      "    spec:",
+      "      containers: [{ name: app, image: api }]",
+      "  strategy:",
+      "    canary:",
+      "      steps:",
+      "        - setWeight: 10",
+      "        - analysis:",
+      "            templates: [{ templateName: lambda-errors }]",
+      "            args:",
+      "              - { name: function-name, value: api }",
+      "              - { name: alias, value: live }",
+      "              - { name: version, value: '2' }",
+      "        - setWeight: 50",
+      "",
+    ].join("\n"),
+  );
+  return [rollout, LAMBDA_ERRORS];
+}
+
+describe("a Lambda alias target, an AMP workspace, CloudWatch metrics and a customer key", () => {
+  let stack: Stack;
+  let template: Template;
+  let operatorId: string;
+
+  beforeAll(() => {
+    const app = testApp();
+    stack = new Stack(app, "Alias", { env: { account: "111122223333", region: "eu-west-1" } });
+    const key = new kms.Key(stack, "Key", { enableKeyRotation: true });
+    const operator = new iam.Role(stack, "Operator", { assumedBy: new iam.AccountRootPrincipal() });
+    operatorId = stack.getLogicalId(operator.node.defaultChild as iam.CfnRole);
+    const controller = new RolloutController(stack, "Controller", {
+      prometheus: { workspace: "arn:aws:aps:eu-west-1:111122223333:workspace/ws-1234abcd" },
+      encryptionKey: key,
+      logRetention: logs.RetentionDays.ONE_WEEK,
+      removalPolicy: RemovalPolicy.DESTROY,
+      tableName: "rollouts",
+    });
+    // Granted before the rollout exists: the rollout added later is covered as well.
+    controller.grantOperate(operator);
+    controller.addRollout("Api", {
+      spec: { files: aliasRolloutFiles() },
+      target: { type: "lambda-alias", functionName: "api", alias: "live" },
+      trigger: {
+        repository: ecr.Repository.fromRepositoryName(stack, "Repo", "api"),
+        tagPattern: "release-*-eu",
+      },
+    });
+    template = Template.fromStack(stack);
+  });
+
+  it("compiles without readiness checks and filters tags with a wildcard", () => {
+    const { props } = rolloutStateMachine(template);
+    const definition = JSON.parse(flat(props.DefinitionString)) as { States: Record<string, Json> };
+    expect(Object.keys(definition.States)).toEqual(
+      expect.arrayContaining(["Step01-SetWeight-10", "Step02-Analysis", "Step03-SetWeight-50"]),
+    );
+    expect(Object.keys(definition.States).some((s) => s.endsWith("-CheckReady"))).toBe(false);
+    template.hasResourceProperties("AWS::Events::Rule", {
+      EventPattern: { detail: { "repository-name": ["api"], "image-tag": [{ wildcard: "release-*-eu" }] } },
+    });
+  });
+
+  it("grants the alias's function and its versions, the pushed image, and nothing of ELB or ECS", () => {
+    const actions = actionsOfFunction(template, "promote");
+    for (const a of [
+      "lambda:UpdateAlias",
+      "lambda:UpdateFunctionCode",
+      "lambda:PublishVersion",
+      "ecr:BatchGetImage",
+    ]) {
+      expect(actions.has(a), a).toBe(true);
+    }
+    expect([...actions].some((a) => a.startsWith("elasticloadbalancing:") || a.startsWith("ecs:"))).toBe(
+      false,
+    );
+    const statements = statementsOfRole(template, roleOfFunction(template, "promote"));
+    const alias = statements.find((s) => s.Sid === "LambdaAlias");
+    expect(resourcesOf(alias as Statement)).toEqual([
+      "arn:<AWS::Partition>:lambda:eu-west-1:111122223333:function:api:live",
+    ]);
+  });
+
+  it("signs for the workspace: its URL and region in the environment, aps:QueryMetrics on it for the analysis functions", () => {
+    const [tick] = Object.values(
+      template.findResources("AWS::Lambda::Function", {
+        Properties: { Description: "sfn-rollouts: analysis-tick" },
+      }),
+    );
+    expect(tick?.Properties.Environment.Variables[ENV.prometheusUrl]).toBe(
+      "https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-1234abcd",
+    );
+    expect(tick?.Properties.Environment.Variables[ENV.prometheusSigv4Region]).toBe("eu-west-1");
+    const aps = statementsOfRole(template, roleOfFunction(template, "analysisTick")).find((s) =>
+      actionsOf(s).includes("aps:QueryMetrics"),
+    );
+    expect(resourcesOf(aps as Statement)).toEqual([
+      "arn:<AWS::Partition>:aps:eu-west-1:111122223333:workspace/ws-1234abcd",
+    ]);
+    expect(actionsOfFunction(template, "setWeight").has("aps:QueryMetrics")).toBe(false);
+  });
+
+  it("grants cloudwatch:GetMetricData to the measuring functions because the analysis reads CloudWatch", () => {
+    for (const name of Object.keys(HANDLERS) as HandlerName[]) {
+      expect(actionsOfFunction(template, name).has("cloudwatch:GetMetricData"), name).toBe(
+        FUNCTION_NEEDS[name].includes("metrics"),
+      );
+    }
+  });
+
+  it("encrypts the table with the customer key, and every function may use it", () => {
+    template.hasResourceProperties("AWS::DynamoDB::Table", {
+      TableName: "rollouts",
+      SSESpecification: { SSEEnabled: true, SSEType: "KMS", KMSMasterKeyId: Match.anyValue() },
+    });
+    template.hasResource("AWS::DynamoDB::Table", { DeletionPolicy: "Delete" });
+    for (const name of Object.keys(HANDLERS) as HandlerName[]) {
+      const key = statementsOfRole(template, roleOfFunction(template, name)).find(
+        (s) => s.Sid === "TableKey",
+      );
+      expect(actionsOf(key as Statement), name).toEqual([
+        "kms:Decrypt",
+        "kms:Encrypt",
+        "kms:GenerateDataKey",
+        "kms:DescribeKey",
+      ]);
+      expect(key?.Condition).toEqual({
+        StringEquals: { "kms:ViaService": "dynamodb.eu-west-1.amazonaws.com" },
+      });
+    }
+    const groups = Object.values(template.findResources("AWS::Logs::LogGroup"));
+    expect(groups.every((g) => g.Properties.RetentionInDays === 7)).toBe(true);
+  });
+
+  it("covers a rollout added after grantOperate", () => {
+    const { id } = rolloutStateMachine(template);
+    const statements = statementsOfRole(template, operatorId);
+    expect(
+      statements.filter((s) => actionsOf(s).includes("states:StartExecution")).flatMap(resourcesOf),
+    ).toEqual([`<${id}>`]);
+  });
+
+  it("passes cdk-nag AwsSolutions with zero unacknowledged findings", () => {
+    const report = new AwsSolutionsChecks().validateScope(stack);
+    expect(
+      report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+    ).toEqual([]);
+  });
+});
+
+describe("validation: one error that lists every bad prop", () => {
+  it("reports every bad controller prop at once", () => {
+    const stack = new Stack(testApp(), "Bad");
+    let error: unknown;
+    try {
+      new RolloutController(stack, "C", {
+        tableName: "x",
+        prometheus: { url: "prometheus:9090", workspace: "nope" } as never,
+        logRetention: 42 as logs.RetentionDays,
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(PropsError);
+    const problems = (error as PropsError).problems;
+    expect(problems.map((p) => p.split(":")[0])).toEqual([
+      "tableName",
+      "logRetention",
+      "prometheus",
+      "prometheus.url",
+      "prometheus.workspace",
+    ]);
+    expect((error as Error).message).toContain("5 invalid props");
+  });
+
+  it("reports every bad rollout option at once: spec, target fields, tag pattern, id", () => {
+    const stack = new Stack(testApp(), "BadRollout");
+    const controller = new RolloutController(stack, "C", { cloudWatchMetrics: false });
+    let error: unknown;
+    try {
+      controller.addRollout("bad id", {
+        spec: { files: ["/nonexistent/rollout.yaml"] },
+        target: {
+          type: "alb-ecs",
+          listenerArn: "not-an-arn",
+          targetGroupA: EXAMPLE_CONTEXT.targetGroupA,
+          targetGroupB: EXAMPLE_CONTEXT.targetGroupA,
+          cluster: "demo",
+          serviceA: "a",
+          serviceB: "b",
+          containerName: "app",
+        },
+        trigger: { repository: ecr.Repository.fromRepositoryName(stack, "R", "r"), tagPattern: "v 1/*" },
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(PropsError);
+    const text = (error as PropsError).problems.join("\n");
+    expect(text).toContain("spec.files: cannot read /nonexistent/rollout.yaml");
+    expect(text).toContain("target.listenerArn");
+    expect(text).toContain("trigger.tagPattern");
+    expect(text).toContain('id: "bad id"');
+    expect((error as PropsError).problems.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it("refuses a CloudWatch analysis when cloudWatchMetrics is false, and a duplicate rollout name", () => {
+    const stack = new Stack(testApp(), "NoCloudWatch");
+    const controller = new RolloutController(stack, "C", { cloudWatchMetrics: false });
+    const target = {
+      type: "lambda-alias" as const,
+      functionName: "api",
+      alias: "live",
+    };
+    const repository = ecr.Repository.fromRepositoryName(stack, "R", "r");
+    controller.addRollout("One", { spec: { files: EXAMPLE_FILES }, target, trigger: { repository } });
+    expect(() =>
+      controller.addRollout("Two", { spec: { files: EXAMPLE_FILES }, target, trigger: { repository } }),
+    ).toThrow(/a rollout named "demo" was already added/);
+    expect(() =>
+      controller.addRollout("Three", {
+        spec: { files: aliasRolloutFiles() },
+        target,
+        trigger: { repository },
+      }),
+    ).toThrow(/uses the cloudWatch provider but the controller has cloudWatchMetrics: false/);
+  });
+
+  it("refuses to synthesize more routes than the trigger's 4 KB environment can hold", async () => {
+    const stack = new Stack(testApp(), "Many");
+    const controller = new RolloutController(stack, "C");
+    const { spec } = await loadRollout(EXAMPLE_FILES);
+    const repository = ecr.Repository.fromRepositoryName(stack, "R", "r");
+    const target = { type: "lambda-alias" as const, functionName: "api", alias: "live" };
+    const add = (i: number) =>
+      controller.addRollout(`Service${i}`, {
+        spec: { ...spec, name: `service-${i}` },
+        target,
+        trigger: { repository },
+      });
+    for (let i = 0; i < 5; i++) add(i);
+    expect(controller.node.validate()).toEqual([]);
+    for (let i = 5; i < 25; i++) add(i);
+    expect(controller.node.validate().join("\n")).toMatch(
+      /25 rollouts make the trigger's ROLLOUTS_ROUTES about \d+ bytes/,
+    );
+  });
+
+  it("refuses the local proxy, which only the embedded runtime drives", () => {
+    const stack = new Stack(testApp(), "Local");
+    const controller = new RolloutController(stack, "C");
+    expect(() =>
+      controller.addRollout("Local", {
+        spec: { files: EXAMPLE_FILES },
+        target: { type: "local-proxy", adminUrl: "http://127.0.0.1:8080" } as never,
+        trigger: { repository: ecr.Repository.fromRepositoryName(stack, "R", "r") },
+      }),
+    ).toThrow(/local-proxy/);
+  });
+});
