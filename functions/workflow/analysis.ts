@@ -6,6 +6,7 @@ import { type AnalysisRun, AnalysisRunSchema, isCompleted } from "../analysis/ty
 import { METRICS } from "../config.ts";
 import { ConcurrentUpdateError } from "../store/errors.ts";
 import type { StoredRun } from "../store/port.ts";
+import { isRunning } from "../store/schema.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { drivingItem, executionName, publish, recordStep, withEvent } from "./item.ts";
 import type { StartAnalysisPayload, WorkflowContext } from "./payloads.ts";
@@ -183,7 +184,10 @@ async function advance(
   const item = await deps.store.get(context.rollout);
   const now = new Date(deps.clock.now());
   // The execution moved on (aborted, superseded, promoted): close the run, take nothing more.
-  const orphaned = !item || item.executionArn !== context.executionArn || item.abortRequested;
+  // An abort that already ran leaves abortRequested false and the same execution, but the rollout
+  // is Degraded then: without the phase check the run kept measuring and answering after it.
+  const orphaned =
+    !item || item.executionArn !== context.executionArn || item.abortRequested || !isRunning(item);
   const before = stored.run;
   const after = orphaned ? terminate(before, now) : await tick(before, now, deps.providers);
   const next: StoredAnalysis = { ...stored, run: after, tick: stored.tick + 1 };
