@@ -2,10 +2,17 @@ import { Command, CommanderError } from "commander";
 import { registerAnalyze } from "./commands/analyze.ts";
 import { registerCompile } from "./commands/compile.ts";
 import { registerJudge } from "./commands/judge.ts";
+import { registerOperate } from "./commands/operate.ts";
 import { registerPlan } from "./commands/plan.ts";
 import { Exit, type Io, processIo, type RegisterCommand, UsageError } from "./io.ts";
 
-const commands: RegisterCommand[] = [registerPlan, registerCompile, registerJudge, registerAnalyze];
+const commands: RegisterCommand[] = [
+  registerPlan,
+  registerCompile,
+  registerJudge,
+  registerAnalyze,
+  registerOperate,
+];
 
 /** Runs the `rollouts` command line and resolves to the process exit code. */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {

@@ -1,0 +1,334 @@
+import { TaskTokenError } from "../../functions/abort/task-tokens.ts";
+import {
+  ConcurrentUpdateError,
+  StoredItemInvalidError,
+  StoreUnavailableError,
+} from "../../functions/store/errors.ts";
+import type { RolloutItem } from "../../functions/store/schema.ts";
+import { ExecutionStartError } from "../../functions/trigger/executions.ts";
+import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
+import {
+  abortRollout,
+  type OperateDeps,
+  type OperateOutcome,
+  promoteRollout,
+  retryRollout,
+  STATUS_EXIT,
+  undoRollout,
+} from "../../functions/workflow/operate.ts";
+import { type AwsOptions, operateContext } from "../aws.ts";
+import { type Io, processIo } from "../io.ts";
+import {
+  type RolloutView,
+  renderList,
+  renderRollout,
+  runsOfCurrentExecution,
+  StoredMeasurementValueSchema,
+  statusLine,
+} from "../render.ts";
+
+/**
+ * The operating commands' actions, apart from their registration (`operate.ts`) so that the AWS
+ * SDK is loaded only when one of them runs, not for `rollouts plan`.
+ *
+ * Exit codes, chosen so that `status`'s phase codes (0, 1, 3, 4) never collide with a failure:
+ * 0 done, 1 refused (nothing to promote, not running, wait already over, a concurrent change),
+ * 2 input it cannot use (unknown rollout, no table name, no such table), 5 AWS could not be
+ * reached or answered with an error (credentials, region, throttling, permissions).
+ */
+export const OPERATE_EXIT = { ok: 0, refused: 1, badInput: 2, unavailable: 5 } as const;
+
+/** The rollout is not in the table: exit 2, a name or table typo rather than a state. */
+export class RolloutMissingError extends Error {
+  override readonly name = "RolloutMissingError";
+}
+
+export interface CommonOptions {
+  table?: string;
+}
+
+/** How a watch waits and when it gives up; tests inject all of it, the CLI uses real time. */
+export interface PollOptions {
+  intervalMs: number;
+  /** Stop after this many loads (tests). */
+  maxFrames?: number;
+  /** Epoch ms after which the watch stops (`status --timeout`). */
+  deadline?: number;
+  now?: () => number;
+  /** Ctrl-C: the watch stops at once. */
+  signal?: AbortSignal;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+export type PollEnd = "done" | "frames" | "timeout" | "interrupted";
+
+/** Waits `ms`, or less when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, Math.max(0, ms));
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done);
+  });
+}
+
+/**
+ * Loads, draws when the frame changed, and stops when `done` says so, the frames or time run
+ * out, or the signal fires. Drawing only on change keeps a log of `--watch` readable and makes
+ * the redraw cheap; the loads still happen every interval.
+ */
+export async function poll<T>(
+  load: () => Promise<T>,
+  frame: (value: T) => string,
+  show: (text: string, value: T, index: number) => void,
+  done: (value: T) => boolean,
+  options: PollOptions,
+): Promise<{ last: T; end: PollEnd }> {
+  const now = options.now ?? Date.now;
+  const wait = options.sleep ?? sleep;
+  let previous: string | undefined;
+  let shown = 0;
+  for (let frames = 1; ; frames++) {
+    const value = await load();
+    const text = frame(value);
+    if (text !== previous) show(text, value, shown++);
+    previous = text;
+    if (done(value)) return { last: value, end: "done" };
+    if (options.signal?.aborted) return { last: value, end: "interrupted" };
+    if (options.maxFrames !== undefined && frames >= options.maxFrames) return { last: value, end: "frames" };
+    let ms = options.intervalMs;
+    if (options.deadline !== undefined) {
+      const left = options.deadline - now();
+      if (left <= 0) return { last: value, end: "timeout" };
+      ms = Math.min(ms, left);
+    }
+    await wait(ms, options.signal);
+    if (options.signal?.aborted) return { last: value, end: "interrupted" };
+  }
+}
+
+/** The rollout has finished moving (until the next push). */
+export const isSettled = (item: Pick<RolloutItem, "phase">): boolean =>
+  item.phase === "Healthy" || item.phase === "Degraded";
+
+/** Ctrl-C ends a watch cleanly; tests pass their own controller. */
+export type Interrupt = (controller: AbortController) => () => void;
+
+export const onSigint: Interrupt = (controller) => {
+  const stop = () => controller.abort();
+  process.once("SIGINT", stop);
+  return () => process.off("SIGINT", stop);
+};
+
+/** The item, its runs and the shown runs' measurements: one frame's worth of reads. */
+export async function loadView(deps: Pick<OperateDeps, "store">, name: string): Promise<RolloutView> {
+  const item = await deps.store.get(name);
+  if (!item) throw new RolloutMissingError(name);
+  const runs = await deps.store.listRuns(name, StoredAnalysisSchema);
+  const measurements: RolloutView["measurements"] = {};
+  for (const run of runsOfCurrentExecution({ item, runs })) {
+    measurements[run.runId] = await deps.store.listMeasurements(
+      name,
+      run.runId,
+      StoredMeasurementValueSchema,
+    );
+  }
+  return { item, runs, measurements };
+}
+
+async function requireItem(deps: OperateDeps, name: string): Promise<RolloutItem> {
+  const item = await deps.store.get(name);
+  if (!item) throw new RolloutMissingError(name);
+  return item;
+}
+
+/**
+ * Runs a command body with the AWS context and turns the expected failures into a message and an
+ * exit code (a person at a terminal wants the why, not a stack). Anything else is a bug: rethrown.
+ */
+async function withAws(
+  io: Io,
+  options: CommonOptions & Pick<AwsOptions, "env">,
+  body: (deps: OperateDeps) => Promise<number>,
+): Promise<number> {
+  const context = operateContext({ table: options.table, ...(options.env ? { env: options.env } : {}) });
+  try {
+    return await body(context.deps);
+  } catch (error) {
+    return reportFailure(io, context.tableName, error);
+  } finally {
+    context.close();
+  }
+}
+
+function reportFailure(io: Io, table: string, error: unknown): number {
+  if (error instanceof RolloutMissingError) {
+    io.err(
+      `rollouts: rollout "${error.message}" not found in table "${table}" (rollouts list shows the rollouts it holds)`,
+    );
+    return OPERATE_EXIT.badInput;
+  }
+  if (error instanceof ConcurrentUpdateError) {
+    io.err(
+      "rollouts: the rollout changed while this command ran (another writer updated it): nothing was done; " +
+        "check it with rollouts get and try again",
+    );
+    return OPERATE_EXIT.refused;
+  }
+  if (error instanceof StoreUnavailableError) {
+    const cause = (error as Error & { cause?: unknown }).cause;
+    if ((cause as Error | undefined)?.name === "ResourceNotFoundException") {
+      io.err(
+        `rollouts: table "${table}" does not exist in this account and region (set --table or ROLLOUTS_TABLE, and AWS_REGION): ${error.message}`,
+      );
+      return OPERATE_EXIT.badInput;
+    }
+  }
+  if (
+    error instanceof StoreUnavailableError ||
+    error instanceof TaskTokenError ||
+    error instanceof ExecutionStartError ||
+    error instanceof StoredItemInvalidError
+  ) {
+    io.err(`rollouts: ${error.message}`);
+    return OPERATE_EXIT.unavailable;
+  }
+  throw error;
+}
+
+function report(io: Io, outcome: OperateOutcome): number {
+  if (outcome.ok) {
+    io.out(outcome.message);
+    return OPERATE_EXIT.ok;
+  }
+  io.err(`rollouts: ${outcome.message}`);
+  return OPERATE_EXIT.refused;
+}
+
+/** Clears the terminal between frames only when a person watches a terminal. */
+function frameWriter(io: Io): (text: string, index: number) => void {
+  const tty = io === processIo && process.stdout.isTTY === true;
+  return (text, index) => {
+    if (tty) io.out(`\x1b[H\x1b[2J${text}`);
+    else io.out(index === 0 ? text : `\n${text}`);
+  };
+}
+
+export interface WatchCommandOptions extends CommonOptions {
+  watch?: boolean;
+  json?: boolean;
+  intervalMs: number;
+  timeoutMs?: number;
+  env?: AwsOptions["env"];
+  interrupt?: Interrupt;
+}
+
+/** `rollouts list`. */
+export function listAction(io: Io, options: CommonOptions & { json?: boolean; env?: AwsOptions["env"] }) {
+  return withAws(io, options, async (deps) => {
+    const items = await deps.store.list();
+    io.out(options.json ? JSON.stringify(items, null, 2) : renderList(items));
+    return OPERATE_EXIT.ok;
+  });
+}
+
+/** `rollouts get NAME [--watch] [--json]`. */
+export function getAction(io: Io, name: string, options: WatchCommandOptions) {
+  return withAws(io, options, async (deps) => {
+    const draw = (view: RolloutView) =>
+      options.json ? JSON.stringify(view, null, options.watch ? undefined : 2) : renderRollout(view);
+    if (!options.watch) {
+      io.out(draw(await loadView(deps, name)));
+      return OPERATE_EXIT.ok;
+    }
+    const controller = new AbortController();
+    const release = (options.interrupt ?? onSigint)(controller);
+    const write = options.json ? (text: string) => io.out(text) : frameWriter(io);
+    try {
+      await poll(
+        () => loadView(deps, name),
+        draw,
+        (text, _view, index) => write(text, index),
+        (view) => isSettled(view.item),
+        { intervalMs: options.intervalMs, signal: controller.signal },
+      );
+    } finally {
+      release();
+    }
+    return OPERATE_EXIT.ok;
+  });
+}
+
+/** `rollouts status NAME [--watch] [--timeout DURATION]`: the phase as the exit code. */
+export function statusAction(io: Io, name: string, options: WatchCommandOptions) {
+  return withAws(io, options, async (deps) => {
+    const watching = options.watch === true || options.timeoutMs !== undefined;
+    const controller = new AbortController();
+    const release = watching ? (options.interrupt ?? onSigint)(controller) : () => {};
+    try {
+      const { last, end } = await poll(
+        () => requireItem(deps, name),
+        (item) => statusLine(item),
+        (text) => io.out(text),
+        (item) => !watching || isSettled(item),
+        {
+          intervalMs: options.intervalMs,
+          signal: controller.signal,
+          ...(options.timeoutMs === undefined ? {} : { deadline: Date.now() + options.timeoutMs }),
+        },
+      );
+      if (end === "timeout") {
+        io.err(
+          `rollouts: timed out waiting for rollout "${name}" to become Healthy or Degraded: it is ${last.phase}`,
+        );
+      }
+      return STATUS_EXIT[last.phase];
+    } finally {
+      release();
+    }
+  });
+}
+
+/** `rollouts promote NAME [--full]`. */
+export function promoteAction(
+  io: Io,
+  name: string,
+  options: CommonOptions & { full?: boolean; env?: AwsOptions["env"] },
+) {
+  return withAws(io, options, async (deps) => {
+    await requireItem(deps, name);
+    return report(io, await promoteRollout(deps, name, options.full === true));
+  });
+}
+
+/** `rollouts abort NAME [--reason TEXT]`. */
+export function abortAction(
+  io: Io,
+  name: string,
+  options: CommonOptions & { reason?: string; env?: AwsOptions["env"] },
+) {
+  return withAws(io, options, async (deps) => {
+    await requireItem(deps, name);
+    return report(io, await abortRollout(deps, name, options.reason));
+  });
+}
+
+/** `rollouts retry NAME`. */
+export function retryAction(io: Io, name: string, options: CommonOptions & { env?: AwsOptions["env"] }) {
+  return withAws(io, options, async (deps) => {
+    await requireItem(deps, name);
+    return report(io, await retryRollout(deps, name));
+  });
+}
+
+/** `rollouts undo NAME`. */
+export function undoAction(io: Io, name: string, options: CommonOptions & { env?: AwsOptions["env"] }) {
+  return withAws(io, options, async (deps) => {
+    await requireItem(deps, name);
+    return report(io, await undoRollout(deps, name));
+  });
+}

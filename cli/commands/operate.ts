@@ -1,0 +1,119 @@
+import type { Command } from "commander";
+import { parseDuration } from "../../statemachine/duration.ts";
+import { type RegisterCommand, UsageError } from "../io.ts";
+
+/**
+ * The operating commands (`list`, `get`, `status`, `promote`, `abort`, `retry`, `undo`), as the
+ * on-call engineer uses them with `kubectl argo rollouts`. Registration only: the actions (and
+ * the AWS SDK they load) are imported when one of them runs, so `rollouts plan` stays fast.
+ */
+export const registerOperate: RegisterCommand = (program: Command, io, done) => {
+  const actions = () => import("./operate-actions.ts");
+  const table = "DynamoDB table of the rollouts (default: $ROLLOUTS_TABLE)";
+
+  program
+    .command("list")
+    .description("list the rollouts in the table with their phase, step, weight and revisions")
+    .option("--table <name>", table)
+    .option("--json", "print the rollout items as JSON")
+    .action(async (opts: { table?: string; json?: boolean }) => {
+      done(await (await actions()).listAction(io, opts));
+    });
+
+  program
+    .command("get")
+    .description(
+      "show a rollout: status, steps with the current one marked, weight, images, analysis runs and their last measurements, events",
+    )
+    .argument("<name>", "rollout name")
+    .option("--table <name>", table)
+    .option("-w, --watch", "redraw on every change until the rollout is Healthy or Degraded (or Ctrl-C)")
+    .option("--interval <seconds>", "seconds between reads when watching", "1")
+    .option("--json", "print the item, its runs and measurements as JSON (one line per change with --watch)")
+    .action(
+      async (name: string, opts: { table?: string; watch?: boolean; interval: string; json?: boolean }) => {
+        const { getAction } = await actions();
+        done(await getAction(io, name, { ...opts, intervalMs: intervalMs(opts.interval) }));
+      },
+    );
+
+  program
+    .command("status")
+    .description(
+      "print the phase and message; exit 0 Healthy, 1 Degraded, 3 Paused, 4 Progressing (2 unknown rollout, 5 AWS error)",
+    )
+    .argument("<name>", "rollout name")
+    .option("--table <name>", table)
+    .option("-w, --watch", "wait until the rollout is Healthy or Degraded, printing each change")
+    .option(
+      "-t, --timeout <duration>",
+      "with --watch, give up after this long (30s, 5m, 1h); implies --watch",
+    )
+    .option("--interval <seconds>", "seconds between reads when watching", "1")
+    .action(
+      async (name: string, opts: { table?: string; watch?: boolean; timeout?: string; interval: string }) => {
+        const { statusAction } = await actions();
+        done(
+          await statusAction(io, name, {
+            ...opts,
+            intervalMs: intervalMs(opts.interval),
+            ...(opts.timeout === undefined ? {} : { timeoutMs: timeoutMs(opts.timeout) }),
+          }),
+        );
+      },
+    );
+
+  program
+    .command("promote")
+    .description(
+      "end the current pause, approval or weight-drift hold (--full: skip every remaining step, an analysis included)",
+    )
+    .argument("<name>", "rollout name")
+    .option("--table <name>", table)
+    .option("--full", "skip the remaining steps and promote the candidate now")
+    .action(async (name: string, opts: { table?: string; full?: boolean }) => {
+      done(await (await actions()).promoteAction(io, name, opts));
+    });
+
+  program
+    .command("abort")
+    .description("abort a running rollout: traffic back to the stable revision, status Degraded")
+    .argument("<name>", "rollout name")
+    .option("--table <name>", table)
+    .option("--reason <text>", "why, kept in the status message and the events")
+    .action(async (name: string, opts: { table?: string; reason?: string }) => {
+      done(await (await actions()).abortAction(io, name, opts));
+    });
+
+  program
+    .command("retry")
+    .description("run the steps of an aborted (Degraded) rollout's revision again")
+    .argument("<name>", "rollout name")
+    .option("--table <name>", table)
+    .action(async (name: string, opts: { table?: string }) => {
+      done(await (await actions()).retryAction(io, name, opts));
+    });
+
+  program
+    .command("undo")
+    .description("roll back to the revision that was stable before the current one, through the steps")
+    .argument("<name>", "rollout name")
+    .option("--table <name>", table)
+    .action(async (name: string, opts: { table?: string }) => {
+      done(await (await actions()).undoAction(io, name, opts));
+    });
+};
+
+function intervalMs(text: string): number {
+  const seconds = Number(text);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new UsageError(`--interval must be a number of seconds > 0, got "${text}"`);
+  }
+  return seconds * 1000;
+}
+
+function timeoutMs(text: string): number {
+  const parsed = parseDuration(text);
+  if ("error" in parsed) throw new UsageError(`--timeout: ${parsed.error}`);
+  return parsed.seconds * 1000;
+}
