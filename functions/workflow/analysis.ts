@@ -232,7 +232,12 @@ async function advance(
 }
 
 /** Schedules the run's next due tick; the key is the due time, so scheduling it again is a no-op. */
-async function scheduleNext(deps: WorkflowDeps, stored: StoredAnalysis, runId: string, now: Date): Promise<void> {
+async function scheduleNext(
+  deps: WorkflowDeps,
+  stored: StoredAnalysis,
+  runId: string,
+  now: Date,
+): Promise<void> {
   const at = nextTickAt(stored.run);
   if (!at) return;
   await deps.timer.schedule({
