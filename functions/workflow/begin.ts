@@ -54,6 +54,9 @@ export function artifactFor(settings: unknown, revision: Revision): CandidateArt
 export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<BeginResult> {
   const { input, executionId } = payload;
   const name = input.rollout;
+  // A target that cannot run this image fails here, before the rollout is recorded as Progressing:
+  // Begin's Catch ends the execution without Abort, so a later failure would leave it stuck.
+  artifactFor(payload.target, { revision: 1, ...input.revision });
   let revision: Revision | undefined;
   let firstRevision = false;
   let previousWeight = 0;

@@ -534,3 +534,25 @@ describe("background analysis", () => {
     expect(w.provider.calls.length).toBe(calls);
   });
 });
+
+describe("Begin", () => {
+  it("a local-proxy target with no upstream for the image fails before the rollout is recorded", async () => {
+    const w = await withStable();
+    const before = await item(w);
+    const payload = await acceptPush(w, { digest: digest(2), tag: "v2", generation: 2 });
+    const afterTrigger = await item(w);
+    await expect(
+      begin(w.deps, {
+        ...payload,
+        target: {
+          type: "local-proxy",
+          adminUrl: "http://127.0.0.1:1",
+          upstreams: { v1: "http://127.0.0.1:2" },
+        },
+      }),
+    ).rejects.toThrow(/no upstream for image tag "v2"/);
+    expect(await item(w)).toEqual(afterTrigger);
+    expect(afterTrigger.phase).toBe(before.phase);
+    expect(w.router.calls).toEqual([]);
+  });
+});
