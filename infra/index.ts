@@ -4,6 +4,7 @@ export { FUNCTION_NEEDS, type Need } from "./functions.ts";
 export type {
   AlbEcsTarget,
   LambdaAliasTarget,
+  LocalProxyTarget,
   PrometheusProps,
   PrometheusUrlProps,
   PrometheusWorkspaceProps,
@@ -13,5 +14,6 @@ export type {
   RolloutTarget,
   RolloutTrigger,
 } from "./props.ts";
+export { EMBEDDED_CONTEXT } from "./props.ts";
 export { type Rollout, RolloutController, type RolloutFunctions } from "./rollout-controller.ts";
 export { PropsError } from "./validate.ts";

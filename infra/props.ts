@@ -97,10 +97,19 @@ export type AlbEcsTarget = Extract<TargetSettingsInput, { type: "alb-ecs" }> & {
 export type LambdaAliasTarget = Extract<TargetSettingsInput, { type: "lambda-alias" }>;
 
 /**
+ * The local proxy of the embedded runtime (`local/proxy`): accepted only when the app runs in the
+ * embedded runtime (context `sfn-rollouts:embedded` = true), where the functions can reach it.
+ */
+export type LocalProxyTarget = Extract<TargetSettingsInput, { type: "local-proxy" }>;
+
+/** The context key the embedded runtime sets when it synthesizes an app to run it locally. */
+export const EMBEDDED_CONTEXT = "sfn-rollouts:embedded";
+
+/**
  * The traffic target of one rollout, discriminated by `type`. It is embedded in the compiled
  * workflow (steps carry their own parameters) and decides the IAM the target-moving functions get.
  */
-export type RolloutTarget = AlbEcsTarget | LambdaAliasTarget;
+export type RolloutTarget = AlbEcsTarget | LambdaAliasTarget | LocalProxyTarget;
 
 /** What starts a rollout: a successful push to an ECR repository. */
 export interface RolloutTrigger {

@@ -28,7 +28,7 @@ import {
   PROJECT_ROOT,
 } from "./functions.ts";
 import { acknowledge, acknowledgeWildcards } from "./nag.ts";
-import type { RolloutControllerProps, RolloutOptions } from "./props.ts";
+import { EMBEDDED_CONTEXT, type RolloutControllerProps, type RolloutOptions } from "./props.ts";
 import { imageTagFilter } from "./tag-pattern.ts";
 import { targetGrants } from "./target-grants.ts";
 import {
@@ -267,7 +267,7 @@ export class RolloutController extends Construct {
    */
   addRollout(id: string, options: RolloutOptions): Rollout {
     const { spec, problems } = resolveSpec(options.spec);
-    const target = resolveTarget(options.target);
+    const target = resolveTarget(options.target, this.node.tryGetContext(EMBEDDED_CONTEXT) === true);
     problems.push(...target.problems, ...triggerProblems(options));
     if (!/^[A-Za-z][A-Za-z0-9]*$/.test(id))
       problems.push(`id: "${id}" must be letters and digits (a construct id)`);
@@ -341,15 +341,17 @@ export class RolloutController extends Construct {
 
     // The target's IAM, in its own policy so its acknowledgements say exactly what they cover.
     const grants = targetGrants(scope, options.target, repository);
-    const targetPolicy = new iam.Policy(scope, "TargetPolicy", {
-      statements: grants.statements,
-      roles: (Object.keys(FUNCTION_NEEDS) as HandlerName[])
-        .filter((n) => FUNCTION_NEEDS[n].includes("target"))
-        .map((n) => this.#roles[n]),
-    });
-    for (const w of grants.wildcards) acknowledgeWildcards(targetPolicy, [w.resource], w.reason);
-    // The workflow moves traffic from its first state: the target's policy must exist before it.
-    stateMachine.node.addDependency(targetPolicy);
+    if (grants.statements.length > 0) {
+      const targetPolicy = new iam.Policy(scope, "TargetPolicy", {
+        statements: grants.statements,
+        roles: (Object.keys(FUNCTION_NEEDS) as HandlerName[])
+          .filter((n) => FUNCTION_NEEDS[n].includes("target"))
+          .map((n) => this.#roles[n]),
+      });
+      for (const w of grants.wildcards) acknowledgeWildcards(targetPolicy, [w.resource], w.reason);
+      // The workflow moves traffic from its first state: the target's policy must exist before it.
+      stateMachine.node.addDependency(targetPolicy);
+    }
     if (options.target.type === "alb-ecs" && (options.target.passRoles ?? []).length === 0) {
       Annotations.of(scope).addWarningV2(
         "sfn-rollouts:passRoles",

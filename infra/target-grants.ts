@@ -21,9 +21,15 @@ export function targetGrants(
   target: RolloutTarget,
   repository: ecr.IRepository,
 ): TargetGrants {
-  return target.type === "alb-ecs"
-    ? albEcsGrants(scope, target)
-    : lambdaAliasGrants(scope, target, repository);
+  switch (target.type) {
+    case "alb-ecs":
+      return albEcsGrants(scope, target);
+    case "lambda-alias":
+      return lambdaAliasGrants(scope, target, repository);
+    case "local-proxy":
+      // The embedded runtime's proxy is reached over HTTP on the same machine: no AWS permission.
+      return { statements: [], wildcards: [] };
+  }
 }
 
 function albEcsGrants(scope: Construct, target: AlbEcsTarget): TargetGrants {

@@ -125,14 +125,17 @@ export function resolveSpec(source: RolloutSpecSource): { spec?: RolloutSpec; pr
  * `passRoles`), and the problems the target's own zod schema finds. Tokens (ARNs of other
  * constructs) cannot be checked now: they are replaced by well-formed stand-ins for validation.
  */
-export function resolveTarget(target: RolloutTarget): {
+export function resolveTarget(
+  target: RolloutTarget,
+  embedded = false,
+): {
   settings: Record<string, unknown>;
   problems: string[];
 } {
   if (target === null || typeof target !== "object") return { settings: {}, problems: ["target: required"] };
   const { passRoles: _roles, ...settings } = target as RolloutTarget & { passRoles?: unknown };
   const problems: string[] = [];
-  if ((settings as { type?: unknown }).type === "local-proxy") {
+  if ((settings as { type?: unknown }).type === "local-proxy" && !embedded) {
     problems.push(
       'target.type: "local-proxy" runs only in the embedded runtime; use "alb-ecs" or "lambda-alias"',
     );

@@ -39,9 +39,16 @@ export interface AnalysisRef {
   measurementRetention: Array<{ metricName: string; limit: number }>;
 }
 
+/**
+ * Values known only when an analysis starts: the candidate's and the stable version's labels (the
+ * pushed image tag, or its digest). Argo's `valueFrom.podTemplateHashValue: Latest | Stable`
+ * resolve to these, which is what an AWS metric selects a version by; specs may also write them.
+ */
+export const RUNTIME_PLACEHOLDERS = { latest: "{{rollout.latest}}", stable: "{{rollout.stable}}" } as const;
+
 /** Values an argument's `valueFrom` can take at parse time. */
 export interface ArgContext {
-  /** The candidate's revision: `podTemplateHashValue: Latest`. */
+  /** The spec's revision (a hash of the pod template). */
   revision?: string;
   /** The Rollout object, for `fieldRef` (`metadata.name`, `metadata.labels['app']`). */
   object?: unknown;
@@ -174,16 +181,8 @@ function resolveArgValue(arg: ArgoArgument, context: ArgContext): { value: strin
   if (arg.value !== undefined) return { value: arg.value };
   const from = arg.valueFrom;
   if (!from) return { error: `args.${arg.name} was not resolved: give it a value in the step's args` };
-  if (from.podTemplateHashValue === "Latest") {
-    return context.revision
-      ? { value: context.revision }
-      : { error: `args.${arg.name}: no revision to resolve Latest` };
-  }
-  if (from.podTemplateHashValue === "Stable") {
-    return {
-      error: `args.${arg.name}: podTemplateHashValue Stable is not known when the workflow is compiled; pass the stable version's label as a value`,
-    };
-  }
+  if (from.podTemplateHashValue === "Latest") return { value: RUNTIME_PLACEHOLDERS.latest };
+  if (from.podTemplateHashValue === "Stable") return { value: RUNTIME_PLACEHOLDERS.stable };
   if (from.fieldRef) {
     const value = fieldRef(context.object, from.fieldRef.fieldPath);
     return value === undefined

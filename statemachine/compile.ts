@@ -41,7 +41,10 @@ export const TIMER_SLACK_SECONDS = 900;
 export interface CompileOptions {
   /** The traffic target's settings, embedded in every Task that moves traffic. */
   target?: Record<string, unknown>;
-  /** Targets with pods or tasks (ECS, Kubernetes) poll readiness after the candidate starts and each weight. */
+  /**
+   * Targets with pods or tasks (ECS, Kubernetes) poll readiness after each weight change as well
+   * (every target polls it once after Begin deploys the candidate).
+   */
   readinessChecks?: boolean;
 }
 
@@ -237,9 +240,9 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
   // Begin has no context yet: an error there can only fail the execution after Abort records it.
   const firstStep =
     spec.backgroundAnalysis?.startingStep === spec.steps.length ? "BackgroundAnalysisAtEnd" : stepStart(0);
-  const afterBegin = options.readinessChecks
-    ? readiness("Candidate", "FirstRevision?", null)
-    : "FirstRevision?";
+  // Every target deploys the candidate asynchronously (ECS tasks, a Lambda version, an upstream
+  // that must answer): Begin starts it, this loop waits until it is ready or its deadline passes.
+  const afterBegin = readiness("Candidate", "FirstRevision?", null);
   states.Begin.Next = afterBegin;
   states["FirstRevision?"] = {
     Type: "Choice",

@@ -1,5 +1,6 @@
 /** The spec language: parse Argo Rollouts objects or the native spec, plan, and compile to ASL. */
 export type { AnalysisRef, LoadedTemplate, Origin } from "./analysis-resolve.ts";
+export { RUNTIME_PLACEHOLDERS } from "./analysis-resolve.ts";
 export {
   analysisUpperBoundSeconds,
   type CompileOptions,

@@ -11,6 +11,7 @@ import type { WorkflowDeps } from "./deps.ts";
 import { drivingItem, executionName, publish, recordStep, withEvent } from "./item.ts";
 import type { StartAnalysisPayload, WorkflowContext } from "./payloads.ts";
 import { WorkflowContextSchema } from "./payloads.ts";
+import { resolveRuntimeArgs, versionLabel } from "./runtime-args.ts";
 
 /** Measurements are kept a week after they are taken (DynamoDB TTL). */
 export const MEASUREMENT_TTL_SECONDS = 7 * 24 * 3600;
@@ -65,7 +66,11 @@ export async function startAnalysis(
   const runId = runIdFor(context, stepIndex, background);
   // Refuse before creating anything: an aborted or superseded execution must not leave a run
   // behind that stays Pending forever.
-  await drivingItem(deps, context);
+  const driving = await drivingItem(deps, context);
+  analysis = resolveRuntimeArgs(analysis, {
+    latest: versionLabel(context),
+    stable: versionLabel(driving.stableRevision),
+  });
   const now = deps.clock.now();
   const templates = analysis.templates.map((t) => t.name);
   const stored: StoredAnalysis = {

@@ -500,13 +500,15 @@ describe("a Lambda alias target, an AMP workspace, CloudWatch metrics and a cust
     template = Template.fromStack(stack);
   });
 
-  it("compiles without readiness checks and filters tags with a wildcard", () => {
+  it("polls readiness only for the candidate (no pods), and filters tags with a wildcard", () => {
     const { props } = rolloutStateMachine(template);
     const definition = JSON.parse(flat(props.DefinitionString)) as { States: Record<string, Json> };
     expect(Object.keys(definition.States)).toEqual(
       expect.arrayContaining(["Step01-SetWeight-10", "Step02-Analysis", "Step03-SetWeight-50"]),
     );
-    expect(Object.keys(definition.States).some((s) => s.endsWith("-CheckReady"))).toBe(false);
+    expect(Object.keys(definition.States).filter((s) => s.endsWith("-CheckReady"))).toEqual([
+      "Candidate-CheckReady",
+    ]);
     template.hasResourceProperties("AWS::Events::Rule", {
       EventPattern: { detail: { "repository-name": ["api"], "image-tag": [{ wildcard: "release-*-eu" }] } },
     });

@@ -101,7 +101,7 @@ describe("compile", () => {
   it("sends the first revision straight to Promote", async () => {
     const d = compile(await seed());
     expect(d.StartAt).toBe("Begin");
-    expect(states(d).Begin?.Next).toBe("FirstRevision?");
+    expect(states(d).Begin?.Next).toBe("Candidate-CheckReady");
     expect(states(d)["FirstRevision?"]).toMatchObject({
       Type: "Choice",
       Choices: [{ Variable: "$.begin.firstRevision", BooleanEquals: true, Next: "Promote" }],
@@ -156,9 +156,15 @@ describe("compile", () => {
     expect([...used].sort()).toEqual(Object.values(FUNCTION_PLACEHOLDERS).sort());
   });
 
-  it("polls readiness only for targets with pods", async () => {
+  it("waits for the candidate on every target, and after each weight only for targets with pods", async () => {
     const spec = await seed();
-    expect(Object.keys(compile(spec).States).some((n) => n.includes("CheckReady"))).toBe(false);
+    const plain = states(compile(spec));
+    expect(plain.Begin?.Next).toBe("Candidate-CheckReady");
+    expect(plain["Candidate-Ready?"]).toMatchObject({
+      Choices: [{ Variable: "$.last.value.ready", BooleanEquals: true, Next: "FirstRevision?" }],
+      Default: "Candidate-WaitReady",
+    });
+    expect(Object.keys(plain).filter((n) => n.includes("CheckReady"))).toEqual(["Candidate-CheckReady"]);
     const withPods = states(compile(spec, { readinessChecks: true }));
     expect(withPods["Step01-SetWeight-25-Applied?"]?.Default).toBe("Step01-SetWeight-25-CheckReady");
     expect(withPods["Step01-SetWeight-25-WaitReady"]).toMatchObject({

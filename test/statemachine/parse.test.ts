@@ -144,7 +144,7 @@ describe("Argo Rollouts objects", () => {
     );
   });
 
-  it("resolve valueFrom podTemplateHashValue Latest and fieldRef from the Rollout", () => {
+  it("leave podTemplateHashValue Latest for the analysis to resolve, and read fieldRef from the Rollout", () => {
     const template = TEMPLATE.replace(
       "    - name: address\n      value: http://prom:9090\n",
       "    - name: address\n",
@@ -162,7 +162,10 @@ describe("Argo Rollouts objects", () => {
     ]);
     const step = spec.steps[0];
     if (step?.kind !== "analysis") throw new Error("not an analysis");
-    expect(step.analysis.args).toEqual({ version: spec.revision, address: "payments" });
+    expect(step.analysis.args).toEqual({ version: "{{rollout.latest}}", address: "payments" });
+    expect(step.analysis.templates[0]?.metrics[0]?.provider.prometheus?.query).toBe(
+      'sum(rate(x{version="{{rollout.latest}}"}[20s]))',
+    );
   });
 
   it("apply dryRun and measurementRetention by metric name pattern, and start background analysis at its step", () => {

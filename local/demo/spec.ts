@@ -1,0 +1,76 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/**
+ * Where the demo's analysis reads a version's success rate: a Prometheus scraping the proxy
+ * (seed 000's PromQL), or the proxy's own samples through the web provider when no Prometheus
+ * binary is installed. Either way the metric is `success-rate` with `result[0] >= 0.95`, so the
+ * verdicts and Argo's messages are the same.
+ */
+export type DemoMetrics = { kind: "prometheus"; url: string } | { kind: "proxy"; url: string };
+
+/**
+ * The seed 000 rollout (4 replicas; 25%, analysis, 50%, a 2 s pause, analysis) and its
+ * `success-rate` template, written to a temporary directory for `addRollout`. The version under
+ * analysis is Argo's `valueFrom: {podTemplateHashValue: Latest}`: the pushed image's tag.
+ */
+export function writeDemoSpec(
+  metrics: DemoMetrics,
+  options: { name?: string; pause?: string } = {},
+): string[] {
+  const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-demo-"));
+  const rollout = `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: ${options.name ?? "demo"}
+spec:
+  replicas: 4
+  template:
+    spec:
+      containers: [{name: app, image: demo}]
+  strategy:
+    canary:
+      steps:
+        - setWeight: 25
+        - analysis:
+            templates: [{templateName: success-rate}]
+            args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
+        - setWeight: 50
+        - pause: ${options.pause ?? "{duration: 2s}"}
+        - analysis:
+            templates: [{templateName: success-rate}]
+            args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
+`;
+  const provider =
+    metrics.kind === "prometheus"
+      ? `        prometheus:
+          address: ${metrics.url}
+          query: |
+            sum(rate(http_requests_total{version="{{args.version}}",code=~"2.."}[20s]))
+            / sum(rate(http_requests_total{version="{{args.version}}"}[20s]))`
+      : `        web:
+          url: "${metrics.url}/admin/stats?version={{args.version}}&window=20"
+          jsonPath: "{$.result}"`;
+  const template = `apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: success-rate
+spec:
+  args:
+    - name: version
+  metrics:
+    - name: success-rate
+      interval: 3s
+      count: 2
+      initialDelay: 5s
+      failureLimit: 0
+      successCondition: result[0] >= 0.95
+      provider:
+${provider}
+`;
+  const files = [join(dir, "rollout.yaml"), join(dir, "analysis.yaml")];
+  writeFileSync(files[0] as string, rollout);
+  writeFileSync(files[1] as string, template);
+  return files;
+}

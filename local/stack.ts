@@ -1,0 +1,195 @@
+import { fileURLToPath } from "node:url";
+import type { Clock } from "../functions/clock.ts";
+import { HANDLERS, type HandlerName } from "../functions/config.ts";
+import { createHandler as createAbort } from "../functions/handlers/abort.ts";
+import { createHandler as createAnalysisTick } from "../functions/handlers/analysis-tick.ts";
+import { createHandler as createAwait } from "../functions/handlers/await.ts";
+import { createHandler as createBegin } from "../functions/handlers/begin.ts";
+import { createHandler as createCheckReady } from "../functions/handlers/check-ready.ts";
+import { createHandler as createPromote } from "../functions/handlers/promote.ts";
+import { createHandler as createResume } from "../functions/handlers/resume.ts";
+import { depsFromEnv } from "../functions/handlers/root.ts";
+import { createHandler as createSetWeight } from "../functions/handlers/set-weight.ts";
+import { createHandler as createStartAnalysis } from "../functions/handlers/start-analysis.ts";
+import { createHandler as createTrigger, triggerDepsFromEnv } from "../functions/handlers/trigger.ts";
+import { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
+import type { RolloutItem } from "../functions/store/schema.ts";
+import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts";
+import type { WorkflowDeps } from "../functions/workflow/deps.ts";
+import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
+import { handlerNameFor } from "./asl/extract.ts";
+import type { LambdaHandler } from "./aws/lambda.ts";
+import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
+import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+type LocalProxyInput = Parameters<(typeof LocalProxySettingsSchema)["parse"]>[0] & { type: "local-proxy" };
+
+export interface LocalStackOptions {
+  /** Rollout files (Argo objects or a native spec), as `addRollout` takes them. */
+  specFiles: string[];
+  /** The local proxy target: its admin URL and the upstream each pushed tag runs. */
+  target: Omit<LocalProxyInput, "type">;
+  /** The ECR repository whose pushes start the rollout. */
+  repository?: string;
+  /** A `ManualClock` runs everything in virtual time; the default runs in real time. */
+  clock?: Clock;
+  /** DynamoDB engine; default dynalite. */
+  dynamo?: LocalDynamo["engine"];
+  /** Wraps each handler (tests use it to inject a failure). */
+  wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
+}
+
+/** The synthesized stack running on this machine, with what tests and the demo drive it with. */
+export interface LocalStack {
+  runtime: Runtime;
+  dynamo: LocalDynamo;
+  rollout: string;
+  stateMachineArn: string;
+  tableName: string;
+  /** Env for the CLI and SDK clients: the façade's endpoints, the table, dummy credentials. */
+  env: Record<string, string>;
+  /** Lifecycle and CloudWatch data the handlers produced. */
+  metrics: RecordingMetricsSink;
+  /** Puts an `ECR Image Action` push on the local bus, as ECR does on AWS. */
+  push(tag: string, digest: string, at?: Date): Promise<void>;
+  item(): Promise<RolloutItem | undefined>;
+  store: DynamoRolloutStore;
+  close(): Promise<void>;
+}
+
+/**
+ * Synthesizes the app (a `RolloutController` with one rollout on the local proxy) in-process,
+ * creates its table on a local DynamoDB, and runs its state machines, functions and ECR rule in
+ * the embedded runtime with the real handlers. Handlers are built by their `createHandler`
+ * factories over the same adapters as on AWS (SDK clients pointed at the runtime's façade), with
+ * the runtime's clock so a whole rollout can run in virtual time.
+ */
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  // aws-cdk-lib costs seconds to import: only the embedded stack pays for it, on first use.
+  const [{ App, Stack }, ecr, { RolloutController, EMBEDDED_CONTEXT }] = await Promise.all([
+    import("aws-cdk-lib"),
+    import("aws-cdk-lib/aws-ecr"),
+    import("../infra/index.ts"),
+  ]);
+  const repository = options.repository ?? "demo";
+  const app = new App({
+    context: {
+      "aws:cdk:bundling-stacks": [],
+      "aws:cdk:enable-path-metadata": true,
+      [EMBEDDED_CONTEXT]: true,
+    },
+    builtinCloudFormationValidation: false,
+    outdir: undefined,
+  });
+  const stack = new Stack(app, "SfnRolloutsLocal");
+  const controller = new RolloutController(stack, "Controller", {});
+  const added = controller.addRollout("Rollout", {
+    spec: { files: options.specFiles.map((f) => (f.startsWith("/") ? f : `${ROOT}${f}`)) },
+    target: { type: "local-proxy", ...options.target } as never,
+    trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repository", repository) },
+  });
+  const template = app.synth().getStackByName(stack.stackName).template as unknown;
+
+  const dynamo = await startDynamo(options.dynamo ?? "dynalite");
+  const metrics = new RecordingMetricsSink();
+  const clock = options.clock;
+  const handlerNames = Object.values(HANDLERS);
+  const byFile = Object.fromEntries(Object.entries(HANDLERS).map(([k, v]) => [v, k])) as Record<
+    string,
+    HandlerName
+  >;
+  const factories: Record<HandlerName, (env: Record<string, string>) => LambdaHandler> = {
+    trigger: (env) =>
+      createTrigger(once(() => triggerDepsFromEnv(env, clock ? { clock } : {}))) as LambdaHandler,
+    begin: (env) => createBegin(workflowDeps(env)) as LambdaHandler,
+    setWeight: (env) => createSetWeight(workflowDeps(env)) as LambdaHandler,
+    checkReady: (env) => createCheckReady(workflowDeps(env)) as LambdaHandler,
+    await: (env) => createAwait(workflowDeps(env)) as LambdaHandler,
+    startAnalysis: (env) => createStartAnalysis(workflowDeps(env)) as LambdaHandler,
+    analysisTick: (env) => createAnalysisTick(workflowDeps(env)) as LambdaHandler,
+    resume: (env) => createResume(workflowDeps(env)) as LambdaHandler,
+    promote: (env) => createPromote(workflowDeps(env)) as LambdaHandler,
+    abort: (env) => createAbort(workflowDeps(env)) as LambdaHandler,
+  };
+  function workflowDeps(env: Record<string, string>): () => WorkflowDeps {
+    return once(() => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics }));
+  }
+
+  // A first extraction (without running anything) to learn the functions and the table.
+  const { extractStack } = await import("./asl/extract.ts");
+  const extracted = extractStack(template);
+  const functions = new Map<string, RuntimeFunction>();
+  for (const fn of extracted.functions) {
+    const file = handlerNameFor(fn, handlerNames);
+    if (!file) continue;
+    const name = byFile[file] as HandlerName;
+    functions.set(fn.logicalId, {
+      factory: (env) => {
+        const handler = factories[name]({ ...env });
+        return options.wrap ? options.wrap(name, handler) : handler;
+      },
+    });
+  }
+  const table = extracted.tables[0];
+  if (!table) throw new Error("the synthesized stack has no table");
+  const admin = dynamo.client();
+  await createTableFromTemplate(admin, table.name, table.properties);
+
+  const runtime = await startRuntime({
+    template,
+    functions,
+    ...(clock ? { clock } : {}),
+    env: { AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint },
+  });
+  const rollout = added.name;
+  const stateMachineArn = runtime.stateMachineArn(
+    extracted.stateMachines.find((m) => m.logicalId.includes("Rollout") && !m.logicalId.includes("Ticker"))
+      ?.logicalId ?? "",
+  );
+  const store = new DynamoRolloutStore({ client: dynamo.client(), tableName: table.name });
+  const env = { ...runtime.env, AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint, ROLLOUTS_TABLE: table.name };
+  return {
+    runtime,
+    dynamo,
+    rollout,
+    stateMachineArn,
+    tableName: table.name,
+    env,
+    metrics,
+    store,
+    item: () => store.get(rollout),
+    push: async (tag, digest, at) => {
+      const result = await runtime.putEvents([
+        {
+          Source: "aws.ecr",
+          DetailType: "ECR Image Action",
+          Time: (at ?? new Date(runtime.clock.now())).getTime(),
+          Detail: JSON.stringify({
+            "action-type": "PUSH",
+            result: "SUCCESS",
+            "repository-name": repository,
+            "image-digest": digest,
+            "image-tag": tag,
+          }),
+        },
+      ]);
+      if (result.FailedEntryCount)
+        throw new Error(`the push of ${tag} was not accepted: ${JSON.stringify(result)}`);
+    },
+    close: async () => {
+      await runtime.close();
+      admin.destroy();
+      await dynamo.close();
+    },
+  };
+}
+
+function once<T>(build: () => T): () => T {
+  let value: T | undefined;
+  return () => {
+    value ??= build();
+    return value;
+  };
+}
