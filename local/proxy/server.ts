@@ -43,6 +43,11 @@ export interface ProxyOptions {
   readonly testersHeader?: TestersHeader;
   /** Milliseconds an upstream may take to answer before the proxy gives up with a 504. */
   readonly upstreamTimeoutMs?: number;
+  /**
+   * The clock of `/admin/stats` windows (epoch ms): the embedded runtime's clock, so a rollout in
+   * virtual time sees the traffic of its own virtual seconds.
+   */
+  readonly now?: () => number;
 }
 
 /** A running proxy. */
@@ -95,7 +100,7 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
   });
 
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const window = new RequestWindow();
+  const window = new RequestWindow(options.now ? { now: options.now } : {});
 
   function applyConfig(next: ProxyConfig): void {
     const weightChanged = config === null || config.weight !== next.weight || config.canary !== next.canary;

@@ -1,0 +1,257 @@
+import type { RolloutItem } from "../../functions/store/schema.ts";
+import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
+import { startProxy } from "../proxy/server.ts";
+import { type LocalStack, startLocalStack } from "../stack.ts";
+import { type DemoApp, startDemoApp } from "./app.ts";
+import { type Load, startLoad } from "./load.ts";
+import { prometheusVersion, type RunningPrometheus, startPrometheus } from "./prometheus.ts";
+import { type DemoMetrics, writeDemoSpec } from "./spec.ts";
+
+/** One pushed version and what happened to it. */
+export interface DemoOutcome {
+  tag: string;
+  revision: number | null;
+  outcome: "Healthy" | "Degraded" | "timed out";
+  message: string;
+  seconds: number;
+  /** The candidate's weight when the version's rollout ended (100 promoted, 0 aborted). */
+  weight: number;
+  /** Requests the proxy sent to this version while it was the candidate, and how many failed. */
+  served: number;
+  failed: number;
+}
+
+export interface DemoResult {
+  outcomes: DemoOutcome[];
+  metrics: DemoMetrics["kind"];
+  seconds: number;
+  ok: boolean;
+}
+
+export interface DemoOptions {
+  /** Requests per second the load generator sends. */
+  rps?: number;
+  /** Where progress lines go. */
+  print?: (line: string) => void;
+  /** Use the proxy's samples even when Prometheus is installed. */
+  noPrometheus?: boolean;
+  /** Seconds one version may take before the demo gives up on it. */
+  perVersionTimeoutSeconds?: number;
+  /** Ctrl-C: stop following, close everything, leave no process behind. */
+  signal?: AbortSignal;
+}
+
+const DIGEST = (n: number) => `sha256:${String(n).repeat(64).slice(0, 64)}`;
+
+/**
+ * The demo a new user runs first (`npm start`): three versions of a service behind the local
+ * proxy, live traffic, Prometheus when installed (else the proxy's own samples), and the
+ * synthesized stack in the embedded runtime with the seed 000 rollout. It pushes three "images"
+ * as ECR events: v1 becomes Healthy with no steps, v2 walks the steps and is promoted, v3 fails
+ * half of its checkouts and is aborted at its first analysis with the weight back at 0.
+ */
+export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
+  const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const started = Date.now();
+  const closers: Array<() => Promise<void>> = [];
+  try {
+    const apps: Record<string, DemoApp> = {};
+    for (const [version, errorRate] of [
+      ["v1", 0],
+      ["v2", 0],
+      ["v3", 0.5],
+    ] as const) {
+      apps[version] = await startDemoApp({ version, errorRate });
+      closers.push(apps[version].close);
+    }
+    const proxy = await startProxy({});
+    closers.push(proxy.close);
+    let prometheus: RunningPrometheus | undefined;
+    let metrics: DemoMetrics = { kind: "proxy", url: proxy.url };
+    if (!options.noPrometheus && prometheusVersion()) {
+      prometheus = await startPrometheus({ targets: [new URL(proxy.url).host] });
+      closers.push(prometheus.close);
+      metrics = { kind: "prometheus", url: prometheus.url };
+      print(`prometheus ${prometheus.version} on ${prometheus.url}, scraping the proxy every second`);
+    } else {
+      print("no prometheus binary: the analysis reads the proxy's own per-version samples (/admin/stats)");
+    }
+    const stack = await startLocalStack({
+      specFiles: writeDemoSpec(metrics),
+      target: {
+        adminUrl: proxy.url,
+        readinessPath: "/healthz",
+        upstreams: Object.fromEntries(Object.entries(apps).map(([v, app]) => [v, app.url])),
+      },
+    });
+    closers.push(stack.close);
+    print(
+      `services: v1 ${apps.v1?.url}, v2 ${apps.v2?.url}, v3 ${apps.v3?.url} (v3 fails half of /checkout)`,
+    );
+    print(`proxy ${proxy.url}; workflow ${stack.stateMachineArn.split(":").at(-1)}`);
+    print("watch it live in another terminal:");
+    print(`  ${cliEnv(stack)} npx rollouts get ${stack.rollout} --watch`);
+    print("");
+
+    const seen: Seen = { lines: new Set() };
+    let load: Load | undefined;
+    const outcomes: DemoOutcome[] = [];
+    const timeout = (options.perVersionTimeoutSeconds ?? 60) * 1000;
+    for (const [n, tag] of ["v1", "v2", "v3"].entries()) {
+      const before = await versionCounts(proxy.url, tag);
+      const previous = (await stack.item())?.executionArn ?? null;
+      const t0 = Date.now();
+      print(`push ${tag} (${DIGEST(n + 1).slice(0, 19)}…)`);
+      await stack.push(tag, DIGEST(n + 1));
+      const item = await follow(stack, print, timeout, previous, seen, options.signal);
+      if (options.signal?.aborted) break;
+      if (!load) {
+        // Users arrive once there is a version to serve; Prometheus then has data for every window.
+        load = startLoad({ url: `${proxy.url}/checkout`, rps: options.rps ?? 40 });
+      }
+      const after = await versionCounts(proxy.url, tag);
+      outcomes.push({
+        tag,
+        revision: item?.currentRevision?.revision ?? null,
+        outcome: item?.phase === "Healthy" || item?.phase === "Degraded" ? item.phase : "timed out",
+        message: item?.message ?? "",
+        seconds: (Date.now() - t0) / 1000,
+        weight: item?.weight ?? 0,
+        served: after.total - before.total,
+        failed: after.failed - before.failed,
+      });
+      print("");
+    }
+    await load?.stop();
+    const ok =
+      outcomes[0]?.outcome === "Healthy" &&
+      outcomes[1]?.outcome === "Healthy" &&
+      outcomes[2]?.outcome === "Degraded";
+    const seconds = (Date.now() - started) / 1000;
+    print(summary(outcomes));
+    print("");
+    print(
+      `done in ${seconds.toFixed(1)} s: ${ok ? "v1 and v2 promoted, v3 aborted" : "NOT the expected outcome"}`,
+    );
+    print("where to look next:");
+    print("  examples/rollout.yaml, examples/analysis-success-rate.yaml  the rollout and its analysis");
+    print("  npx rollouts plan examples/rollout.yaml examples/analysis-success-rate.yaml --rps 40");
+    print("  npx rollouts compile examples/rollout.yaml examples/analysis-success-rate.yaml  the workflow");
+    print("  README.md, 'Deploying with CDK'  the same stack on AWS");
+    return { outcomes, metrics: metrics.kind, seconds, ok };
+  } finally {
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+  }
+}
+
+function cliEnv(stack: LocalStack): string {
+  const keys = [
+    "ROLLOUTS_TABLE",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "AWS_ENDPOINT_URL_SFN",
+    "AWS_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+  ];
+  return keys.map((k) => `${k}=${stack.env[k]}`).join(" ");
+}
+
+/** What the demo has already printed, across versions. */
+interface Seen {
+  lines: Set<string>;
+}
+
+/** Prints the rollout's new events and measurements, in time order, until it is Healthy or Degraded. */
+async function follow(
+  stack: LocalStack,
+  print: (line: string) => void,
+  timeoutMs: number,
+  previousExecution: string | null,
+  seen: Seen,
+  signal?: AbortSignal,
+): Promise<RolloutItem | undefined> {
+  const until = Date.now() + timeoutMs;
+  let item: RolloutItem | undefined;
+  for (;;) {
+    item = await stack.item();
+    const fresh: Array<{ at: number; key: string; text: string }> = [];
+    for (const event of item?.events ?? []) {
+      const key = `e:${event.at}:${event.type}:${event.message}`;
+      if (event.type !== "Triggered")
+        fresh.push({ at: event.at, key, text: `${event.type.padEnd(22)} ${event.message}` });
+    }
+    for (const run of await stack.store.listRuns(stack.rollout, StoredAnalysisSchema)) {
+      for (const result of run.run.run.metricResults) {
+        for (const m of result.measurements) {
+          const detail = m.message && m.phase === "Error" ? ` (${m.message})` : "";
+          fresh.push({
+            at: Date.parse(m.finishedAt),
+            key: `m:${run.runId}:${result.name}:${m.finishedAt}`,
+            text: `${"measurement".padEnd(22)} ${result.name} = ${m.value ?? ""} ${m.phase}${detail}`,
+          });
+        }
+      }
+    }
+    for (const line of fresh.filter((l) => !seen.lines.has(l.key)).sort((a, b) => a.at - b.at)) {
+      seen.lines.add(line.key);
+      print(`  ${line.text}`);
+    }
+    const executionDone =
+      item?.executionArn &&
+      item.executionArn !== previousExecution &&
+      (item.phase === "Healthy" || item.phase === "Degraded");
+    if (executionDone || Date.now() > until || signal?.aborted) return item;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function versionCounts(proxyUrl: string, version: string): Promise<{ total: number; failed: number }> {
+  const text = await (await fetch(`${proxyUrl}/metrics`)).text();
+  let total = 0;
+  let failed = 0;
+  for (const line of text.split("\n")) {
+    const m = /^http_requests_total\{version="([^"]*)",code="(\d+)"\} (\S+)$/.exec(line);
+    if (!m || m[1] !== version) continue;
+    const n = Number(m[3]);
+    total += n;
+    if (Number(m[2]) >= 500) failed += n;
+  }
+  return { total, failed };
+}
+
+/** The summary table: revision, outcome, duration, requests the candidate served, of which failed. */
+export function summary(outcomes: DemoOutcome[]): string {
+  const header = ["image", "revision", "outcome", "weight", "duration", "served", "failed"];
+  const rows = outcomes.map((o) => [
+    o.tag,
+    String(o.revision ?? "-"),
+    o.outcome,
+    `${o.weight}%`,
+    `${o.seconds.toFixed(1)} s`,
+    String(o.served),
+    String(o.failed),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
+  const messages = outcomes.filter((o) => o.message).map((o) => `${o.tag}: ${o.message}`);
+  return [line(header), ...rows.map(line), ...(messages.length ? ["", ...messages] : [])].join("\n");
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  // The demo runs on the Node.js it is started with (20 or later); the Lambdas run Node.js 22.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = "true";
+  const stop = new AbortController();
+  process.once("SIGINT", () => {
+    process.stdout.write("\nstopping: closing the services, the proxy and Prometheus…\n");
+    stop.abort();
+  });
+  const result = await runDemo({
+    noPrometheus: process.argv.includes("--no-prometheus"),
+    signal: stop.signal,
+  });
+  process.exitCode = result.ok ? 0 : 1;
+}
