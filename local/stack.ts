@@ -35,8 +35,10 @@ export interface LocalStackOptions {
   repository?: string;
   /** A `ManualClock` runs everything in virtual time; the default runs in real time. */
   clock?: Clock;
-  /** DynamoDB engine; default dynalite. */
-  dynamo?: LocalDynamo["engine"];
+  /** DynamoDB engine (started and stopped with the stack), or one already running (left running). */
+  dynamo?: LocalDynamo["engine"] | LocalDynamo;
+  /** The table's name (several stacks can share one DynamoDB); default the construct's. */
+  tableName?: string;
   /** Wraps each handler (tests use it to inject a failure). */
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
 }
@@ -84,7 +86,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     outdir: undefined,
   });
   const stack = new Stack(app, "SfnRolloutsLocal");
-  const controller = new RolloutController(stack, "Controller", {});
+  const controller = new RolloutController(stack, "Controller", {
+    ...(options.tableName ? { tableName: options.tableName } : {}),
+  });
   const added = controller.addRollout("Rollout", {
     spec: { files: options.specFiles.map((f) => (f.startsWith("/") ? f : `${ROOT}${f}`)) },
     target: { type: "local-proxy", ...options.target } as never,
@@ -92,7 +96,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   });
   const template = app.synth().getStackByName(stack.stackName).template as unknown;
 
-  const dynamo = await startDynamo(options.dynamo ?? "dynalite");
+  const ownDynamo = typeof options.dynamo !== "object";
+  const dynamo =
+    typeof options.dynamo === "object" ? options.dynamo : await startDynamo(options.dynamo ?? "dynalite");
   const metrics = new RecordingMetricsSink();
   const clock = options.clock;
   const handlerNames = Object.values(HANDLERS);
@@ -181,7 +187,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     close: async () => {
       await runtime.close();
       admin.destroy();
-      await dynamo.close();
+      if (ownDynamo) await dynamo.close();
     },
   };
 }

@@ -1,0 +1,153 @@
+import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
+import { ManualClock } from "../../functions/clock.ts";
+import type { HandlerName } from "../../functions/config.ts";
+import type { RolloutItem } from "../../functions/store/schema.ts";
+import type { LambdaHandler } from "../../local/aws/lambda.ts";
+import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
+import { freePort } from "../../local/demo/prometheus.ts";
+import { writeDemoSpec } from "../../local/demo/spec.ts";
+import type { LocalDynamo } from "../../local/dynamo.ts";
+import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
+import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { run } from "../cli/run.ts";
+
+export const DIGESTS = {
+  v1: `sha256:${"1".repeat(64)}`,
+  v2: `sha256:${"2".repeat(64)}`,
+  v3: `sha256:${"3".repeat(64)}`,
+};
+
+export interface Scenario {
+  stack: LocalStack;
+  proxy: RunningProxy;
+  apps: Record<"v1" | "v2" | "v3", DemoApp>;
+  clock: ManualClock;
+  sfn: SFNClient;
+  /** Pushes a tag (v1, v2, v3) as ECR does. */
+  push(tag: "v1" | "v2" | "v3", at?: Date): Promise<void>;
+  /**
+   * Virtual time with real traffic: each virtual second, `rps` real requests go through the proxy,
+   * then the clock moves a second; until `done(item)` or `maxSeconds`.
+   */
+  drive(
+    done: (item: RolloutItem | undefined) => boolean,
+    options?: { rps?: number; maxSeconds?: number },
+  ): Promise<RolloutItem | undefined>;
+  /** Runs the `rollouts` CLI in-process against this stack, configured only by environment variables. */
+  cli(...argv: string[]): Promise<{ code: number; out: string; err: string }>;
+  executions(): Promise<Array<{ name: string; status: string; error?: string }>>;
+  close(): Promise<void>;
+}
+
+export interface ScenarioOptions {
+  dynamo: LocalDynamo;
+  tableName: string;
+  /** `pause` of step 4: `{duration: 2s}` by default, `{}` to wait for a person. */
+  pause?: string;
+  /** Point the analysis at a port nothing listens on: every measurement is an Error. */
+  providerDown?: boolean;
+  wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
+}
+
+/**
+ * One rollout on the synthesized stack, in virtual time: three real demo services behind the
+ * real local proxy (whose samples follow the virtual clock), the seed 000 rollout judged by the
+ * proxy's own samples, the real handlers and SDK clients against the embedded runtime.
+ */
+export async function startScenario(options: ScenarioOptions): Promise<Scenario> {
+  const clock = new ManualClock(Date.parse("2026-11-30T12:00:00Z"));
+  const apps = {
+    v1: await startDemoApp({ version: "v1" }),
+    v2: await startDemoApp({ version: "v2" }),
+    v3: await startDemoApp({ version: "v3", errorRate: 0.5 }),
+  };
+  const proxy = await startProxy({ now: () => clock.now() });
+  const metricsUrl = options.providerDown ? `http://127.0.0.1:${await freePort()}` : proxy.url;
+  const stack = await startLocalStack({
+    specFiles: writeDemoSpec(
+      { kind: "proxy", url: metricsUrl },
+      options.pause ? { pause: options.pause } : {},
+    ),
+    target: {
+      adminUrl: proxy.url,
+      readinessPath: "/healthz",
+      upstreams: { v1: apps.v1.url, v2: apps.v2.url, v3: apps.v3.url },
+    },
+    clock,
+    dynamo: options.dynamo,
+    tableName: options.tableName,
+    ...(options.wrap ? { wrap: options.wrap } : {}),
+  });
+  const sfn = new SFNClient({
+    endpoint: stack.env.AWS_ENDPOINT_URL_SFN,
+    region: "us-east-1",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+  });
+  const scenario: Scenario = {
+    stack,
+    proxy,
+    apps,
+    clock,
+    sfn,
+    push: (tag, at) => stack.push(tag, DIGESTS[tag], at),
+    drive: async (done, o = {}) => {
+      const rps = o.rps ?? 20;
+      const max = o.maxSeconds ?? 300;
+      for (let s = 0; s < max; s++) {
+        await stack.runtime.settle();
+        const item = await stack.item();
+        if (done(item)) return item;
+        await Promise.all(
+          Array.from({ length: rps }, () =>
+            fetch(`${proxy.url}/checkout`).then(
+              (r) => r.arrayBuffer(),
+              () => undefined,
+            ),
+          ),
+        );
+        await stack.runtime.advanceBy(1000);
+      }
+      return stack.item();
+    },
+    cli: async (...argv) => {
+      const keys = [
+        "ROLLOUTS_TABLE",
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AWS_ENDPOINT_URL_SFN",
+        "AWS_REGION",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+      ];
+      const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
+      for (const k of keys) if (stack.env[k] !== undefined) process.env[k] = stack.env[k];
+      try {
+        return await run(...argv);
+      } finally {
+        for (const k of keys) {
+          if (saved[k] === undefined) delete process.env[k];
+          else process.env[k] = saved[k];
+        }
+      }
+    },
+    executions: async () => {
+      const list = await sfn.send(new ListExecutionsCommand({ stateMachineArn: stack.stateMachineArn }));
+      const out: Array<{ name: string; status: string; error?: string }> = [];
+      for (const e of list.executions ?? []) {
+        const d = await sfn.send(new DescribeExecutionCommand({ executionArn: e.executionArn }));
+        out.push({ name: e.name ?? "", status: d.status ?? "", ...(d.error ? { error: d.error } : {}) });
+      }
+      return out.sort((a, b) => a.name.localeCompare(b.name));
+    },
+    close: async () => {
+      sfn.destroy();
+      await stack.close();
+      await proxy.close();
+      for (const app of Object.values(apps)) await app.close();
+    },
+  };
+  return scenario;
+}
+
+export const terminal = (item: RolloutItem | undefined) =>
+  item !== undefined && item.executionArn !== null && (item.phase === "Healthy" || item.phase === "Degraded");
