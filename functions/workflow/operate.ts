@@ -65,23 +65,13 @@ export async function promoteRollout(
     item.waitingFor === "analysis"
       ? { phase: "Successful", message: "skipped by rollouts promote --full", outcome: "full" }
       : { outcome: full ? "full" : "continue" };
-  // Record first (drift approval must be visible to the step that runs next), then answer.
-  await update(deps.store, name, item.version, (latest) => ({
-    ...latest,
-    phase: "Progressing",
-    message: "",
-    currentTaskToken: null,
-    waitingFor: null,
-    waitingSince: null,
-    pause: null,
-    drift: latest.drift ? { ...latest.drift, approved: true } : null,
-    events: appendEvent(latest.events, {
-      at: deps.clock.now(),
-      type: "RolloutPromoted",
-      message: full ? "promoted: the remaining steps are skipped" : `promoted: ${describeWait(latest)} ended`,
-      step: latest.stepIndex,
-    }),
-  }));
+  // A drift approval must be visible to the step that runs next, so it is written before the
+  // token is answered; the rest is recorded only once the wait is known to have ended.
+  if (item.drift && !item.drift.approved) {
+    await update(deps.store, name, item.version, (latest) =>
+      latest.drift ? { ...latest, drift: { ...latest.drift, approved: true } } : null,
+    );
+  }
   const delivery = await deps.tokens.sendSuccess(token, output);
   if (!delivery.delivered) {
     return {
@@ -89,6 +79,38 @@ export async function promoteRollout(
       message: `the ${item.waitingFor ?? "wait"} of "${name}" was already over (${delivery.reason}): nothing was promoted`,
     };
   }
+  await update(deps.store, name, "latest", (latest) =>
+    latest.currentTaskToken === token
+      ? {
+          ...latest,
+          phase: "Progressing",
+          message: "",
+          currentTaskToken: null,
+          waitingFor: null,
+          waitingSince: null,
+          pause: null,
+          events: appendEvent(latest.events, {
+            at: deps.clock.now(),
+            type: "RolloutPromoted",
+            message: full
+              ? "promoted: the remaining steps are skipped"
+              : `promoted: ${describeWait(latest)} ended`,
+            step: latest.stepIndex,
+          }),
+        }
+      : // The workflow already moved on (its next step wrote the item): only the event is added.
+        {
+          ...latest,
+          events: appendEvent(latest.events, {
+            at: deps.clock.now(),
+            type: "RolloutPromoted",
+            message: full
+              ? "promoted: the remaining steps are skipped"
+              : `promoted: ${describeWait(item)} ended`,
+            step: item.stepIndex,
+          }),
+        },
+  );
   return {
     ok: true,
     message: full
@@ -181,7 +203,7 @@ async function restart(
   const started = await deps.executions.start({ stateMachineArn, name, input });
   return {
     ok: true,
-    message: `rollout "${item.name}": ${why} started ${started.executionArn.split(":").at(-1)}`,
+    message: `rollout "${item.name}": ${why} ${started.status === "started" ? "started" : "had already started"} ${started.executionArn.split(":").at(-1)}`,
   };
 }
 
