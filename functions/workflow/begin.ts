@@ -1,4 +1,4 @@
-import { ExecutionSupersededError } from "../abort/errors.ts";
+import { abortedStatusMessage, ExecutionSupersededError } from "../abort/errors.ts";
 import { appendEvent, newRolloutItem, type Revision, type RolloutItem } from "../store/schema.ts";
 import { upsert } from "../store/update.ts";
 import type { CandidateArtifact, RouterState } from "../traffic/port.ts";
@@ -67,11 +67,11 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
       throw new ExecutionSupersededError(executionId, current.executionArn);
     }
     if (current?.executionArn === executionId) {
-      // A retried Begin: everything below is already recorded.
+      // A retried Begin: everything below is already recorded (a failed attempt is undone).
       revision = current.currentRevision ?? undefined;
       firstRevision = current.stableRevision === null || current.stableRevision.digest === revision?.digest;
       targetState = current.targetState;
-      return null;
+      return current.phase === "Degraded" ? { ...current, phase: "Progressing", message: "" } : null;
     }
     const base = current ?? newRolloutItem(name, now);
     revision = revisionFor(current, input.revision);
@@ -112,16 +112,37 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
     tag: revision.tag,
     executionArn: executionId,
   };
-  const router = deps.routerFor(payload.target);
-  if (targetState !== null && previousWeight > 0) {
-    // A newer revision took over mid-rollout: traffic goes back to the stable side first.
-    await router.setWeight(targetState as RouterState, 0, { overwriteDrift: true });
+  try {
+    const router = deps.routerFor(payload.target);
+    if (targetState !== null && previousWeight > 0) {
+      // A newer revision took over mid-rollout: traffic goes back to the stable side first.
+      await router.setWeight(targetState as RouterState, 0, { overwriteDrift: true });
+    }
+    let state = (await router.prepare()).state;
+    const sameAsStable = item.stableRevision?.digest === revision.digest;
+    if (!sameAsStable) state = await router.deployCandidate(state, artifactFor(payload.target, revision));
+    await upsert(deps.store, name, (current) =>
+      current && current.executionArn === executionId ? { ...current, targetState: state, weight: 0 } : null,
+    );
+  } catch (error) {
+    // The workflow has no context to run Abort with yet: record why here, so the rollout does not
+    // stay Progressing after the execution fails (a retry that succeeds puts it back).
+    const reason = `${(error as Error).name}: ${(error as Error).message}`;
+    await upsert(deps.store, name, (current) =>
+      current && current.executionArn === executionId
+        ? {
+            ...current,
+            phase: "Degraded",
+            message: abortedStatusMessage(revision?.revision ?? null, reason),
+            events: appendEvent(current.events, {
+              at: deps.clock.now(),
+              type: "BeginFailed",
+              message: reason,
+            }),
+          }
+        : null,
+    );
+    throw error;
   }
-  let state = (await router.prepare()).state;
-  const sameAsStable = item.stableRevision?.digest === revision.digest;
-  if (!sameAsStable) state = await router.deployCandidate(state, artifactFor(payload.target, revision));
-  await upsert(deps.store, name, (current) =>
-    current && current.executionArn === executionId ? { ...current, targetState: state, weight: 0 } : null,
-  );
   return { context, firstRevision };
 }

@@ -555,4 +555,29 @@ describe("Begin", () => {
     expect(afterTrigger.phase).toBe(before.phase);
     expect(w.router.calls).toEqual([]);
   });
+  it("records a target failure after taking over as Degraded, and a retry that succeeds undoes it", async () => {
+    const w = await withStable();
+    const payload = await acceptPush(w, { digest: digest(2), tag: "v2", generation: 2 });
+    const deploy = w.router.deployCandidate.bind(w.router);
+    let failures = 1;
+    w.router.deployCandidate = async (state, artifact) => {
+      if (failures-- > 0)
+        throw Object.assign(new Error("the free slot's service is draining"), {
+          name: "TargetNotReadyError",
+        });
+      return deploy(state, artifact);
+    };
+    await expect(begin(w.deps, payload)).rejects.toThrow("draining");
+    const failed = await item(w);
+    expect(failed).toMatchObject({
+      phase: "Degraded",
+      message:
+        "RolloutAborted: Rollout aborted update to revision 2: TargetNotReadyError: the free slot's service is draining",
+      executionArn: payload.executionId,
+    });
+    expect(failed.events.at(-1)?.type).toBe("BeginFailed");
+    const retried = await begin(w.deps, payload);
+    expect(retried.context.revision).toBe(2);
+    expect(await item(w)).toMatchObject({ phase: "Progressing", message: "" });
+  });
 });
