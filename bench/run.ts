@@ -4,6 +4,7 @@
  * only the named ones.
  */
 import { bench as judges } from "./judges.ts";
+import { bench as runtime } from "./runtime.ts";
 
 /** One benchmark: a name and a run that returns the lines to print (and may set process.exitCode). */
 export interface Bench {
@@ -11,7 +12,7 @@ export interface Bench {
   run(): Promise<string[]> | string[];
 }
 
-const benches: Bench[] = [judges];
+const benches: Bench[] = [judges, runtime];
 
 const only = process.argv.slice(2);
 for (const bench of benches) {

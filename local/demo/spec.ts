@@ -17,7 +17,7 @@ export type DemoMetrics = { kind: "prometheus"; url: string } | { kind: "proxy";
  */
 export function writeDemoSpec(
   metrics: DemoMetrics,
-  options: { name?: string; pause?: string } = {},
+  options: { name?: string; pause?: string; count?: number } = {},
 ): string[] {
   const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-demo-"));
   const rollout = `apiVersion: argoproj.io/v1alpha1
@@ -62,7 +62,7 @@ spec:
   metrics:
     - name: success-rate
       interval: 3s
-      count: 2
+      count: ${options.count ?? 2}
       initialDelay: 5s
       failureLimit: 0
       successCondition: result[0] >= 0.95

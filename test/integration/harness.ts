@@ -46,6 +46,8 @@ export interface ScenarioOptions {
   pause?: string;
   /** Point the analysis at a port nothing listens on: every measurement is an Error. */
   providerDown?: boolean;
+  /** Measurements per analysis (`count`); 2 by default. */
+  count?: number;
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
 }
 
@@ -66,7 +68,10 @@ export async function startScenario(options: ScenarioOptions): Promise<Scenario>
   const stack = await startLocalStack({
     specFiles: writeDemoSpec(
       { kind: "proxy", url: metricsUrl },
-      options.pause ? { pause: options.pause } : {},
+      {
+        ...(options.pause ? { pause: options.pause } : {}),
+        ...(options.count ? { count: options.count } : {}),
+      },
     ),
     target: {
       adminUrl: proxy.url,
