@@ -94,14 +94,14 @@ describe("the compiled canary on the embedded runtime", () => {
     await runtime.waitForExecution(executionArn);
     const history = await sfn.send(new GetExecutionHistoryCommand({ executionArn }));
     const types = (history.events ?? []).map((event) => event.type);
+    const task = ["TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskSucceeded", "TaskStateExited"];
     expect(types).toEqual([
       "ExecutionStarted",
-      "TaskStateEntered",
-      "TaskScheduled",
-      "TaskStarted",
-      "TaskSucceeded",
-      "TaskStateExited",
-      "ChoiceStateEntered",
+      ...task, // Begin
+      ...task, // Candidate-CheckReady
+      "ChoiceStateEntered", // Candidate-Ready?
+      "ChoiceStateExited",
+      "ChoiceStateEntered", // FirstRevision?
       "ChoiceStateExited",
       "TaskStateEntered",
       "TaskScheduled",
@@ -115,7 +115,7 @@ describe("the compiled canary on the embedded runtime", () => {
     const first = history.events?.[0];
     expect(first?.timestamp).toEqual(new Date(START));
     expect(history.events?.[1]?.stateEnteredEventDetails?.name).toBe("Begin");
-    expect(history.events?.at(-1)?.id).toBe(16);
+    expect(history.events?.at(-1)?.id).toBe(23);
     const described = await sfn.send(new DescribeExecutionCommand({ executionArn }));
     expect(described.status).toBe("SUCCEEDED");
   });
