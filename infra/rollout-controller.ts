@@ -410,7 +410,9 @@ export class RolloutController extends Construct {
       statements: [
         new iam.PolicyStatement({
           sid: "RolloutItems",
-          actions: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"],
+          // The CLI reads items, lists them through the byKind index, and writes a rollout item with
+          // one conditional PutItem (promote, abort, retry, undo), as the handlers do.
+          actions: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
           resources: this.#tableResources(),
         }),
         new iam.PolicyStatement({

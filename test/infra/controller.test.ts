@@ -397,9 +397,8 @@ describe("the example stack (seed 000 on ALB + ECS)", () => {
     expect(actions).toEqual(
       [
         "dynamodb:GetItem",
+        "dynamodb:PutItem",
         "dynamodb:Query",
-        "dynamodb:Scan",
-        "dynamodb:UpdateItem",
         "states:DescribeExecution",
         "states:GetExecutionHistory",
         "states:ListExecutions",
