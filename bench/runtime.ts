@@ -1,6 +1,6 @@
 /**
- * Benchmarks of the workflow on the embedded runtime: the history a rollout of the seed 000
- * example writes (it must not grow with the number of measurements: every wait is a task token),
+ * Benchmarks of the workflow on the embedded runtime: the history a rollout of the reference canary
+ * writes (it must not grow with the number of measurements: every wait is a task token),
  * the time from a failing measurement to the weight back at 0, and the demo's wall time.
  */
 import { GetExecutionHistoryCommand, ListExecutionsCommand } from "@aws-sdk/client-sfn";
@@ -35,7 +35,7 @@ export const bench: Bench = {
     const dynamo = await startDynamo("dynalite");
     try {
       lines.push(
-        "history of one promoted rollout of the seed 000 example (v1 stable, then v2 through 5 steps):",
+        "history of one promoted rollout of the reference canary (v1 stable, then v2 through 5 steps):",
       );
       lines.push("  measurements per analysis  measurements taken  history events  state transitions");
       for (const count of [2, 10, 50]) {

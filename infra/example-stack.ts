@@ -7,7 +7,7 @@ import { PROJECT_ROOT } from "./functions.ts";
 import { RolloutController } from "./rollout-controller.ts";
 
 /**
- * The example app: the seed 000 canary (`examples/rollout.yaml` + the success-rate template)
+ * The example app: the reference canary (`examples/rollout.yaml` + the success-rate template)
  * against an ALB with two weighted target groups in front of two ECS services. The existing
  * resources are imported by ARN from context values (`cdk synth -c listenerArn=…`); the defaults
  * are examples so that `cdk synth` works offline with no configuration.
@@ -28,7 +28,7 @@ export const EXAMPLE_CONTEXT = {
   operatorRoleArn: "arn:aws:iam::123456789012:role/rollouts-operator",
 } as const;
 
-/** The seed 000 canary and its AnalysisTemplate, read when the app synthesizes. */
+/** The reference canary and its AnalysisTemplate, read when the app synthesizes. */
 export const EXAMPLE_FILES = ["examples/rollout.yaml", "examples/analysis-success-rate.yaml"].map(
   (f) => `${PROJECT_ROOT.replace(/\/$/, "")}/${f}`,
 );
@@ -77,7 +77,7 @@ export function exampleApp(app = new App()): App {
     ]),
   ) as ExampleContext;
   new RolloutsExampleStack(app, "SfnRolloutsExample", context, {
-    description: "sfn-rollouts example: the seed 000 canary on an ALB + ECS service",
+    description: "sfn-rollouts example: the reference canary on an ALB + ECS service",
   });
   // cdk-nag runs on every synth: a finding without an acknowledged reason fails the synth.
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

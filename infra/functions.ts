@@ -51,7 +51,7 @@ export const FUNCTION_NEEDS: Readonly<Record<HandlerName, readonly Need[]>> = {
  * phase; the `createRequire` banner lets the CommonJS parts of dependencies `require` Node
  * built-ins inside an ESM bundle. The AWS SDK is bundled, not taken from the runtime, so the
  * versions the tests ran against are the versions that run. Target node20 keeps the same bundle
- * runnable by the embedded runtime on this machine (Node 20) and by Lambda's Node.js 22.
+ * runnable by the embedded runtime on Node 20 and by Lambda's Node.js 22.
  */
 export const BUNDLING: nodejs.BundlingOptions = {
   format: nodejs.OutputFormat.ESM,

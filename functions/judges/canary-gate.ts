@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Decision } from "./verdict.ts";
 
-/** Seed 001's rollout policy. Each number changes the risk profile of every rollout that uses it. */
+/** The canary gate's rollout policy. Each number changes the risk profile of every rollout that uses it. */
 export interface CanaryPolicy {
   /** Traffic percentages per step; the last one is 100. */
   readonly stepSchedule: readonly number[];
@@ -19,7 +19,7 @@ export interface CanaryPolicy {
   readonly maxRollbacksPerHour: number;
 }
 
-/** The numbers of seed 001's threshold reference. */
+/** The numbers of the canary gate's threshold reference. */
 export const defaultCanaryPolicy: CanaryPolicy = {
   stepSchedule: [5, 25, 50, 100],
   p95BudgetRatio: 1.2,
@@ -31,7 +31,7 @@ export const defaultCanaryPolicy: CanaryPolicy = {
 };
 
 /**
- * The observation payload (seed 001's JSON Schema, as zod): the scored verdict joined to one
+ * The observation payload (the canary gate's JSON Schema, as zod): the scored verdict joined to one
  * telemetry window. Strict — an unknown field is refused — and every field required, because a
  * missing `sample_count` silently read as zero is the difference between "hold on cold metrics"
  * and "promote on nothing". Only PASS and WARN verdicts may enter: a FAIL never reaches the canary.
@@ -84,7 +84,7 @@ export interface WindowDecision {
 }
 
 /**
- * Seed 001's pure decision for one window. A missing signal holds (never promotes): a rollout
+ * The canary gate's pure decision for one window. A missing signal holds (never promotes): a rollout
  * that cannot see its own signal must not advance. A cold window holds whatever its numbers say
  * (the seed's prose: "hold dominates both when the sample is cold" — three requests with one
  * error are not a 33% error rate). Otherwise rollback dominates promote: p95 over the budget or

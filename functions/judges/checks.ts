@@ -22,7 +22,7 @@ const common = {
 
 /**
  * One check of `rollouts judge` (and of any caller that judges a window): which test, the two
- * sides' data, and the thresholds of seed 002's judge. Strict, so a misspelt `minSample` is an
+ * sides' data, and the thresholds of the model-rollout judge. Strict, so a misspelt `minSample` is an
  * error with its path rather than a silently ignored guard.
  */
 export const checkSchema = z.discriminatedUnion("test", [
@@ -138,7 +138,7 @@ function runTest(check: Check): TestResult {
 }
 
 /**
- * Runs one check's test and gives it seed 002's verdict. A side too small for the test to run
+ * Runs one check's test and gives it the model-rollout verdict. A side too small for the test to run
  * at all is INSUFFICIENT with null numbers rather than an exception: an empty window is a normal
  * state of a young canary.
  */

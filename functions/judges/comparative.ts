@@ -1,6 +1,6 @@
 import { mannWhitney, ratioOfMeans } from "./mann-whitney.ts";
 
-/** Seed 004's `direction`: which change of the metric counts as worse. */
+/** The comparative gate's `direction`: which change of the metric counts as worse. */
 export type Direction = "increase" | "decrease" | "either";
 
 /** A metric's status in a gate reading. `inconclusive` is "not green" and never "passed". */
@@ -86,7 +86,7 @@ function breaches(candidate: number, stable: number, tolerance: ComparativeToler
 }
 
 /**
- * Seed 004's comparative threshold gate: the same query evaluated for the candidate and the
+ * The comparative threshold gate: the same query evaluated for the candidate and the
  * stable version in the same window, judged by ratio and difference, so a busy hour or a slow
  * dependency that moves both does not fail the step. A gate that saw fewer than `minSamples`
  * requests is inconclusive, never green: a gate that sees no traffic cannot say a release is
@@ -116,7 +116,7 @@ export function compareWithStable(reading: ComparativeReading): ComparativeOutco
   return { ...base, status: "pass", message: `metric ${name}: ${values}: ratio ${formatNumber(ratio)}` };
 }
 
-/** Seed 004's `analysis: mann-whitney` metric: two series and what the analysis tolerates. */
+/** The `analysis: mann-whitney` metric: two series and what the analysis tolerates. */
 export interface SeriesAnalysisInput extends ComparativeTolerance {
   readonly name: string;
   /** The candidate's points over the step (or lookback), one per `step`. */
@@ -136,7 +136,7 @@ export interface SeriesAnalysisOutcome extends ComparativeOutcome {
 }
 
 /**
- * Kayenta-style judgement of a metric as seed 004 runs it: the candidate's and the stable's
+ * Kayenta-style judgement of a metric as percentage rollouts run it: the candidate's and the stable's
  * series over the step, compared with the two-sided Mann-Whitney U test. The metric fails only
  * when the difference is significant (p < alpha) *and* the ratio of the means goes the worse way
  * beyond the tolerated ratio (`maxRatio` 1.2 tolerates +20% even when significant). The message
@@ -197,7 +197,7 @@ export interface ScoredMetric {
   readonly message?: string;
 }
 
-/** Score thresholds, 0–100 (seed 004: `analysis: {pass: 95, marginal: 75}`). */
+/** Score thresholds, 0–100 (`analysis: {pass: 95, marginal: 75}`). */
 export interface ScoreThresholds {
   readonly pass?: number;
   readonly marginal?: number;
@@ -215,7 +215,7 @@ export interface ScoreOutcome {
 }
 
 /**
- * Seed 004's score: the weighted share of the non-inconclusive metrics that passed. During the
+ * The score: the weighted share of the non-inconclusive metrics that passed. During the
  * bake a reading is green from `marginal` up; the final reading must reach `pass` and have no
  * inconclusive metric, because a step that ended without data cannot say the release is
  * healthy. A failed `critical` metric is red on its own, whatever the score.

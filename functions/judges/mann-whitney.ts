@@ -10,7 +10,7 @@ export interface MannWhitneyResult extends TestResult {
   readonly effect: number;
   readonly medianCandidate: number;
   readonly medianPrimary: number;
-  /** mean(candidate) / mean(primary), for ratio tolerances (Kayenta, seed 004's maxRatio). Infinity when the primary's mean is 0 and the candidate's is not. */
+  /** mean(candidate) / mean(primary), for ratio tolerances (Kayenta, the comparative gates' maxRatio). Infinity when the primary's mean is 0 and the candidate's is not. */
   readonly meanRatio: number;
   readonly meanCandidate: number;
   readonly meanPrimary: number;

@@ -6,7 +6,7 @@ export interface SampleSizeInput {
   readonly baseline: number;
   /** The rate that must be detected (e.g. 0.87 = a 10-point drop, or 0.03 errors). */
   readonly candidate: number;
-  /** Significance level; seed 002 uses 0.01. */
+  /** Significance level; model rollouts use 0.01. */
   readonly alpha: number;
   /** Probability of detecting the change when it is real; 0.8 by convention. */
   readonly power?: number;

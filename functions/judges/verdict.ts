@@ -1,4 +1,4 @@
-/** Seed 002's verdict of one check. */
+/** The model-rollout verdict of one check. */
 export type Verdict = "PASS" | "FAIL" | "SUSPECT" | "INSUFFICIENT";
 
 /** What a rollout does next. */
@@ -31,7 +31,7 @@ export function worseEffect(effect: number, alternative: "greater" | "less" | "t
 }
 
 /**
- * Seed 002's judge of one check. Too few samples on either side is INSUFFICIENT whatever the
+ * The model-rollout judge of one check. Too few samples on either side is INSUFFICIENT whatever the
  * numbers look like; worse beyond the minimum effect *and* significant is FAIL; worse beyond the
  * effect but not significant is SUSPECT (collect more); anything else is PASS. The minimum effect
  * exists because with enough samples every difference is significant: 0.4 points worse at
@@ -46,7 +46,7 @@ export function judgeCheck(input: VerdictInput): Verdict {
 }
 
 /**
- * Seed 002's decision over all checks: any FAIL rolls back, any INSUFFICIENT or SUSPECT holds,
+ * The model-rollout decision over all checks: any FAIL rolls back, any INSUFFICIENT or SUSPECT holds,
  * otherwise promote. No checks at all holds: a judge that saw nothing cannot call it healthy.
  */
 export function decide(verdicts: Iterable<Verdict>): Decision {

@@ -122,7 +122,7 @@ export const RolloutItemSchema = z.object({
   pause: PauseInfoSchema.nullable().default(null),
   /**
    * Weights found changed by someone else at a step. `approved` is set by \`rollouts promote\`;
-   * the step then runs again and overwrites them (seed 004's paused-drift).
+   * the step then runs again and overwrites them (paused-drift).
    */
   drift: z
     .object({ step: z.number().int().nonnegative(), message: z.string(), approved: z.boolean() })

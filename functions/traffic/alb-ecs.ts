@@ -43,7 +43,7 @@ import { type AlbEcsSettings, AlbEcsSettingsSchema, describeIssues } from "./set
 import { awsErrorName, parseRouterState, secondsUntil } from "./state.ts";
 
 /**
- * ALB weighted target groups with two ECS services as slots a and b (seed 004's `aws-alb`
+ * ALB weighted target groups with two ECS services as slots a and b (the `aws-alb`
  * router). The candidate is deployed on the free slot with no traffic, traffic moves by
  * rewriting the weights of one forward action, and promotion only flips which slot is stable:
  * the old slot stays up for `scaleDownDelaySeconds`, so an abort in that window is a weight

@@ -34,7 +34,7 @@ import { describeIssues, type LambdaAliasSettings, LambdaAliasSettingsSchema } f
 import { awsErrorName, parseRouterState } from "./state.ts";
 
 /**
- * A weighted Lambda alias (seed 004's `lambda` router). The candidate is a published version:
+ * A weighted Lambda alias (the `lambda` router). The candidate is a published version:
  * `UpdateFunctionCode` (the pushed image digest or a new zip), wait for `LastUpdateStatus`
  * Successful, `PublishVersion` pinned to the code hash, then the alias sends a share of the
  * invocations to it through `RoutingConfig.AdditionalVersionWeights`. Versions without traffic

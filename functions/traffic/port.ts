@@ -54,7 +54,7 @@ export type CandidateArtifact =
     }
   | { readonly upstream: string; readonly version?: string };
 
-/** The result of reading what is in service before changing anything (seed 004 `traffic:prepare`). */
+/** The result of reading what is in service before changing anything (`traffic:prepare`). */
 export interface Prepared {
   readonly state: RouterState;
   /** Nothing in service yet: the workflow skips the steps and promotes directly. */
@@ -103,7 +103,7 @@ export type WeightChange =
       readonly message: string;
     };
 
-/** The status message of a rollout paused because of weight drift (seed 004). */
+/** The status message of a rollout paused because of weight drift. */
 export const PAUSED_DRIFT = "paused-drift";
 
 /** A header route (Argo `setHeaderRoute`): requests matching all `match` entries go to the candidate. */

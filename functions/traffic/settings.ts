@@ -15,7 +15,7 @@ const albArn = (kind: string) =>
     );
 
 /**
- * ALB weighted target groups in front of two ECS services (slots a and b, seed 004 `aws-alb`).
+ * ALB weighted target groups in front of two ECS services (slots a and b, the `aws-alb` router).
  * The forward action lives in the listener's default actions (`listenerArn`) or in one listener
  * rule (`ruleArn`).
  */

@@ -46,7 +46,7 @@ const DIGEST = (n: number) => `sha256:${String(n).repeat(64).slice(0, 64)}`;
 /**
  * The demo a new user runs first (`npm start`): three versions of a service behind the local
  * proxy, live traffic, Prometheus when installed (else the proxy's own samples), and the
- * synthesized stack in the embedded runtime with the seed 000 rollout. It pushes three "images"
+ * synthesized stack in the embedded runtime with the reference canary. It pushes three "images"
  * as ECR events: v1 becomes Healthy with no steps, v2 walks the steps and is promoted, v3 fails
  * half of its checkouts and is aborted at its first analysis with the weight back at 0.
  */

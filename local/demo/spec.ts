@@ -4,14 +4,14 @@ import { join } from "node:path";
 
 /**
  * Where the demo's analysis reads a version's success rate: a Prometheus scraping the proxy
- * (seed 000's PromQL), or the proxy's own samples through the web provider when no Prometheus
+ * (the reference canary's PromQL), or the proxy's own samples through the web provider when no Prometheus
  * binary is installed. Either way the metric is `success-rate` with `result[0] >= 0.95`, so the
  * verdicts and Argo's messages are the same.
  */
 export type DemoMetrics = { kind: "prometheus"; url: string } | { kind: "proxy"; url: string };
 
 /**
- * The seed 000 rollout (4 replicas; 25%, analysis, 50%, a 2 s pause, analysis) and its
+ * The reference canary (4 replicas; 25%, analysis, 50%, a 2 s pause, analysis) and its
  * `success-rate` template, written to a temporary directory for `addRollout`. The version under
  * analysis is Argo's `valueFrom: {podTemplateHashValue: Latest}`: the pushed image's tag.
  */

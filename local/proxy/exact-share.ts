@@ -1,5 +1,5 @@
 /**
- * The exact, deterministic split of seed 000 step 3: of every 100 requests exactly `percent` go to
+ * The exact, deterministic split: of every 100 requests exactly `percent` go to
  * the candidate, spread evenly (1 in 4 at 25%, not 25 in a row). Integer arithmetic, so 1,000
  * requests at 7% are exactly 70, which keeps tests and the demo's numbers reproducible.
  */

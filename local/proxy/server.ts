@@ -39,7 +39,7 @@ export interface ProxyOptions {
   readonly host?: string;
   /** Initial configuration; without it the proxy answers 503 until `POST /admin/config`. */
   readonly config?: ProxyConfigInput;
-  /** Defaults to `X-Canary: always` (seed 000). */
+  /** Defaults to `X-Canary: always` (the usual testers header). */
   readonly testersHeader?: TestersHeader;
   /** Milliseconds an upstream may take to answer before the proxy gives up with a 504. */
   readonly upstreamTimeoutMs?: number;

@@ -93,7 +93,7 @@ function rolloutStateMachine(template: Template): { id: string; props: Json } {
   return { id, props: r.Properties };
 }
 
-describe("the example stack (seed 000 on ALB + ECS)", () => {
+describe("the example stack (the reference canary on ALB + ECS)", () => {
   let stack: RolloutsExampleStack;
   let template: Template;
   let spec: RolloutSpec;

@@ -53,7 +53,7 @@ export interface ScenarioOptions {
 
 /**
  * One rollout on the synthesized stack, in virtual time: three real demo services behind the
- * real local proxy (whose samples follow the virtual clock), the seed 000 rollout judged by the
+ * real local proxy (whose samples follow the virtual clock), the reference canary judged by the
  * proxy's own samples, the real handlers and SDK clients against the embedded runtime.
  */
 export async function startScenario(options: ScenarioOptions): Promise<Scenario> {

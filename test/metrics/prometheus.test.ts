@@ -14,7 +14,7 @@ import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
  * The Prometheus adapter against a real Prometheus (the Debian package), scraping a small app that
  * exports `http_requests_total{code,version}` and a latency histogram with prom-client. Every scrape
  * of the app counts 95 successes and 5 errors for v2 and 100 successes (no error series at all) for
- * v1, so seed 000's success-rate query must give 0.95 for v2 and the error-ratio query for v1 must
+ * v1, so the reference canary's success-rate query must give 0.95 for v2 and the error-ratio query for v1 must
  * be an empty vector.
  */
 
@@ -144,7 +144,7 @@ afterAll(async () => {
 });
 
 describe("Prometheus provider against a real Prometheus", () => {
-  it("seed 000's success-rate query yields the ratio of the canary's 2xx to all its requests", async () => {
+  it("the reference canary's success-rate query yields the ratio of the canary's 2xx to all its requests", async () => {
     const r = await new PrometheusMetricProvider().measure(promMetric(SUCCESS_RATE), { now: new Date() });
     expect(r.ok).toBe(true);
     if (!r.ok) return;

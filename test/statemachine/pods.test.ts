@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { canaryCounts, resolveMaxSurge, routedCanaryCounts } from "../../statemachine/index.ts";
 
 // Argo Rollouts' own table for approximateWeightedCanaryStableReplicaCounts (maxWeight 100),
-// plus seed 000's examples: [replicas, weight, maxSurge, canary, stable].
+// plus Argo's documented examples: [replicas, weight, maxSurge, canary, stable].
 const ARGO_CASES: Array<[number, number, number, number, number]> = [
   [0, 0, 0, 0, 0],
   [0, 50, 0, 0, 0],
@@ -60,7 +60,7 @@ const ARGO_CASES: Array<[number, number, number, number, number]> = [
   [10, 25, 1, 3, 8],
   [10, 99, 1, 10, 1],
   [10, 100, 1, 10, 0],
-  // seed 000's table
+  // the documented table
   [4, 25, 1, 1, 3],
   [3, 10, 1, 1, 3],
   [3, 10, 0, 1, 2],

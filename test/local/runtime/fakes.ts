@@ -6,7 +6,7 @@ import { localFunctionArn } from "../../../local/asl/intrinsics.ts";
 import type { RuntimeFunction } from "../../../local/runtime.ts";
 import { compile, FUNCTION_PLACEHOLDERS, loadRollout } from "../../../statemachine/index.ts";
 
-/** The seed 000 canary, compiled as the construct does (no readiness checks: a Lambda target). */
+/** The reference canary, compiled as the construct does (no readiness checks: a Lambda target). */
 export async function canaryDefinition(): Promise<Record<string, unknown>> {
   const { spec } = await loadRollout(["examples/rollout.yaml", "examples/analysis-success-rate.yaml"]);
   return compile(spec) as unknown as Record<string, unknown>;

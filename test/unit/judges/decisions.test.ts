@@ -17,7 +17,7 @@ import {
   worseEffect,
 } from "../../../functions/judges/index.ts";
 
-describe("seed 002's judge", () => {
+describe("the model-rollout judge", () => {
   const base = { nCandidate: 500, nPrimary: 500, minEffect: 50, alpha: 0.01, minSamples: 150 };
   it.each([
     [
@@ -58,7 +58,7 @@ describe("seed 002's judge", () => {
   });
 });
 
-describe("seed 004's comparative threshold gates (compare: stable)", () => {
+describe("comparative threshold gates (compare: stable)", () => {
   it("fails an error rate 1.6× the stable's with maxRatio 1.5 and enough samples", () => {
     const outcome = compareWithStable({
       name: "errors",
@@ -140,7 +140,7 @@ describe("seed 004's comparative threshold gates (compare: stable)", () => {
   });
 });
 
-describe("seed 004's Mann-Whitney analysis of two series", () => {
+describe("the Mann-Whitney analysis of two series", () => {
   const stableErrors = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
   const badErrors = [0.25, 0.3, 0.28, 0.27, 0.26, 0.29, 0.31, 0.24, 0.27, 0.28, 0.2871];
 
@@ -192,7 +192,7 @@ describe("seed 004's Mann-Whitney analysis of two series", () => {
   });
 });
 
-describe("seed 004's score", () => {
+describe("the score", () => {
   it("is the weighted share of the non-inconclusive metrics that passed", () => {
     const outcome = scoreGate([
       { name: "errors", status: "pass" },
@@ -240,7 +240,7 @@ describe("seed 004's score", () => {
   });
 });
 
-describe("seed 001's canary gate", () => {
+describe("the canary gate", () => {
   const hash = "a".repeat(64);
   const good: CanaryObservation = {
     query_hash: hash,

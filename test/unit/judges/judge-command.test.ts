@@ -98,7 +98,7 @@ describe("runCheck and judge", () => {
     expect(noTraffic.verdict).toBe("INSUFFICIENT");
   });
 
-  it("one-proportion uses the limit as its minimum effect, as seed 002's shadow check does", () => {
+  it("one-proportion uses the limit as its minimum effect, as the shadow check does", () => {
     const result = runCheck(
       checkSchema.parse({
         name: "disagreement",

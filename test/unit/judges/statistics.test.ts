@@ -171,7 +171,7 @@ describe("one-proportion test against a limit", () => {
     },
   );
 
-  it("reproduces seed 002's shadow rollback: z=17.79, p=4.1e-71", () => {
+  it("reproduces the shadow-rollback example: z=17.79, p=4.1e-71", () => {
     const result = oneProportion({ bad: 150, n: 414 }, 0.1);
     expect(result.z.toFixed(2)).toBe("17.79");
     expect(result.pValue.toExponential(1)).toBe("4.1e-71");
@@ -206,13 +206,13 @@ describe("sample size and step duration", () => {
     },
   );
 
-  it("gives seed 002's figures: 147 for 10 points from 0.97, 556 for 5 points from 0.95, 180 for 10 from 0.95", () => {
+  it("gives the model-rollout figures: 147 for 10 points from 0.97, 556 for 5 points from 0.95, 180 for 10 from 0.95", () => {
     expect(samplesPerSide({ baseline: 0.97, candidate: 0.87, alpha: 0.01 })).toBe(147);
     expect(samplesPerSide({ baseline: 0.95, candidate: 0.9, alpha: 0.01 })).toBe(556);
     expect(samplesPerSide({ baseline: 0.95, candidate: 0.85, alpha: 0.01 })).toBe(180);
   });
 
-  it("turns samples into seconds at a request rate and weight (seed 002's plan: 150 at 60 rps, 25% → 10 s)", () => {
+  it("turns samples into seconds at a request rate and weight (a model-rollout plan: 150 at 60 rps, 25% → 10 s)", () => {
     expect(secondsToSamples(150, 60, 25)).toBe(10);
     expect(secondsToSamples(150, 60, 50)).toBe(5);
     expect(secondsToSamples(180, 60, 100)).toBe(3);
