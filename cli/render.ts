@@ -3,6 +3,7 @@ import { type AnalysisPhase, MeasurementSchema } from "../functions/analysis/typ
 import type { StoredMeasurement, StoredRun } from "../functions/store/port.ts";
 import type { Revision, RolloutEvent, RolloutItem, RolloutPhase } from "../functions/store/schema.ts";
 import type { StoredAnalysis } from "../functions/workflow/analysis.ts";
+import { columns } from "./table.ts";
 
 /**
  * How `rollouts get`, `list` and `status` draw a rollout, as pure functions of what the store
@@ -267,14 +268,5 @@ export function renderList(items: RolloutItem[]): string {
     item.message,
   ]);
   const header = ["NAME", "STATUS", "STEP", "WEIGHT", "STABLE", "CANARY", "UPDATED", "MESSAGE"];
-  const table = [header, ...rows];
-  const widths = header.map((_, c) => Math.max(...table.map((row) => (row[c] ?? "").length)));
-  return `${table
-    .map((row) =>
-      row
-        .map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c] ?? 0)))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n")}\n`;
+  return `${columns(header, rows).join("\n")}\n`;
 }

@@ -15,8 +15,8 @@ import {
   compile,
   FUNCTION_PLACEHOLDERS,
   type FunctionRole,
+  LAMBDA_SERVICE_RETRY,
   type RolloutSpec,
-  TRANSIENT_LAMBDA_ERRORS,
 } from "../statemachine/index.ts";
 import { rolloutDashboard } from "./dashboard.ts";
 import {
@@ -586,13 +586,7 @@ export class RolloutController extends Construct {
           Parameters: { FunctionName: "${ResumeFunctionArn}", "Payload.$": "$.payload" },
           OutputPath: "$.Payload",
           Retry: [
-            {
-              ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
-              IntervalSeconds: 1,
-              MaxAttempts: 6,
-              BackoffRate: 2,
-              JitterStrategy: "FULL",
-            },
+            LAMBDA_SERVICE_RETRY,
             { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
           ],
           End: true,

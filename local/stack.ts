@@ -43,6 +43,17 @@ export interface LocalStackOptions {
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
 }
 
+/** What the `rollouts` CLI needs to reach a local stack: its table, endpoints and dummy credentials. */
+export const CLI_ENV_KEYS = [
+  "ROLLOUTS_TABLE",
+  "AWS_ENDPOINT_URL_DYNAMODB",
+  "AWS_ENDPOINT_URL_SFN",
+  "AWS_REGION",
+  "AWS_ACCESS_KEY_ID",
+  "AWS_SECRET_ACCESS_KEY",
+  "AWS_SESSION_TOKEN",
+] as const;
+
 /** The synthesized stack running on this machine, with what tests and the demo drive it with. */
 export interface LocalStack {
   runtime: Runtime;

@@ -33,6 +33,15 @@ export const TRANSIENT_LAMBDA_ERRORS = [
   "Lambda.TooManyRequestsException",
 ];
 
+/** The retrier of every Lambda Task: the Lambda service's own errors are always safe to retry. */
+export const LAMBDA_SERVICE_RETRY = {
+  ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
+  IntervalSeconds: 1,
+  MaxAttempts: 6,
+  BackoffRate: 2,
+  JitterStrategy: "FULL",
+};
+
 /** Seconds between two readiness checks of a target with pods. */
 export const READY_POLL_SECONDS = 10;
 /** Seconds a timed wait may overrun before the workflow gives up on its timer. */
@@ -151,13 +160,7 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
     ResultPath: "$.last",
     Retry: [
       { ErrorEquals: [ROLLOUT_ABORTED, EXECUTION_SUPERSEDED], MaxAttempts: 0 },
-      {
-        ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
-        IntervalSeconds: 1,
-        MaxAttempts: 6,
-        BackoffRate: 2,
-        JitterStrategy: "FULL",
-      },
+      LAMBDA_SERVICE_RETRY,
       { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 2, BackoffRate: 2 },
     ],
     Catch: catchers(),
@@ -176,15 +179,7 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
     Parameters: { FunctionName: fn(role), Payload: { ...body, "taskToken.$": "$$.Task.Token" } },
     ResultPath: "$.last",
     ...(timeout !== undefined ? { TimeoutSeconds: Math.ceil(timeout) } : {}),
-    Retry: [
-      {
-        ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
-        IntervalSeconds: 1,
-        MaxAttempts: 6,
-        BackoffRate: 2,
-        JitterStrategy: "FULL",
-      },
-    ],
+    Retry: [LAMBDA_SERVICE_RETRY],
     Catch: catchers(),
     Next: next,
   });
@@ -350,13 +345,7 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
     ),
     Retry: [
       { ErrorEquals: [EXECUTION_SUPERSEDED], MaxAttempts: 0 },
-      {
-        ErrorEquals: TRANSIENT_LAMBDA_ERRORS,
-        IntervalSeconds: 1,
-        MaxAttempts: 6,
-        BackoffRate: 2,
-        JitterStrategy: "FULL",
-      },
+      LAMBDA_SERVICE_RETRY,
       { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
     ],
     Catch: [

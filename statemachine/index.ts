@@ -8,6 +8,7 @@ export {
   EXECUTION_SUPERSEDED,
   FUNCTION_PLACEHOLDERS,
   type FunctionRole,
+  LAMBDA_SERVICE_RETRY,
   READY_POLL_SECONDS,
   ROLLOUT_ABORTED,
   type StateMachineDefinition,

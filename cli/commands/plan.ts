@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { type PlanStep, plan } from "../../statemachine/index.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
+import { columns } from "../table.ts";
 import { loadSpecOrReport } from "./spec-input.ts";
 
 const positiveNumber = (flag: string) => (value: string) => {
@@ -58,15 +59,10 @@ function table(steps: PlanStep[], withRps: boolean): string {
     `${s.share}%`,
     ...(withRps ? [String(s.candidateRps ?? 0)] : []),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i] ?? 0))
-      .join("  ")
-      .trimEnd();
-  const out = [line(header)];
+  const [head = "", ...lines] = columns(header, rows);
+  const out = [head];
   steps.forEach((s, i) => {
-    out.push(line(rows[i] ?? []));
+    out.push(lines[i] ?? "");
     for (const a of s.analysis ?? []) out.push(`    ${a}`);
     if (s.warning) out.push(`    warning: ${s.warning}`);
   });

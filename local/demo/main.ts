@@ -1,7 +1,8 @@
+import { columns } from "../../cli/table.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
 import { startProxy } from "../proxy/server.ts";
-import { type LocalStack, startLocalStack } from "../stack.ts";
+import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../stack.ts";
 import { type DemoApp, startDemoApp } from "./app.ts";
 import { type Load, startLoad } from "./load.ts";
 import { prometheusVersion, type RunningPrometheus, startPrometheus } from "./prometheus.ts";
@@ -145,15 +146,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
 }
 
 function cliEnv(stack: LocalStack): string {
-  const keys = [
-    "ROLLOUTS_TABLE",
-    "AWS_ENDPOINT_URL_DYNAMODB",
-    "AWS_ENDPOINT_URL_SFN",
-    "AWS_REGION",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-  ];
-  return keys.map((k) => `${k}=${stack.env[k]}`).join(" ");
+  return CLI_ENV_KEYS.filter((k) => k !== "AWS_SESSION_TOKEN")
+    .map((k) => `${k}=${stack.env[k]}`)
+    .join(" ");
 }
 
 /** What the demo has already printed, across versions. */
@@ -231,14 +226,8 @@ export function summary(outcomes: DemoOutcome[]): string {
     String(o.served),
     String(o.failed),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i] ?? 0))
-      .join("  ")
-      .trimEnd();
   const messages = outcomes.filter((o) => o.message).map((o) => `${o.tag}: ${o.message}`);
-  return [line(header), ...rows.map(line), ...(messages.length ? ["", ...messages] : [])].join("\n");
+  return [...columns(header, rows), ...(messages.length ? ["", ...messages] : [])].join("\n");
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -8,7 +8,7 @@ import { freePort } from "../../local/demo/prometheus.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
 import type { LocalDynamo } from "../../local/dynamo.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
-import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { run } from "../cli/run.ts";
 
 export const DIGESTS = {
@@ -115,15 +115,7 @@ export async function startScenario(options: ScenarioOptions): Promise<Scenario>
       return stack.item();
     },
     cli: async (...argv) => {
-      const keys = [
-        "ROLLOUTS_TABLE",
-        "AWS_ENDPOINT_URL_DYNAMODB",
-        "AWS_ENDPOINT_URL_SFN",
-        "AWS_REGION",
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-      ];
+      const keys = CLI_ENV_KEYS;
       const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
       for (const k of keys) if (stack.env[k] !== undefined) process.env[k] = stack.env[k];
       try {
