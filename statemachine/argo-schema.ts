@@ -29,7 +29,8 @@ export const ArgoArgumentSchema = z
 
 export const ArgoPrometheusSchema = z
   .object({
-    address: z.string().min(1),
+    /** Absent: the controller's default Prometheus. */
+    address: z.string().optional(),
     query: z.string().min(1),
     timeout: z.number().int().positive().optional(),
     insecure: z.boolean().optional(),

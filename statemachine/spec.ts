@@ -10,7 +10,8 @@ import { z } from "zod";
 /** A metric provider, as Argo documents it (plus `samples`, our per-version summary provider). */
 export const PrometheusProviderSchema = z
   .object({
-    address: z.string().min(1),
+    /** Empty: the controller's default Prometheus (its `prometheus` prop). */
+    address: z.string().default(""),
     query: z.string().min(1),
     /** Seconds; Argo's default is 30. */
     timeout: z.number().positive().default(30),

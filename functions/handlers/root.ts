@@ -81,7 +81,18 @@ export function depsFromEnv(
     }),
     clock,
     routerFor: (settings) => createTrafficRouter(settings, clients, clock),
-    providers: defaultProviders(),
+    providers: defaultProviders(
+      source[ENV.prometheusUrl]
+        ? {
+            prometheus: {
+              url: source[ENV.prometheusUrl] as string,
+              ...(source[ENV.prometheusSigv4Region]
+                ? { sigv4Region: source[ENV.prometheusSigv4Region] }
+                : {}),
+            },
+          }
+        : {},
+    ),
     metrics: new EmfMetricsSink(),
   };
 }

@@ -84,6 +84,8 @@ export function awsPrometheusSigner(sigv4: Sigv4Config): RequestSigner {
 export interface DefaultProviderOptions {
   fetch?: Fetch;
   cloudWatch?: Pick<CloudWatchClient, "send">;
+  /** The Prometheus of metrics that name no address (`ROLLOUTS_PROMETHEUS_URL`, SigV4 region). */
+  prometheus?: { url: string; sigv4Region?: string };
 }
 
 /**
@@ -101,7 +103,11 @@ export function defaultProviders(options: DefaultProviderOptions = {}): Provider
   };
   const http = options.fetch ? { fetch: options.fetch } : {};
   return new ProviderRouter({
-    prometheus: new PrometheusMetricProvider({ ...http, signerFor: awsPrometheusSigner }),
+    prometheus: new PrometheusMetricProvider({
+      ...http,
+      signerFor: awsPrometheusSigner,
+      ...(options.prometheus ? { defaultAddress: options.prometheus } : {}),
+    }),
     web: new WebMetricProvider(http),
     cloudWatch: lazyCloudWatch,
     samples: new SamplesMetricProvider(http),

@@ -40,6 +40,11 @@ export interface PrometheusProviderOptions {
    * POST keeps long queries out of URL length limits and access logs.
    */
   method?: "GET" | "POST";
+  /**
+   * The Prometheus a metric with no `address` queries (the controller's `prometheus` prop), and
+   * the SigV4 region to sign it with when it is an Amazon Managed Prometheus workspace.
+   */
+  defaultAddress?: { url: string; sigv4Region?: string };
 }
 
 interface PromResponse {
@@ -98,16 +103,35 @@ export class PrometheusMetricProvider implements MetricProvider {
   private readonly fetch: Fetch;
   private readonly signerFor: PrometheusProviderOptions["signerFor"];
   private readonly method: "GET" | "POST";
+  private readonly defaultAddress: PrometheusProviderOptions["defaultAddress"];
 
   constructor(options: PrometheusProviderOptions = {}) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.signerFor = options.signerFor;
     this.method = options.method ?? "POST";
+    this.defaultAddress = options.defaultAddress;
   }
 
   async measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
-    const spec = metric.provider.prometheus;
-    if (!spec) return { ok: false, message: `metric "${metric.name}" has no prometheus provider` };
+    const given = metric.provider.prometheus;
+    if (!given) return { ok: false, message: `metric "${metric.name}" has no prometheus provider` };
+    let spec = given;
+    if (spec.address === "") {
+      const fallback = this.defaultAddress;
+      if (!fallback?.url) {
+        return {
+          ok: false,
+          message: `metric "${metric.name}" names no prometheus address and the controller has no default (its prometheus prop)`,
+        };
+      }
+      spec = {
+        ...spec,
+        address: fallback.url,
+        ...(fallback.sigv4Region && !spec.authentication
+          ? { authentication: { sigv4: { region: fallback.sigv4Region } } }
+          : {}),
+      };
+    }
     let base: URL;
     try {
       base = new URL(spec.address);

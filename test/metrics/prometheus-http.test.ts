@@ -51,6 +51,19 @@ describe("Prometheus adapter over HTTP", () => {
     expect(req?.headers["x-scope-orgid"]).toBe("team-a");
   });
 
+  it("queries the controller's default Prometheus when a metric names no address", async () => {
+    const withDefault = new PrometheusMetricProvider({ defaultAddress: { url: `${server.url}/tenant/` } });
+    const r = await withDefault.measure(metric(""), { now });
+    expect(r).toMatchObject({ ok: true, result: [0.97] });
+    expect(server.requests.at(-1)?.url).toBe("/tenant/api/v1/query");
+    const without = await new PrometheusMetricProvider().measure(metric(""), { now });
+    expect(without).toEqual({
+      ok: false,
+      message:
+        'metric "m" names no prometheus address and the controller has no default (its prometheus prop)',
+    });
+  });
+
   it("falls back to GET when POST is not allowed, keeping the address's path prefix", async () => {
     const r = await new PrometheusMetricProvider().measure(metric(`${server.url}/get-only/`), { now });
     expect(r.ok).toBe(true);
