@@ -85,8 +85,9 @@ export function currentStepOf(item: RolloutItem): number {
   return Math.min(item.stepCount, Math.max(item.stepIndex, ...named));
 }
 
-/** Argo names strategies in CamelCase; the item does not record it, so infer it from what ran. */
+/** Argo names strategies in CamelCase; items written before Begin recorded it are inferred from what ran. */
 export function inferStrategy(item: RolloutItem): "Canary" | "BlueGreen" | undefined {
+  if (item.strategy) return item.strategy === "blueGreen" ? "BlueGreen" : "Canary";
   if (item.pause?.reason === "BlueGreenPause") return "BlueGreen";
   const events = currentEvents(item);
   if (events.some((e) => e.message.includes("BlueGreenPause") || e.message.includes("(preview:"))) {
@@ -232,7 +233,7 @@ export function renderRollout(view: RolloutView): string {
     const events = currentEvents(item);
     for (let i = 0; i < item.stepCount; i++) {
       const pointer = i === current && item.phase !== "Healthy" ? "▶" : " ";
-      const summary = stepSummary(events, i);
+      const summary = stepSummary(events, i) || (item.stepLabels[i] ?? "");
       lines.push(`  ${pointer} ${stepMark(item, i, current)} ${i}${summary ? `  ${summary}` : ""}`.trimEnd());
     }
   }

@@ -1,4 +1,5 @@
 import { formatDuration } from "./duration.ts";
+import { plan } from "./plan.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
 
 /**
@@ -226,7 +227,14 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
   states.Begin = {
     ...invoke(
       "begin",
-      { "input.$": "$", "executionId.$": "$$.Execution.Id", rollout, ...target },
+      {
+        "input.$": "$",
+        "executionId.$": "$$.Execution.Id",
+        rollout,
+        // What each step does, in words, so status tools can show the steps not run yet.
+        stepLabels: plan(spec).steps.map((s) => s.detail),
+        ...target,
+      },
       "FirstRevision?",
     ),
     ResultSelector: { "context.$": "$.Payload.context", "firstRevision.$": "$.Payload.firstRevision" },

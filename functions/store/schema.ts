@@ -103,6 +103,10 @@ export const RolloutItemSchema = z.object({
   /** Zero-based index of the step being run (equals `stepCount` once all steps are done). */
   stepIndex: z.number().int().nonnegative().default(0),
   stepCount: z.number().int().nonnegative().default(0),
+  /** The strategy of the running spec (recorded by Begin). */
+  strategy: z.enum(["canary", "blueGreen"]).nullable().default(null),
+  /** What each step of the running spec does, in words, for `rollouts get`. */
+  stepLabels: z.array(z.string()).default([]),
   /** Percent of traffic on the canary. */
   weight: z.number().min(0).max(100).default(0),
   /** The task token the execution waits on: the abort channel and `promote` send to it. */

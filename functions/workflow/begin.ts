@@ -86,6 +86,8 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
       currentRevision: revision,
       stepIndex: 0,
       stepCount: payload.rollout.stepCount,
+      strategy: payload.rollout.strategy,
+      stepLabels: payload.stepLabels,
       executionArn: executionId,
       abortRequested: false,
       abortReason: null,

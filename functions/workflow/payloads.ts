@@ -32,6 +32,8 @@ export const BeginPayloadSchema = z.object({
   input: RolloutExecutionInputSchema,
   executionId: z.string().min(1),
   rollout: RolloutRefSchema,
+  /** What each step does, in words (`setWeight: 25`, `analysis: success-rate`). */
+  stepLabels: z.array(z.string()).default([]),
   target: z.unknown().optional(),
 });
 export type BeginPayload = z.infer<typeof BeginPayloadSchema>;

@@ -69,6 +69,14 @@ describe.each(["dynalite", "dynamodb-local"] as const)("a rollout on the embedde
       "Rollout step 3/5 completed (weight 50%)",
     ]);
     expect(item?.events.filter((e) => e.type === "AnalysisRunSuccessful")).toHaveLength(2);
+    expect(item?.strategy).toBe("canary");
+    expect(item?.stepLabels).toEqual([
+      "setWeight: 25",
+      "analysis: success-rate",
+      "setWeight: 50",
+      "pause: 2s",
+      "analysis: success-rate",
+    ]);
     expect(s.proxy.config()).toMatchObject({ stable: s.apps.v2.url, weight: 0 });
   });
 
@@ -97,6 +105,10 @@ describe.each(["dynalite", "dynamodb-local"] as const)("a rollout on the embedde
     const paused = await s.drive(at("v2", ["Paused"]));
     expect(paused).toMatchObject({ phase: "Paused", waitingFor: "pause", stepIndex: 3 });
     expect(paused?.message).toBe("CanaryPauseStep: waiting for rollouts promote");
+    const shown = await s.cli("get", "demo");
+    expect(shown.out).toContain("Strategy:        Canary");
+    expect(shown.out).toMatch(/▶ ॥ 3 +CanaryPauseStep: waiting for rollouts promote/);
+    expect(shown.out).toMatch(/· 4 +analysis: success-rate/);
     // An hour later it still waits for a person.
     const still = await s.drive(() => false, { maxSeconds: 60, rps: 1 });
     await s.stack.runtime.advanceBy(3_600_000);

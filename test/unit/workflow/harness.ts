@@ -288,6 +288,7 @@ export async function acceptPush(w: World, push: Push): Promise<BeginPayload> {
     },
     executionId: execArn(executionName),
     rollout: rolloutRef(),
+    stepLabels: CANARY_STEPS.map((step) => step.kind),
     target: TARGET,
   };
 }
