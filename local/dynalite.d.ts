@@ -1,4 +1,4 @@
-// dynalite ships no types; this is the part of its API the store tests use.
+// dynalite ships no types; this is the part of its API the embedded runtime and the tests use.
 declare module "dynalite" {
   import type { Server } from "node:http";
 
