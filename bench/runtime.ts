@@ -7,7 +7,7 @@ import { GetExecutionHistoryCommand, ListExecutionsCommand } from "@aws-sdk/clie
 import type { LambdaHandler } from "../local/aws/lambda.ts";
 import { runDemo } from "../local/demo/main.ts";
 import { startDynamo } from "../local/dynamo.ts";
-import { type Scenario, startScenario } from "../test/integration/harness.ts";
+import { type LocalScenario as Scenario, startScenario } from "../test/integration/harness.ts";
 import type { Bench } from "./run.ts";
 
 const done =

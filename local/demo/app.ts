@@ -18,6 +18,10 @@ export async function startDemoApp(options: {
   version: string;
   errorRate?: number;
   port?: number;
+  /** Where to listen (127.0.0.1 by default). */
+  host?: string;
+  /** How others reach it (the URL's host); default the listening host. */
+  advertise?: string;
 }): Promise<DemoApp> {
   const errors = new ExactShare(Math.round((options.errorRate ?? 0) * 100));
   const server: Server = createServer((req, res) => {
@@ -36,10 +40,11 @@ export async function startDemoApp(options: {
     res.writeHead(200, headers).end(JSON.stringify({ ok: true, version: options.version }));
   });
   server.keepAliveTimeout = 1_000;
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${options.advertise ?? host}:${port}`,
     version: options.version,
     close: () =>
       new Promise<void>((resolve) => {

@@ -1,8 +1,5 @@
 import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
 import { ManualClock } from "../../functions/clock.ts";
-import type { HandlerName } from "../../functions/config.ts";
-import type { RolloutItem } from "../../functions/store/schema.ts";
-import type { LambdaHandler } from "../../local/aws/lambda.ts";
 import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
 import { freePort } from "../../local/demo/prometheus.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
@@ -10,45 +7,17 @@ import type { LocalDynamo } from "../../local/dynamo.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
 import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { run } from "../cli/run.ts";
+import { DIGESTS, type Scenario, type ScenarioOptions } from "./scenario.ts";
 
-export const DIGESTS = {
-  v1: `sha256:${"1".repeat(64)}`,
-  v2: `sha256:${"2".repeat(64)}`,
-  v3: `sha256:${"3".repeat(64)}`,
-};
-
-export interface Scenario {
+/** A scenario on the embedded runtime: the generic one, plus the stack for benchmarks. */
+export interface LocalScenario extends Scenario {
   stack: LocalStack;
-  proxy: RunningProxy;
-  apps: Record<"v1" | "v2" | "v3", DemoApp>;
   clock: ManualClock;
-  sfn: SFNClient;
-  /** Pushes a tag (v1, v2, v3) as ECR does. */
-  push(tag: "v1" | "v2" | "v3", at?: Date): Promise<void>;
-  /**
-   * Virtual time with real traffic: each virtual second, `rps` real requests go through the proxy,
-   * then the clock moves a second; until `done(item)` or `maxSeconds`.
-   */
-  drive(
-    done: (item: RolloutItem | undefined) => boolean,
-    options?: { rps?: number; maxSeconds?: number },
-  ): Promise<RolloutItem | undefined>;
-  /** Runs the `rollouts` CLI in-process against this stack, configured only by environment variables. */
-  cli(...argv: string[]): Promise<{ code: number; out: string; err: string }>;
-  executions(): Promise<Array<{ name: string; status: string; error?: string }>>;
-  close(): Promise<void>;
 }
 
-export interface ScenarioOptions {
+export interface LocalScenarioOptions extends ScenarioOptions {
   dynamo: LocalDynamo;
   tableName: string;
-  /** `pause` of step 4: `{duration: 2s}` by default, `{}` to wait for a person. */
-  pause?: string;
-  /** Point the analysis at a port nothing listens on: every measurement is an Error. */
-  providerDown?: boolean;
-  /** Measurements per analysis (`count`); 2 by default. */
-  count?: number;
-  wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
 }
 
 /**
@@ -56,7 +25,7 @@ export interface ScenarioOptions {
  * real local proxy (whose samples follow the virtual clock), the reference canary judged by the
  * proxy's own samples, the real handlers and SDK clients against the embedded runtime.
  */
-export async function startScenario(options: ScenarioOptions): Promise<Scenario> {
+export async function startScenario(options: LocalScenarioOptions): Promise<LocalScenario> {
   const clock = new ManualClock(Date.parse("2026-11-30T12:00:00Z"));
   const apps = {
     v1: await startDemoApp({ version: "v1" }),
@@ -88,13 +57,16 @@ export async function startScenario(options: ScenarioOptions): Promise<Scenario>
     region: "us-east-1",
     credentials: { accessKeyId: "local", secretAccessKey: "local" },
   });
-  const scenario: Scenario = {
+  const scenario: LocalScenario = {
     stack,
     proxy,
     apps,
     clock,
     sfn,
+    stateMachineArn: stack.stateMachineArn,
     push: (tag, at) => stack.push(tag, DIGESTS[tag], at),
+    idle: (ms) => stack.runtime.advanceBy(ms),
+    item: () => stack.item(),
     drive: async (done, o = {}) => {
       const rps = o.rps ?? 20;
       const max = o.maxSeconds ?? 300;
@@ -145,6 +117,3 @@ export async function startScenario(options: ScenarioOptions): Promise<Scenario>
   };
   return scenario;
 }
-
-export const terminal = (item: RolloutItem | undefined) =>
-  item !== undefined && item.executionArn !== null && (item.phase === "Healthy" || item.phase === "Degraded");

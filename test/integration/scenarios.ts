@@ -1,0 +1,207 @@
+import { expect } from "vitest";
+import { at, DIGESTS, done, type Scenario, type ScenarioOptions } from "./scenario.ts";
+
+/**
+ * The scenarios every backend runs (the embedded runtime on dynalite and on DynamoDB Local, and
+ * LocalStack when it is there). Each starts from a fresh rollout `demo`: `options` say how the
+ * rollout is deployed, `inProcess` marks the ones that need to wrap a handler in-process.
+ */
+export interface ScenarioCase {
+  name: string;
+  options: ScenarioOptions;
+  inProcess?: boolean;
+  run(s: Scenario): Promise<void>;
+}
+
+const FAILED_MESSAGE =
+  'RolloutAborted: Rollout aborted update to revision 3: Metric "success-rate" assessed Failed due to failed (1) > failureLimit (0)';
+
+/** v1 pushed and Healthy: the starting point of most scenarios. */
+async function stable(s: Scenario): Promise<void> {
+  await s.push("v1");
+  expect((await s.drive(done("v1")))?.phase).toBe("Healthy");
+}
+
+let thrown = 0;
+
+export const SCENARIOS: ScenarioCase[] = [
+  {
+    name: "an ECR push starts the rollout; the first revision skips the steps and becomes stable",
+    options: {},
+    async run(s) {
+      await s.push("v1");
+      const item = await s.drive(done("v1"));
+      expect(item).toMatchObject({ phase: "Healthy", weight: 100, message: "" });
+      expect(item?.stableRevision).toMatchObject({ revision: 1, tag: "v1", digest: DIGESTS.v1 });
+      expect(item?.events.map((e) => e.type)).not.toContain("RolloutStepCompleted");
+      expect(s.proxy.config()).toMatchObject({ stable: s.apps.v1.url, weight: 0 });
+      expect(await s.executions()).toEqual([
+        { name: expect.stringMatching(/^demo-1{24}-g1$/), status: "SUCCEEDED" },
+      ]);
+    },
+  },
+  {
+    name: "promotes a healthy candidate through every step",
+    options: {},
+    async run(s) {
+      await stable(s);
+      await s.push("v2");
+      const item = await s.drive(done("v2"));
+      expect(item).toMatchObject({ phase: "Healthy", weight: 100, stepIndex: 5, stepCount: 5 });
+      expect(item?.stableRevision).toMatchObject({ revision: 2, tag: "v2" });
+      expect(item?.history.map((h) => h.tag)).toEqual(["v1", "v2"]);
+      const steps = item?.events.filter((e) => e.type === "RolloutStepCompleted").map((e) => e.message);
+      expect(steps).toEqual([
+        "Rollout step 1/5 completed (weight 25%)",
+        "Rollout step 3/5 completed (weight 50%)",
+      ]);
+      expect(item?.events.filter((e) => e.type === "AnalysisRunSuccessful")).toHaveLength(2);
+      expect(item?.strategy).toBe("canary");
+      expect(item?.stepLabels).toEqual([
+        "setWeight: 25",
+        "analysis: success-rate",
+        "setWeight: 50",
+        "pause: 2s",
+        "analysis: success-rate",
+      ]);
+      expect(s.proxy.config()).toMatchObject({ stable: s.apps.v2.url, weight: 0 });
+    },
+  },
+  {
+    name: "aborts a failing candidate with Argo's message and puts the weight back at 0",
+    options: {},
+    async run(s) {
+      await stable(s);
+      await s.push("v2");
+      await s.drive(done("v2"));
+      await s.push("v3");
+      const item = await s.drive(done("v3"));
+      expect(item).toMatchObject({ phase: "Degraded", message: FAILED_MESSAGE, weight: 0 });
+      expect(item?.stableRevision?.tag).toBe("v2");
+      expect(s.proxy.config()).toMatchObject({ stable: s.apps.v2.url, weight: 0 });
+      const executions = await s.executions();
+      expect(executions.find((e) => e.name.includes("3333"))).toMatchObject({
+        status: "FAILED",
+        error: "RolloutAborted",
+      });
+      // It stays Degraded: nothing more happens until a new revision arrives.
+      const later = await s.drive(() => false, { maxSeconds: 30 });
+      expect(later).toMatchObject({ phase: "Degraded", message: FAILED_MESSAGE });
+    },
+  },
+  {
+    name: "waits at a pause without a duration until rollouts promote sends the token",
+    options: { pause: "{}" },
+    async run(s) {
+      await stable(s);
+      await s.push("v2");
+      const paused = await s.drive(at("v2", ["Paused"]));
+      expect(paused).toMatchObject({ phase: "Paused", waitingFor: "pause", stepIndex: 3 });
+      expect(paused?.message).toBe("CanaryPauseStep: waiting for rollouts promote");
+      const shown = await s.cli("get", "demo");
+      expect(shown.out).toContain("Strategy:        Canary");
+      expect(shown.out).toMatch(/▶ ॥ 3 +CanaryPauseStep: waiting for rollouts promote/);
+      expect(shown.out).toMatch(/· 4 +analysis: success-rate/);
+      // Time passes and it still waits for a person.
+      await s.idle(3_600_000);
+      expect((await s.item())?.phase).toBe("Paused");
+      const promoted = await s.cli("promote", "demo");
+      expect(promoted).toMatchObject({ code: 0 });
+      expect(promoted.out).toContain("ended, the rollout continues");
+      const item = await s.drive(done("v2"));
+      expect(item).toMatchObject({ phase: "Healthy", weight: 100 });
+      expect((await s.cli("promote", "demo")).code).toBe(1);
+    },
+  },
+  {
+    name: "rollouts abort during an analysis run stops the rollout and puts the weight back",
+    options: {},
+    async run(s) {
+      await stable(s);
+      await s.push("v2");
+      const analysing = await s.drive((i) => i?.currentRevision?.tag === "v2" && i.waitingFor === "analysis");
+      expect(analysing?.weight).toBe(25);
+      const aborted = await s.cli("abort", "demo");
+      expect(aborted.code).toBe(0);
+      const item = await s.drive(done("v2"));
+      expect(item).toMatchObject({
+        phase: "Degraded",
+        message: "RolloutAborted: Rollout aborted update to revision 2: aborted by rollouts abort",
+        weight: 0,
+      });
+      expect(s.proxy.config()).toMatchObject({ stable: s.apps.v1.url, weight: 0 });
+      expect((await s.cli("abort", "demo")).code).toBe(1);
+    },
+  },
+  {
+    name: "a second push during a rollout supersedes it",
+    options: { pause: "{}" },
+    async run(s) {
+      await stable(s);
+      await s.push("v2");
+      await s.drive(at("v2", ["Paused"]));
+      await s.push("v3");
+      const item = await s.drive(done("v3"));
+      expect(item).toMatchObject({ phase: "Degraded", message: FAILED_MESSAGE, weight: 0 });
+      const executions = await s.executions();
+      expect(executions.find((e) => e.name.includes("2222"))).toMatchObject({
+        status: "FAILED",
+        error: "ExecutionSuperseded",
+      });
+      expect(item?.stableRevision?.tag).toBe("v1");
+      expect(s.proxy.config()).toMatchObject({ stable: s.apps.v1.url, weight: 0 });
+    },
+  },
+  {
+    name: "a duplicate push starts nothing",
+    options: {},
+    async run(s) {
+      await stable(s);
+      await s.push("v1");
+      await s.push("v1");
+      await s.drive(() => false, { maxSeconds: 5 });
+      expect(await s.executions()).toHaveLength(1);
+      expect((await s.item())?.events.filter((e) => e.type === "RolloutUpdated")).toHaveLength(1);
+    },
+  },
+  {
+    name: "retries a Lambda that throws once",
+    inProcess: true,
+    options: {
+      wrap: (name, handler) => async (event, context) => {
+        if (name === "setWeight" && thrown === 0) {
+          thrown++;
+          const error = new Error("Rate exceeded");
+          error.name = "Lambda.TooManyRequestsException";
+          throw error;
+        }
+        return handler(event, context);
+      },
+    },
+    async run(s) {
+      thrown = 0;
+      await stable(s);
+      await s.push("v2");
+      const item = await s.drive(done("v2"));
+      expect(thrown).toBe(1);
+      expect(item).toMatchObject({ phase: "Healthy", weight: 100 });
+    },
+  },
+  {
+    name: "a metric provider that is down gives Error measurements and ends in Error, never a promotion",
+    options: { providerDown: true },
+    async run(s) {
+      await stable(s);
+      await s.push("v2");
+      const item = await s.drive(done("v2"));
+      expect(item).toMatchObject({ phase: "Degraded", weight: 0 });
+      // As Argo writes it: the limit, then the provider's last error message.
+      expect(item?.message).toMatch(
+        /^RolloutAborted: Rollout aborted update to revision 2: Metric "success-rate" assessed Error due to consecutiveErrors \(5\) > consecutiveErrorLimit \(4\): "Error Message: /,
+      );
+      const completed = item?.events.filter((e) => e.type === "RolloutCompleted").map((e) => e.message);
+      expect(completed).toEqual(["Rollout completed: revision 1 (v1) is stable"]);
+      expect(item?.stableRevision?.tag).toBe("v1");
+    },
+  },
+];
