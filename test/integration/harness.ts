@@ -64,6 +64,7 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
     clock,
     sfn,
     stateMachineArn: stack.stateMachineArn,
+    name: stack.rollout,
     push: (tag, at) => stack.push(tag, DIGESTS[tag], at),
     idle: (ms) => stack.runtime.advanceBy(ms),
     item: () => stack.item(),

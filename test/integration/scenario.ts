@@ -23,8 +23,10 @@ export interface ScenarioOptions {
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
 }
 
-/** One rollout named `demo` with three demo services behind its own proxy. */
+/** One rollout with three demo services behind its own proxy. */
 export interface Scenario {
+  /** The rollout's name (`demo` on the embedded runtime; `demo-N` where rollouts share a table). */
+  name: string;
   proxy: RunningProxy;
   apps: Record<"v1" | "v2" | "v3", DemoApp>;
   sfn: SFNClient;

@@ -36,7 +36,7 @@ export const SCENARIOS: ScenarioCase[] = [
       expect(item?.events.map((e) => e.type)).not.toContain("RolloutStepCompleted");
       expect(s.proxy.config()).toMatchObject({ stable: s.apps.v1.url, weight: 0 });
       expect(await s.executions()).toEqual([
-        { name: expect.stringMatching(/^demo-1{24}-g1$/), status: "SUCCEEDED" },
+        { name: expect.stringMatching(new RegExp(`^${s.name}-1{24}-g1$`)), status: "SUCCEEDED" },
       ]);
     },
   },
@@ -98,19 +98,19 @@ export const SCENARIOS: ScenarioCase[] = [
       const paused = await s.drive(at("v2", ["Paused"]));
       expect(paused).toMatchObject({ phase: "Paused", waitingFor: "pause", stepIndex: 3 });
       expect(paused?.message).toBe("CanaryPauseStep: waiting for rollouts promote");
-      const shown = await s.cli("get", "demo");
+      const shown = await s.cli("get", s.name);
       expect(shown.out).toContain("Strategy:        Canary");
       expect(shown.out).toMatch(/▶ ॥ 3 +CanaryPauseStep: waiting for rollouts promote/);
       expect(shown.out).toMatch(/· 4 +analysis: success-rate/);
       // Time passes and it still waits for a person.
       await s.idle(3_600_000);
       expect((await s.item())?.phase).toBe("Paused");
-      const promoted = await s.cli("promote", "demo");
+      const promoted = await s.cli("promote", s.name);
       expect(promoted).toMatchObject({ code: 0 });
       expect(promoted.out).toContain("ended, the rollout continues");
       const item = await s.drive(done("v2"));
       expect(item).toMatchObject({ phase: "Healthy", weight: 100 });
-      expect((await s.cli("promote", "demo")).code).toBe(1);
+      expect((await s.cli("promote", s.name)).code).toBe(1);
     },
   },
   {
@@ -121,7 +121,7 @@ export const SCENARIOS: ScenarioCase[] = [
       await s.push("v2");
       const analysing = await s.drive((i) => i?.currentRevision?.tag === "v2" && i.waitingFor === "analysis");
       expect(analysing?.weight).toBe(25);
-      const aborted = await s.cli("abort", "demo");
+      const aborted = await s.cli("abort", s.name);
       expect(aborted.code).toBe(0);
       const item = await s.drive(done("v2"));
       expect(item).toMatchObject({
@@ -130,7 +130,7 @@ export const SCENARIOS: ScenarioCase[] = [
         weight: 0,
       });
       expect(s.proxy.config()).toMatchObject({ stable: s.apps.v1.url, weight: 0 });
-      expect((await s.cli("abort", "demo")).code).toBe(1);
+      expect((await s.cli("abort", s.name)).code).toBe(1);
     },
   },
   {

@@ -1,0 +1,38 @@
+import { readFileSync } from "node:fs";
+import { App, CfnOutput, RemovalPolicy, Stack } from "aws-cdk-lib";
+import * as ecr from "aws-cdk-lib/aws-ecr";
+import { EMBEDDED_CONTEXT, RolloutController } from "../../infra/index.ts";
+
+/**
+ * The app `npm run test:localstack` deploys with cdklocal: one controller and one rollout per
+ * scenario (rollout `demo-N` on repository `demo-N`), each on the local proxy the test started on
+ * this host. The test writes the configuration and names it in SFN_ROLLOUTS_LOCALSTACK_CONFIG.
+ */
+interface Config {
+  rollouts: Array<{
+    id: string;
+    specFiles: string[];
+    adminUrl: string;
+    upstreams: Record<string, string>;
+    repository: string;
+  }>;
+}
+
+const path = process.env.SFN_ROLLOUTS_LOCALSTACK_CONFIG;
+if (!path) throw new Error("SFN_ROLLOUTS_LOCALSTACK_CONFIG names the scenarios' configuration file");
+const config = JSON.parse(readFileSync(path, "utf8")) as Config;
+
+// The local proxy runs on the test host, which LocalStack's Lambdas reach over the network.
+const app = new App({ context: { [EMBEDDED_CONTEXT]: true } });
+const stack = new Stack(app, "SfnRolloutsLocalStack");
+const controller = new RolloutController(stack, "Controller", { removalPolicy: RemovalPolicy.DESTROY });
+for (const r of config.rollouts) {
+  const added = controller.addRollout(r.id, {
+    spec: { files: r.specFiles },
+    target: { type: "local-proxy", adminUrl: r.adminUrl, readinessPath: "/healthz", upstreams: r.upstreams },
+    trigger: { repository: ecr.Repository.fromRepositoryName(stack, `${r.id}Repository`, r.repository) },
+  });
+  new CfnOutput(stack, `${r.id}StateMachineArn`, { value: added.stateMachine.stateMachineArn });
+}
+new CfnOutput(stack, "TableName", { value: controller.table.tableName });
+app.synth();

@@ -1,0 +1,193 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
+import { DynamoRolloutStore } from "../../functions/store/dynamodb.ts";
+import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
+import { startLoad } from "../../local/demo/load.ts";
+import { freePort } from "../../local/demo/prometheus.ts";
+import { writeDemoSpec } from "../../local/demo/spec.ts";
+import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
+import { run } from "../cli/run.ts";
+import { DIGESTS, type Scenario, type ScenarioOptions } from "./scenario.ts";
+
+/**
+ * The LocalStack backend of the integration scenarios: the same stack deployed with cdklocal to
+ * the LocalStack at `LOCALSTACK_ENDPOINT`, driven in real time through the real SDK clients. The
+ * demo services and the proxies run on this host and listen on every interface;
+ * `LOCALSTACK_TEST_HOST` is how LocalStack's Lambda containers reach it (default
+ * `host.docker.internal`).
+ */
+export interface LocalStackDeployment {
+  scenario(index: number): Scenario;
+  close(): Promise<void>;
+}
+
+const endpoint = () => process.env.LOCALSTACK_ENDPOINT ?? "http://localhost:4566";
+const region = "us-east-1";
+const credentials = { accessKeyId: "test", secretAccessKey: "test" };
+
+export async function deployToLocalStack(cases: ScenarioOptions[]): Promise<LocalStackDeployment> {
+  const host = process.env.LOCALSTACK_TEST_HOST ?? "host.docker.internal";
+  const listen = { host: "0.0.0.0", advertise: host };
+  const apps: Record<"v1" | "v2" | "v3", DemoApp> = {
+    v1: await startDemoApp({ version: "v1", ...listen }),
+    v2: await startDemoApp({ version: "v2", ...listen }),
+    v3: await startDemoApp({ version: "v3", errorRate: 0.5, ...listen }),
+  };
+  const proxies: RunningProxy[] = [];
+  const rollouts = [];
+  for (const [i, options] of cases.entries()) {
+    const proxy = await startProxy({ host: "0.0.0.0" });
+    proxies.push(proxy);
+    const reachable = `http://${host}:${proxy.port}`;
+    const stats = options.providerDown ? `http://${host}:${await freePort()}` : reachable;
+    rollouts.push({
+      id: `Demo${i + 1}`,
+      specFiles: writeDemoSpec(
+        { kind: "proxy", url: stats },
+        {
+          name: `demo-${i + 1}`,
+          ...(options.pause ? { pause: options.pause } : {}),
+          ...(options.count ? { count: options.count } : {}),
+        },
+      ),
+      adminUrl: reachable,
+      upstreams: { v1: apps.v1.url, v2: apps.v2.url, v3: apps.v3.url },
+      repository: `demo-${i + 1}`,
+    });
+  }
+  const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-localstack-"));
+  const configFile = join(dir, "config.json");
+  const outputsFile = join(dir, "outputs.json");
+  writeFileSync(configFile, JSON.stringify({ rollouts }));
+  const env = {
+    ...process.env,
+    AWS_ENDPOINT_URL: endpoint(),
+    AWS_ENDPOINT_URL_S3: endpoint().replace("://", "://s3."),
+    AWS_REGION: region,
+    AWS_DEFAULT_REGION: region,
+    AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+    AWS_ENVAR_ALLOWLIST: "AWS_REGION,AWS_DEFAULT_REGION",
+    SFN_ROLLOUTS_LOCALSTACK_CONFIG: configFile,
+  };
+  const cdk = (...args: string[]) =>
+    execFileSync("npx", ["cdklocal", ...args, "--app", "npx tsx test/integration/localstack-app.ts"], {
+      env,
+      stdio: "inherit",
+    });
+  cdk("bootstrap");
+  cdk("deploy", "--require-approval", "never", "--outputs-file", outputsFile);
+  const outputs =
+    Object.values(
+      JSON.parse(readFileSync(outputsFile, "utf8")) as Record<string, Record<string, string>>,
+    )[0] ?? {};
+  const tableName = outputs.TableName ?? "";
+  const aws = { endpoint: endpoint(), region, credentials };
+  const sfn = new SFNClient(aws);
+  const events = new EventBridgeClient(aws);
+  const dynamo = new DynamoDBClient(aws);
+  const store = new DynamoRolloutStore({ client: dynamo, tableName });
+
+  const scenario = (index: number): Scenario => {
+    const name = `demo-${index + 1}`;
+    const proxy = proxies[index] as RunningProxy;
+    const stateMachineArn = outputs[`Demo${index + 1}StateMachineArn`] ?? "";
+    return {
+      proxy,
+      apps,
+      sfn,
+      stateMachineArn,
+      name,
+      push: async (tag, at) => {
+        await events.send(
+          new PutEventsCommand({
+            Entries: [
+              {
+                Source: "aws.ecr",
+                DetailType: "ECR Image Action",
+                Time: at ?? new Date(),
+                Detail: JSON.stringify({
+                  "action-type": "PUSH",
+                  result: "SUCCESS",
+                  "repository-name": name,
+                  "image-digest": DIGESTS[tag],
+                  "image-tag": tag,
+                }),
+              },
+            ],
+          }),
+        );
+      },
+      drive: async (done, o = {}) => {
+        const load = startLoad({ url: `http://127.0.0.1:${proxy.port}/checkout`, rps: o.rps ?? 20 });
+        try {
+          const until = Date.now() + (o.maxSeconds ?? 300) * 1000;
+          for (;;) {
+            const item = await store.get(name);
+            if (done(item) || Date.now() > until) return item;
+            await new Promise((r) => setTimeout(r, 500));
+          }
+        } finally {
+          await load.stop();
+        }
+      },
+      idle: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 5_000))),
+      item: () => store.get(name),
+      cli: async (...argv) => {
+        const set: Record<string, string> = {
+          ROLLOUTS_TABLE: tableName,
+          AWS_ENDPOINT_URL: endpoint(),
+          AWS_REGION: region,
+          AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+        };
+        const saved = Object.fromEntries(Object.keys(set).map((k) => [k, process.env[k]]));
+        Object.assign(process.env, set);
+        try {
+          return await run(...argv);
+        } finally {
+          for (const [k, v] of Object.entries(saved)) {
+            if (v === undefined) delete process.env[k];
+            else process.env[k] = v;
+          }
+        }
+      },
+      executions: async () => {
+        const list = await sfn.send(new ListExecutionsCommand({ stateMachineArn }));
+        const out: Array<{ name: string; status: string; error?: string }> = [];
+        for (const e of list.executions ?? []) {
+          const d = await sfn.send(new DescribeExecutionCommand({ executionArn: e.executionArn }));
+          out.push({ name: e.name ?? "", status: d.status ?? "", ...(d.error ? { error: d.error } : {}) });
+        }
+        return out.sort((a, b) => a.name.localeCompare(b.name));
+      },
+      close: async () => undefined,
+    };
+  };
+  return {
+    scenario,
+    close: async () => {
+      try {
+        execFileSync(
+          "npx",
+          ["cdklocal", "destroy", "--force", "--app", "npx tsx test/integration/localstack-app.ts"],
+          {
+            env,
+            stdio: "inherit",
+          },
+        );
+      } finally {
+        sfn.destroy();
+        events.destroy();
+        dynamo.destroy();
+        for (const p of proxies) await p.close();
+        for (const a of Object.values(apps)) await a.close();
+      }
+    },
+  };
+}
