@@ -18,13 +18,8 @@
  * - Infrastructure faults throw the named errors of `./errors.ts`, which the ASL matches by name.
  */
 
-/** Milliseconds since the epoch; injected so that deadlines and delays are testable. */
-export interface Clock {
-  now(): number;
-}
-
-/** The wall clock, for composition roots. */
-export const systemClock: Clock = { now: () => Date.now() };
+/** The project's clock port: deadlines and delays are computed from an injected clock. */
+export { type Clock, systemClock } from "../clock.ts";
 
 /** A JSON value: what DynamoDB (through the document client) and Step Functions round-trip. */
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
