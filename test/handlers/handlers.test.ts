@@ -41,7 +41,7 @@ import type { TickerInput } from "../../functions/timer/ticker.ts";
 import type { WorkflowDeps } from "../../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../../functions/workflow/metrics.ts";
 import type { WorkflowContext } from "../../functions/workflow/payloads.ts";
-import { type DynaliteHarness, startDynalite } from "../unit/store/dynalite-harness.ts";
+import { createRolloutsTable, type DynaliteHarness, startDynalite } from "../unit/store/dynalite-harness.ts";
 
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
 const ACCOUNT = "123456789012";
@@ -117,33 +117,7 @@ beforeEach(async () => {
   started = [];
   const table = `rollouts-${Math.random().toString(36).slice(2, 10)}`;
   // Each test gets a fresh table on the shared dynalite.
-  const { CreateTableCommand } = await import("@aws-sdk/client-dynamodb");
-  const { TABLE } = await import("../../functions/store/keys.ts");
-  await dynalite.client().send(
-    new CreateTableCommand({
-      TableName: table,
-      BillingMode: "PAY_PER_REQUEST",
-      AttributeDefinitions: [
-        { AttributeName: TABLE.partitionKey, AttributeType: "S" },
-        { AttributeName: TABLE.sortKey, AttributeType: "S" },
-        { AttributeName: TABLE.listIndex.partitionKey, AttributeType: "S" },
-      ],
-      KeySchema: [
-        { AttributeName: TABLE.partitionKey, KeyType: "HASH" },
-        { AttributeName: TABLE.sortKey, KeyType: "RANGE" },
-      ],
-      GlobalSecondaryIndexes: [
-        {
-          IndexName: TABLE.listIndex.name,
-          KeySchema: [
-            { AttributeName: TABLE.listIndex.partitionKey, KeyType: "HASH" },
-            { AttributeName: TABLE.listIndex.sortKey, KeyType: "RANGE" },
-          ],
-          Projection: { ProjectionType: "ALL" },
-        },
-      ],
-    }),
-  );
+  await createRolloutsTable(dynalite.client(), table);
   env = {
     AWS_REGION: "us-east-1",
     AWS_ACCESS_KEY_ID: "test",

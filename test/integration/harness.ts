@@ -1,10 +1,10 @@
 import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
 import { ManualClock } from "../../functions/clock.ts";
-import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
+import { startDemoApp } from "../../local/demo/app.ts";
 import { freePort } from "../../local/demo/prometheus.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
 import type { LocalDynamo } from "../../local/dynamo.ts";
-import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
+import { startProxy } from "../../local/proxy/server.ts";
 import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { run } from "../cli/run.ts";
 import { DIGESTS, type Scenario, type ScenarioOptions } from "./scenario.ts";

@@ -29,9 +29,28 @@ export async function startDynalite(tableName = "rollouts-test"): Promise<Dynali
     return c;
   };
   const admin = client();
-  await admin.send(
+  await createRolloutsTable(admin, tableName);
+  return {
+    endpoint,
+    tableName,
+    client,
+    close: async () => {
+      for (const c of clients) c.destroy();
+      await new Promise<void>((resolve, reject) =>
+        server.close((error) => (error ? reject(error) : resolve())),
+      );
+    },
+  };
+}
+
+/**
+ * Creates the rollouts table (keys and the sparse `byKind` index of `functions/store/keys.ts`) and
+ * waits until it and its index are ACTIVE.
+ */
+export async function createRolloutsTable(client: DynamoDBClient, name: string): Promise<void> {
+  await client.send(
     new CreateTableCommand({
-      TableName: tableName,
+      TableName: name,
       BillingMode: "PAY_PER_REQUEST",
       AttributeDefinitions: [
         { AttributeName: TABLE.partitionKey, AttributeType: "S" },
@@ -56,7 +75,7 @@ export async function startDynalite(tableName = "rollouts-test"): Promise<Dynali
   );
   // dynalite reports CREATING first; poll until ACTIVE (a readiness wait, not a timed assertion).
   for (;;) {
-    const { Table } = await admin.send(new DescribeTableCommand({ TableName: tableName }));
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
     if (
       Table?.TableStatus === "ACTIVE" &&
       Table.GlobalSecondaryIndexes?.every((i) => i.IndexStatus === "ACTIVE")
@@ -65,15 +84,4 @@ export async function startDynalite(tableName = "rollouts-test"): Promise<Dynali
     }
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
-  return {
-    endpoint,
-    tableName,
-    client,
-    close: async () => {
-      for (const c of clients) c.destroy();
-      await new Promise<void>((resolve, reject) =>
-        server.close((error) => (error ? reject(error) : resolve())),
-      );
-    },
-  };
 }
