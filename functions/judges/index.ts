@@ -45,7 +45,21 @@ export {
   type SeriesAnalysisOutcome,
   scoreGate,
 } from "./comparative.ts";
-export { type MannWhitneyResult, mannWhitney, mannWhitneySorted, ratioOfMeans } from "./mann-whitney.ts";
+export {
+  type CumulativeBucket,
+  type Histogram,
+  histogramFromCumulative,
+  histogramQuantile,
+  histogramTotal,
+  mannWhitneyHistograms,
+} from "./histogram.ts";
+export {
+  type MannWhitneyResult,
+  mannWhitney,
+  mannWhitneySorted,
+  ratioOfMeans,
+  uFromRankSum,
+} from "./mann-whitney.ts";
 export { normalCdf, normalQuantile, normalSf } from "./normal.ts";
 export {
   binomialTestPValue,

@@ -120,18 +120,7 @@ export function mannWhitneySorted(
     if (t > 1) tieTerm += t * t * t - t;
   }
 
-  const u1 = rankSumX - (n1 * (n1 + 1)) / 2;
-  const u2 = n1 * n2 - u1;
-  const n = n1 + n2;
-  const variance = n > 1 ? ((n1 * n2) / 12) * (n + 1 - tieTerm / (n * (n - 1))) : 0;
-  const u = alternative === "greater" ? u1 : alternative === "less" ? u2 : Math.max(u1, u2);
-
-  let z = 0;
-  let pValue = 1;
-  if (variance > 0) {
-    z = (u - (n1 * n2) / 2 - 0.5) / Math.sqrt(variance);
-    pValue = Math.min(1, (alternative === "two-sided" ? 2 : 1) * normalSf(z));
-  }
+  const { statistic: u1, z, pValue } = uFromRankSum(n1, n2, rankSumX, tieTerm, alternative);
   const medianCandidate = medianOfSorted(x);
   const medianPrimary = medianOfSorted(y);
   const meanCandidate = mean(x);
@@ -147,4 +136,30 @@ export function mannWhitneySorted(
     meanCandidate,
     meanPrimary,
   };
+}
+
+/**
+ * U, z and p from the candidate's rank sum (average ranks for ties) and the tie term Σ(t³ − t):
+ * the part of the test shared by raw samples and by histogram buckets, where every bucket is one
+ * run of tied values. Sizes may be fractional (bucket counts from Prometheus' `increase()`).
+ */
+export function uFromRankSum(
+  n1: number,
+  n2: number,
+  rankSumX: number,
+  tieTerm: number,
+  alternative: Alternative,
+): { statistic: number; z: number; pValue: number } {
+  const u1 = rankSumX - (n1 * (n1 + 1)) / 2;
+  const u2 = n1 * n2 - u1;
+  const n = n1 + n2;
+  const variance = n > 1 ? ((n1 * n2) / 12) * (n + 1 - tieTerm / (n * (n - 1))) : 0;
+  const u = alternative === "greater" ? u1 : alternative === "less" ? u2 : Math.max(u1, u2);
+  let z = 0;
+  let pValue = 1;
+  if (variance > 0) {
+    z = (u - (n1 * n2) / 2 - 0.5) / Math.sqrt(variance);
+    pValue = Math.min(1, (alternative === "two-sided" ? 2 : 1) * normalSf(z));
+  }
+  return { statistic: u1, z, pValue };
 }

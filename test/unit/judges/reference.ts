@@ -16,6 +16,14 @@ export interface Reference {
     meanRatio: number;
     results: PerAlt<{ u: number; z: number; p: number }>;
   }[];
+  /** Cumulative buckets (`le` "Infinity" is +Inf) and scipy's figures for the bucket-index samples. */
+  histograms: {
+    name: string;
+    bounds: Array<number | "Infinity">;
+    candidateBuckets: { le: number | "Infinity"; count: number }[];
+    primaryBuckets: { le: number | "Infinity"; count: number }[];
+    results: PerAlt<{ u: number; z: number; p: number }>;
+  }[];
   twoProportion: {
     candidate: { bad: number; n: number };
     primary: { bad: number; n: number };
