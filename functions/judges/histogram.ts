@@ -74,7 +74,7 @@ export function histogramQuantile(histogram: Histogram, q: number): number {
     const upper = histogram.bounds[i] ?? Number.POSITIVE_INFINITY;
     if (below + count >= rank && count > 0) {
       if (upper === Number.POSITIVE_INFINITY) return histogram.bounds[i - 1] ?? Number.NaN;
-      const lower = i === 0 ? (upper > 0 ? 0 : upper) : (histogram.bounds[i - 1] ?? 0);
+      const lower = i === 0 ? Math.min(0, upper) : (histogram.bounds[i - 1] ?? 0);
       return lower + (upper - lower) * ((rank - below) / count);
     }
     below += count;
