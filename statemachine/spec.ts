@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { ProviderSchema } from "./providers.ts";
+
+export * from "./providers.ts";
 
 /**
  * The normalized rollout spec: the only input of the compiler, the plan, the construct and the
@@ -6,102 +9,6 @@ import { z } from "zod";
  * nothing downstream knows which form a user wrote. Durations are seconds, weights are percent,
  * analysis templates are embedded with their arguments already substituted.
  */
-
-/** A metric provider, as Argo documents it (plus `samples`, our per-version summary provider). */
-export const PrometheusProviderSchema = z
-  .object({
-    /** Empty: the controller's default Prometheus (its `prometheus` prop). */
-    address: z.string().default(""),
-    query: z.string().min(1),
-    /** Seconds; Argo's default is 30. */
-    timeout: z.number().positive().default(30),
-    insecure: z.boolean().default(false),
-    headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
-    authentication: z
-      .object({
-        sigv4: z
-          .object({
-            region: z.string().optional(),
-            profile: z.string().optional(),
-            roleArn: z.string().optional(),
-          })
-          .optional(),
-      })
-      .optional(),
-  })
-  .strict();
-
-export const WebProviderSchema = z
-  .object({
-    url: z.string().min(1),
-    method: z.enum(["GET", "POST", "PUT"]).default("GET"),
-    headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
-    body: z.string().optional(),
-    jsonBody: z.unknown().optional(),
-    jsonPath: z.string().optional(),
-    /** Seconds; Argo's default is 10. */
-    timeoutSeconds: z.number().positive().default(10),
-    insecure: z.boolean().default(false),
-  })
-  .strict();
-
-export const CloudWatchMetricStatSchema = z
-  .object({
-    metric: z
-      .object({
-        namespace: z.string().optional(),
-        metricName: z.string().optional(),
-        dimensions: z.array(z.object({ name: z.string(), value: z.string() })).default([]),
-      })
-      .strict(),
-    period: z.number().int().positive(),
-    stat: z.string(),
-    unit: z.string().optional(),
-  })
-  .strict();
-
-export const CloudWatchProviderSchema = z
-  .object({
-    /** Seconds of history to read; Argo's default is 5 minutes. */
-    interval: z.number().positive().default(300),
-    metricDataQueries: z
-      .array(
-        z
-          .object({
-            id: z.string().min(1),
-            expression: z.string().optional(),
-            label: z.string().optional(),
-            metricStat: CloudWatchMetricStatSchema.optional(),
-            period: z.number().int().positive().optional(),
-            returnData: z.boolean().optional(),
-          })
-          .strict(),
-      )
-      .min(1),
-  })
-  .strict();
-
-export const SamplesProviderSchema = z
-  .object({
-    address: z.string().min(1),
-    primary: z.string().min(1),
-    candidate: z.string().min(1),
-    /** Seconds of samples to compare. */
-    window: z.number().positive().default(60),
-  })
-  .strict();
-
-export const ProviderSchema = z
-  .object({
-    prometheus: PrometheusProviderSchema.optional(),
-    web: WebProviderSchema.optional(),
-    cloudWatch: CloudWatchProviderSchema.optional(),
-    samples: SamplesProviderSchema.optional(),
-  })
-  .strict()
-  .refine((p) => Object.values(p).filter((v) => v !== undefined).length === 1, {
-    message: "a metric needs exactly one provider (prometheus, web, cloudWatch or samples)",
-  });
 
 /** One metric of an analysis, with Argo's defaults applied. */
 export const MetricSchema = z
@@ -238,11 +145,6 @@ export const RolloutSpecSchema = z
   })
   .strict();
 
-export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
-export type WebProvider = z.infer<typeof WebProviderSchema>;
-export type CloudWatchProvider = z.infer<typeof CloudWatchProviderSchema>;
-export type SamplesProvider = z.infer<typeof SamplesProviderSchema>;
-export type Provider = z.infer<typeof ProviderSchema>;
 export type Metric = z.infer<typeof MetricSchema>;
 export type AnalysisTemplateSpec = z.infer<typeof AnalysisTemplateSpecSchema>;
 export type AnalysisSpec = z.infer<typeof AnalysisSpecSchema>;

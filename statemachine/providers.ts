@@ -1,0 +1,109 @@
+import { z } from "zod";
+
+/**
+ * Metric providers as the normalized spec holds them: Argo's fields with Argo's defaults applied
+ * (plus `samples`, our per-version summary provider). A judge reads each version through one of
+ * these, so they are kept apart from the metric that may embed them.
+ */
+
+/** A metric provider, as Argo documents it (plus `samples`, our per-version summary provider). */
+export const PrometheusProviderSchema = z
+  .object({
+    /** Empty: the controller's default Prometheus (its `prometheus` prop). */
+    address: z.string().default(""),
+    query: z.string().min(1),
+    /** Seconds; Argo's default is 30. */
+    timeout: z.number().positive().default(30),
+    insecure: z.boolean().default(false),
+    headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
+    authentication: z
+      .object({
+        sigv4: z
+          .object({
+            region: z.string().optional(),
+            profile: z.string().optional(),
+            roleArn: z.string().optional(),
+          })
+          .optional(),
+      })
+      .optional(),
+  })
+  .strict();
+
+export const WebProviderSchema = z
+  .object({
+    url: z.string().min(1),
+    method: z.enum(["GET", "POST", "PUT"]).default("GET"),
+    headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
+    body: z.string().optional(),
+    jsonBody: z.unknown().optional(),
+    jsonPath: z.string().optional(),
+    /** Seconds; Argo's default is 10. */
+    timeoutSeconds: z.number().positive().default(10),
+    insecure: z.boolean().default(false),
+  })
+  .strict();
+
+export const CloudWatchMetricStatSchema = z
+  .object({
+    metric: z
+      .object({
+        namespace: z.string().optional(),
+        metricName: z.string().optional(),
+        dimensions: z.array(z.object({ name: z.string(), value: z.string() })).default([]),
+      })
+      .strict(),
+    period: z.number().int().positive(),
+    stat: z.string(),
+    unit: z.string().optional(),
+  })
+  .strict();
+
+export const CloudWatchProviderSchema = z
+  .object({
+    /** Seconds of history to read; Argo's default is 5 minutes. */
+    interval: z.number().positive().default(300),
+    metricDataQueries: z
+      .array(
+        z
+          .object({
+            id: z.string().min(1),
+            expression: z.string().optional(),
+            label: z.string().optional(),
+            metricStat: CloudWatchMetricStatSchema.optional(),
+            period: z.number().int().positive().optional(),
+            returnData: z.boolean().optional(),
+          })
+          .strict(),
+      )
+      .min(1),
+  })
+  .strict();
+
+export const SamplesProviderSchema = z
+  .object({
+    address: z.string().min(1),
+    primary: z.string().min(1),
+    candidate: z.string().min(1),
+    /** Seconds of samples to compare. */
+    window: z.number().positive().default(60),
+  })
+  .strict();
+
+export const ProviderSchema = z
+  .object({
+    prometheus: PrometheusProviderSchema.optional(),
+    web: WebProviderSchema.optional(),
+    cloudWatch: CloudWatchProviderSchema.optional(),
+    samples: SamplesProviderSchema.optional(),
+  })
+  .strict()
+  .refine((p) => Object.values(p).filter((v) => v !== undefined).length === 1, {
+    message: "a metric needs exactly one provider (prometheus, web, cloudWatch or samples)",
+  });
+
+export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
+export type WebProvider = z.infer<typeof WebProviderSchema>;
+export type CloudWatchProvider = z.infer<typeof CloudWatchProviderSchema>;
+export type SamplesProvider = z.infer<typeof SamplesProviderSchema>;
+export type Provider = z.infer<typeof ProviderSchema>;
