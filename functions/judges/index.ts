@@ -2,6 +2,13 @@
  * sfn-rollouts/judges: statistics that compare a candidate with the stable version and decide
  * promote, hold or rollback. Pure code, no AWS SDK: usable in a Lambda, a CLI or a notebook.
  */
+
+export {
+  type SampleSizeInput,
+  samplesOneProportion,
+  samplesPerSide,
+  secondsToSamples,
+} from "../../statemachine/sample-size.ts";
 export {
   type Admission,
   admitCanary,
@@ -70,7 +77,6 @@ export {
   type TwoProportionResult,
   twoProportion,
 } from "./proportions.ts";
-export { type SampleSizeInput, samplesPerSide, secondsToSamples } from "./sample-size.ts";
 export {
   addLatency,
   emptyLogSummary,

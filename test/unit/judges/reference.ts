@@ -52,6 +52,15 @@ export interface Reference {
     exact: number;
     n: number;
   }[];
+  sampleSizeOneProportion: {
+    limit: number;
+    candidate: number;
+    alpha: number;
+    power: number;
+    sides: 1 | 2;
+    exact: number;
+    n: number;
+  }[];
   sequentialRate: {
     candidateBad: number;
     primaryBad: number;

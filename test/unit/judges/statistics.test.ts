@@ -9,6 +9,7 @@ import {
   normalSf,
   oneProportion,
   regularizedBeta,
+  samplesOneProportion,
   samplesPerSide,
   secondsToSamples,
   twoProportion,
@@ -206,6 +207,21 @@ describe("sample size and step duration", () => {
     },
   );
 
+  it.each(reference.sampleSizeOneProportion)(
+    "one-proportion: $candidate against the limit $limit at alpha $alpha, power $power, $sides-sided",
+    (fixture) => {
+      expect(
+        samplesOneProportion({
+          limit: fixture.limit,
+          candidate: fixture.candidate,
+          alpha: fixture.alpha,
+          power: fixture.power,
+          sides: fixture.sides,
+        }),
+      ).toBe(fixture.n);
+    },
+  );
+
   it("gives the model-rollout figures: 147 for 10 points from 0.97, 556 for 5 points from 0.95, 180 for 10 from 0.95", () => {
     expect(samplesPerSide({ baseline: 0.97, candidate: 0.87, alpha: 0.01 })).toBe(147);
     expect(samplesPerSide({ baseline: 0.95, candidate: 0.9, alpha: 0.01 })).toBe(556);
@@ -221,6 +237,8 @@ describe("sample size and step duration", () => {
   it("refuses inputs that have no answer", () => {
     expect(() => samplesPerSide({ baseline: 0.9, candidate: 0.9, alpha: 0.05 })).toThrow(/equal/);
     expect(() => samplesPerSide({ baseline: 1, candidate: 0.9, alpha: 0.05 })).toThrow(/baseline/);
+    expect(() => samplesOneProportion({ limit: 0.1, candidate: 0.1, alpha: 0.05 })).toThrow(/equal/);
+    expect(() => samplesOneProportion({ limit: 0, candidate: 0.1, alpha: 0.05 })).toThrow(/limit/);
     expect(() => secondsToSamples(100, 60, 0)).toThrow(/weightPercent/);
     expect(() => secondsToSamples(100, 0, 10)).toThrow(/requestsPerSecond/);
   });

@@ -1,4 +1,13 @@
-import { normalQuantile } from "./normal.ts";
+import quantile from "@stdlib/stats-base-dists-normal-quantile";
+
+/**
+ * Sample sizes: how many observations a fixed-horizon test needs, and how long a step must last
+ * to collect them. They live with the spec language because the loader fixes a judge's planned
+ * sample size when a spec is read and `rollouts plan` shows it; `sfn-rollouts/judges` re-exports
+ * them for library users.
+ */
+
+const normalQuantile = (p: number) => quantile(p, 0, 1);
 
 /** What a power calculation needs: the rate you have, the rate you must not miss, and the risks. */
 export interface SampleSizeInput {
@@ -43,6 +52,36 @@ export function samplesPerSide(input: SampleSizeInput): number {
   const root = zAlpha * Math.sqrt(2 * pBar * (1 - pBar)) + zBeta * Math.sqrt(p1 * (1 - p1) + p2 * (1 - p2));
   // The tiny tolerance keeps an exact integer (up to rounding noise) from becoming n + 1.
   return Math.ceil((root * root) / (d * d) - 1e-9);
+}
+
+/**
+ * Samples for the one-proportion score test to detect a rate of `candidate` against the `limit`
+ * it is tested against: n = ((z_α·√(p0(1−p0)) + z_β·√(p1(1−p1))) / (p1 − p0))², rounded up.
+ */
+export function samplesOneProportion(input: {
+  readonly limit: number;
+  readonly candidate: number;
+  readonly alpha: number;
+  readonly power?: number;
+  readonly sides?: 1 | 2;
+}): number {
+  const { limit: p0, candidate: p1, alpha } = input;
+  const power = input.power ?? 0.8;
+  for (const [name, value] of [
+    ["limit", p0],
+    ["candidate", p1],
+    ["alpha", alpha],
+    ["power", power],
+  ] as const) {
+    if (!(value > 0 && value < 1))
+      throw new RangeError(`${name} must be strictly between 0 and 1, got ${value}`);
+  }
+  if (p0 === p1)
+    throw new RangeError("limit and candidate rates are equal: no sample size detects no change");
+  const zAlpha = normalQuantile(1 - alpha / (input.sides ?? 1));
+  const zBeta = normalQuantile(power);
+  const root = (zAlpha * Math.sqrt(p0 * (1 - p0)) + zBeta * Math.sqrt(p1 * (1 - p1))) / (p1 - p0);
+  return Math.ceil(root * root - 1e-9);
 }
 
 /**
