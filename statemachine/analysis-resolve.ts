@@ -4,12 +4,23 @@ import {
   type ArgoArgument,
   type ArgoMetric,
   ArgoMetricSchema,
+  ArgoReadingProviderSchema,
   UNSUPPORTED_PROVIDERS,
 } from "./argo-schema.ts";
 import { compileCondition } from "./conditions.ts";
 import { parseDuration } from "./duration.ts";
+import { JUDGE_PLUGIN, loadJudge } from "./judge-load.ts";
 import { joinPath, type Problem } from "./problems.ts";
-import { type AnalysisSpec, type Metric, MetricSchema } from "./spec.ts";
+import {
+  type AnalysisSpec,
+  type Metric,
+  type MetricProviderSchema,
+  MetricSchema,
+  type Provider,
+  ProviderSchema,
+} from "./spec.ts";
+
+type ProviderInput = z.input<typeof MetricProviderSchema>;
 
 /** Where a document came from, so problems inside it can name the place. */
 export interface Origin {
@@ -44,7 +55,12 @@ export interface AnalysisRef {
  * pushed image tag, or its digest). Argo's `valueFrom.podTemplateHashValue: Latest | Stable`
  * resolve to these, which is what an AWS metric selects a version by; specs may also write them.
  */
-export const RUNTIME_PLACEHOLDERS = { latest: "{{rollout.latest}}", stable: "{{rollout.stable}}" } as const;
+export const RUNTIME_PLACEHOLDERS = {
+  latest: "{{rollout.latest}}",
+  stable: "{{rollout.stable}}",
+  /** The candidate's image digest (`sha256:...`): the canary gate's fingerprint. */
+  digest: "{{rollout.digest}}",
+} as const;
 
 /** Values an argument's `valueFrom` can take at parse time. */
 export interface ArgContext {
@@ -249,7 +265,7 @@ function resolveMetric(
       if (name in provider) {
         problems.push({
           ...at(`provider.${name}`),
-          message: `the ${name} provider is not supported: use prometheus, web, cloudWatch or samples`,
+          message: `the ${name} provider is not supported: use prometheus, web, cloudWatch, samples or the ${JUDGE_PLUGIN} plugin`,
         });
         return undefined;
       }
@@ -303,7 +319,28 @@ function normalizeMetric(
   const failureLimit = int("failureLimit", m.failureLimit) ?? 0;
   const inconclusiveLimit = int("inconclusiveLimit", m.inconclusiveLimit) ?? 0;
   const consecutiveErrorLimit = int("consecutiveErrorLimit", m.consecutiveErrorLimit) ?? 4;
-  const consecutiveSuccessLimit = int("consecutiveSuccessLimit", m.consecutiveSuccessLimit) ?? 0;
+  // A judge's promote decision is a Successful measurement that ends the metric: a streak of one,
+  // so reaching `count` while it only held is Inconclusive (a person decides), never Successful.
+  const judged = m.provider.plugin !== undefined;
+  const consecutiveSuccessLimit =
+    int("consecutiveSuccessLimit", m.consecutiveSuccessLimit) ?? (judged ? 1 : 0);
+  if (judged) {
+    if (consecutiveSuccessLimit === 0) {
+      report(
+        "consecutiveSuccessLimit",
+        "a judge ends on a promote decision: consecutiveSuccessLimit must be >= 1 (with 0 a judge that only held would end Successful)",
+      );
+    }
+    if (failureLimit < 0) {
+      report(
+        "failureLimit",
+        "a judge that can never fail cannot roll back: use dryRun to watch one without acting",
+      );
+    }
+    for (const field of ["successCondition", "failureCondition"] as const) {
+      if (m[field] !== undefined) report(field, `a judge decides by itself: remove ${field}`);
+    }
+  }
 
   // Argo's ValidateMetric, with its messages.
   if (consecutiveSuccessLimit < 0) report("consecutiveSuccessLimit", "consecutiveSuccessLimit must be >= 0");
@@ -375,38 +412,95 @@ function matches(pattern: string, name: string): boolean {
   }
 }
 
-function normalizeProvider(p: ArgoMetric["provider"], report: (field: string, message: string) => void) {
+function normalizeProvider(
+  p: ArgoMetric["provider"],
+  report: (field: string, message: string) => void,
+): ProviderInput | undefined {
   const given = Object.entries(p).filter(([, v]) => v !== undefined);
   if (given.length !== 1) {
-    report("provider", given.length === 0 ? "no provider specified" : "a metric needs exactly one provider");
+    report("provider", given.length === 0 ? "no provider specified" : "multiple providers specified");
     return undefined;
   }
+  if (p.plugin) {
+    const names = Object.keys(p.plugin);
+    const other = names.find((n) => n !== JUDGE_PLUGIN);
+    if (other !== undefined || names.length !== 1) {
+      report(
+        other !== undefined ? `provider.plugin.${other}` : "provider.plugin",
+        other !== undefined
+          ? `the metric plugin "${other}" is not supported: the plugin this controller runs is ${JUDGE_PLUGIN}`
+          : `name one plugin: ${JUDGE_PLUGIN}`,
+      );
+      return undefined;
+    }
+    const base = `provider.plugin.${JUDGE_PLUGIN}`;
+    const judge = loadJudge(p.plugin[JUDGE_PLUGIN], base, {
+      report,
+      provider: (raw, path) => readingProvider(raw, path, report),
+    });
+    return judge ? { judge } : undefined;
+  }
+  return readingProviderOf(p, report, "provider");
+}
+
+/** A provider a judge reads a version with, written the Argo way; problems under `path`. */
+function readingProvider(
+  raw: Record<string, unknown>,
+  path: string,
+  report: (field: string, message: string) => void,
+): Provider | undefined {
+  const parsed = ArgoReadingProviderSchema.safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const message =
+        issue.code === "unrecognized_keys"
+          ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
+          : issue.message;
+      report(joinPath([path, ...issue.path]), message);
+    }
+    return undefined;
+  }
+  const normalized = readingProviderOf(parsed.data, report, path);
+  if (!normalized) return undefined;
+  const withDefaults = ProviderSchema.safeParse(normalized);
+  if (!withDefaults.success) {
+    for (const issue of withDefaults.error.issues) report(joinPath([path, ...issue.path]), issue.message);
+    return undefined;
+  }
+  return withDefaults.data;
+}
+
+function readingProviderOf(
+  p: Omit<ArgoMetric["provider"], "plugin">,
+  report: (field: string, message: string) => void,
+  at: string,
+): ProviderInput | undefined {
   if (p.prometheus) return { prometheus: { ...p.prometheus } };
   if (p.web) return { web: { ...p.web } };
   if (p.samples) {
     const window = p.samples.window === undefined ? undefined : parseDuration(p.samples.window);
     if (window && "error" in window) {
-      report("provider.samples.window", window.error);
+      report(`${at}.samples.window`, window.error);
       return undefined;
     }
-    return { samples: { ...p.samples, ...(window ? { window: window.seconds } : {}) } };
+    const { window: _window, ...rest } = p.samples;
+    return { samples: { ...rest, ...(window ? { window: window.seconds } : {}) } };
   }
   if (p.cloudWatch) {
     const interval = p.cloudWatch.interval === undefined ? undefined : parseDuration(p.cloudWatch.interval);
     if (interval && "error" in interval) {
-      report("provider.cloudWatch.interval", interval.error);
+      report(`${at}.cloudWatch.interval`, interval.error);
       return undefined;
     }
     const queries = p.cloudWatch.metricDataQueries.map((q, i) => {
       const period = q.period === undefined ? undefined : intOf(q.period);
       const statPeriod = q.metricStat ? intOf(q.metricStat.period) : undefined;
-      if (period === "bad")
-        report(`provider.cloudWatch.metricDataQueries[${i}].period`, "must be an integer");
+      if (period === "bad") report(`${at}.cloudWatch.metricDataQueries[${i}].period`, "must be an integer");
       if (statPeriod === "bad") {
-        report(`provider.cloudWatch.metricDataQueries[${i}].metricStat.period`, "must be an integer");
+        report(`${at}.cloudWatch.metricDataQueries[${i}].metricStat.period`, "must be an integer");
       }
       if (!q.expression && !q.metricStat) {
-        report(`provider.cloudWatch.metricDataQueries[${i}]`, "needs an expression or a metricStat");
+        report(`${at}.cloudWatch.metricDataQueries[${i}]`, "needs an expression or a metricStat");
       }
       return {
         id: q.id,

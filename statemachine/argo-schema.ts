@@ -109,10 +109,18 @@ export const ArgoSamplesSchema = z
   })
   .strict();
 
+/** The providers that read one system, as Argo writes them: what a judge reads each version with. */
+export const ArgoReadingProviderFields = {
+  prometheus: ArgoPrometheusSchema.optional(),
+  web: ArgoWebSchema.optional(),
+  cloudWatch: ArgoCloudWatchSchema.optional(),
+  samples: ArgoSamplesSchema.optional(),
+};
+export const ArgoReadingProviderSchema = z.object(ArgoReadingProviderFields).strict();
+
 /** Providers Argo has that we do not run: named so the message can say so. */
 export const UNSUPPORTED_PROVIDERS = [
   "job",
-  "plugin",
   "kayenta",
   "datadog",
   "newRelic",
@@ -136,10 +144,9 @@ export const ArgoMetricSchema = z
     failureCondition: z.string().optional(),
     provider: z
       .object({
-        prometheus: ArgoPrometheusSchema.optional(),
-        web: ArgoWebSchema.optional(),
-        cloudWatch: ArgoCloudWatchSchema.optional(),
-        samples: ArgoSamplesSchema.optional(),
+        ...ArgoReadingProviderFields,
+        /** Argo's extension point for metric providers: `{"sfn-rollouts/judge": {...}}` runs a judge. */
+        plugin: z.record(z.string(), z.unknown()).optional(),
       })
       .strict(),
   })

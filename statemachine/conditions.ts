@@ -912,24 +912,45 @@ function predicate(fn: string, collection: unknown, body: Node, scope: Scope): u
   }
 }
 
-class CompiledCondition implements Condition {
+class CompiledExpression implements Expression {
   constructor(
     readonly text: string,
     private readonly ast: Node,
   ) {}
 
-  evaluate(result: unknown): boolean {
-    let out: unknown;
+  value(result: unknown): unknown {
     try {
-      out = evaluateNode(this.ast, { result, pointer: [] });
+      return evaluateNode(this.ast, { result, pointer: [] });
     } catch (e) {
       if (e instanceof ConditionEvaluationError) throw e;
       // A JavaScript fault inside the evaluator is still an evaluation failure, never a crash.
       throw new ConditionEvaluationError((e as Error).message);
     }
+  }
+}
+
+class CompiledCondition extends CompiledExpression implements Condition {
+  evaluate(result: unknown): boolean {
+    const out = this.value(result);
     if (typeof out !== "boolean") fail(`expected bool, but got ${typeName(out)}`);
     return out;
   }
+}
+
+/** An expression of the condition language whose value is any value, not only a boolean. */
+export interface Expression {
+  readonly text: string;
+  /** The expression's value for this result; throws {@link ConditionEvaluationError} when it cannot be evaluated. */
+  value(result: unknown): unknown;
+}
+
+/**
+ * Parses an expression that reads a value out of a provider's result (`result.requests - result.ok`,
+ * `result[0]`): what a judge's readings use to pick counts and samples out of an answer. Same
+ * language, same errors as conditions.
+ */
+export function compileExpression(text: string): Expression {
+  return new CompiledExpression(text, new Parser(text, tokenize(text)).parse());
 }
 
 /**

@@ -21,6 +21,8 @@ export {
   ConditionEvaluationError,
   ConditionSyntaxError,
   compileCondition,
+  compileExpression,
+  type Expression,
 } from "./conditions.ts";
 export { formatDuration, parseDuration } from "./duration.ts";
 export {

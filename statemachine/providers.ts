@@ -90,17 +90,21 @@ export const SamplesProviderSchema = z
   })
   .strict();
 
-export const ProviderSchema = z
-  .object({
-    prometheus: PrometheusProviderSchema.optional(),
-    web: WebProviderSchema.optional(),
-    cloudWatch: CloudWatchProviderSchema.optional(),
-    samples: SamplesProviderSchema.optional(),
-  })
-  .strict()
-  .refine((p) => Object.values(p).filter((v) => v !== undefined).length === 1, {
-    message: "a metric needs exactly one provider (prometheus, web, cloudWatch or samples)",
-  });
+/** The providers that read a value from a system, one key each; a judge reads versions through them. */
+export const ReadingProviderFields = {
+  prometheus: PrometheusProviderSchema.optional(),
+  web: WebProviderSchema.optional(),
+  cloudWatch: CloudWatchProviderSchema.optional(),
+  samples: SamplesProviderSchema.optional(),
+};
+
+/** True when exactly one provider key is set. */
+export const exactlyOneProvider = (p: Record<string, unknown>) =>
+  Object.values(p).filter((v) => v !== undefined).length === 1;
+
+export const ProviderSchema = z.object(ReadingProviderFields).strict().refine(exactlyOneProvider, {
+  message: "a metric needs exactly one provider (prometheus, web, cloudWatch or samples)",
+});
 
 export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
 export type WebProvider = z.infer<typeof WebProviderSchema>;

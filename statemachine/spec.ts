@@ -1,7 +1,17 @@
 import { z } from "zod";
-import { ProviderSchema } from "./providers.ts";
+import { JudgeSpecSchema } from "./judge-spec.ts";
+import { exactlyOneProvider, ReadingProviderFields } from "./providers.ts";
 
+export * from "./judge-spec.ts";
 export * from "./providers.ts";
+
+/** A metric's provider: one that reads a system, or a judge that reads two versions through one. */
+export const MetricProviderSchema = z
+  .object({ ...ReadingProviderFields, judge: JudgeSpecSchema.optional() })
+  .strict()
+  .refine(exactlyOneProvider, {
+    message: "a metric needs exactly one provider (prometheus, web, cloudWatch, samples or a judge)",
+  });
 
 /**
  * The normalized rollout spec: the only input of the compiler, the plan, the construct and the
@@ -28,7 +38,7 @@ export const MetricSchema = z
     failureCondition: z.string().optional(),
     dryRun: z.boolean().default(false),
     measurementRetention: z.number().int().positive().default(10),
-    provider: ProviderSchema,
+    provider: MetricProviderSchema,
   })
   .strict();
 
@@ -146,6 +156,7 @@ export const RolloutSpecSchema = z
   .strict();
 
 export type Metric = z.infer<typeof MetricSchema>;
+export type MetricProviderSpec = z.infer<typeof MetricProviderSchema>;
 export type AnalysisTemplateSpec = z.infer<typeof AnalysisTemplateSpecSchema>;
 export type AnalysisSpec = z.infer<typeof AnalysisSpecSchema>;
 export type Step = z.infer<typeof StepSchema>;

@@ -143,7 +143,10 @@ function assessOnce(run: AnalysisRun): { phase: AnalysisPhase; message: string }
     if (!metric.dryRun) {
       if (worstPhase === undefined || isWorse(worstPhase, phase)) {
         worstPhase = phase;
-        if (limits) {
+        if (metric.provider.judge && result.message) {
+          // A judge says which gate decided and on what figures, in its own sentence.
+          worstMessage = result.message;
+        } else if (limits) {
           worstMessage = `Metric "${metric.name}" assessed ${phase} due to ${limits.message}`;
           if (result.message) worstMessage += `: "Error Message: ${result.message}"`;
         }

@@ -11,10 +11,12 @@ export {
 } from "./assess.ts";
 export { evaluateResult, type Verdict } from "./evaluate.ts";
 export { type ArgoRunJson, toArgoJson } from "./json.ts";
+export { type JudgeOutcome, judgeLook, type Look, percent } from "./judge.ts";
 export {
   createRun,
   dueMetrics,
   ERROR_RETRY_SECONDS,
+  measurementsRecorded,
   measurementsTaken,
   metricDueAt,
   nextTickAt,

@@ -2,7 +2,14 @@ import type { AnalysisSpec, Metric } from "../../statemachine/spec.ts";
 import type { MetricProvider, ProviderResult } from "../metrics/port.ts";
 import { assessRun, effectiveCount, isTerminating } from "./assess.ts";
 import { evaluateResult } from "./evaluate.ts";
-import { type AnalysisRun, isCompleted, type Measurement, type MetricResult } from "./types.ts";
+import { judgeLook } from "./judge.ts";
+import {
+  type AnalysisRun,
+  isCompleted,
+  type JudgeState,
+  type Measurement,
+  type MetricResult,
+} from "./types.ts";
 
 /**
  * The AnalysisRun lifecycle as pure functions over a JSON value: `createRun`, `tick` (take the
@@ -115,8 +122,38 @@ export function dueMetrics(run: AnalysisRun, now: Date): Metric[] {
   });
 }
 
-function toMeasurement(metric: Metric, answer: ProviderResult, now: Date): Measurement {
+function toMeasurement(
+  metric: Metric,
+  answer: ProviderResult,
+  now: Date,
+  result: MetricResult | undefined,
+): { measurement: Measurement; judge?: JudgeState } {
   const at = now.toISOString();
+  const judge = metric.provider.judge;
+  if (judge) {
+    // A judge never errors: whatever it could not read is a hold, with the reason.
+    const count = effectiveCount(metric);
+    const look = {
+      index: (result?.judge?.looks ?? 0) + 1,
+      final: count !== undefined && (result?.count ?? 0) + 1 >= count,
+    };
+    const out = judgeLook(metric.name, judge, answer, result?.judge, look);
+    return {
+      measurement: {
+        phase: out.phase,
+        value: out.value,
+        message: out.message,
+        startedAt: at,
+        finishedAt: at,
+        judge: out.figures,
+      },
+      judge: out.state,
+    };
+  }
+  return { measurement: plainMeasurement(metric, answer, at) };
+}
+
+function plainMeasurement(metric: Metric, answer: ProviderResult, at: string): Measurement {
   if (!answer.ok) {
     return {
       phase: "Error",
@@ -150,6 +187,7 @@ export function recordMeasurement(run: AnalysisRun, metric: Metric, measurement:
       failed: 0,
       inconclusive: 0,
       error: 0,
+      held: 0,
       consecutiveError: 0,
       consecutiveSuccess: 0,
       measurements: [],
@@ -180,8 +218,20 @@ export function recordMeasurement(run: AnalysisRun, metric: Metric, measurement:
       result.consecutiveError++;
       result.consecutiveSuccess = 0;
       break;
+    case "Running":
+      // A judge that held: a look taken (towards `count`), no verdict, no limit touched.
+      result.held++;
+      result.count++;
+      result.consecutiveError = 0;
+      result.consecutiveSuccess = 0;
+      break;
   }
   result.measurements.push(measurement);
+}
+
+/** How many measurements a metric has recorded in all (its retention keeps only the last few). */
+export function measurementsRecorded(r: MetricResult): number {
+  return r.successful + r.failed + r.inconclusive + r.error + r.held;
 }
 
 /** Keeps the last `measurementRetention` measurements per metric (Argo's garbage collection). */
@@ -193,9 +243,14 @@ function trimMeasurements(run: AnalysisRun): void {
   }
 }
 
-async function measureSafely(provider: MetricProvider, metric: Metric, now: Date): Promise<ProviderResult> {
+async function measureSafely(
+  provider: MetricProvider,
+  metric: Metric,
+  now: Date,
+  startedAt: Date,
+): Promise<ProviderResult> {
   try {
-    return await provider.measure(metric, { now });
+    return await provider.measure(metric, { now, startedAt });
   } catch (e) {
     // Argo records a provider it cannot build or a query that throws as an Error measurement.
     return { ok: false, message: e instanceof Error ? e.message : String(e) };
@@ -211,9 +266,14 @@ export async function tick(run: AnalysisRun, now: Date, provider: MetricProvider
   const next = structuredClone(run);
   if (isCompleted(next.phase)) return next;
   const due = dueMetrics(next, now);
-  const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now)));
+  const startedAt = new Date(next.startedAt);
+  const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now, startedAt)));
   due.forEach((metric, i) => {
-    recordMeasurement(next, metric, toMeasurement(metric, answers[i] as ProviderResult, now));
+    const before = resultOf(next, metric.name);
+    const { measurement, judge } = toMeasurement(metric, answers[i] as ProviderResult, now, before);
+    recordMeasurement(next, metric, measurement);
+    const after = resultOf(next, metric.name);
+    if (judge && after) after.judge = judge;
   });
   assessRun(next, now);
   trimMeasurements(next);
@@ -241,8 +301,7 @@ export function measurementsTaken(
   const out: Array<{ metric: string; measurement: Measurement }> = [];
   for (const result of after.metricResults) {
     const prev = before.metricResults.find((r) => r.name === result.name);
-    const total = (r: MetricResult | undefined) =>
-      r ? r.successful + r.failed + r.inconclusive + r.error : 0;
+    const total = (r: MetricResult | undefined) => (r ? measurementsRecorded(r) : 0);
     const added = Math.min(total(result) - total(prev), result.measurements.length);
     for (const measurement of result.measurements.slice(result.measurements.length - added)) {
       out.push({ metric: result.name, measurement });

@@ -19,9 +19,79 @@ export const AnalysisPhaseSchema = z.enum([
 ]);
 export type AnalysisPhase = z.infer<typeof AnalysisPhaseSchema>;
 
-/** Phases a measurement ends in: measurements complete within one tick, so never Pending/Running. */
-export const MeasurementPhaseSchema = z.enum(["Successful", "Failed", "Error", "Inconclusive"]);
+/**
+ * Phases a measurement ends in. Measurements complete within one tick, so never Pending; `Running`
+ * is a judge's look that decided nothing yet (a hold: too few samples, no evidence either way, a
+ * reading that failed): it counts towards `count` and towards no limit, and the metric goes on.
+ */
+export const MeasurementPhaseSchema = z.enum(["Successful", "Failed", "Error", "Inconclusive", "Running"]);
 export type MeasurementPhase = z.infer<typeof MeasurementPhaseSchema>;
+
+/** A JSON number that may not be finite: JSON (and DynamoDB) keep only finite numbers, so the rest is null. */
+const figure = z.number().nullable();
+
+/** One version's side of a judge decision. */
+export const GateSideSchema = z
+  .object({
+    /** Samples (requests, latencies, points) the reading held; null when the reading failed. */
+    n: figure,
+    /** The side's value in the test's terms: a rate, a median, a mean, a p95. */
+    value: figure,
+  })
+  .strict();
+
+/**
+ * A judge's decision at one look, with the figures it rests on: what `rollouts get` shows per gate,
+ * what the lifecycle events and the abort message carry.
+ */
+export const GateFiguresSchema = z
+  .object({
+    test: z.string(),
+    decision: z.enum(["promote", "hold", "rollback"]),
+    /** The test's verdict: PASS, FAIL, SUSPECT, INSUFFICIENT, or a gate's pass / fail / inconclusive. */
+    verdict: z.string(),
+    /** The decision in words, with the numbers. */
+    reason: z.string(),
+    statistic: figure.default(null),
+    z: figure.default(null),
+    bayesFactor: figure.default(null),
+    pValue: figure.default(null),
+    /** Candidate minus stable, in the metric's unit (a ratio − 1 for latency); positive is not always worse. */
+    effect: figure.default(null),
+    direction: z.string().optional(),
+    alpha: z.number().optional(),
+    minEffect: z.number().optional(),
+    /** The planned sample size per side of a fixed-horizon test. */
+    horizon: z.number().optional(),
+    candidate: GateSideSchema.optional(),
+    stable: GateSideSchema.optional(),
+    /** A score's value (0–100) and each metric's status. */
+    score: figure.optional(),
+    metrics: z
+      .array(z.object({ name: z.string(), status: z.string(), message: z.string() }).strict())
+      .optional(),
+    /** 1 for the first look. */
+    look: z.number().int().positive(),
+  })
+  .strict();
+export type GateFigures = z.infer<typeof GateFiguresSchema>;
+
+/**
+ * What a judge keeps between looks, on its metric result: the sufficient statistics of the last
+ * reading (counts, or n / mean / m2 of log latency — never raw samples, so the item stays bounded
+ * however long the analysis runs), the sequential tests' always-valid p-value so far, the last
+ * decision's figures.
+ */
+export const JudgeStateSchema = z
+  .object({
+    looks: z.number().int().nonnegative(),
+    /** The smallest always-valid p-value so far per sequential check ("" for the judge itself, else a score metric's name). */
+    pValues: z.record(z.string(), z.number()).default({}),
+    stats: z.record(z.string(), z.record(z.string(), z.number().nullable())).default({}),
+    last: GateFiguresSchema.optional(),
+  })
+  .strict();
+export type JudgeState = z.infer<typeof JudgeStateSchema>;
 
 export const MeasurementSchema = z
   .object({
@@ -32,6 +102,8 @@ export const MeasurementSchema = z
     startedAt: z.string(),
     finishedAt: z.string(),
     metadata: z.record(z.string(), z.string()).optional(),
+    /** A judge's decision at this look. */
+    judge: GateFiguresSchema.optional(),
   })
   .strict();
 export type Measurement = z.infer<typeof MeasurementSchema>;
@@ -48,11 +120,15 @@ export const MetricResultSchema = z
     failed: z.number().int(),
     inconclusive: z.number().int(),
     error: z.number().int(),
+    /** A judge's looks that held (Running measurements). */
+    held: z.number().int().default(0),
     consecutiveError: z.number().int(),
     consecutiveSuccess: z.number().int(),
     /** The last `measurementRetention` measurements; the counters above keep counting. */
     measurements: z.array(MeasurementSchema),
     metadata: z.record(z.string(), z.string()).optional(),
+    /** A judge's state between looks. */
+    judge: JudgeStateSchema.optional(),
   })
   .strict();
 export type MetricResult = z.infer<typeof MetricResultSchema>;

@@ -5,6 +5,7 @@ import { SignatureV4 } from "@smithy/signature-v4";
 import type { Metric, PrometheusProvider } from "../../statemachine/spec.ts";
 import { CloudWatchMetricProvider } from "./cloudwatch.ts";
 import type { Fetch } from "./http.ts";
+import { JudgeMetricProvider } from "./judge.ts";
 import {
   type MeasureContext,
   type MetricProvider,
@@ -17,6 +18,7 @@ import { WebMetricProvider } from "./web.ts";
 
 export { CloudWatchMetricProvider } from "./cloudwatch.ts";
 export type { Fetch } from "./http.ts";
+export { JudgeMetricProvider, type JudgeReadings, type ReadingValue, readingsOf } from "./judge.ts";
 export * from "./port.ts";
 export { PrometheusMetricProvider, type RequestSigner } from "./prometheus.ts";
 export { SamplesMetricProvider } from "./samples.ts";
@@ -32,13 +34,18 @@ export interface ProviderSet {
 
 /**
  * Routes each metric to the adapter of the provider it names. This is what `tick` receives: one
- * provider object for a run whose metrics use different systems.
+ * provider object for a run whose metrics use different systems. A judge reads both versions back
+ * through this router, so it can use every provider the process has.
  */
 export class ProviderRouter implements MetricProvider {
-  constructor(private readonly providers: ProviderSet) {}
+  private readonly providers: ProviderSet & { judge: MetricProvider };
+
+  constructor(providers: ProviderSet) {
+    this.providers = { ...providers, judge: new JudgeMetricProvider(this) };
+  }
 
   measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
-    const kind = (["prometheus", "web", "cloudWatch", "samples"] as const).find(
+    const kind = (["prometheus", "web", "cloudWatch", "samples", "judge"] as const).find(
       (k) => metric.provider[k] !== undefined,
     );
     const provider = kind ? this.providers[kind] : undefined;

@@ -18,6 +18,8 @@ export interface MetricProvider {
 export interface MeasureContext {
   /** The tick's time; providers that query "now" (Prometheus, CloudWatch) use it, not the wall clock. */
   now: Date;
+  /** When the analysis run started: a judge reads the window since then (`{{judge.elapsed}}`). */
+  startedAt?: Date;
   /** Aborts an in-flight query when the caller gives up (the CLI on Ctrl-C). */
   signal?: AbortSignal;
 }
@@ -32,6 +34,11 @@ export interface ProviderValue {
   /** The measurement's `value` as Argo prints it (`[0.5]`, `0.97`, the JSON of a web jsonPath). */
   value: string;
   metadata?: Record<string, string>;
+  /**
+   * A Prometheus vector's samples with their labels, in the order of `result` (conditions see only
+   * the values, as in Argo; a judge reads histogram buckets by their `le` label).
+   */
+  series?: Array<{ labels: Record<string, string>; value: number }>;
 }
 
 export interface ProviderFailure {

@@ -72,6 +72,16 @@ function sampleOf(pair: unknown): number {
   return parseSampleValue(pair[1]);
 }
 
+/** A sample's label set; anything that is not a string map is no labels. */
+function labelsOf(metric: unknown): Record<string, string> {
+  if (metric === null || typeof metric !== "object" || Array.isArray(metric)) return {};
+  return Object.fromEntries(
+    Object.entries(metric as Record<string, unknown>).filter(
+      (e): e is [string, string] => typeof e[1] === "string",
+    ),
+  );
+}
+
 /** Converts `data` of a successful query the way Argo's `processResponse` does. */
 export function convertQueryData(data: PromResponse["data"]): ProviderResult {
   const type = data?.resultType;
@@ -83,7 +93,11 @@ export function convertQueryData(data: PromResponse["data"]): ProviderResult {
     }
     if (type === "vector" && Array.isArray(result)) {
       const values = result.map((s) => sampleOf((s as { value?: unknown })?.value));
-      return { ok: true, result: values, value: `[${values.map(formatFloat).join(",")}]` };
+      const series = result.map((s, i) => ({
+        labels: labelsOf((s as { metric?: unknown })?.metric),
+        value: values[i] as number,
+      }));
+      return { ok: true, result: values, value: `[${values.map(formatFloat).join(",")}]`, series };
     }
     if (type === "matrix" && Array.isArray(result)) {
       const values = result.flatMap((s) => {

@@ -1,7 +1,14 @@
 import { z } from "zod";
 import type { AnalysisSpec } from "../../statemachine/spec.ts";
 import { requestAbort } from "../abort/request-abort.ts";
-import { createRun, measurementsTaken, nextTickAt, terminate, tick } from "../analysis/run.ts";
+import {
+  createRun,
+  measurementsRecorded,
+  measurementsTaken,
+  nextTickAt,
+  terminate,
+  tick,
+} from "../analysis/run.ts";
 import { type AnalysisRun, AnalysisRunSchema, isCompleted } from "../analysis/types.ts";
 import { METRICS } from "../config.ts";
 import { ConcurrentUpdateError } from "../store/errors.ts";
@@ -205,7 +212,7 @@ async function advance(
   }
   for (const { metric, measurement } of measurementsTaken(before, after)) {
     const n = after.metricResults.find((r) => r.name === metric);
-    const seq = n ? n.successful + n.failed + n.inconclusive + n.error : 0;
+    const seq = n ? measurementsRecorded(n) : 0;
     await deps.store.putMeasurement({
       rollout: context.rollout,
       runId,

@@ -403,7 +403,7 @@ describe("bad input: one message per problem, naming the place", () => {
     );
   });
 
-  it("the job and plugin providers, and Argo's metric rules, in the template's document", () => {
+  it("the job provider, and Argo's metric rules, in the template's document", () => {
     const template = `
 apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
@@ -434,7 +434,7 @@ spec:
       { file: "t.yaml", text: template },
     ]);
     expect(lines[0]).toBe(
-      "t.yaml: document 1 (AnalysisTemplate bad): spec.metrics[0].provider.job: the job provider is not supported: use prometheus, web, cloudWatch or samples",
+      "t.yaml: document 1 (AnalysisTemplate bad): spec.metrics[0].provider.job: the job provider is not supported: use prometheus, web, cloudWatch, samples or the sfn-rollouts/judge plugin",
     );
     expect(lines).toContain(
       "t.yaml: document 1 (AnalysisTemplate bad): spec.metrics[1].interval: interval must be specified when count > 1",

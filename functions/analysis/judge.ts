@@ -1,0 +1,725 @@
+import type { JudgeCheck, JudgeSpec, JudgeSpecOf } from "../../statemachine/spec.ts";
+import {
+  analyzeSeries,
+  type CanaryPolicy,
+  type Counts,
+  compareWithStable,
+  decideWindow,
+  formatNumber,
+  type Histogram,
+  histogramFromCumulative,
+  histogramTotal,
+  InvalidObservationError,
+  type LogSummary,
+  type MetricStatus,
+  mannWhitney,
+  mannWhitneyHistograms,
+  oneProportion,
+  parseObservation,
+  scoreGate,
+  sequentialLatency,
+  sequentialRate,
+  summarizeLatencies,
+  type TestResult,
+  twoProportion,
+  worseEffect,
+} from "../judges/index.ts";
+import type { JudgeReadings, ReadingValue } from "../metrics/judge.ts";
+import type { ProviderResult } from "../metrics/port.ts";
+import type { GateFigures, JudgeState, MeasurementPhase } from "./types.ts";
+
+/**
+ * A judge metric's measurement: one look at both versions, decided by a statistical test.
+ *
+ * - **rollback** is a Failed measurement (the metric fails by Argo's `failureLimit`, 0 by default);
+ * - **promote** is a Successful one (a streak of one ends the metric: the judge is done early);
+ * - **hold** is a `Running` measurement: the metric goes on, and no limit counts it. Too few
+ *   samples, a reading that failed, no evidence either way yet: a judge that cannot see holds,
+ *   and never promotes. At the analysis's last look a hold is Inconclusive: a person decides.
+ *
+ * Fixed-horizon tests (two-proportion, one-proportion, Mann-Whitney) decide once, at the first look
+ * that reaches their planned sample size, so their false-rollback rate is alpha; sequential tests
+ * may roll back at any look (their always-valid p-value keeps that honest) and promote when
+ * they reach their `samples` or the analysis ends without evidence of harm.
+ */
+
+/** Where a look stands in its analysis. */
+export interface Look {
+  /** 1 for the first look. */
+  index: number;
+  /** The analysis's last look (`count` reached with this one): a hold becomes Inconclusive. */
+  final: boolean;
+}
+
+/** What a look produces: the measurement and the state for the next look. */
+export interface JudgeOutcome {
+  phase: MeasurementPhase;
+  message: string;
+  /** The measurement's short display value. */
+  value: string;
+  figures: GateFigures;
+  state: JudgeState;
+}
+
+/** A check's outcome at this look, before it becomes a gate decision. */
+interface CheckOutcome {
+  /** pass: promote; fail: roll back; hold: look again; inconclusive: decided it cannot decide. */
+  status: "pass" | "fail" | "hold" | "inconclusive";
+  verdict: string;
+  /** The decision in words, without the gate's name. */
+  reason: string;
+  figures: Partial<GateFigures>;
+  /** Sufficient statistics of this look's readings. */
+  stats?: Record<string, Record<string, number | null>>;
+  /** The always-valid p-value after this look (sequential tests). */
+  pValue?: number;
+  /** A score's sequential metrics' p-values, by metric name. */
+  pValues?: Record<string, number>;
+}
+
+/** A reading that cannot be used: the judge holds and says why. */
+class Unusable extends Error {}
+
+const SIDE_NAMES = { candidate: "the candidate's", stable: "the stable version's" } as const;
+type SideName = keyof typeof SIDE_NAMES;
+
+const finite = (x: number | undefined | null): number | null =>
+  x !== undefined && x !== null && Number.isFinite(x) ? x : null;
+
+/** `2.9%`, `1.0%`, `0.050%`, `33.3%`. */
+export function percent(rate: number): string {
+  const v = rate * 100;
+  return `${v >= 10 ? v.toFixed(1) : v.toPrecision(2)}%`;
+}
+
+const ALTERNATIVE = { increase: "greater", decrease: "less", either: "two-sided" } as const;
+
+type Read = Extract<ReadingValue, { ok: true }>;
+
+/** Reads one named reading of one side, or throws {@link Unusable} naming it. */
+function reading(readings: JudgeReadings, prefix: string, side: SideName, name: string): Read {
+  const value = readings[`${prefix}${side}.${name}`];
+  if (!value) throw new Unusable(`${SIDE_NAMES[side]} reading "${name}" is missing`);
+  if (!value.ok) throw new Unusable(`${SIDE_NAMES[side]} reading "${name}" failed: ${value.message}`);
+  return value;
+}
+
+function describe(side: SideName, name: string, what: string, v: unknown): Unusable {
+  const shown = JSON.stringify(v) ?? String(v);
+  return new Unusable(
+    `${SIDE_NAMES[side]} "${name}" is ${what}, got ${shown.length > 80 ? `${shown.slice(0, 80)}…` : shown}`,
+  );
+}
+
+/** A number from a number, a one-element vector or a numeric string; NaN and ±Inf are "no value". */
+function numberOf(v: Read, side: SideName, name: string, emptyIs?: number): number {
+  let x: unknown = v.value;
+  if (Array.isArray(x)) {
+    if (x.length === 0) {
+      if (emptyIs !== undefined) return emptyIs;
+      throw new Unusable(`${SIDE_NAMES[side]} "${name}" returned no data`);
+    }
+    x = x[0];
+  }
+  if (typeof x === "string" && x.trim() !== "") x = Number(x);
+  if (typeof x !== "number") throw describe(side, name, "not a number", v.value);
+  if (!Number.isFinite(x)) throw new Unusable(`${SIDE_NAMES[side]} "${name}" has no value (${x})`);
+  return x;
+}
+
+/**
+ * Counts of one side. A count query that returns no series reads 0 (no error series exists until
+ * the first error); `increase()` extrapolates, so counts are rounded, and `bad` read a moment
+ * apart from `n` is capped at it.
+ */
+function countsOf(readings: JudgeReadings, prefix: string, side: SideName): Counts {
+  const bad = numberOf(reading(readings, prefix, side, "bad"), side, "bad", 0);
+  const n = numberOf(reading(readings, prefix, side, "n"), side, "n", 0);
+  if (n < 0) throw describe(side, "n", "negative", n);
+  if (bad < 0) throw describe(side, "bad", "negative", bad);
+  const total = Math.round(n);
+  return { bad: Math.min(Math.round(bad), total), n: total };
+}
+
+function samplesOf(readings: JudgeReadings, prefix: string, side: SideName, positive: boolean): number[] {
+  const v = reading(readings, prefix, side, "value");
+  if (!Array.isArray(v.value)) throw describe(side, "value", "not a list of samples", v.value);
+  return v.value.map((x, i) => {
+    const n = typeof x === "string" ? Number(x) : x;
+    if (typeof n !== "number" || !Number.isFinite(n) || (positive && n <= 0)) {
+      throw describe(side, `value[${i}]`, positive ? "not a positive number" : "not a finite number", x);
+    }
+    return n;
+  });
+}
+
+/** Points of a series; NaN points (a 0/0 rate in a quiet second) are left out, as Kayenta does. */
+function seriesOf(readings: JudgeReadings, prefix: string, side: SideName): number[] {
+  const v = reading(readings, prefix, side, "value");
+  if (!Array.isArray(v.value)) throw describe(side, "value", "not a series of points", v.value);
+  const points: number[] = [];
+  for (const x of v.value) {
+    const n = typeof x === "string" ? Number(x) : x;
+    if (typeof n === "number" && Number.isFinite(n)) points.push(n);
+  }
+  return points;
+}
+
+/**
+ * A histogram from a Prometheus vector labelled `le` (`sum by (le) (increase(..._bucket[...]))`),
+ * a list of `{le, count}` or a `{"le": count}` map; counts are cumulative, as Prometheus keeps them.
+ */
+function histogramOf(readings: JudgeReadings, prefix: string, side: SideName): Histogram {
+  const v = reading(readings, prefix, side, "value");
+  const le = (x: unknown): number =>
+    x === "+Inf" || x === "Inf" || x === "Infinity" ? Number.POSITIVE_INFINITY : Number(x);
+  let buckets: Array<{ le: number; count: number }>;
+  if (v.series && v.series.length > 0) {
+    if (v.series.some((s) => s.labels.le === undefined)) {
+      throw new Unusable(
+        `${SIDE_NAMES[side]} histogram query returned series without an "le" label: sum it by (le)`,
+      );
+    }
+    buckets = v.series.map((s) => ({ le: le(s.labels.le), count: s.value }));
+  } else if (Array.isArray(v.value)) {
+    buckets = v.value.map((b) => {
+      const bucket = b as { le?: unknown; count?: unknown };
+      return { le: le(bucket?.le), count: Number(bucket?.count) };
+    });
+  } else if (v.value !== null && typeof v.value === "object") {
+    buckets = Object.entries(v.value as Record<string, unknown>).map(([k, c]) => ({
+      le: le(k),
+      count: Number(c),
+    }));
+  } else {
+    throw describe(side, "value", "not histogram buckets", v.value);
+  }
+  if (buckets.length === 0) throw new Unusable(`${SIDE_NAMES[side]} histogram returned no buckets`);
+  try {
+    return histogramFromCumulative(buckets, `${SIDE_NAMES[side]} histogram`);
+  } catch (error) {
+    throw new Unusable((error as Error).message);
+  }
+}
+
+function summaryOf(readings: JudgeReadings, prefix: string, side: SideName): LogSummary {
+  const v = reading(readings, prefix, side, "value");
+  const s = v.value as { n?: unknown; mean?: unknown; m2?: unknown } | null;
+  const n = Number(s?.n);
+  const mean = Number(s?.mean);
+  const m2 = Number(s?.m2);
+  if (!(Number.isInteger(n) && n >= 0 && Number.isFinite(mean) && Number.isFinite(m2) && m2 >= 0)) {
+    throw describe(side, "value", "not a log-latency summary {n, mean, m2}", v.value);
+  }
+  return { n, mean, m2 };
+}
+
+/**
+ * The judge's verdict on a test result: FAIL when worse by more than `minEffect` and significant;
+ * SUSPECT when worse by more than a positive `minEffect` but not significant (a person should
+ * look); else PASS. With `minEffect` 0 there is no band to be suspicious of: a difference that is
+ * not significant is not a finding.
+ */
+function verdictOf(
+  result: TestResult,
+  direction: keyof typeof ALTERNATIVE,
+  minEffect: number,
+  alpha: number,
+) {
+  const worseBy = worseEffect(result.effect, ALTERNATIVE[direction]);
+  const worse = worseBy > minEffect;
+  if (worse && result.pValue < alpha) return "FAIL";
+  if (worse && minEffect > 0) return "SUSPECT";
+  return "PASS";
+}
+
+const statusOfVerdict = { FAIL: "fail", PASS: "pass", SUSPECT: "inconclusive" } as const;
+
+function sizes(check: { test: string; alpha: number }, nc: number, ns: number | null): string {
+  return `(${check.test}, alpha ${check.alpha}, n = ${nc}${ns === null ? "" : `/${ns}`})`;
+}
+
+/** Figures common to every statistical test. */
+function testFigures(
+  check: Extract<JudgeCheck, { alpha: number; direction: string }>,
+  result: TestResult & { bayesFactor?: number },
+  c: { n: number; value: number },
+  s: { n: number; value: number } | null,
+): Partial<GateFigures> {
+  return {
+    statistic: finite(result.statistic),
+    z: finite(result.z),
+    bayesFactor: finite(result.bayesFactor),
+    pValue: finite(result.pValue),
+    effect: finite(result.effect),
+    direction: check.direction,
+    alpha: check.alpha,
+    ...("minEffect" in check ? { minEffect: check.minEffect } : {}),
+    candidate: { n: c.n, value: finite(c.value) },
+    ...(s ? { stable: { n: s.n, value: finite(s.value) } } : {}),
+  };
+}
+
+/** A fixed-horizon test: hold until both sides reach the planned sample size, then decide once. */
+function fixedHorizon(
+  check: JudgeSpecOf<"two-proportion" | "one-proportion" | "mann-whitney">,
+  n: { c: number; s: number | null },
+  run: () => { result: TestResult; c: number; s: number | null; compared: string },
+): CheckOutcome {
+  const smallest = n.s === null ? n.c : Math.min(n.c, n.s);
+  const figuresN = {
+    horizon: check.horizon,
+    candidate: { n: n.c, value: null },
+    ...(n.s === null ? {} : { stable: { n: n.s, value: null } }),
+  };
+  if (smallest < check.horizon) {
+    return {
+      status: "hold",
+      verdict: "INSUFFICIENT",
+      reason: `${smallest}/${check.horizon} samples per side (${check.test} decides at ${check.horizon})`,
+      figures: figuresN,
+    };
+  }
+  const { result, c, s, compared } = run();
+  const verdict = verdictOf(result, check.direction, check.minEffect, check.alpha);
+  const p = `p = ${formatNumber(result.pValue)}`;
+  const reason =
+    verdict === "SUSPECT"
+      ? `${compared} is worse by more than minEffect ${formatNumber(check.minEffect)} but not significant, ${p} ${sizes(check, n.c, n.s)}`
+      : `${compared}, ${p} ${sizes(check, n.c, n.s)}`;
+  return {
+    status: statusOfVerdict[verdict],
+    verdict,
+    reason,
+    figures: {
+      ...testFigures(
+        check,
+        result,
+        { n: n.c, value: c },
+        n.s === null ? null : { n: n.s, value: s ?? Number.NaN },
+      ),
+      horizon: check.horizon,
+    },
+  };
+}
+
+/** A sequential test: roll back at any look; promote at its `samples` or at the end of the analysis. */
+function sequential(
+  check: JudgeSpecOf<"sequential-rate" | "sequential-latency">,
+  n: { c: number; s: number },
+  final: boolean,
+  run: () => { result: TestResult & { bayesFactor: number }; c: number; s: number; compared: string },
+): CheckOutcome {
+  const smallest = Math.min(n.c, n.s);
+  if (smallest < Math.max(1, check.minSamples)) {
+    return {
+      status: "hold",
+      verdict: "INSUFFICIENT",
+      reason: `${smallest}/${check.minSamples} samples per side before ${check.test} may decide`,
+      figures: { candidate: { n: n.c, value: null }, stable: { n: n.s, value: null } },
+    };
+  }
+  const { result, c, s, compared } = run();
+  const verdict = verdictOf(result, check.direction, check.minEffect, check.alpha);
+  const reached = check.maxSamples !== undefined && smallest >= check.maxSamples;
+  const evidence = `p = ${formatNumber(result.pValue)} (${check.test}, Bayes factor ${formatNumber(result.bayesFactor)}, alpha ${check.alpha}, n = ${n.c}/${n.s})`;
+  const figures = testFigures(check, result, { n: n.c, value: c }, { n: n.s, value: s });
+  if (verdict === "FAIL")
+    return { status: "fail", verdict, reason: `${compared}, ${evidence}`, figures, pValue: result.pValue };
+  if (!final && !reached) {
+    return {
+      status: "hold",
+      verdict,
+      reason: `no evidence of harm yet: ${compared}, ${evidence}`,
+      figures,
+      pValue: result.pValue,
+    };
+  }
+  return {
+    status: statusOfVerdict[verdict],
+    verdict,
+    reason:
+      verdict === "SUSPECT"
+        ? `${compared} is worse by more than minEffect ${formatNumber(check.minEffect)} but not significant, ${evidence}`
+        : `${compared}, ${evidence}`,
+    figures,
+    pValue: result.pValue,
+  };
+}
+
+/** One check of a judge at this look. `final`: the analysis's last look. */
+function evaluate(
+  check: JudgeCheck,
+  readings: JudgeReadings,
+  prefix: string,
+  final: boolean,
+  previousP: number | undefined,
+): CheckOutcome {
+  switch (check.test) {
+    case "two-proportion": {
+      const c = countsOf(readings, prefix, "candidate");
+      const s = countsOf(readings, prefix, "stable");
+      return {
+        ...fixedHorizon(check, { c: c.n, s: s.n }, () => {
+          const result = twoProportion(c, s, ALTERNATIVE[check.direction]);
+          return {
+            result,
+            c: result.rateCandidate,
+            s: result.ratePrimary,
+            compared: `candidate ${percent(result.rateCandidate)} vs stable ${percent(result.ratePrimary)} ${check.label}`,
+          };
+        }),
+        stats: { candidate: { ...c }, stable: { ...s } },
+      };
+    }
+    case "one-proportion": {
+      const c = countsOf(readings, prefix, "candidate");
+      return {
+        ...fixedHorizon(check, { c: c.n, s: null }, () => {
+          const result = oneProportion(c, check.limit, ALTERNATIVE[check.direction], check.method);
+          return {
+            result,
+            c: result.statistic,
+            s: null,
+            compared: `candidate ${percent(result.statistic)} ${check.label} against the limit ${percent(check.limit)}`,
+          };
+        }),
+        stats: { candidate: { ...c } },
+      };
+    }
+    case "mann-whitney": {
+      if (check.data === "histogram") {
+        const c = histogramOf(readings, prefix, "candidate");
+        const s = histogramOf(readings, prefix, "stable");
+        const nc = Math.round(histogramTotal(c));
+        const ns = Math.round(histogramTotal(s));
+        return fixedHorizon(check, { c: nc, s: ns }, () => {
+          const result = mannWhitneyHistograms(c, s, ALTERNATIVE[check.direction]);
+          return {
+            result,
+            c: result.medianCandidate,
+            s: result.medianPrimary,
+            compared: `candidate median ${formatNumber(result.medianCandidate)} vs stable ${formatNumber(result.medianPrimary)}`,
+          };
+        });
+      }
+      const c = samplesOf(readings, prefix, "candidate", false);
+      const s = samplesOf(readings, prefix, "stable", false);
+      return fixedHorizon(check, { c: c.length, s: s.length }, () => {
+        const result = mannWhitney(c, s, ALTERNATIVE[check.direction]);
+        return {
+          result,
+          c: result.medianCandidate,
+          s: result.medianPrimary,
+          compared: `candidate median ${formatNumber(result.medianCandidate)} vs stable ${formatNumber(result.medianPrimary)}`,
+        };
+      });
+    }
+    case "sequential-rate": {
+      const c = countsOf(readings, prefix, "candidate");
+      const s = countsOf(readings, prefix, "stable");
+      return {
+        ...sequential(check, { c: c.n, s: s.n }, final, () => {
+          const result = sequentialRate(c, s, {
+            ...(check.allocation !== undefined ? { allocation: check.allocation } : {}),
+            concentration: check.concentration,
+            ...(previousP !== undefined ? { previousPValue: previousP } : {}),
+          });
+          const rc = c.n > 0 ? c.bad / c.n : 0;
+          const rs = s.n > 0 ? s.bad / s.n : 0;
+          return {
+            result,
+            c: rc,
+            s: rs,
+            compared: `candidate ${percent(rc)} vs stable ${percent(rs)} ${check.label}`,
+          };
+        }),
+        stats: { candidate: { ...c }, stable: { ...s } },
+      };
+    }
+    case "sequential-latency": {
+      const summary = (side: SideName): LogSummary => {
+        if (check.data === "summary") return summaryOf(readings, prefix, side);
+        try {
+          return summarizeLatencies(samplesOf(readings, prefix, side, true), `${SIDE_NAMES[side]} samples`);
+        } catch (error) {
+          throw new Unusable((error as Error).message);
+        }
+      };
+      const c = summary("candidate");
+      const s = summary("stable");
+      return {
+        ...sequential(check, { c: c.n, s: s.n }, final, () => {
+          const result = sequentialLatency(c, s, {
+            alternative: ALTERNATIVE[check.direction],
+            g: check.g,
+            ...(previousP !== undefined ? { previousPValue: previousP } : {}),
+          });
+          const change = result.effect >= 0 ? `+${percent(result.effect)}` : `-${percent(-result.effect)}`;
+          return {
+            result,
+            c: Math.exp(c.mean),
+            s: Math.exp(s.mean),
+            compared: `candidate geometric mean ${formatNumber(Math.exp(c.mean))} vs stable ${formatNumber(Math.exp(s.mean))} (${change})`,
+          };
+        }),
+        stats: { candidate: { ...c }, stable: { ...s } },
+      };
+    }
+    case "comparative":
+      return comparative(check, readings, prefix, final);
+  }
+}
+
+function comparative(
+  check: JudgeSpecOf<"comparative">,
+  readings: JudgeReadings,
+  prefix: string,
+  final: boolean,
+): CheckOutcome {
+  const name = prefix ? prefix.slice(0, -1) : "gate";
+  const tolerance = {
+    direction: check.direction,
+    ...(check.maxRatio !== undefined ? { maxRatio: check.maxRatio } : {}),
+    ...(check.minRatio !== undefined ? { minRatio: check.minRatio } : {}),
+    ...(check.maxDelta !== undefined ? { maxDelta: check.maxDelta } : {}),
+  };
+  let status: MetricStatus;
+  let message: string;
+  let figures: Partial<GateFigures>;
+  if (check.data === "series") {
+    const out = analyzeSeries({
+      name,
+      candidate: seriesOf(readings, prefix, "candidate"),
+      stable: seriesOf(readings, prefix, "stable"),
+      alpha: check.alpha,
+      minPoints: check.minPoints,
+      ...tolerance,
+    });
+    status = out.status;
+    message = out.message;
+    figures = {
+      pValue: finite(out.pValue),
+      effect: finite(out.delta),
+      alpha: check.alpha,
+      direction: check.direction,
+      candidate: { n: out.pointsCandidate, value: finite(out.candidate) },
+      stable: { n: out.pointsStable, value: finite(out.stable) },
+    };
+  } else {
+    const samples =
+      readings[`${prefix}candidate.n`] !== undefined
+        ? numberOf(reading(readings, prefix, "candidate", "n"), "candidate", "n", 0)
+        : undefined;
+    const candidate = numberOf(reading(readings, prefix, "candidate", "value"), "candidate", "value");
+    const stable = numberOf(reading(readings, prefix, "stable", "value"), "stable", "value");
+    const out = compareWithStable({
+      name,
+      candidate,
+      stable,
+      ...(samples !== undefined ? { samples } : {}),
+      minSamples: check.minSamples,
+      ...tolerance,
+    });
+    status = out.status;
+    message = out.message;
+    figures = {
+      effect: finite(out.delta),
+      direction: check.direction,
+      candidate: { n: samples ?? null, value: candidate },
+      stable: { n: null, value: stable },
+    };
+  }
+  const text = message.replace(/^metric \S+: /, "");
+  if (status === "fail") return { status: "fail", verdict: "fail", reason: text, figures };
+  if (status === "inconclusive") return { status: "hold", verdict: "inconclusive", reason: text, figures };
+  return { status: final ? "pass" : "hold", verdict: "pass", reason: text, figures };
+}
+
+function score(
+  spec: JudgeSpecOf<"score">,
+  readings: JudgeReadings,
+  final: boolean,
+  previous: JudgeState | undefined,
+): CheckOutcome {
+  const pValues: Record<string, number> = {};
+  const metrics = spec.metrics.map((m) => {
+    let outcome: CheckOutcome;
+    try {
+      // A score's reading asks each metric for its status now; the score decides when to promote.
+      outcome = evaluate(m.check, readings, `${m.name}/`, true, previous?.pValues[m.name]);
+    } catch (error) {
+      if (!(error instanceof Unusable)) throw error;
+      outcome = { status: "hold", verdict: "INSUFFICIENT", reason: error.message, figures: {} };
+    }
+    if (outcome.pValue !== undefined) pValues[m.name] = outcome.pValue;
+    const status: MetricStatus =
+      outcome.status === "fail" ? "fail" : outcome.status === "pass" ? "pass" : "inconclusive";
+    return {
+      name: m.name,
+      weight: m.weight,
+      critical: m.critical,
+      status,
+      message: `metric ${m.name}: ${outcome.reason}`,
+    };
+  });
+  const out = scoreGate(metrics, { pass: spec.pass, marginal: spec.marginal }, final);
+  const figures: Partial<GateFigures> = {
+    score: finite(out.score ?? Number.NaN),
+    metrics: metrics.map((m) => ({ name: m.name, status: m.status, message: m.message })),
+  };
+  const shown = out.score === null ? "no metric conclusive" : `score ${formatNumber(out.score)}`;
+  let result: CheckOutcome;
+  if (out.green) {
+    result = {
+      status: final ? "pass" : "hold",
+      verdict: out.grade,
+      reason: `${shown} (${out.grade}; pass ${spec.pass}, marginal ${spec.marginal})`,
+      figures,
+    };
+  } else {
+    const onlyInconclusive =
+      !metrics.some((m) => m.critical && m.status === "fail") &&
+      (out.score === null || out.score >= (final ? spec.pass : spec.marginal));
+    result = {
+      status: onlyInconclusive ? (final ? "inconclusive" : "hold") : "fail",
+      verdict: onlyInconclusive ? "inconclusive" : "fail",
+      reason: `${shown}: ${out.reasons.join("; ")}`,
+      figures,
+    };
+  }
+  return { ...result, pValues };
+}
+
+function canaryGate(spec: JudgeSpecOf<"canary-gate">, readings: JudgeReadings): CheckOutcome {
+  const value = (side: SideName, name: string) => numberOf(reading(readings, "", side, name), side, name);
+  const candidateP95 = value("candidate", "p95");
+  const errorRate = value("candidate", "errorRate");
+  const n = value("candidate", "n");
+  const baseline = value("stable", "p95");
+  const policy: CanaryPolicy = {
+    stepSchedule: [100],
+    p95BudgetRatio: spec.p95BudgetRatio,
+    errorRateCeiling: spec.errorRateCeiling,
+    minSampleCount: spec.minSampleCount,
+    fullRolloutDwell: spec.fullRolloutDwell,
+    rollbackCooldownSeconds: spec.rollbackCooldownSeconds,
+    maxRollbacksPerHour: spec.maxRollbacksPerHour,
+  };
+  const figures: Partial<GateFigures> = {
+    candidate: { n: Math.round(n), value: candidateP95 },
+    stable: { n: null, value: baseline },
+    effect: finite(candidateP95 - baseline),
+  };
+  let observation: ReturnType<typeof parseObservation>;
+  try {
+    observation = parseObservation(
+      {
+        query_hash: spec.fingerprint.replace(/^sha256:/, ""),
+        verdict: "PASS",
+        step_index: 0,
+        baseline_p95_ms: baseline,
+        candidate_p95_ms: candidateP95,
+        candidate_error_rate: errorRate,
+        sample_count: Math.round(n),
+      },
+      policy,
+    );
+  } catch (error) {
+    if (!(error instanceof InvalidObservationError)) throw error;
+    return { status: "hold", verdict: "invalid", reason: error.message, figures };
+  }
+  const window = decideWindow(observation, policy);
+  const status = window.decision === "rollback" ? "fail" : window.decision === "promote" ? "pass" : "hold";
+  return { status, verdict: window.decision, reason: window.reason, figures };
+}
+
+const VERB = {
+  pass: "passed",
+  fail: "rolled back",
+  hold: "holds",
+  inconclusive: "is inconclusive",
+} as const;
+
+/** The measurement's short display value. */
+function shortValue(figures: Partial<GateFigures>, outcome: CheckOutcome): string {
+  if (figures.score !== undefined)
+    return `score ${figures.score === null ? "-" : formatNumber(figures.score)}`;
+  const parts: string[] = [];
+  const c = figures.candidate;
+  const s = figures.stable;
+  if (c?.value !== null && c?.value !== undefined && s?.value !== null && s?.value !== undefined) {
+    parts.push(`${formatNumber(c.value)} vs ${formatNumber(s.value)}`);
+  }
+  if (figures.pValue !== null && figures.pValue !== undefined)
+    parts.push(`p=${formatNumber(figures.pValue)}`);
+  if (c?.n !== null && c?.n !== undefined)
+    parts.push(`n=${c.n}${s?.n !== null && s?.n !== undefined ? `/${s.n}` : ""}`);
+  if (outcome.verdict === "INSUFFICIENT" && figures.horizon !== undefined)
+    parts.push(`of ${figures.horizon}`);
+  return parts.length > 0 ? parts.join(" ") : outcome.verdict.toLowerCase();
+}
+
+/**
+ * One look of a judge metric: the provider's answer (its readings), the state of the previous
+ * looks, and where this look stands; never throws for anything a reading can contain.
+ */
+export function judgeLook(
+  metricName: string,
+  spec: JudgeSpec,
+  answer: ProviderResult,
+  previous: JudgeState | undefined,
+  look: Look,
+): JudgeOutcome {
+  let outcome: CheckOutcome;
+  if (!answer.ok) {
+    outcome = { status: "hold", verdict: "INSUFFICIENT", reason: answer.message, figures: {} };
+  } else {
+    const readings = answer.result as JudgeReadings;
+    try {
+      if (spec.test === "score") outcome = score(spec, readings, look.final, previous);
+      else if (spec.test === "canary-gate") outcome = canaryGate(spec, readings);
+      else outcome = evaluate(spec, readings, "", look.final, previous?.pValues[""]);
+    } catch (error) {
+      if (!(error instanceof Unusable || error instanceof RangeError)) throw error;
+      outcome = { status: "hold", verdict: "INSUFFICIENT", reason: error.message, figures: {} };
+    }
+  }
+  // A hold at the analysis's last look: nothing more will be seen, a person decides.
+  const ended = outcome.status === "hold" && look.final;
+  const status = ended ? "inconclusive" : outcome.status;
+  const reason = ended ? `held until the end of the analysis: ${outcome.reason}` : outcome.reason;
+  const message = `Gate "${metricName}" ${VERB[status]}: ${reason}`;
+  const decision = status === "pass" ? "promote" : status === "fail" ? "rollback" : "hold";
+  const figures: GateFigures = {
+    test: spec.test,
+    decision,
+    verdict: outcome.verdict,
+    reason: message,
+    statistic: null,
+    z: null,
+    bayesFactor: null,
+    pValue: null,
+    effect: null,
+    ...outcome.figures,
+    look: look.index,
+  };
+  const pValues = { ...(previous?.pValues ?? {}) };
+  if (outcome.pValues) Object.assign(pValues, outcome.pValues);
+  else if (outcome.pValue !== undefined) pValues[""] = outcome.pValue;
+  const state: JudgeState = {
+    looks: look.index,
+    pValues,
+    stats: outcome.stats ?? previous?.stats ?? {},
+    last: figures,
+  };
+  const phase: MeasurementPhase =
+    status === "pass"
+      ? "Successful"
+      : status === "fail"
+        ? "Failed"
+        : status === "inconclusive"
+          ? "Inconclusive"
+          : "Running";
+  return { phase, message, value: shortValue(outcome.figures, outcome), figures, state };
+}

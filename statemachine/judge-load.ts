@@ -1,0 +1,653 @@
+import { z } from "zod";
+import { compileExpression } from "./conditions.ts";
+import { parseDuration } from "./duration.ts";
+import {
+  DirectionSchema,
+  JUDGE_TESTS,
+  type JudgeCheck,
+  type JudgeData,
+  JudgeDataSchema,
+  type JudgeDirection,
+  type JudgeSide,
+  type JudgeSpec,
+  type JudgeTest,
+  type Reading,
+  type ScoredCheck,
+} from "./judge-spec.ts";
+import type { Provider } from "./providers.ts";
+import { samplesOneProportion, samplesPerSide } from "./sample-size.ts";
+
+/**
+ * Reads a judge as users write it — the Argo metric plugin entry `sfn-rollouts/judge`, or a native
+ * `health` metric translated into the same shape — into the normalized {@link JudgeSpec}, with
+ * every default applied and every problem reported at its field path. One reader for both forms
+ * is what makes an Argo-form and a native-form gate compile to the same run.
+ */
+
+/** The plugin name under Argo's `provider.plugin`. */
+export const JUDGE_PLUGIN = "sfn-rollouts/judge";
+
+/** Placeholders a judge's queries may use; the reader fills them at every look. */
+export const JUDGE_PLACEHOLDERS = {
+  /** Time since the analysis started, as a Prometheus range (`95s`). */
+  elapsed: "{{judge.elapsed}}",
+  /** The same in whole seconds (`95`), for web URLs. */
+  elapsedSeconds: "{{judge.elapsedSeconds}}",
+  /** When the analysis started, RFC 3339. */
+  since: "{{judge.since}}",
+  /** The look's time, RFC 3339. */
+  now: "{{judge.now}}",
+} as const;
+
+/**
+ * Safe defaults. Counts: 500 requests per side before any decision (the canary gate's floor: at a
+ * 1% error rate fewer requests hold fewer than 5 expected errors, too few for any test to tell a
+ * regression from luck). Samples: 150 per side (the model-rollout figure, where the normal
+ * approximation of Mann-Whitney is excellent and a 10-point drop from 97% is detectable).
+ */
+export const JUDGE_DEFAULTS = {
+  alpha: 0.05,
+  power: 0.8,
+  direction: "increase" as JudgeDirection,
+  minSamplesCounts: 500,
+  minSamplesSamples: 150,
+  minPoints: 5,
+  concentration: 2,
+  g: 0.1,
+  pass: 95,
+  marginal: 75,
+  label: "bad",
+} as const;
+
+/** The canary gate's policy (its threshold reference). */
+export const CANARY_GATE_DEFAULTS = {
+  p95BudgetRatio: 1.2,
+  errorRateCeiling: 0.005,
+  minSampleCount: 500,
+  fullRolloutDwell: 2,
+  rollbackCooldownSeconds: 3600,
+  maxRollbacksPerHour: 3,
+} as const;
+
+/** What the loader needs from its caller: provider normalization and problem reporting. */
+export interface JudgeLoadContext {
+  /** Normalizes one provider written the Argo way (`{prometheus: {...}}`); reports under `path`. */
+  provider(raw: Record<string, unknown>, path: string): Provider | undefined;
+  report(path: string, message: string): void;
+}
+
+const READING_PROVIDERS = ["prometheus", "web", "cloudWatch", "samples"] as const;
+const OTHER_PROVIDERS = [
+  "job",
+  "kayenta",
+  "datadog",
+  "newRelic",
+  "wavefront",
+  "graphite",
+  "influxdb",
+  "skywalking",
+  "plugin",
+];
+
+const InputSchema = z
+  .object({
+    test: z.enum(JUDGE_TESTS),
+    alpha: z.number().gt(0).lt(1).optional(),
+    direction: DirectionSchema.optional(),
+    minEffect: z.number().min(0).optional(),
+    minSamples: z.number().int().min(0).optional(),
+    samples: z.number().int().positive().optional(),
+    data: JudgeDataSchema.optional(),
+    candidate: z.unknown().optional(),
+    stable: z.unknown().optional(),
+    label: z.string().min(1).max(40).optional(),
+    baseline: z.number().gt(0).lt(1).optional(),
+    power: z.number().gt(0).lt(1).optional(),
+    limit: z.number().gt(0).lt(1).optional(),
+    method: z.enum(["normal", "exact"]).optional(),
+    allocation: z.number().gt(0).lt(1).optional(),
+    concentration: z.number().positive().optional(),
+    g: z.number().positive().optional(),
+    maxRatio: z.number().positive().optional(),
+    minRatio: z.number().positive().optional(),
+    maxDelta: z.number().min(0).optional(),
+    minPoints: z.number().int().positive().optional(),
+    metrics: z.array(z.unknown()).min(1).optional(),
+    pass: z.number().min(0).max(100).optional(),
+    marginal: z.number().min(0).max(100).optional(),
+    p95BudgetRatio: z.number().positive().optional(),
+    errorRateCeiling: z.number().gt(0).max(1).optional(),
+    minSampleCount: z.number().int().min(0).optional(),
+    fullRolloutDwell: z.number().int().positive().optional(),
+    rollbackCooldown: z.union([z.number(), z.string()]).optional(),
+    maxRollbacksPerHour: z.number().int().positive().optional(),
+  })
+  .strict();
+type Input = z.infer<typeof InputSchema>;
+
+const STATISTICAL = ["alpha", "direction", "minEffect", "minSamples", "data", "candidate", "stable"];
+/** The fields each test reads: any other field is refused, so a misplaced `limit` is not silently ignored. */
+const FIELDS: Record<JudgeTest, readonly string[]> = {
+  "two-proportion": [...STATISTICAL, "label", "baseline", "power", "samples"],
+  "one-proportion": [
+    "alpha",
+    "direction",
+    "minEffect",
+    "minSamples",
+    "data",
+    "candidate",
+    "label",
+    "limit",
+    "method",
+    "power",
+    "samples",
+  ],
+  "mann-whitney": [...STATISTICAL, "samples"],
+  "sequential-rate": [...STATISTICAL, "label", "allocation", "concentration", "samples"],
+  "sequential-latency": [...STATISTICAL, "g", "samples"],
+  comparative: [
+    "alpha",
+    "direction",
+    "minSamples",
+    "data",
+    "candidate",
+    "stable",
+    "maxRatio",
+    "minRatio",
+    "maxDelta",
+    "minPoints",
+  ],
+  score: ["metrics", "pass", "marginal"],
+  "canary-gate": [
+    "candidate",
+    "stable",
+    "p95BudgetRatio",
+    "errorRateCeiling",
+    "minSampleCount",
+    "fullRolloutDwell",
+    "rollbackCooldown",
+    "maxRollbacksPerHour",
+  ],
+};
+
+/** The data kinds each test can judge; the first is the default. */
+const DATA: Record<JudgeTest, readonly JudgeData[]> = {
+  "two-proportion": ["counts"],
+  "one-proportion": ["counts"],
+  "sequential-rate": ["counts"],
+  "mann-whitney": ["samples", "histogram"],
+  "sequential-latency": ["samples", "summary"],
+  comparative: ["value", "series"],
+  score: [],
+  "canary-gate": [],
+};
+
+/** Readings each kind of side needs, and the ones it may have. */
+function readingNames(
+  test: JudgeTest,
+  data: JudgeData | undefined,
+  which: "candidate" | "stable",
+): { required: string[]; optional: string[] } {
+  if (test === "canary-gate") {
+    return which === "candidate"
+      ? { required: ["p95", "errorRate", "n"], optional: [] }
+      : { required: ["p95"], optional: [] };
+  }
+  if (data === "counts") return { required: ["bad", "n"], optional: [] };
+  if (test === "comparative" && data === "value" && which === "candidate") {
+    return { required: ["value"], optional: ["n"] };
+  }
+  return { required: ["value"], optional: [] };
+}
+
+const PLACEHOLDER = /\{\{\s*judge\.([A-Za-z]+)\s*\}\}/g;
+
+/** Reads one judge; undefined (with problems reported) when it cannot be used. */
+export function loadJudge(raw: unknown, base: string, ctx: JudgeLoadContext): JudgeSpec | undefined {
+  return loadAny(raw, base, ctx, true) as JudgeSpec | undefined;
+}
+
+function loadAny(
+  raw: unknown,
+  base: string,
+  ctx: JudgeLoadContext,
+  top: boolean,
+): JudgeSpec | JudgeCheck | undefined {
+  const at = (field: string) => (field ? `${base}.${field}` : base);
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    ctx.report(base, `a judge is an object like {test: two-proportion, candidate: ..., stable: ...}`);
+    return undefined;
+  }
+  const named = (raw as { test?: unknown }).test;
+  if (!top && (named === "score" || named === "canary-gate")) {
+    ctx.report(
+      at("test"),
+      `a score combines statistical and comparative judges; a ${named} cannot be one of its metrics`,
+    );
+    return undefined;
+  }
+  const parsed = InputSchema.safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const path = issue.path.join(".");
+      const message =
+        issue.code === "unrecognized_keys"
+          ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
+          : issue.path[0] === "test"
+            ? `test must be one of ${JUDGE_TESTS.join(", ")}`
+            : issue.message;
+      ctx.report(at(path), message);
+    }
+    return undefined;
+  }
+  const input = parsed.data;
+  const test = input.test;
+  let ok = true;
+  const fail = (field: string, message: string) => {
+    ok = false;
+    ctx.report(at(field), message);
+  };
+  for (const key of Object.keys(input)) {
+    if (key !== "test" && !FIELDS[test].includes(key)) {
+      fail(key, `${key} does not apply to the ${test} test`);
+    }
+  }
+  if (test === "score") return ok ? loadScore(input, base, ctx) : undefined;
+
+  const kinds = DATA[test];
+  const data = test === "canary-gate" ? undefined : (input.data ?? kinds[0]);
+  if (data !== undefined && !kinds.includes(data)) {
+    const hint =
+      test === "sequential-latency" && data === "histogram"
+        ? ": a histogram has no log-latency sums; judge it with mann-whitney, or read samples or a summary"
+        : "";
+    fail("data", `the ${test} test judges ${kinds.join(" or ")}, not ${data}${hint}`);
+  }
+  const candidate = loadSide(input.candidate, at("candidate"), test, data, "candidate", ctx);
+  const stable =
+    test === "one-proportion" ? {} : loadSide(input.stable, at("stable"), test, data, "stable", ctx);
+  if (!candidate || !stable) ok = false;
+  if (!ok || !candidate || !stable) return undefined;
+
+  const alpha = input.alpha ?? JUDGE_DEFAULTS.alpha;
+  const direction = input.direction ?? JUDGE_DEFAULTS.direction;
+  const minEffect = input.minEffect ?? 0;
+  const power = input.power ?? JUDGE_DEFAULTS.power;
+  const label = input.label ?? JUDGE_DEFAULTS.label;
+  const minSamplesDefault =
+    data === "counts"
+      ? JUDGE_DEFAULTS.minSamplesCounts
+      : data === "samples" || data === "histogram" || data === "summary"
+        ? JUDGE_DEFAULTS.minSamplesSamples
+        : 0;
+  const minSamples = input.minSamples ?? minSamplesDefault;
+  const sides = direction === "either" ? 2 : 1;
+  const horizon = (computed: number | undefined): number | undefined => {
+    if (input.samples !== undefined) {
+      if (input.samples < minSamples) {
+        fail(
+          "samples",
+          `samples (${input.samples}) is below minSamples (${minSamples}): no decision before both`,
+        );
+        return undefined;
+      }
+      return input.samples;
+    }
+    return Math.max(1, minSamples, computed ?? 0);
+  };
+  const common = { alpha, direction, minEffect, minSamples, candidate, stable };
+
+  switch (test) {
+    case "two-proportion": {
+      let computed: number | undefined;
+      if (input.baseline !== undefined && minEffect > 0) {
+        const worse = direction === "decrease" ? input.baseline - minEffect : input.baseline + minEffect;
+        if (!(worse > 0 && worse < 1)) {
+          fail(
+            "minEffect",
+            `baseline ${input.baseline} moved by minEffect ${minEffect} leaves the 0–1 range`,
+          );
+          return undefined;
+        }
+        computed = samplesPerSide({ baseline: input.baseline, candidate: worse, alpha, power, sides });
+      } else if (input.baseline !== undefined) {
+        fail("baseline", "a baseline gives the planned sample size together with minEffect > 0");
+        return undefined;
+      }
+      const h = horizon(computed);
+      if (h === undefined) return undefined;
+      return {
+        test,
+        ...common,
+        data: "counts",
+        label,
+        horizon: h,
+        power,
+        ...(input.baseline !== undefined ? { baseline: input.baseline } : {}),
+      };
+    }
+    case "one-proportion": {
+      if (input.limit === undefined) {
+        fail("limit", "the one-proportion test needs the limit the candidate's rate is tested against");
+        return undefined;
+      }
+      const effect = input.minEffect ?? input.limit;
+      const computed =
+        effect > input.limit && effect < 1
+          ? samplesOneProportion({ limit: input.limit, candidate: effect, alpha, power, sides })
+          : undefined;
+      const h = horizon(computed);
+      if (h === undefined) return undefined;
+      return {
+        test,
+        alpha,
+        direction,
+        minEffect: effect,
+        minSamples,
+        candidate,
+        data: "counts",
+        label,
+        limit: input.limit,
+        method: input.method ?? "normal",
+        horizon: h,
+        power,
+      };
+    }
+    case "mann-whitney": {
+      const h = horizon(undefined);
+      if (h === undefined) return undefined;
+      return { test, ...common, data: data as "samples" | "histogram", horizon: h };
+    }
+    case "sequential-rate": {
+      if (direction !== "increase") {
+        fail(
+          "direction",
+          "sequential-rate tests bad events that increase: count the events that are bad (errors, declines) and keep direction increase",
+        );
+        return undefined;
+      }
+      if (input.samples !== undefined && input.samples < minSamples) {
+        fail("samples", `samples (${input.samples}) is below minSamples (${minSamples})`);
+        return undefined;
+      }
+      return {
+        test,
+        ...common,
+        data: "counts",
+        label,
+        ...(input.allocation !== undefined ? { allocation: input.allocation } : {}),
+        concentration: input.concentration ?? JUDGE_DEFAULTS.concentration,
+        ...(input.samples !== undefined ? { maxSamples: input.samples } : {}),
+      };
+    }
+    case "sequential-latency": {
+      if (input.samples !== undefined && input.samples < minSamples) {
+        fail("samples", `samples (${input.samples}) is below minSamples (${minSamples})`);
+        return undefined;
+      }
+      return {
+        test,
+        ...common,
+        data: data as "samples" | "summary",
+        g: input.g ?? JUDGE_DEFAULTS.g,
+        ...(input.samples !== undefined ? { maxSamples: input.samples } : {}),
+      };
+    }
+    case "comparative": {
+      if (minSamples > 0 && data === "value" && !candidate.n) {
+        fail("minSamples", "minSamples needs the candidate's `n` reading (how many requests it served)");
+        return undefined;
+      }
+      return {
+        test,
+        alpha,
+        direction,
+        minSamples,
+        candidate,
+        stable,
+        data: data as "value" | "series",
+        ...(input.maxRatio !== undefined ? { maxRatio: input.maxRatio } : {}),
+        ...(input.minRatio !== undefined ? { minRatio: input.minRatio } : {}),
+        ...(input.maxDelta !== undefined ? { maxDelta: input.maxDelta } : {}),
+        minPoints: input.minPoints ?? JUDGE_DEFAULTS.minPoints,
+      };
+    }
+    case "canary-gate": {
+      let cooldown: number = CANARY_GATE_DEFAULTS.rollbackCooldownSeconds;
+      if (input.rollbackCooldown !== undefined) {
+        const d = parseDuration(input.rollbackCooldown);
+        if ("error" in d) {
+          fail("rollbackCooldown", d.error);
+          return undefined;
+        }
+        cooldown = Math.round(d.seconds);
+      }
+      return {
+        test,
+        candidate,
+        stable,
+        p95BudgetRatio: input.p95BudgetRatio ?? CANARY_GATE_DEFAULTS.p95BudgetRatio,
+        errorRateCeiling: input.errorRateCeiling ?? CANARY_GATE_DEFAULTS.errorRateCeiling,
+        minSampleCount: input.minSampleCount ?? CANARY_GATE_DEFAULTS.minSampleCount,
+        fullRolloutDwell: input.fullRolloutDwell ?? CANARY_GATE_DEFAULTS.fullRolloutDwell,
+        rollbackCooldownSeconds: cooldown,
+        maxRollbacksPerHour: input.maxRollbacksPerHour ?? CANARY_GATE_DEFAULTS.maxRollbacksPerHour,
+        fingerprint: "{{rollout.digest}}",
+      };
+    }
+  }
+}
+
+function loadScore(input: Input, base: string, ctx: JudgeLoadContext): JudgeSpec | undefined {
+  const pass = input.pass ?? JUDGE_DEFAULTS.pass;
+  const marginal = input.marginal ?? JUDGE_DEFAULTS.marginal;
+  let ok = true;
+  if (marginal > pass) {
+    ctx.report(`${base}.marginal`, `marginal (${marginal}) must not exceed pass (${pass})`);
+    ok = false;
+  }
+  if (!input.metrics) {
+    ctx.report(`${base}.metrics`, "a score needs its metrics");
+    return undefined;
+  }
+  const metrics: ScoredCheck[] = [];
+  const names = new Set<string>();
+  input.metrics.forEach((raw, i) => {
+    const path = `${base}.metrics[${i}]`;
+    if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+      ctx.report(path, "a score metric is an object with a name and a judge's fields");
+      ok = false;
+      return;
+    }
+    const { name, weight, critical, ...rest } = raw as Record<string, unknown>;
+    if (typeof name !== "string" || name === "") {
+      ctx.report(`${path}.name`, "a score metric needs a name");
+      ok = false;
+    } else if (names.has(name)) {
+      ctx.report(`${path}.name`, `metric "${name}" appears twice in the score`);
+      ok = false;
+    } else names.add(name);
+    if (weight !== undefined && !(typeof weight === "number" && weight >= 0 && Number.isFinite(weight))) {
+      ctx.report(`${path}.weight`, `weight must be a number >= 0, got ${JSON.stringify(weight)}`);
+      ok = false;
+    }
+    if (critical !== undefined && typeof critical !== "boolean") {
+      ctx.report(`${path}.critical`, "critical must be true or false");
+      ok = false;
+    }
+    const check = loadAny(rest, path, ctx, false) as JudgeCheck | undefined;
+    if (!check || typeof name !== "string") {
+      ok = false;
+      return;
+    }
+    metrics.push({
+      name,
+      weight: typeof weight === "number" ? weight : 1,
+      critical: critical === true,
+      check,
+    });
+  });
+  return ok ? { test: "score", metrics, pass, marginal } : undefined;
+}
+
+/** Reads how a judge reads one version; see {@link JudgeSide}. */
+function loadSide(
+  raw: unknown,
+  path: string,
+  test: JudgeTest,
+  data: JudgeData | undefined,
+  which: "candidate" | "stable",
+  ctx: JudgeLoadContext,
+): JudgeSide | undefined {
+  const { required, optional } = readingNames(test, data, which);
+  const allowed = [...required, ...optional];
+  if (raw === undefined) {
+    ctx.report(path, `the judge needs to read the ${which} version: give a provider and what to read`);
+    return undefined;
+  }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    ctx.report(
+      path,
+      `${which} is an object: a provider ({prometheus: {...}}) or named readings (${allowed.join(", ")})`,
+    );
+    return undefined;
+  }
+  const entries = Object.entries(raw as Record<string, unknown>);
+  const providerKeys = entries.map(([k]) => k).filter((k) => isProviderKey(k));
+  const side: JudgeSide = {};
+  let ok = true;
+  const fail = (field: string, message: string) => {
+    ok = false;
+    ctx.report(field ? `${path}.${field}` : path, message);
+  };
+  if (providerKeys.length > 0) {
+    // One provider call; the other keys are expressions that read values out of its result.
+    const provider = loadProvider(Object.fromEntries(entries.filter(([k]) => isProviderKey(k))), path, ctx);
+    let sinceStart = false;
+    const expressions: Record<string, string> = {};
+    for (const [key, value] of entries) {
+      if (isProviderKey(key)) continue;
+      if (key === "sinceStart") {
+        if (typeof value !== "boolean") fail(key, "sinceStart must be true or false");
+        else sinceStart = value;
+        continue;
+      }
+      if (!allowed.includes(key)) {
+        fail(key, `unknown reading "${key}": the ${which} side of ${test} reads ${allowed.join(", ")}`);
+        continue;
+      }
+      if (typeof value !== "string" || value.trim() === "") {
+        fail(key, `an expression over the provider's result, like "result.${key}"`);
+        continue;
+      }
+      expressions[key] = value;
+    }
+    if (!provider) return undefined;
+    const names =
+      Object.keys(expressions).length > 0
+        ? Object.keys(expressions)
+        : data === "counts"
+          ? ["bad", "n"]
+          : ["value"];
+    for (const name of names) {
+      const expression = expressions[name] ?? (data === "counts" ? `result.${name}` : undefined);
+      const reading = makeReading(provider, expression, sinceStart, `${path}.${name}`, ctx);
+      if (reading) side[name] = reading;
+      else ok = false;
+    }
+  } else {
+    for (const [key, value] of entries) {
+      if (!allowed.includes(key)) {
+        fail(key, `unknown reading "${key}": the ${which} side of ${test} reads ${allowed.join(", ")}`);
+        continue;
+      }
+      if (value === null || typeof value !== "object" || Array.isArray(value)) {
+        fail(key, "a reading is a provider ({prometheus: {query: ...}}) with an optional value expression");
+        continue;
+      }
+      const { value: expression, sinceStart, ...providerPart } = value as Record<string, unknown>;
+      if (expression !== undefined && (typeof expression !== "string" || expression.trim() === "")) {
+        fail(`${key}.value`, 'value is an expression over the provider\'s result, like "result[0]"');
+        continue;
+      }
+      if (sinceStart !== undefined && typeof sinceStart !== "boolean") {
+        fail(`${key}.sinceStart`, "sinceStart must be true or false");
+        continue;
+      }
+      const provider = loadProvider(providerPart, `${path}.${key}`, ctx);
+      if (!provider) {
+        ok = false;
+        continue;
+      }
+      const reading = makeReading(
+        provider,
+        expression as string | undefined,
+        sinceStart === true,
+        `${path}.${key}.value`,
+        ctx,
+      );
+      if (reading) side[key] = reading;
+      else ok = false;
+    }
+  }
+  for (const name of required) {
+    if (ok && !side[name]) fail("", `the ${which} side of ${test} needs the reading "${name}"`);
+  }
+  return ok ? side : undefined;
+}
+
+function isProviderKey(key: string): boolean {
+  return (READING_PROVIDERS as readonly string[]).includes(key) || OTHER_PROVIDERS.includes(key);
+}
+
+function loadProvider(
+  raw: Record<string, unknown>,
+  path: string,
+  ctx: JudgeLoadContext,
+): Provider | undefined {
+  const keys = Object.keys(raw).filter((k) => isProviderKey(k));
+  const extra = Object.keys(raw).filter((k) => !isProviderKey(k));
+  if (extra.length > 0) {
+    ctx.report(`${path}.${extra[0]}`, `unknown field "${extra[0]}" beside the provider`);
+    return undefined;
+  }
+  if (keys.length !== 1) {
+    ctx.report(path, keys.length === 0 ? "no provider specified" : "multiple providers specified");
+    return undefined;
+  }
+  const key = keys[0] as string;
+  if (OTHER_PROVIDERS.includes(key)) {
+    ctx.report(`${path}.${key}`, `a judge reads through prometheus, web, cloudWatch or samples, not ${key}`);
+    return undefined;
+  }
+  const provider = ctx.provider({ [key]: raw[key] }, path);
+  if (!provider) return undefined;
+  for (const match of JSON.stringify(provider).matchAll(PLACEHOLDER)) {
+    if (!(match[1] && match[1] in JUDGE_PLACEHOLDERS)) {
+      ctx.report(
+        `${path}.${key}`,
+        `unknown placeholder {{judge.${match[1]}}}: use ${Object.values(JUDGE_PLACEHOLDERS).join(", ")}`,
+      );
+      return undefined;
+    }
+  }
+  return provider;
+}
+
+function makeReading(
+  provider: Provider,
+  expression: string | undefined,
+  sinceStart: boolean,
+  path: string,
+  ctx: JudgeLoadContext,
+): Reading | undefined {
+  if (expression !== undefined) {
+    try {
+      compileExpression(expression);
+    } catch (error) {
+      ctx.report(path, (error as Error).message);
+      return undefined;
+    }
+  }
+  return { provider, ...(expression !== undefined ? { expression } : {}), sinceStart };
+}

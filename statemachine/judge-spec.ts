@@ -1,0 +1,226 @@
+import { z } from "zod";
+import { ProviderSchema } from "./providers.ts";
+
+/**
+ * A judge, as the normalized spec holds it: a metric whose measurement reads the candidate and
+ * the stable version through the ordinary providers and decides promote / hold / rollback with a
+ * statistical test (the judges library). Both input forms produce this: the Argo metric plugin
+ * entry `provider: {plugin: {"sfn-rollouts/judge": {...}}}` and the native `health` block. Every
+ * default is applied when the spec is loaded, so what runs is what `rollouts plan` shows.
+ */
+
+/** The tests a judge runs. */
+export const JUDGE_TESTS = [
+  "two-proportion",
+  "one-proportion",
+  "mann-whitney",
+  "sequential-rate",
+  "sequential-latency",
+  "comparative",
+  "score",
+  "canary-gate",
+] as const;
+export type JudgeTest = (typeof JUDGE_TESTS)[number];
+
+/** The tests whose decision is final only at a planned sample size (one look: alpha holds). */
+export const FIXED_HORIZON_TESTS: readonly JudgeTest[] = ["two-proportion", "one-proportion", "mann-whitney"];
+/** The tests that stay honest however often they look. */
+export const SEQUENTIAL_TESTS: readonly JudgeTest[] = ["sequential-rate", "sequential-latency"];
+
+/**
+ * What a reading of one version is: `counts` ({bad, n}), latency `samples`, Prometheus-style
+ * `histogram` buckets, a log-latency `summary` ({n, mean, m2} of ln latency), one `value`, or a
+ * `series` of points over the step.
+ */
+export const JudgeDataSchema = z.enum(["counts", "samples", "histogram", "summary", "value", "series"]);
+export type JudgeData = z.infer<typeof JudgeDataSchema>;
+
+/** One value a judge reads of a version: a provider call and an expression over its result. */
+export const ReadingSchema = z
+  .object({
+    provider: ProviderSchema,
+    /** The condition language over the provider's `result`; absent: the result itself. */
+    expression: z.string().min(1).optional(),
+    /**
+     * Read the window since the analysis started (CloudWatch's `interval` becomes the elapsed
+     * time); queries of other providers say so with `{{judge.elapsed}}`.
+     */
+    sinceStart: z.boolean().default(false),
+  })
+  .strict();
+export type Reading = z.infer<typeof ReadingSchema>;
+
+/**
+ * How a judge reads one version: named readings. Counts need `bad` and `n`; every other kind reads
+ * `value` (a comparative gate may add `n`, the requests behind it); the canary gate reads `p95`,
+ * `errorRate` and `n` of the candidate and `p95` of the stable version.
+ */
+export const JudgeSideSchema = z.record(z.string(), ReadingSchema);
+export type JudgeSide = z.infer<typeof JudgeSideSchema>;
+
+/** Which change of the metric is worse: `increase` (latency, errors), `decrease` (throughput), `either`. */
+export const DirectionSchema = z.enum(["increase", "decrease", "either"]);
+export type JudgeDirection = z.infer<typeof DirectionSchema>;
+
+const statistical = {
+  /** Significance level. */
+  alpha: z.number().gt(0).lt(1),
+  direction: DirectionSchema,
+  /** The smallest worsening worth acting on, in the metric's unit (0: any significant worsening). */
+  minEffect: z.number().min(0),
+  /** Fewer samples than this on either side: hold, whatever the numbers say. */
+  minSamples: z.number().int().min(0),
+  candidate: JudgeSideSchema,
+  stable: JudgeSideSchema,
+};
+
+/** What a bad event is called in messages (`errors`), for the count tests. */
+const label = z.string().min(1).max(40);
+
+const TwoProportionSchema = z
+  .object({
+    test: z.literal("two-proportion"),
+    ...statistical,
+    data: z.literal("counts"),
+    label,
+    /** The planned sample size per side: the test decides at the first look that reaches it. */
+    horizon: z.number().int().positive(),
+    power: z.number().gt(0).lt(1),
+    /** The stable version's expected rate, which the horizon was computed from. */
+    baseline: z.number().gt(0).lt(1).optional(),
+  })
+  .strict();
+
+const OneProportionSchema = z
+  .object({
+    test: z.literal("one-proportion"),
+    alpha: statistical.alpha,
+    direction: statistical.direction,
+    minEffect: statistical.minEffect,
+    minSamples: statistical.minSamples,
+    candidate: JudgeSideSchema,
+    data: z.literal("counts"),
+    label,
+    /** The rate the candidate is tested against (a shadow's disagreement limit). */
+    limit: z.number().gt(0).lt(1),
+    method: z.enum(["normal", "exact"]),
+    horizon: z.number().int().positive(),
+    power: z.number().gt(0).lt(1),
+  })
+  .strict();
+
+const MannWhitneySchema = z
+  .object({
+    test: z.literal("mann-whitney"),
+    ...statistical,
+    data: z.enum(["samples", "histogram"]),
+    horizon: z.number().int().positive(),
+  })
+  .strict();
+
+const SequentialRateSchema = z
+  .object({
+    test: z.literal("sequential-rate"),
+    ...statistical,
+    data: z.literal("counts"),
+    label,
+    /** The candidate's share of the traffic; absent: its share of the requests counted. */
+    allocation: z.number().gt(0).lt(1).optional(),
+    concentration: z.number().positive(),
+    /** Promote at the first look with this many samples per side and no evidence of harm. */
+    maxSamples: z.number().int().positive().optional(),
+  })
+  .strict();
+
+const SequentialLatencySchema = z
+  .object({
+    test: z.literal("sequential-latency"),
+    ...statistical,
+    data: z.enum(["samples", "summary"]),
+    g: z.number().positive(),
+    maxSamples: z.number().int().positive().optional(),
+  })
+  .strict();
+
+const ComparativeSchema = z
+  .object({
+    test: z.literal("comparative"),
+    /** Used by the `series` analysis (two-sided Mann-Whitney); a `value` reading has no test. */
+    alpha: statistical.alpha,
+    direction: statistical.direction,
+    /** With a candidate `n` reading: fewer requests than this is inconclusive (default 0: not checked). */
+    minSamples: statistical.minSamples,
+    candidate: JudgeSideSchema,
+    stable: JudgeSideSchema,
+    data: z.enum(["value", "series"]),
+    maxRatio: z.number().positive().optional(),
+    minRatio: z.number().positive().optional(),
+    maxDelta: z.number().min(0).optional(),
+    /** Fewer points on either side of a series: inconclusive. */
+    minPoints: z.number().int().positive(),
+  })
+  .strict();
+
+/** The judges a score combines, each a whole judge of its own. */
+export const JudgeCheckSchema = z.discriminatedUnion("test", [
+  TwoProportionSchema,
+  OneProportionSchema,
+  MannWhitneySchema,
+  SequentialRateSchema,
+  SequentialLatencySchema,
+  ComparativeSchema,
+]);
+export type JudgeCheck = z.infer<typeof JudgeCheckSchema>;
+
+export const ScoredCheckSchema = z
+  .object({
+    name: z.string().min(1),
+    weight: z.number().min(0),
+    /** A failed critical metric makes the gate red whatever the score. */
+    critical: z.boolean(),
+    check: JudgeCheckSchema,
+  })
+  .strict();
+export type ScoredCheck = z.infer<typeof ScoredCheckSchema>;
+
+const ScoreSchema = z
+  .object({
+    test: z.literal("score"),
+    metrics: z.array(ScoredCheckSchema).min(1),
+    /** The final reading must reach this score (0–100) with no inconclusive metric. */
+    pass: z.number().min(0).max(100),
+    /** Readings during the bake are green from this score up. */
+    marginal: z.number().min(0).max(100),
+  })
+  .strict();
+
+const CanaryGateSchema = z
+  .object({
+    test: z.literal("canary-gate"),
+    candidate: JudgeSideSchema,
+    stable: JudgeSideSchema,
+    p95BudgetRatio: z.number().positive(),
+    errorRateCeiling: z.number().gt(0).max(1),
+    minSampleCount: z.number().int().min(0),
+    /** Clean windows at 100% before the rollout completes (a consecutive-success streak there). */
+    fullRolloutDwell: z.number().int().positive(),
+    /** A push of the same image this soon after a rollback is refused by the trigger. */
+    rollbackCooldownSeconds: z.number().int().min(0),
+    maxRollbacksPerHour: z.number().int().positive(),
+    /** The candidate's fingerprint: the digest of the pushed image, filled in when the analysis starts. */
+    fingerprint: z.string(),
+  })
+  .strict();
+
+export const JudgeSpecSchema = z.discriminatedUnion("test", [
+  TwoProportionSchema,
+  OneProportionSchema,
+  MannWhitneySchema,
+  SequentialRateSchema,
+  SequentialLatencySchema,
+  ComparativeSchema,
+  ScoreSchema,
+  CanaryGateSchema,
+]);
+export type JudgeSpec = z.infer<typeof JudgeSpecSchema>;
+export type JudgeSpecOf<T extends JudgeTest> = Extract<JudgeSpec, { test: T }>;

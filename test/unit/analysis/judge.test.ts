@@ -1,0 +1,483 @@
+import { describe, expect, it } from "vitest";
+import {
+  type AnalysisRun,
+  AnalysisRunSchema,
+  createRun,
+  nextTickAt,
+  tick,
+} from "../../../functions/analysis/index.ts";
+import { ProviderRouter } from "../../../functions/metrics/index.ts";
+import type { MetricProvider, ProviderResult } from "../../../functions/metrics/port.ts";
+import { type Metric, parseRollout } from "../../../statemachine/index.ts";
+import { T0 } from "./helpers.ts";
+
+/**
+ * Judge metrics through the analysis engine: the spec as the loader reads it, the real judge
+ * provider reading both versions through a provider router, `tick` in virtual time.
+ */
+
+const ROLLOUT = `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: shop}
+spec:
+  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
+  strategy:
+    canary:
+      trafficRouting: {alb: {ingress: shop}}
+      steps:
+        - setWeight: 25
+        - analysis: {templates: [{templateName: gate}]}
+`;
+
+/** A judge metric as the loader reads it from an AnalysisTemplate's YAML. */
+function judgeMetric(fields: string, judge: string): Metric {
+  const template = `
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: gate}
+spec:
+  metrics:
+    - name: errors
+${fields.replace(/^/gm, "      ")}
+      provider:
+        plugin:
+          sfn-rollouts/judge:
+${judge.replace(/^/gm, "            ")}
+`;
+  const { spec } = parseRollout([
+    { file: "r.yaml", text: ROLLOUT },
+    { file: "t.yaml", text: template },
+  ]);
+  const step = spec.steps[1];
+  if (step?.kind !== "analysis") throw new Error("no analysis");
+  return step.analysis.templates[0]?.metrics[0] as Metric;
+}
+
+/** The proxy's `/admin/stats` for a version at `elapsed` seconds of the analysis. */
+type Source = (version: string, elapsed: number) => { requests: number; ok: number } | "down";
+
+/** A web provider answering `/stats?version=V&window=S` from a source, counting its calls. */
+function statsWeb(source: Source): MetricProvider & { calls: number } {
+  const web = {
+    calls: 0,
+    async measure(metric: Metric): Promise<ProviderResult> {
+      web.calls++;
+      const url = new URL(metric.provider.web?.url ?? "");
+      const answer = source(url.searchParams.get("version") ?? "", Number(url.searchParams.get("window")));
+      if (answer === "down") return { ok: false, message: 'Get "http://stats/": connect ECONNREFUSED' };
+      return { ok: true, result: answer, value: JSON.stringify(answer) };
+    },
+  };
+  return web;
+}
+
+const COUNTS_SIDES = `candidate:
+  web: {url: "http://stats/stats?version=v2&window={{judge.elapsedSeconds}}"}
+  bad: result.requests - result.ok
+  n: result.requests
+stable:
+  web: {url: "http://stats/stats?version=v1&window={{judge.elapsedSeconds}}"}
+  bad: result.requests - result.ok
+  n: result.requests`;
+
+/** Candidate at 10 requests/s, stable at 30/s, each failing its share of requests. */
+function rates(candidateErrors: number, stableErrors: number): Source {
+  return (version, elapsed) => {
+    const [rps, errors] = version === "v2" ? [10, candidateErrors] : [30, stableErrors];
+    const requests = rps * elapsed;
+    return { requests, ok: requests - Math.round(errors * requests) };
+  };
+}
+
+async function drive(metric: Metric, provider: MetricProvider, maxTicks = 200): Promise<AnalysisRun> {
+  let run = createRun({ templates: [{ name: "gate", kind: "AnalysisTemplate", metrics: [metric] }] }, T0);
+  for (let i = 0; i < maxTicks; i++) {
+    const at = nextTickAt(run);
+    if (!at) break;
+    run = await tick(run, at, provider);
+    // The run is stored as JSON between ticks: it must survive the round trip.
+    run = AnalysisRunSchema.parse(JSON.parse(JSON.stringify(run)));
+  }
+  return run;
+}
+
+const phases = (run: AnalysisRun) => run.metricResults[0]?.measurements.map((m) => m.phase) ?? [];
+
+describe("a fixed-horizon judge decides once, at its planned sample size", () => {
+  const fields = "initialDelay: 10s\ninterval: 10s\ncount: 20";
+  const judge = `test: two-proportion\nlabel: errors\n${COUNTS_SIDES}`;
+
+  it("holds while collecting, then rolls back 3% vs 1% errors with the figures (p from scipy: 7.2e-04)", async () => {
+    const run = await drive(
+      judgeMetric(fields, judge),
+      new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }),
+    );
+    expect(run.phase).toBe("Failed");
+    // 100, 200, 300, 400 candidate requests: below the 500 of the horizon, the judge holds.
+    expect(phases(run)).toEqual(["Running", "Running", "Running", "Running", "Failed"]);
+    expect(run.message).toBe(
+      'Gate "errors" rolled back: candidate 3.0% vs stable 1.0% errors, p = 7.2e-04 (two-proportion, alpha 0.05, n = 500/1500)',
+    );
+    const result = run.metricResults[0];
+    expect(result).toMatchObject({ held: 4, failed: 1, consecutiveError: 0, count: 5 });
+    expect(result?.measurements[0]?.message).toBe(
+      'Gate "errors" holds: 100/500 samples per side (two-proportion decides at 500)',
+    );
+    const figures = result?.measurements.at(-1)?.judge;
+    expect(figures).toMatchObject({
+      test: "two-proportion",
+      decision: "rollback",
+      verdict: "FAIL",
+      horizon: 500,
+      alpha: 0.05,
+      direction: "increase",
+      candidate: { n: 500, value: 0.03 },
+      stable: { n: 1500, value: 0.01 },
+      look: 5,
+    });
+    expect(figures?.z).toBeCloseTo(3.18626493938583, 10);
+    expect(figures?.pValue).toBeCloseTo(0.0007206127500027957, 12);
+  });
+
+  it("promotes identical versions at the horizon, ending the analysis early", async () => {
+    const run = await drive(
+      judgeMetric(fields, judge),
+      new ProviderRouter({ web: statsWeb(rates(0.01, 0.01)) }),
+    );
+    expect(run.phase).toBe("Successful");
+    expect(phases(run)).toEqual(["Running", "Running", "Running", "Running", "Successful"]);
+    expect(run.message).toMatch(/^Gate "errors" passed: candidate 1.0% vs stable 1.0% errors, p = 0.5 /);
+  });
+
+  it("holds on a provider that is down, never errors, and ends Inconclusive at the last look", async () => {
+    const web = statsWeb(() => "down");
+    const run = await drive(
+      judgeMetric("initialDelay: 10s\ninterval: 10s\ncount: 3", judge),
+      new ProviderRouter({ web }),
+    );
+    expect(run.phase).toBe("Inconclusive");
+    expect(phases(run)).toEqual(["Running", "Running", "Inconclusive"]);
+    expect(run.metricResults[0]).toMatchObject({ error: 0, consecutiveError: 0 });
+    expect(run.message).toBe(
+      `Gate "errors" is inconclusive: held until the end of the analysis: the candidate's reading "bad" failed: Get "http://stats/": connect ECONNREFUSED`,
+    );
+    // One call per version and look: the two readings of one side share their provider call.
+    expect(web.calls).toBe(6);
+  });
+
+  it("holds until the end when the step is too short for the horizon", async () => {
+    const run = await drive(
+      judgeMetric("initialDelay: 10s\ninterval: 10s\ncount: 3", judge),
+      new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }),
+    );
+    expect(run.phase).toBe("Inconclusive");
+    expect(run.message).toBe(
+      'Gate "errors" is inconclusive: held until the end of the analysis: 300/500 samples per side (two-proportion decides at 500)',
+    );
+  });
+
+  it("calls a real worsening beyond a positive minEffect that is not significant suspect: a person decides", async () => {
+    // 2.4% vs 1% on 500 requests: p ≈ 0.009 from scipy would be significant at 0.05, so use alpha 0.001.
+    const suspect = `test: two-proportion\nlabel: errors\nalpha: 0.001\nminEffect: 0.005\n${COUNTS_SIDES}`;
+    const run = await drive(
+      judgeMetric(fields, suspect),
+      new ProviderRouter({ web: statsWeb(rates(0.024, 0.01)) }),
+    );
+    expect(run.phase).toBe("Inconclusive");
+    expect(run.message).toMatch(
+      /^Gate "errors" is inconclusive: candidate 2.4% vs stable 1.0% errors is worse by more than minEffect 0.005 but not significant, p = /,
+    );
+  });
+});
+
+describe("a sequential judge may roll back at any look, and stays honest doing so", () => {
+  const judge = `test: sequential-rate\nlabel: errors\nminSamples: 100\n${COUNTS_SIDES}`;
+
+  it("rolls back 10% vs 1% errors as soon as the evidence is there, with the Bayes factor", async () => {
+    const run = await drive(
+      judgeMetric("interval: 10s\ncount: 30", judge),
+      new ProviderRouter({ web: statsWeb(rates(0.1, 0.01)) }),
+    );
+    expect(run.phase).toBe("Failed");
+    const result = run.metricResults[0];
+    expect(result?.count).toBeLessThan(5);
+    expect(run.message).toMatch(
+      /^Gate "errors" rolled back: candidate 10.0% vs stable 1.0% errors, p = .* \(sequential-rate, Bayes factor .*, alpha 0.05, n = \d+\/\d+\)$/,
+    );
+    // Sufficient statistics, never samples: the counts of the last look.
+    expect(result?.judge?.stats).toEqual({
+      candidate: { bad: expect.any(Number), n: expect.any(Number) },
+      stable: { bad: expect.any(Number), n: expect.any(Number) },
+    });
+  });
+
+  it("holds without evidence of harm and promotes at the last look; its p-value never goes up", async () => {
+    const ps: number[] = [];
+    const web = statsWeb(rates(0.012, 0.01));
+    const router = new ProviderRouter({ web });
+    let run = createRun(
+      {
+        templates: [
+          {
+            name: "gate",
+            kind: "AnalysisTemplate",
+            metrics: [judgeMetric("interval: 10s\ncount: 12", judge)],
+          },
+        ],
+      },
+      T0,
+    );
+    for (let at = nextTickAt(run); at; at = nextTickAt(run)) {
+      run = await tick(run, at, router);
+      const p = run.metricResults[0]?.judge?.pValues[""];
+      if (p !== undefined) ps.push(p);
+    }
+    expect(run.phase).toBe("Successful");
+    expect(
+      phases(run)
+        .slice(0, -1)
+        .every((p) => p === "Running"),
+    ).toBe(true);
+    expect(run.message).toMatch(/^Gate "errors" passed: candidate 1.2% vs stable 1.0% errors/);
+    expect(ps.length).toBeGreaterThan(5);
+    for (let i = 1; i < ps.length; i++) expect(ps[i]).toBeLessThanOrEqual(ps[i - 1] as number);
+  });
+
+  it("promotes at its planned sample size, before the step ends", async () => {
+    const run = await drive(
+      judgeMetric("initialDelay: 10s\ninterval: 10s\ncount: 30", `${judge}\nsamples: 300`),
+      new ProviderRouter({ web: statsWeb(rates(0.01, 0.01)) }),
+    );
+    expect(run.phase).toBe("Successful");
+    expect(run.metricResults[0]?.count).toBe(3);
+  });
+
+  it("reads log-latency summaries for the latency test", async () => {
+    const summary = (mean: number) => ({ n: 400, mean, m2: 400 * 0.25 });
+    const web: MetricProvider = {
+      async measure(metric) {
+        const v2 = (metric.provider.web?.url ?? "").includes("v2");
+        return { ok: true, result: summary(Math.log(v2 ? 130 : 100)), value: "" };
+      },
+    };
+    const latency = judgeMetric(
+      "interval: 10s\ncount: 5",
+      `test: sequential-latency\ndata: summary\ncandidate: {web: {url: "http://s/v2"}}\nstable: {web: {url: "http://s/v1"}}`,
+    );
+    const run = await drive(latency, new ProviderRouter({ web }));
+    expect(run.phase).toBe("Failed");
+    expect(run.message).toMatch(
+      /^Gate "errors" rolled back: candidate geometric mean 130 vs stable 100 \(\+30.0%\), p = /,
+    );
+  });
+});
+
+describe("comparative gates and the score", () => {
+  const values = (candidate: number | "down", stable: number, samples = 1000): MetricProvider => ({
+    async measure(metric) {
+      const q = metric.provider.prometheus?.query ?? "";
+      const v = q.startsWith("n:") ? samples : q.includes("v2") ? candidate : stable;
+      if (v === "down") return { ok: false, message: "server_error: server error: 503" };
+      return { ok: true, result: [v], value: `[${v}]` };
+    },
+  });
+  const comparative = `test: comparative
+maxRatio: 1.5
+minSamples: 200
+candidate:
+  value: {prometheus: {query: "errors v2"}}
+  n: {prometheus: {query: "n: v2"}}
+stable: {prometheus: {query: "errors v1"}}`;
+
+  it("rolls back at the first red reading, with the ratio", async () => {
+    const run = await drive(
+      judgeMetric("interval: 1m\ncount: 5", comparative),
+      new ProviderRouter({ prometheus: values(0.04, 0.02) }),
+    );
+    expect(run.phase).toBe("Failed");
+    expect(run.message).toBe(
+      'Gate "errors" rolled back: candidate 0.04, stable 0.02: ratio 2 > maxRatio 1.5',
+    );
+  });
+
+  it("stays green through the bake and promotes at its end", async () => {
+    const run = await drive(
+      judgeMetric("interval: 1m\ncount: 5", comparative),
+      new ProviderRouter({ prometheus: values(0.021, 0.02) }),
+    );
+    expect(phases(run)).toEqual(["Running", "Running", "Running", "Running", "Successful"]);
+  });
+
+  it("is not green without enough requests: Inconclusive at the end of the bake", async () => {
+    const run = await drive(
+      judgeMetric("interval: 1m\ncount: 3", comparative),
+      new ProviderRouter({ prometheus: values(0.021, 0.02, 150) }),
+    );
+    expect(run.phase).toBe("Inconclusive");
+    expect(run.message).toBe(
+      'Gate "errors" is inconclusive: held until the end of the analysis: 150 samples < minSamples 200',
+    );
+  });
+
+  const score = `test: score
+metrics:
+  - name: errors
+    test: comparative
+    critical: true
+    maxRatio: 1.5
+    candidate: {prometheus: {query: "errors v2"}}
+    stable: {prometheus: {query: "errors v1"}}
+  - name: latency
+    test: comparative
+    maxRatio: 1.2
+    weight: 3
+    candidate: {prometheus: {query: "latency v2"}}
+    stable: {prometheus: {query: "latency v1"}}`;
+
+  it("scores the release: a failed critical metric is red whatever the score", async () => {
+    const provider: MetricProvider = {
+      async measure(metric) {
+        const q = metric.provider.prometheus?.query ?? "";
+        const v = q === "errors v2" ? 0.05 : q === "errors v1" ? 0.01 : 100;
+        return { ok: true, result: [v], value: "" };
+      },
+    };
+    const run = await drive(
+      judgeMetric("interval: 1m\ncount: 5", score),
+      new ProviderRouter({ prometheus: provider }),
+    );
+    expect(run.phase).toBe("Failed");
+    expect(run.message).toMatch(
+      /^Gate "errors" rolled back: score 75: critical metric errors: candidate 0.05, stable 0.01: ratio 5 > maxRatio 1.5/,
+    );
+    expect(run.metricResults[0]?.measurements.at(-1)?.judge?.metrics).toEqual([
+      { name: "errors", status: "fail", message: expect.stringContaining("ratio 5 > maxRatio 1.5") },
+      { name: "latency", status: "pass", message: expect.stringContaining("ratio 1") },
+    ]);
+  });
+
+  it("passes a marginal score during the bake but needs pass at its end", async () => {
+    // latency fails (weight 3), errors passes (weight 1): 25, red at once.
+    const provider: MetricProvider = {
+      async measure(metric) {
+        const q = metric.provider.prometheus?.query ?? "";
+        const v = q === "latency v2" ? 130 : q === "latency v1" ? 100 : 0.01;
+        return { ok: true, result: [v], value: "" };
+      },
+    };
+    const run = await drive(
+      judgeMetric("interval: 1m\ncount: 5", score),
+      new ProviderRouter({ prometheus: provider }),
+    );
+    expect(run.phase).toBe("Failed");
+    expect(run.message).toMatch(/^Gate "errors" rolled back: score 25: score 25 < marginal 75/);
+  });
+
+  it("ends Inconclusive when a metric had no data at the end of the bake", async () => {
+    const provider: MetricProvider = {
+      async measure(metric) {
+        const q = metric.provider.prometheus?.query ?? "";
+        if (q.startsWith("latency")) return { ok: true, result: [], value: "[]" };
+        return { ok: true, result: [0.01], value: "" };
+      },
+    };
+    const run = await drive(
+      judgeMetric("interval: 1m\ncount: 3", score),
+      new ProviderRouter({ prometheus: provider }),
+    );
+    expect(run.phase).toBe("Inconclusive");
+    expect(run.message).toMatch(
+      /^Gate "errors" is inconclusive: score 100: metric latency: .*returned no data/,
+    );
+  });
+});
+
+describe("the canary gate in a rollout", () => {
+  const gate = `test: canary-gate
+candidate:
+  p95: {prometheus: {query: p95c}}
+  errorRate: {prometheus: {query: errc}}
+  n: {prometheus: {query: nc}}
+stable:
+  p95: {prometheus: {query: p95s}}`;
+  const source = (values: Record<string, number>): MetricProvider => ({
+    async measure(metric) {
+      const v = values[metric.provider.prometheus?.query ?? ""];
+      return v === undefined ? { ok: true, result: [], value: "[]" } : { ok: true, result: [v], value: "" };
+    },
+  });
+  const metric = () => {
+    const m = judgeMetric("interval: 1m\ncount: 3", gate);
+    // The fingerprint is the pushed digest, filled in when the analysis starts.
+    return {
+      ...m,
+      provider: { judge: { ...m.provider.judge, fingerprint: `sha256:${"a".repeat(64)}` } },
+    } as Metric;
+  };
+
+  it("holds a cold window, then promotes a clean one", async () => {
+    let n = 100;
+    const provider: MetricProvider = {
+      async measure(m) {
+        const q = m.provider.prometheus?.query ?? "";
+        const v = { p95c: 110, errc: 0.001, nc: n, p95s: 100 }[q] ?? 0;
+        if (q === "nc") n += 1000;
+        return { ok: true, result: [v], value: "" };
+      },
+    };
+    const run = await drive(metric(), new ProviderRouter({ prometheus: provider }));
+    expect(phases(run)).toEqual(["Running", "Successful"]);
+    expect(run.metricResults[0]?.measurements[0]?.message).toMatch(
+      /^Gate "errors" holds: cold window: \d+ samples < 500$/,
+    );
+  });
+
+  it("rolls back when p95 breaks the budget", async () => {
+    const run = await drive(
+      metric(),
+      new ProviderRouter({ prometheus: source({ p95c: 130, errc: 0, nc: 1000, p95s: 100 }) }),
+    );
+    expect(run.phase).toBe("Failed");
+    expect(run.message).toBe('Gate "errors" rolled back: p95 130 ms > 1.2 × baseline 100 ms');
+  });
+
+  it("holds on an observation its schema refuses (a negative error rate), never deciding on it", async () => {
+    const run = await drive(
+      metric(),
+      new ProviderRouter({ prometheus: source({ p95c: 110, errc: -0.1, nc: 1000, p95s: 100 }) }),
+    );
+    expect(run.phase).toBe("Inconclusive");
+    expect(run.message).toMatch(/invalid canary observation: candidate_error_rate: /);
+  });
+});
+
+describe("a histogram judge", () => {
+  it("ranks Prometheus buckets read by their le label", async () => {
+    const bucketsOf = (shift: number) =>
+      [0.05, 0.1, 0.25, 0.5, Number.POSITIVE_INFINITY].map((le, i) => ({
+        labels: { le: le === Number.POSITIVE_INFINITY ? "+Inf" : String(le) },
+        value: [100, 300, 600, 900, 1000][Math.min(4, i + shift)] as number,
+      }));
+    const provider: MetricProvider = {
+      async measure(metric) {
+        const v2 = (metric.provider.prometheus?.query ?? "").includes("v2");
+        const series = bucketsOf(v2 ? 1 : 0);
+        return { ok: true, result: series.map((s) => s.value), value: "", series };
+      },
+    };
+    const run = await drive(
+      judgeMetric(
+        "interval: 1m\ncount: 2",
+        `test: mann-whitney\ndata: histogram\ncandidate: {prometheus: {query: "b v2"}}\nstable: {prometheus: {query: "b v1"}}`,
+      ),
+      new ProviderRouter({ prometheus: provider }),
+    );
+    // The candidate's cumulative counts fill the low buckets sooner: it is faster, no harm.
+    expect(run.phase).toBe("Successful");
+    expect(run.metricResults[0]?.measurements[0]?.judge).toMatchObject({
+      candidate: { n: 1000 },
+      stable: { n: 1000 },
+    });
+  });
+});
