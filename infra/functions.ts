@@ -26,7 +26,7 @@ export type Need = "target" | "timer" | "tokens" | "metrics" | "events" | "execu
 
 export const FUNCTION_NEEDS: Readonly<Record<HandlerName, readonly Need[]>> = {
   // Starts the execution; supersedes an older running revision through the abort channel.
-  trigger: ["executions", "tokens"],
+  trigger: ["executions", "tokens", "events"],
   // Reads the target and deploys the candidate; records the revision (no event, no wait).
   begin: ["target"],
   setWeight: ["target", "events"],

@@ -381,6 +381,7 @@ export class RolloutController extends Construct {
       stateMachineArn: stateMachine.stateMachineArn,
       repository: repository.repositoryName,
       ...(tagPattern !== undefined && tagPattern !== "*" ? { tags: [tagPattern] } : {}),
+      ...(spec.rollbackCooldown ? { cooldown: spec.rollbackCooldown } : {}),
     });
 
     const { dashboard, alarm } = rolloutDashboard(scope, spec.name, stateMachine);

@@ -3,6 +3,7 @@ import { LineCounter, parseAllDocuments } from "yaml";
 import { type LoadedTemplate, loadTemplate, type Origin, resolveAnalysis } from "./analysis-resolve.ts";
 import { normalizeArgoRollout } from "./argo.ts";
 import { KubeObjectSchema } from "./argo-schema.ts";
+import { finishJudges } from "./gates.ts";
 import { isNativeDocument, normalizeNative } from "./native.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import type { AnalysisSpec, RolloutSpec } from "./spec.ts";
@@ -139,11 +140,11 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
   const rollouts: RolloutSpec[] = [];
   for (const doc of rolloutDocs) {
     const spec = normalizeArgoRollout(KubeObjectSchema.parse(doc.value), doc.origin, templates, problems);
-    if (spec) rollouts.push(spec);
+    if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
   }
   for (const doc of nativeDocs) {
     const spec = normalizeNative(doc.value, doc.origin, problems);
-    if (spec) rollouts.push(spec);
+    if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
   }
   if (problems.length > 0) throw new SpecError(problems);
   if (documents === 0 && sources.length > 0) {

@@ -148,6 +148,15 @@ export const RolloutSpecSchema = z
       .strict()
       .optional(),
     onFailure: z.enum(["rollback", "stop"]).default("rollback"),
+    /**
+     * A canary gate's rollback cooldown, applied by the trigger: a push of an image that was rolled
+     * back less than `seconds` ago is refused, and `maxPerHour` rollbacks of it within an hour
+     * refuse it until that hour has passed.
+     */
+    rollbackCooldown: z
+      .object({ seconds: z.number().int().nonnegative(), maxPerHour: z.number().int().positive() })
+      .strict()
+      .optional(),
     steps: z.array(StepSchema),
     backgroundAnalysis: BackgroundAnalysisSchema.optional(),
     /** The container image named by the pod template, when there is one. */

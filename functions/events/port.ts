@@ -10,6 +10,8 @@ export const LifecycleEventTypeSchema = z.enum([
   "AnalysisRunFailed",
   "RolloutAborted",
   "RolloutCompleted",
+  /** A push the trigger refused (a canary gate's rollback cooldown). */
+  "RolloutPushRefused",
 ]);
 export type LifecycleEventType = z.infer<typeof LifecycleEventTypeSchema>;
 

@@ -1,8 +1,10 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens } from "../abort/task-tokens.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
+import { EventBridgePublisher } from "../events/eventbridge.ts";
 import { DynamoRolloutStore } from "../store/dynamodb.ts";
 import { SfnExecutions } from "../trigger/executions.ts";
 import { TriggerRoutesSchema } from "../trigger/routes.ts";
@@ -26,6 +28,10 @@ export function triggerDepsFromEnv(
     tokens: new SfnTaskTokens(sfn),
     clock: overrides.clock ?? systemClock,
     routes,
+    events: new EventBridgePublisher({
+      client: new EventBridgeClient({}),
+      ...(source[ENV.eventBusName] ? { eventBusName: source[ENV.eventBusName] } : {}),
+    }),
   };
 }
 

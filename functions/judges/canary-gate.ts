@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CANARY_GATE_DEFAULTS } from "../../statemachine/judge-load.ts";
 import type { Decision } from "./verdict.ts";
 
 /** The canary gate's rollout policy. Each number changes the risk profile of every rollout that uses it. */
@@ -22,12 +23,7 @@ export interface CanaryPolicy {
 /** The numbers of the canary gate's threshold reference. */
 export const defaultCanaryPolicy: CanaryPolicy = {
   stepSchedule: [5, 25, 50, 100],
-  p95BudgetRatio: 1.2,
-  errorRateCeiling: 0.005,
-  minSampleCount: 500,
-  fullRolloutDwell: 2,
-  rollbackCooldownSeconds: 3600,
-  maxRollbacksPerHour: 3,
+  ...CANARY_GATE_DEFAULTS,
 };
 
 /**

@@ -137,6 +137,11 @@ export const RolloutItemSchema = z.object({
   /** Revisions previously made stable, newest last, bounded (`MAX_HISTORY`): what `undo` goes back to. */
   history: z.array(HistoryEntrySchema).default([]),
   trigger: TriggerRecordSchema.nullable().default(null),
+  /**
+   * Revisions the rollout rolled back (aborted), newest last, bounded (`MAX_ROLLBACKS`): what a
+   * canary gate's rollback cooldown, applied by the trigger, reads.
+   */
+  rollbacks: z.array(z.object({ digest: z.string().min(1), at: z.number() })).default([]),
   /** Epoch ms of the first write. */
   createdAt: z.number(),
   /** Epoch ms of the last write (stamped by the store). */
@@ -152,6 +157,8 @@ export type RolloutItemInput = Omit<RolloutItem, "version" | "updatedAt"> &
 
 /** The events list keeps the newest 50 (a DynamoDB item is capped at 400 KB). */
 export const MAX_EVENTS = 50;
+/** Rollbacks kept for the cooldown: more than any hour's worth a sane policy allows. */
+export const MAX_ROLLBACKS = 20;
 /** Argo's default `revisionHistoryLimit` is 10. */
 export const MAX_HISTORY = 10;
 /** Event messages longer than this are cut, so one noisy provider cannot fill the item. */

@@ -14,6 +14,13 @@ export const TriggerRouteSchema = z.object({
    * must carry a tag matching one of them.
    */
   tags: z.array(z.string().min(1)).min(1).optional(),
+  /**
+   * A canary gate's rollback cooldown: a push this soon after the rollout rolled back is refused,
+   * and after `maxPerHour` rollbacks within an hour pushes are refused until that hour has passed.
+   */
+  cooldown: z
+    .object({ seconds: z.number().int().nonnegative(), maxPerHour: z.number().int().positive() })
+    .optional(),
   /** The rollout's own state machine. */
   stateMachineArn: z
     .string()

@@ -1,6 +1,9 @@
 import { type AbortOutcome, requestAbort } from "../abort/request-abort.ts";
 import type { TaskTokens } from "../abort/task-tokens.ts";
 import type { Clock } from "../clock.ts";
+import type { EventPublisher } from "../events/port.ts";
+import { lifecycleEvent } from "../events/port.ts";
+import { admitCanary, defaultCanaryPolicy } from "../judges/canary-gate.ts";
 import { ConcurrentUpdateError } from "../store/errors.ts";
 import type { RolloutStore } from "../store/port.ts";
 import { appendEvent, isRunning, newRolloutItem, type RolloutItem } from "../store/schema.ts";
@@ -17,6 +20,8 @@ export interface TriggerDeps {
   tokens: TaskTokens;
   clock: Clock;
   routes: readonly TriggerRoute[];
+  /** Lifecycle events (a push refused by a rollback cooldown). */
+  events?: EventPublisher;
   /** Attempts when another trigger writes the same rollout item concurrently. Default 5. */
   maxAttempts?: number;
 }
@@ -32,6 +37,7 @@ export type RolloutTriggerOutcome =
       message: string;
     }
   | { rollout: string; outcome: "duplicate"; executionName: string; message: string }
+  | { rollout: string; outcome: "refused"; message: string }
   | { rollout: string; outcome: "stale"; message: string };
 
 export type TriggerResult =
@@ -108,6 +114,31 @@ async function triggerOne(
     }
 
     const now = deps.clock.now();
+    const refusal = route.cooldown && current ? cooldownRefusal(current, route.cooldown, now) : undefined;
+    if (refusal && current) {
+      const message = `push of ${describe(push)} refused: ${refusal}`;
+      try {
+        await deps.store.save(
+          { ...current, events: appendEvent(current.events, { at: now, type: "PushRefused", message }) },
+          current.version,
+        );
+      } catch (error) {
+        if (error instanceof ConcurrentUpdateError) {
+          lastConflict = error;
+          continue;
+        }
+        throw error;
+      }
+      await deps.events?.publish(
+        lifecycleEvent("RolloutPushRefused", {
+          rollout: name,
+          revision: current.currentRevision,
+          message,
+          atMs: now,
+        }),
+      );
+      return { rollout: name, outcome: "refused", message };
+    }
     const base = current ?? newRolloutItem(name, now);
     const trigger = {
       repository: push.repository,
@@ -159,6 +190,33 @@ async function triggerOne(
     };
   }
   throw lastConflict ?? new ConcurrentUpdateError(`rollout "${name}"`, null);
+}
+
+/**
+ * Why a push may not start a rollout that rolled back recently (the canary gate's admission: a
+ * cooldown after a rollback stops a borderline release from flapping, and too many rollbacks in an
+ * hour are a hard stop until the hour has passed), or undefined when it may.
+ */
+function cooldownRefusal(
+  item: RolloutItem,
+  cooldown: NonNullable<TriggerRoute["cooldown"]>,
+  now: number,
+): string | undefined {
+  const admission = admitCanary(
+    { fingerprint: item.name, verdict: "PASS" },
+    item.rollbacks.map((r) => ({ fingerprint: item.name, at: r.at })),
+    now,
+    {
+      ...defaultCanaryPolicy,
+      rollbackCooldownSeconds: cooldown.seconds,
+      maxRollbacksPerHour: cooldown.maxPerHour,
+    },
+  );
+  if (admission.admitted) return undefined;
+  if (!admission.escalate) return `the rollout ${admission.reason} (rollback cooldown ${cooldown.seconds} s)`;
+  const lastHour = item.rollbacks.filter((r) => r.at <= now && now - r.at < 3_600_000);
+  const until = Math.min(...lastHour.map((r) => r.at)) + 3_600_000;
+  return `${lastHour.length} rollbacks in the last hour (maxPerHour ${cooldown.maxPerHour}): pushes are refused until ${new Date(until).toISOString()}`;
 }
 
 /** Aborts the running execution of an older revision, if there is one (aimed at that execution only). */

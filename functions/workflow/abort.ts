@@ -1,6 +1,7 @@
 import { abortedStatusMessage, assertDrives } from "../abort/errors.ts";
 import { METRICS } from "../config.ts";
 import { RolloutNotFoundError } from "../store/errors.ts";
+import { MAX_ROLLBACKS } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import type { RouterState } from "../traffic/port.ts";
 import { terminateBackground } from "./analysis.ts";
@@ -77,6 +78,7 @@ export async function abort(
         drift: null,
         abortRequested: false,
         abortExecutionArn: null,
+        rollbacks: [...latest.rollbacks, { digest: context.digest, at: now }].slice(-MAX_ROLLBACKS),
       },
       now,
       "RolloutAborted",

@@ -77,6 +77,7 @@ export async function startAnalysis(
   analysis = resolveRuntimeArgs(analysis, {
     latest: versionLabel(context),
     stable: versionLabel(driving.stableRevision),
+    digest: context.digest,
   });
   const now = deps.clock.now();
   const templates = analysis.templates.map((t) => t.name);

@@ -9,17 +9,17 @@ export function versionLabel(revision: Pick<Revision, "tag" | "digest"> | null |
 
 /**
  * Fills the values only known when the analysis starts (`{{rollout.latest}}`, `{{rollout.stable}}`,
- * where Argo's `podTemplateHashValue` args point) into the analysis, JSON-escaped like any arg.
+ * where Argo's `podTemplateHashValue` args point, and `{{rollout.digest}}`, the candidate's image
+ * digest) into the analysis, JSON-escaped like any arg.
  */
 export function resolveRuntimeArgs(
   analysis: AnalysisSpec,
-  values: { latest: string; stable: string },
+  values: { latest: string; stable: string; digest: string },
 ): AnalysisSpec {
   const escaped = (v: string) => JSON.stringify(v).slice(1, -1);
-  const text = JSON.stringify(analysis)
-    .split(RUNTIME_PLACEHOLDERS.latest)
-    .join(escaped(values.latest))
-    .split(RUNTIME_PLACEHOLDERS.stable)
-    .join(escaped(values.stable));
+  let text = JSON.stringify(analysis);
+  for (const key of ["latest", "stable", "digest"] as const) {
+    text = text.split(RUNTIME_PLACEHOLDERS[key]).join(escaped(values[key]));
+  }
   return AnalysisSpecSchema.parse(JSON.parse(text));
 }

@@ -360,3 +360,67 @@ describe("bad judges are named at their field", () => {
     );
   });
 });
+
+describe("the canary gate across a rollout", () => {
+  const gate = (count: number) => `
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: gate}
+spec:
+  metrics:
+    - name: gate
+      interval: 1m
+      count: ${count}
+      provider:
+        plugin:
+          sfn-rollouts/judge:
+            test: canary-gate
+            rollbackCooldown: 20m
+            candidate:
+              p95: {prometheus: {query: a}}
+              errorRate: {prometheus: {query: b}}
+              n: {prometheus: {query: c}}
+            stable: {p95: {prometheus: {query: d}}}
+`;
+  const rollout = `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: shop}
+spec:
+  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
+  strategy:
+    canary:
+      trafficRouting: {alb: {ingress: shop}}
+      steps:
+        - setWeight: 25
+        - analysis: {templates: [{templateName: gate}]}
+        - setWeight: 100
+        - analysis: {templates: [{templateName: gate}]}
+`;
+
+  it("needs two clean windows in a row at 100%, one before, and records the cooldown for the trigger", () => {
+    const { spec } = parseRollout([
+      { file: "r.yaml", text: rollout },
+      { file: "g.yaml", text: gate(5) },
+    ]);
+    const streak = (i: number) => {
+      const step = spec.steps[i];
+      return step?.kind === "analysis"
+        ? step.analysis.templates[0]?.metrics[0]?.consecutiveSuccessLimit
+        : undefined;
+    };
+    expect([streak(1), streak(3)]).toEqual([1, 2]);
+    expect(spec.rollbackCooldown).toEqual({ seconds: 1200, maxPerHour: 3 });
+  });
+
+  it("refuses a count that cannot hold the clean windows at 100%", () => {
+    expect(() =>
+      parseRollout([
+        { file: "r.yaml", text: rollout },
+        { file: "g.yaml", text: gate(1) },
+      ]),
+    ).toThrow(
+      'r.yaml: document 1 (Rollout shop): step 4: metric "gate": at 100% the canary gate needs 2 clean windows in a row: count (1) must be at least 2',
+    );
+  });
+});

@@ -9,6 +9,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { SfnTaskTokens } from "../../../functions/abort/index.ts";
 import { ManualClock } from "../../../functions/clock.ts";
+import { RecordingEventPublisher } from "../../../functions/events/memory.ts";
 import { MemoryRolloutStore, update } from "../../../functions/store/index.ts";
 import type { RolloutItemInput } from "../../../functions/store/schema.ts";
 import {
@@ -254,5 +255,93 @@ describe("startRollout", () => {
     });
     await expect(startRollout(deps, { hello: "world" })).rejects.toBeInstanceOf(InvalidTriggerEventError);
     expect(sfn.commandCalls(StartExecutionCommand)).toHaveLength(0);
+  });
+});
+
+describe("a canary gate's rollback cooldown, applied by the trigger", () => {
+  const withCooldown = (store: MemoryRolloutStore, seconds = 3600, maxPerHour = 3) => {
+    const { deps } = setup(store);
+    const events = new RecordingEventPublisher();
+    return {
+      deps: {
+        ...deps,
+        events,
+        routes: [{ ...(deps.routes[0] as TriggerDeps["routes"][number]), cooldown: { seconds, maxPerHour } }],
+      },
+      events,
+    };
+  };
+  /** v1 rolled out and then rolled back `ago` seconds before NOW. */
+  async function rolledBack(store: MemoryRolloutStore, ago: number[]) {
+    const { deps } = setup(store);
+    await startRollout(deps, ecrPush({ tag: "v1", digest: DIGEST_A }));
+    await update(store, "checkout", "latest", (item) => ({
+      ...item,
+      phase: "Degraded",
+      rollbacks: ago.map((s) => ({ digest: DIGEST_A, at: NOW - s * 1000 })),
+    }));
+  }
+
+  it("refuses a push within the cooldown after a rollback, with an event that says when it ends", async () => {
+    const store = new MemoryRolloutStore({ clock: new ManualClock(NOW) });
+    await rolledBack(store, [600]);
+    const { deps, events } = withCooldown(store);
+    sfn.resetHistory();
+    const result = await startRollout(
+      deps,
+      ecrPush({ id: "e2", tag: "v2", digest: DIGEST_B, time: "2026-12-01T09:00:00Z" }),
+    );
+    const message = `push of v2@${DIGEST_B.slice(0, 19)} refused: the rollout rolled back 600 s ago: cooldown, 3000 s left (rollback cooldown 3600 s)`;
+    expect(result).toMatchObject({
+      kind: "handled",
+      rollouts: [{ rollout: "checkout", outcome: "refused", message }],
+    });
+    expect(sfn.commandCalls(StartExecutionCommand)).toHaveLength(0);
+    const item = await store.get("checkout");
+    expect(item?.events.at(-1)).toMatchObject({ type: "PushRefused", message });
+    expect(item?.trigger?.digest).toBe(DIGEST_A);
+    expect(events.ofType("RolloutPushRefused").map((e) => e.detail.message)).toEqual([message]);
+  });
+
+  it("starts a push once the cooldown has passed", async () => {
+    const store = new MemoryRolloutStore({ clock: new ManualClock(NOW) });
+    await rolledBack(store, [3601]);
+    const { deps } = withCooldown(store);
+    const result = await startRollout(
+      deps,
+      ecrPush({ id: "e2", tag: "v2", digest: DIGEST_B, time: "2026-12-01T09:00:00Z" }),
+    );
+    expect(result).toMatchObject({ rollouts: [{ outcome: "started" }] });
+  });
+
+  it("refuses every push after too many rollbacks within an hour: a hard stop", async () => {
+    const store = new MemoryRolloutStore({ clock: new ManualClock(NOW) });
+    await rolledBack(store, [3000, 2000, 1000]);
+    const { deps } = withCooldown(store, 60, 3);
+    const result = await startRollout(
+      deps,
+      ecrPush({ id: "e2", tag: "v2", digest: DIGEST_B, time: "2026-12-01T09:00:00Z" }),
+    );
+    expect(result).toMatchObject({
+      rollouts: [
+        {
+          outcome: "refused",
+          message: expect.stringContaining(
+            "3 rollbacks in the last hour (maxPerHour 3): pushes are refused until 2026-12-01T09:10:00.000Z",
+          ),
+        },
+      ],
+    });
+  });
+
+  it("does nothing without a canary gate: the route has no cooldown", async () => {
+    const store = new MemoryRolloutStore({ clock: new ManualClock(NOW) });
+    await rolledBack(store, [10]);
+    const { deps } = setup(store);
+    const result = await startRollout(
+      deps,
+      ecrPush({ id: "e2", tag: "v2", digest: DIGEST_B, time: "2026-12-01T09:00:00Z" }),
+    );
+    expect(result).toMatchObject({ rollouts: [{ outcome: "started" }] });
   });
 });
