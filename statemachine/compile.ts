@@ -271,7 +271,8 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
       case "setMirrorRoute":
       case "preview": {
         const settled = options.readinessChecks && (step.kind === "setWeight" || step.kind === "preview");
-        states[stem] = invoke("setWeight", body(target), `${stem}-Applied?`);
+        const drift = spec.onDrift === "ignore" && step.kind === "setWeight" ? { onDrift: "ignore" } : {};
+        states[stem] = invoke("setWeight", body({ ...target, ...drift }), `${stem}-Applied?`);
         states[`${stem}-Applied?`] = {
           Type: "Choice",
           Comment:

@@ -5,6 +5,7 @@ import { normalizeArgoRollout } from "./argo.ts";
 import { KubeObjectSchema } from "./argo-schema.ts";
 import { finishJudges } from "./gates.ts";
 import { isNativeDocument, normalizeNative } from "./native.ts";
+import { isDescriptor, normalizeDescriptor } from "./native-descriptor.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import type { AnalysisSpec, RolloutSpec } from "./spec.ts";
 
@@ -87,10 +88,15 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
   const templates = new Map<string, LoadedTemplate>();
   const rolloutDocs: Document[] = [];
   const nativeDocs: Document[] = [];
+  const descriptorDocs: Document[] = [];
   let documents = 0;
   for (const source of sources) {
     for (const doc of documentsOf(source, problems)) {
       documents++;
+      if (isDescriptor(doc.value)) {
+        descriptorDocs.push(doc);
+        continue;
+      }
       if (isNativeDocument(doc.value)) {
         nativeDocs.push(doc);
         continue;
@@ -144,6 +150,10 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
   }
   for (const doc of nativeDocs) {
     const spec = normalizeNative(doc.value, doc.origin, problems);
+    if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
+  }
+  for (const doc of descriptorDocs) {
+    const spec = normalizeDescriptor(doc.value as Record<string, unknown>, doc.origin, problems, notes);
     if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
   }
   if (problems.length > 0) throw new SpecError(problems);

@@ -9,6 +9,7 @@ import {
 import { normalizeStep } from "./argo.ts";
 import { ArgoArgumentSchema } from "./argo-schema.ts";
 import { parseDuration } from "./duration.ts";
+import { healthTemplate } from "./native-health.ts";
 import type { Problem } from "./problems.ts";
 import { revisionOf } from "./revision.ts";
 import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
@@ -59,9 +60,13 @@ export const NativeSpecSchema = z
       .optional(),
     approvalsBetween: z.array(z.union([z.string(), z.number()])).optional(),
     onFailure: z.enum(["rollback", "stop"]).default("rollback"),
+    /** Weights changed by someone else: `pause` for a person (paused-drift), or `ignore` and overwrite them. */
+    onDrift: z.enum(["pause", "ignore"]).default("pause"),
     scaleDownDelay: Duration.optional(),
     abortScaleDownDelay: Duration.optional(),
     analysis: NativeAnalysisSchema.optional(),
+    /** The gates read during each step's bake (`compare: stable` metrics, a score, judges). */
+    health: z.unknown().optional(),
   })
   .strict();
 
@@ -91,8 +96,31 @@ const seconds = (
   return d.seconds;
 };
 
-/** Normalizes a native document into a RolloutSpec; every problem is collected. */
-export function normalizeNative(doc: unknown, origin: Origin, problems: Problem[]): RolloutSpec | undefined {
+/**
+ * Normalizes a native document into a RolloutSpec; every problem is collected. `paths` renames
+ * top-level fields in problems (the native reference's layout nests them under `rollout:`).
+ */
+export function normalizeNative(
+  doc: unknown,
+  origin: Origin,
+  problems: Problem[],
+  paths: Readonly<Record<string, string>> = {},
+): RolloutSpec | undefined {
+  const mine: Problem[] = [];
+  const spec = normalize(doc, origin, mine);
+  for (const problem of mine) {
+    const head = problem.path?.split(/[.[]/)[0] ?? "";
+    const renamed = paths[head];
+    problems.push(
+      renamed !== undefined && problem.path !== undefined
+        ? { ...problem, path: `${renamed}${problem.path.slice(head.length)}` }
+        : problem,
+    );
+  }
+  return mine.length > 0 ? undefined : spec;
+}
+
+function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSpec | undefined {
   const before = problems.length;
   const parsed = NativeSpecSchema.safeParse(doc);
   if (!parsed.success) {
@@ -129,6 +157,34 @@ export function normalizeNative(doc: unknown, origin: Origin, problems: Problem[
     );
   };
   const bake = seconds(n.bake, 0, o, "bake", problems);
+  const health = (): AnalysisSpec | undefined => {
+    if (n.health === undefined) return undefined;
+    const template = healthTemplate(n.health, {
+      origin: o,
+      path: "health",
+      application: n.name,
+      bake,
+      problems,
+    });
+    if (!template) return undefined;
+    if (templates.has("inline/health")) {
+      problems.push({
+        ...o,
+        path: "analysis.templates",
+        message: 'the template name "health" is taken by the health block',
+      });
+      return undefined;
+    }
+    const loaded = loadTemplate("health", "inline", template, o, "health", problems);
+    if (!loaded) return undefined;
+    return resolveAnalysis(
+      { templates: [{ templateName: "health" }], args: [], dryRun: [], measurementRetention: [] },
+      new Map([["inline/health", loaded]]),
+      { ...o, path: "health" },
+      context,
+      problems,
+    );
+  };
   const approvals = new Set((n.approvalsBetween ?? []).map(String));
   const steps: Step[] = [];
   let testers: RolloutSpec["testers"];
@@ -182,11 +238,14 @@ export function normalizeNative(doc: unknown, origin: Origin, problems: Problem[
       });
     }
     const analysis = gate();
+    const gates = health();
     if (approvals.has("0")) steps.push({ kind: "pause", reason: "Approval" });
     weights.forEach((w, i) => {
       steps.push({ kind: "setWeight", weight: w });
       if (i === weights.length - 1) return;
-      if (bake > 0) steps.push({ kind: "pause", duration: bake, reason: "CanaryPauseStep" });
+      // The health gate reads through the bake; without one the bake is a plain pause.
+      if (gates) steps.push({ kind: "analysis", origin: "step", analysis: gates });
+      else if (bake > 0) steps.push({ kind: "pause", duration: bake, reason: "CanaryPauseStep" });
       if (analysis) steps.push({ kind: "analysis", origin: "step", analysis });
       if (approvals.has(String(w))) steps.push({ kind: "pause", reason: "Approval" });
     });
@@ -200,12 +259,12 @@ export function normalizeNative(doc: unknown, origin: Origin, problems: Problem[
       }
     }
   } else {
-    if (approvals.size > 0 || n.bake !== undefined) {
+    if (approvals.size > 0 || n.bake !== undefined || n.health !== undefined) {
       problems.push({
         ...o,
-        path: n.bake !== undefined ? "bake" : "approvalsBetween",
+        path: n.bake !== undefined ? "bake" : n.health !== undefined ? "health" : "approvalsBetween",
         message:
-          "bake and approvalsBetween apply to percentage steps; with an explicit step list use pause steps",
+          "bake, health and approvalsBetween apply to percentage steps; with an explicit step list use pause and analysis steps",
       });
     }
     rawSteps.forEach((raw, i) => {
@@ -235,6 +294,7 @@ export function normalizeNative(doc: unknown, origin: Origin, problems: Problem[
     abortScaleDownDelaySeconds: seconds(n.abortScaleDownDelay, 30, o, "abortScaleDownDelay", problems),
     ...(testers ? { testers } : {}),
     onFailure: n.onFailure,
+    ...(n.onDrift === "ignore" ? { onDrift: "ignore" as const } : {}),
     steps,
     ...(n.image ? { image: n.image } : {}),
   };

@@ -148,6 +148,8 @@ export const RolloutSpecSchema = z
       .strict()
       .optional(),
     onFailure: z.enum(["rollback", "stop"]).default("rollback"),
+    /** Weights changed by someone else: pause for a person (absent: `pause`), or `ignore` and overwrite them. */
+    onDrift: z.enum(["pause", "ignore"]).optional(),
     /**
      * A canary gate's rollback cooldown, applied by the trigger: a push of an image that was rolled
      * back less than `seconds` ago is refused, and `maxPerHour` rollbacks of it within an hour

@@ -48,6 +48,8 @@ const Base = z.object({
 export const StepPayloadSchema = Base.extend({
   stepIndex: z.number().int().nonnegative(),
   step: StepSchema,
+  /** `ignore`: weights changed by someone else are overwritten instead of pausing (native `onDrift`). */
+  onDrift: z.enum(["pause", "ignore"]).optional(),
 });
 export type StepPayload = z.infer<typeof StepPayloadSchema>;
 

@@ -28,7 +28,8 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
   switch (step.kind) {
     case "setWeight": {
       const approved = item.drift !== null && item.drift.step === stepIndex && item.drift.approved;
-      const change = await router.setWeight(state, step.weight, { overwriteDrift: approved });
+      const ignore = payload.onDrift === "ignore";
+      const change = await router.setWeight(state, step.weight, { overwriteDrift: approved || ignore });
       if (change.outcome === "drift") {
         await recordStep(deps, context, (latest, now) =>
           withEvent(

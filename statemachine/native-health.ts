@@ -1,0 +1,330 @@
+import { z } from "zod";
+import type { Origin } from "./analysis-resolve.ts";
+import { parseDuration } from "./duration.ts";
+import { JUDGE_PLACEHOLDERS, JUDGE_PLUGIN } from "./judge-load.ts";
+import type { Problem } from "./problems.ts";
+
+/**
+ * The native `health` block: the gates a percentage rollout checks during each step's bake, as
+ * the native reference writes them — `compare: stable` metrics with `{track}` in their query,
+ * judged by ratio and difference on one reading or by Mann-Whitney over the step's series, with
+ * an optional score — plus our `judge:` entries for the sequential tests. The block becomes an
+ * inline AnalysisTemplate whose metrics are `sfn-rollouts/judge` plugin entries: the same
+ * reader and the same run as an Argo-form gate.
+ */
+
+const Duration = z.union([z.number(), z.string()]);
+
+const PrometheusSettings = z
+  .object({
+    address: z.string().optional(),
+    timeout: z.number().int().positive().optional(),
+    headers: z.array(z.object({ key: z.string(), value: z.string() }).strict()).optional(),
+    authentication: z
+      .object({
+        sigv4: z
+          .object({ region: z.string().optional(), profile: z.string().optional() })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const HealthSchema = z
+  .object({
+    /** Time between two readings of the gate during the bake (default 1m). */
+    interval: Duration.optional(),
+    /** Score thresholds: with them the metrics are combined into one scored gate. */
+    analysis: z
+      .object({
+        pass: z.number().min(0).max(100).optional(),
+        marginal: z.number().min(0).max(100).optional(),
+      })
+      .strict()
+      .optional(),
+    /** The Prometheus the queries go to (default: the controller's `prometheus` prop). */
+    prometheus: PrometheusSettings.optional(),
+    metrics: z.array(z.unknown()).optional(),
+    /** Judges of their own (the sequential tests), written as the `sfn-rollouts/judge` plugin's fields plus a name. */
+    judge: z.array(z.unknown()).optional(),
+  })
+  .strict();
+export type Health = z.infer<typeof HealthSchema>;
+
+/** Metric systems of the native reference that the judge cannot read, refused by name. */
+const OTHER_SYSTEMS = ["datadog", "newrelic", "elastic", "azure-monitor"];
+
+const HealthMetricSchema = z
+  .object({
+    name: z.string().min(1),
+    compare: z.literal("stable", {
+      message: "only compare: stable metrics are read (the candidate against the stable version)",
+    }),
+    query: z.string().min(1),
+    provider: z.string().optional(),
+    maxRatio: z.number().positive().optional(),
+    minRatio: z.number().positive().optional(),
+    maxDelta: z.number().min(0).optional(),
+    direction: z.enum(["increase", "decrease", "either"]).optional(),
+    samplesQuery: z.string().min(1).optional(),
+    minSamples: z.number().int().min(0).optional(),
+    analysis: z
+      .literal("mann-whitney", {
+        message: "analysis is mann-whitney, or absent for a threshold on one reading",
+      })
+      .optional(),
+    step: Duration.optional(),
+    lookback: Duration.optional(),
+    minPoints: z.number().int().positive().optional(),
+    alpha: z.number().gt(0).lt(1).optional(),
+    weight: z.number().min(0).optional(),
+    critical: z.boolean().optional(),
+  })
+  .strict();
+type HealthMetric = z.infer<typeof HealthMetricSchema>;
+
+/** The values `{track}`, `{application}` and `{version}` take for each side. */
+const SIDE_VALUES = {
+  candidate: { track: "{{rollout.latest}}", version: "{{rollout.latest}}" },
+  stable: { track: "{{rollout.stable}}", version: "{{rollout.latest}}" },
+} as const;
+
+/** CloudWatch accepts periods of 1, 5, 10, 30 seconds or multiples of 60: round up to one. */
+export function cloudWatchPeriod(seconds: number): number {
+  for (const p of [1, 5, 10, 30]) if (seconds <= p) return p;
+  return Math.ceil(seconds / 60) * 60;
+}
+
+interface Context {
+  origin: Origin;
+  /** Where the health block is in the document (`health`, `rollout.health`). */
+  path: string;
+  application: string;
+  /** Seconds of bake: the readings' span. */
+  bake: number;
+  problems: Problem[];
+}
+
+const seconds = (value: string | number, path: string, ctx: Context): number | undefined => {
+  const d = parseDuration(value);
+  if ("error" in d) {
+    ctx.problems.push({ ...ctx.origin, path, message: d.error });
+    return undefined;
+  }
+  return d.seconds;
+};
+
+/**
+ * The inline template of a health block (`{metrics: [...]}` in the Argo shape, each metric a judge),
+ * or undefined with problems reported at the user's own field paths.
+ */
+export function healthTemplate(raw: unknown, ctx: Context): { metrics: unknown[] } | undefined {
+  const before = ctx.problems.length;
+  const parsed = HealthSchema.safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      ctx.problems.push({
+        ...ctx.origin,
+        path: [ctx.path, ...issue.path].join("."),
+        message:
+          issue.code === "unrecognized_keys"
+            ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
+            : issue.message,
+      });
+    }
+    return undefined;
+  }
+  const health = parsed.data;
+  const interval = health.interval === undefined ? 60 : seconds(health.interval, `${ctx.path}.interval`, ctx);
+  if (interval !== undefined && interval <= 0) {
+    ctx.problems.push({
+      ...ctx.origin,
+      path: `${ctx.path}.interval`,
+      message: "interval must be more than 0",
+    });
+  }
+  const metrics: HealthMetric[] = [];
+  const indexes: number[] = [];
+  (health.metrics ?? []).forEach((m, i) => {
+    const path = `${ctx.path}.metrics[${i}]`;
+    const provider = (m as { provider?: unknown } | null)?.provider;
+    if (typeof provider === "string" && OTHER_SYSTEMS.includes(provider)) {
+      ctx.problems.push({
+        ...ctx.origin,
+        path: `${path}.provider`,
+        message: `the ${provider} provider is not supported: health metrics read prometheus or cloudwatch`,
+      });
+      return;
+    }
+    const one = HealthMetricSchema.safeParse(m);
+    if (!one.success) {
+      for (const issue of one.error.issues) {
+        ctx.problems.push({
+          ...ctx.origin,
+          path: [path, ...issue.path].join("."),
+          message:
+            issue.code === "unrecognized_keys"
+              ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
+              : issue.message,
+        });
+      }
+      return;
+    }
+    if (one.data.provider !== undefined && !["prometheus", "cloudwatch"].includes(one.data.provider)) {
+      ctx.problems.push({
+        ...ctx.origin,
+        path: `${path}.provider`,
+        message: `provider must be prometheus or cloudwatch, got "${one.data.provider}"`,
+      });
+      return;
+    }
+    metrics.push(one.data);
+    indexes.push(i);
+  });
+  const names = new Set<string>();
+  for (const [i, name] of [
+    ...metrics.map((m) => m.name),
+    ...(health.judge ?? []).map((j) => (j as { name?: unknown } | null)?.name),
+  ].entries()) {
+    if (typeof name === "string" && names.has(name)) {
+      ctx.problems.push({
+        ...ctx.origin,
+        path: ctx.path,
+        message: `metric "${name}" appears twice (entry ${i + 1})`,
+      });
+    }
+    if (typeof name === "string") names.add(name);
+  }
+  if (metrics.length === 0 && (health.judge ?? []).length === 0) {
+    ctx.problems.push({
+      ...ctx.origin,
+      path: ctx.path,
+      message: "a health block needs metrics or judge entries",
+    });
+  }
+  const checks = metrics.map((m, i) => comparative(m, `${ctx.path}.metrics[${indexes[i]}]`, health, ctx));
+  if (ctx.problems.length !== before || interval === undefined) return undefined;
+
+  // Readings at every interval through the bake, the last one at its end.
+  const count = Math.max(1, Math.ceil(ctx.bake / interval));
+  const timing = {
+    interval: `${interval}s`,
+    initialDelay: `${Math.min(interval, ctx.bake)}s`,
+    count,
+  };
+  const out: unknown[] = [];
+  if (health.analysis) {
+    out.push({
+      name: "health",
+      ...timing,
+      provider: {
+        plugin: {
+          [JUDGE_PLUGIN]: {
+            test: "score",
+            ...(health.analysis.pass !== undefined ? { pass: health.analysis.pass } : {}),
+            ...(health.analysis.marginal !== undefined ? { marginal: health.analysis.marginal } : {}),
+            metrics: metrics.map((m, i) => ({
+              name: m.name,
+              ...(m.weight !== undefined ? { weight: m.weight } : {}),
+              ...(m.critical !== undefined ? { critical: m.critical } : {}),
+              ...checks[i],
+            })),
+          },
+        },
+      },
+    });
+  } else {
+    metrics.forEach((m, i) => {
+      out.push({ name: m.name, ...timing, provider: { plugin: { [JUDGE_PLUGIN]: checks[i] } } });
+    });
+  }
+  for (const raw of health.judge ?? []) {
+    if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+      out.push(raw);
+      continue;
+    }
+    const { name, ...judge } = raw as Record<string, unknown>;
+    out.push({ name, ...timing, provider: { plugin: { [JUDGE_PLUGIN]: judge } } });
+  }
+  return { metrics: out };
+}
+
+/** A `compare: stable` metric as the judge's `comparative` test. */
+function comparative(
+  m: HealthMetric,
+  path: string,
+  health: Health,
+  ctx: Context,
+): Record<string, unknown> | undefined {
+  const series = m.analysis === "mann-whitney";
+  const step = m.step === undefined ? 15 : seconds(m.step, `${path}.step`, ctx);
+  const lookback = m.lookback === undefined ? undefined : seconds(m.lookback, `${path}.lookback`, ctx);
+  if (step === undefined || (m.lookback !== undefined && lookback === undefined)) return undefined;
+  if (!series) {
+    for (const field of ["step", "lookback", "minPoints", "alpha"] as const) {
+      if (m[field] !== undefined) {
+        ctx.problems.push({
+          ...ctx.origin,
+          path: `${path}.${field}`,
+          message: `${field} applies to analysis: mann-whitney`,
+        });
+        return undefined;
+      }
+    }
+  }
+  if (m.minSamples !== undefined && m.samplesQuery === undefined) {
+    ctx.problems.push({
+      ...ctx.origin,
+      path: `${path}.minSamples`,
+      message: "minSamples counts what samplesQuery returns: give samplesQuery",
+    });
+    return undefined;
+  }
+  const cloudwatch = m.provider === "cloudwatch";
+  const read = (
+    query: string,
+    side: keyof typeof SIDE_VALUES,
+    asSeries: boolean,
+  ): Record<string, unknown> => {
+    const text = query
+      .replaceAll("{track}", SIDE_VALUES[side].track)
+      .replaceAll("{version}", SIDE_VALUES[side].version)
+      .replaceAll("{application}", ctx.application);
+    if (cloudwatch) {
+      return {
+        cloudWatch: {
+          ...(lookback !== undefined ? { interval: `${lookback}s` } : {}),
+          metricDataQueries: [{ id: "m", expression: text, period: cloudWatchPeriod(step) }],
+        },
+        value: "result[0].Values",
+        ...(lookback === undefined ? { sinceStart: true } : {}),
+      };
+    }
+    const range = lookback !== undefined ? `${lookback}s` : JUDGE_PLACEHOLDERS.elapsed;
+    return {
+      prometheus: {
+        ...health.prometheus,
+        address: health.prometheus?.address ?? "",
+        query: asSeries ? `(${text})[${range}:${step}s]` : text,
+      },
+    };
+  };
+  return {
+    test: "comparative",
+    data: series ? "series" : "value",
+    ...(m.direction !== undefined ? { direction: m.direction } : {}),
+    ...(m.maxRatio !== undefined ? { maxRatio: m.maxRatio } : {}),
+    ...(m.minRatio !== undefined ? { minRatio: m.minRatio } : {}),
+    ...(m.maxDelta !== undefined ? { maxDelta: m.maxDelta } : {}),
+    ...(m.alpha !== undefined ? { alpha: m.alpha } : {}),
+    ...(m.minPoints !== undefined ? { minPoints: m.minPoints } : {}),
+    ...(m.samplesQuery !== undefined ? { minSamples: m.minSamples ?? 0 } : {}),
+    candidate: {
+      value: read(m.query, "candidate", series),
+      ...(m.samplesQuery !== undefined ? { n: read(m.samplesQuery, "candidate", false) } : {}),
+    },
+    stable: { value: read(m.query, "stable", series) },
+  };
+}
