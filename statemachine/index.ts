@@ -25,6 +25,8 @@ export {
   type Expression,
 } from "./conditions.ts";
 export { formatDuration, parseDuration } from "./duration.ts";
+export { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
+export { JUDGE_DEFAULTS, JUDGE_PLACEHOLDERS, JUDGE_PLUGIN } from "./judge-load.ts";
 export {
   type Loaded,
   loadAnalysisTemplates,
@@ -34,8 +36,9 @@ export {
   readSources,
   type Source,
 } from "./load.ts";
-export { describeAnalysis, describeMetric, type Plan, type PlanStep, plan } from "./plan.ts";
+export { describeAnalysis, describeMetric, type Plan, type PlanGate, type PlanStep, plan } from "./plan.ts";
 export { canaryCounts, resolveMaxSurge, routedCanaryCounts } from "./pods.ts";
 export { formatProblem, type Problem, SpecError } from "./problems.ts";
 export { canonicalJson, revisionOf } from "./revision.ts";
+export { samplesOneProportion, samplesPerSide, secondsToSamples } from "./sample-size.ts";
 export * from "./spec.ts";

@@ -1,4 +1,5 @@
 import { formatDuration } from "./duration.ts";
+import { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
 import { canaryCounts, routedCanaryCounts } from "./pods.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
 
@@ -19,8 +20,24 @@ export interface PlanStep {
   analysis?: string[];
   /** With `--rps`: the requests per second the candidate receives at this step. */
   candidateRps?: number;
-  /** Something a reviewer should know about this step (pod rounding that misses the weight badly). */
+  /** Something a reviewer should know about this step (pod rounding that misses the weight badly, a step too short for its judge). */
   warning?: string;
+  /** The judges of an analysis step: how many samples each needs and, with `--rps`, how long that takes. */
+  gates?: PlanGate[];
+}
+
+/** A judge of an analysis step, with the arithmetic of its samples. */
+export interface PlanGate {
+  metric: string;
+  test: string;
+  /** Requests the judge needs before it may promote. */
+  samplesNeeded?: number;
+  /** Whether the stable version must serve `samplesNeeded` too. */
+  perSide?: boolean;
+  /** Seconds from the start of the analysis to its last look; absent when it runs until stopped. */
+  lastLookSeconds?: number;
+  /** With `--rps`: seconds until both versions have served `samplesNeeded` at this step's share. */
+  secondsToSamples?: number;
 }
 
 export interface Plan {
@@ -33,6 +50,52 @@ export interface Plan {
   backgroundAnalysis?: { startingStep: number; analysis: string[] };
 }
 
+/** Seconds from the start of an analysis to a metric's last look; undefined when it has no count. */
+function lastLook(m: Metric): number | undefined {
+  if (m.count === undefined) return m.interval === undefined ? m.initialDelay : undefined;
+  return m.initialDelay + (m.interval ?? 0) * Math.max(0, m.count - 1);
+}
+
+/** The judges of an analysis at a share of traffic, with what they need and how long it takes. */
+function planGates(
+  analysis: AnalysisSpec,
+  share: number,
+  rps: number | undefined,
+): { gates: PlanGate[]; warnings: string[] } {
+  const gates: PlanGate[] = [];
+  const warnings: string[] = [];
+  for (const m of analysis.templates.flatMap((t) => t.metrics)) {
+    const judge = m.provider.judge;
+    if (!judge) continue;
+    const needed = judgeSamplesNeeded(judge);
+    const last = lastLook(m);
+    const gate: PlanGate = {
+      metric: m.name,
+      test: judge.test,
+      ...(needed !== undefined ? { samplesNeeded: needed.samples, perSide: needed.bothSides } : {}),
+      ...(last !== undefined ? { lastLookSeconds: last } : {}),
+    };
+    if (share <= 0) {
+      warnings.push(
+        `gate "${m.name}": the candidate receives no traffic at this step: the judge can only hold`,
+      );
+    } else if (needed !== undefined && rps !== undefined && rps > 0) {
+      const perSecond = [rps * (share / 100), ...(needed.bothSides ? [rps * (1 - share / 100)] : [])];
+      const seconds = Math.max(
+        ...perSecond.map((r) => (r > 0 ? needed.samples / r : Number.POSITIVE_INFINITY)),
+      );
+      gate.secondsToSamples = Number.isFinite(seconds) ? round(seconds) : -1;
+      if (last !== undefined && seconds > last) {
+        warnings.push(
+          `gate "${m.name}" needs ${needed.samples} samples${needed.bothSides ? " per side" : ""}: at ${rps} rps and ${share}% that takes ${Number.isFinite(seconds) ? formatDuration(Math.ceil(seconds)) : "forever"}, but the analysis's last look is at ${formatDuration(last)}: it would hold and end Inconclusive (lengthen the analysis or lower the samples)`,
+        );
+      }
+    }
+    gates.push(gate);
+  }
+  return { gates, warnings };
+}
+
 /** Describes a metric the way a reviewer reads it: `success-rate: every 3s x2 after 5s; ...`. */
 export function describeMetric(m: Metric): string {
   const when: string[] = [];
@@ -42,6 +105,11 @@ export function describeMetric(m: Metric): string {
   else when.push("once");
   if (m.initialDelay > 0) when.push(`after ${formatDuration(m.initialDelay)}`);
   const parts = [when.join(" ")];
+  if (m.provider.judge) {
+    parts.push(describeJudge(m.provider.judge));
+    if (m.dryRun) parts.push("dry run");
+    return `${m.name}: ${parts.join("; ")}`;
+  }
   if (m.successCondition) parts.push(`success when ${m.successCondition}`);
   if (m.failureCondition) parts.push(`failure when ${m.failureCondition}`);
   parts.push(`failureLimit ${m.failureLimit}`);
@@ -122,10 +190,15 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
         : counts.canary + counts.stable === 0
           ? 0
           : round((100 * counts.canary) / (counts.canary + counts.stable));
-    const warning =
+    const warnings =
       !spec.trafficRouting && spec.strategy === "canary" && weight > 0 && weight < 100 && counts.canary === 0
-        ? `${spec.replicas} pods cannot carry ${weight}% without surge: Argo's rounding gives the candidate no pod here`
-        : undefined;
+        ? [
+            `${spec.replicas} pods cannot carry ${weight}% without surge: Argo's rounding gives the candidate no pod here`,
+          ]
+        : [];
+    const judged = step.kind === "analysis" ? planGates(step.analysis, share, options.rps) : undefined;
+    if (judged) warnings.push(...judged.warnings);
+    const warning = warnings.length > 0 ? warnings.join("; ") : undefined;
     return {
       index,
       kind: step.kind,
@@ -138,6 +211,7 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
       ...(analysis ? { analysis } : {}),
       ...(options.rps !== undefined ? { candidateRps: round((options.rps * share) / 100) } : {}),
       ...(warning ? { warning } : {}),
+      ...(judged && judged.gates.length > 0 ? { gates: judged.gates } : {}),
     };
   });
   return {

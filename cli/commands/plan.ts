@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { type PlanStep, plan } from "../../statemachine/index.ts";
+import { formatDuration, type PlanStep, plan } from "../../statemachine/index.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
 import { columns } from "../table.ts";
 import { loadSpecOrReport } from "./spec-input.ts";
@@ -64,6 +64,16 @@ function table(steps: PlanStep[], withRps: boolean): string {
   steps.forEach((s, i) => {
     out.push(lines[i] ?? "");
     for (const a of s.analysis ?? []) out.push(`    ${a}`);
+    for (const g of s.gates ?? []) {
+      if (g.samplesNeeded === undefined || g.secondsToSamples === undefined) continue;
+      const time =
+        g.secondsToSamples < 0 ? "never (no traffic)" : `in ${formatDuration(Math.ceil(g.secondsToSamples))}`;
+      const last =
+        g.lastLookSeconds === undefined ? "" : `; last look at ${formatDuration(g.lastLookSeconds)}`;
+      out.push(
+        `    ${g.metric}: ${g.samplesNeeded} samples${g.perSide ? " per side" : ""} ${time} at this share${last}`,
+      );
+    }
     if (s.warning) out.push(`    warning: ${s.warning}`);
   });
   return out.join("\n");

@@ -118,3 +118,49 @@ describe("the rollouts binary", () => {
     expect(status).toBe(2);
   });
 });
+
+describe("rollouts plan with judges", () => {
+  const JUDGED = ["examples/rollout-judged.yaml", "examples/analysis-judges.yaml"];
+
+  it("shows each gate in words, the samples it needs and how long they take at the step's share", async () => {
+    const { code, out } = await run("plan", ...JUDGED, "--rps", "40");
+    expect(code).toBe(0);
+    expect(out).toContain(
+      "    errors: every 30s x20 after 30s; sequential-rate judge of the errors rate against stable (higher is worse), alpha 0.05; rolls back at any look from 500 samples per side, promotes at the end without evidence of harm",
+    );
+    expect(out).toContain(
+      "    latency: every 30s x20 after 30s; mann-whitney judge of the histogram against stable (higher is worse), alpha 0.05; decides once, at 400 samples per side",
+    );
+    // 25% of 40 rps is 10 rps for the candidate: 400 samples in 40 s; the stable version gets 30 rps.
+    expect(out).toContain("    latency: 400 samples per side in 40s at this share; last look at 10m");
+    expect(out).not.toContain("warning");
+  });
+
+  it("warns when a step ends before its judge can have the samples it needs", async () => {
+    const { out } = await run("plan", ...JUDGED, "--rps", "2", "--json");
+    const plan = JSON.parse(out);
+    expect(plan.steps[1].gates).toEqual([
+      {
+        metric: "errors",
+        test: "sequential-rate",
+        samplesNeeded: 500,
+        perSide: true,
+        lastLookSeconds: 600,
+        secondsToSamples: 1000,
+      },
+      {
+        metric: "latency",
+        test: "mann-whitney",
+        samplesNeeded: 400,
+        perSide: true,
+        lastLookSeconds: 600,
+        secondsToSamples: 800,
+      },
+    ]);
+    expect(plan.steps[1].warning).toBe(
+      'gate "errors" needs 500 samples per side: at 2 rps and 25% that takes 16m40s, but the analysis\'s last look is at 10m: it would hold and end Inconclusive (lengthen the analysis or lower the samples); gate "latency" needs 400 samples per side: at 2 rps and 25% that takes 13m20s, but the analysis\'s last look is at 10m: it would hold and end Inconclusive (lengthen the analysis or lower the samples)',
+    );
+    // At 50% both versions get 1 rps: 500 s for 500 samples fits in the 10-minute analysis.
+    expect(plan.steps[3].warning).toBeUndefined();
+  });
+});

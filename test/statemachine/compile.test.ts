@@ -17,6 +17,8 @@ const EXAMPLES: Record<string, string[]> = {
   "blue-green": ["examples/blue-green.yaml"],
   native: ["examples/native.yaml"],
   "model-shadow": ["examples/model-shadow.yaml"],
+  judged: ["examples/rollout-judged.yaml", "examples/analysis-judges.yaml"],
+  descriptor: ["examples/envconfig/shop/shop/canary-analysis.yml"],
 };
 
 const golden = (name: string) => `test/statemachine/golden/${name}.golden.json`;
