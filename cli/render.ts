@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type GateSummary, gatesOf } from "../functions/analysis/judge.ts";
 import { type AnalysisPhase, MeasurementSchema } from "../functions/analysis/types.ts";
 import type { StoredMeasurement, StoredRun } from "../functions/store/port.ts";
 import type { Revision, RolloutEvent, RolloutItem, RolloutPhase } from "../functions/store/schema.ts";
@@ -177,14 +178,27 @@ function runLines(
     const recent = (fromStore.length > 0 ? fromStore : (result?.measurements ?? [])).slice(
       -MEASUREMENTS_SHOWN,
     );
+    const held = result && result.held > 0 ? `, ${result.held} held` : "";
     const counts = result
-      ? `  (${result.successful} successful, ${result.failed} failed, ${result.inconclusive} inconclusive, ${result.error} error)`
+      ? `  (${result.successful} successful, ${result.failed} failed, ${result.inconclusive} inconclusive, ${result.error} error${held})`
       : "";
     const shown = recent.length > 0 ? recent.map(measurementText).join("  ") : "no measurement yet";
     const phase = result ? `${ANALYSIS_ICON[result.phase]} ` : "";
     lines.push(`      ${phase}${metric}: ${shown}${counts}`);
+    // A judge's latest decision, in its own words with its figures.
+    const gate = result?.judge?.last;
+    if (gate) lines.push(`        ${gate.reason} [look ${gate.look}]`);
   }
   return lines;
+}
+
+/** The latest decision of every gate of the current execution's runs, for `rollouts get --json`. */
+export function currentGates(
+  view: Pick<RolloutView, "item" | "runs">,
+): Array<GateSummary & { runId: string }> {
+  return runsOfCurrentExecution(view).flatMap((r) =>
+    gatesOf(r.run.run).map((g) => ({ runId: r.runId, ...g })),
+  );
 }
 
 /** One frame of `rollouts get NAME`: the rollout as `kubectl argo rollouts get rollout` shows it. */

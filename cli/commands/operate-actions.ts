@@ -19,6 +19,7 @@ import {
 import { type AwsOptions, operateContext } from "../aws.ts";
 import { type Io, processIo } from "../io.ts";
 import {
+  currentGates,
   type RolloutView,
   renderList,
   renderRollout,
@@ -240,7 +241,9 @@ export function listAction(io: Io, options: CommonOptions & { json?: boolean; en
 export function getAction(io: Io, name: string, options: WatchCommandOptions) {
   return withAws(io, options, async (deps) => {
     const draw = (view: RolloutView) =>
-      options.json ? JSON.stringify(view, null, options.watch ? undefined : 2) : renderRollout(view);
+      options.json
+        ? JSON.stringify({ ...view, gates: currentGates(view) }, null, options.watch ? undefined : 2)
+        : renderRollout(view);
     if (!options.watch) {
       io.out(draw(await loadView(deps, name)));
       return OPERATE_EXIT.ok;

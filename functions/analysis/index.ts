@@ -11,7 +11,7 @@ export {
 } from "./assess.ts";
 export { evaluateResult, type Verdict } from "./evaluate.ts";
 export { type ArgoRunJson, toArgoJson } from "./json.ts";
-export { type JudgeOutcome, judgeLook, type Look, percent } from "./judge.ts";
+export { type GateSummary, gatesOf, type JudgeOutcome, judgeLook, type Look, percent } from "./judge.ts";
 export {
   createRun,
   dueMetrics,

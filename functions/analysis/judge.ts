@@ -26,7 +26,7 @@ import {
 } from "../judges/index.ts";
 import type { JudgeReadings, ReadingValue } from "../metrics/judge.ts";
 import type { ProviderResult } from "../metrics/port.ts";
-import type { GateFigures, JudgeState, MeasurementPhase } from "./types.ts";
+import type { AnalysisRun, GateFigures, JudgeState, MeasurementPhase } from "./types.ts";
 
 /**
  * A judge metric's measurement: one look at both versions, decided by a statistical test.
@@ -722,4 +722,17 @@ export function judgeLook(
           ? "Inconclusive"
           : "Running";
   return { phase, message, value: shortValue(outcome.figures, outcome), figures, state };
+}
+
+/** A gate's latest decision, named by its metric. */
+export type GateSummary = GateFigures & { metric: string };
+
+/** The latest decision of every judge of a run, in metric order: what status tools and events show. */
+export function gatesOf(run: AnalysisRun): GateSummary[] {
+  const out: GateSummary[] = [];
+  for (const metric of run.metrics) {
+    const last = run.metricResults.find((r) => r.name === metric.name)?.judge?.last;
+    if (metric.provider.judge && last) out.push({ metric: metric.name, ...last });
+  }
+  return out;
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { GateFiguresSchema } from "../analysis/types.ts";
 
 /** EventBridge `source` of every lifecycle event: what a team's rule matches on. */
 export const EVENT_SOURCE = "sfn-rollouts";
@@ -31,6 +32,8 @@ export const LifecycleDetailSchema = z.object({
   message: z.string(),
   /** ISO 8601 UTC. */
   at: z.string(),
+  /** The judges' latest decisions with their figures, on events about an analysis with judges. */
+  gates: z.array(GateFiguresSchema.extend({ metric: z.string() })).optional(),
 });
 export type LifecycleDetail = z.infer<typeof LifecycleDetailSchema>;
 
@@ -77,6 +80,7 @@ export function lifecycleEvent(
     step?: number | null;
     message: string;
     atMs: number;
+    gates?: LifecycleDetail["gates"];
   },
 ): LifecycleEvent {
   const message =
@@ -93,6 +97,7 @@ export function lifecycleEvent(
       step: input.step ?? null,
       message,
       at: new Date(input.atMs).toISOString(),
+      ...(input.gates && input.gates.length > 0 ? { gates: input.gates } : {}),
     }),
   };
 }

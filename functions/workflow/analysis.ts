@@ -9,6 +9,7 @@ import {
   terminate,
   tick,
 } from "../analysis/run.ts";
+import { gatesOf } from "../analysis/judge.ts";
 import { type AnalysisRun, AnalysisRunSchema, isCompleted } from "../analysis/types.ts";
 import { METRICS } from "../config.ts";
 import { ConcurrentUpdateError } from "../store/errors.ts";
@@ -291,8 +292,10 @@ async function finish(
       // An abort already requested still lets the token be answered (the wait then fails over to Abort).
       if ((error as Error).name !== "RolloutAborted") throw error;
     });
-    if (failed)
-      await publish(deps, context, "AnalysisRunFailed", `${label} ${run.phase}: ${message}`, stepIndex);
+    if (failed) {
+      const gates = gatesOf(run);
+      await publish(deps, context, "AnalysisRunFailed", `${label} ${run.phase}: ${message}`, stepIndex, gates);
+    }
   }
   if (stored.token) {
     await deps.tokens.sendSuccess(stored.token, { phase: run.phase, message, runId });

@@ -1,6 +1,8 @@
 import { formatDuration } from "../../statemachine/duration.ts";
+import { gatesOf } from "../analysis/judge.ts";
 import type { PauseReason } from "../store/schema.ts";
 import type { WorkflowDeps } from "./deps.ts";
+import { runIdFor, StoredAnalysisSchema } from "./analysis.ts";
 import { publish, recordStep, withEvent } from "./item.ts";
 import type { AwaitPayload } from "./payloads.ts";
 
@@ -74,6 +76,12 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
       },
     });
   }
-  await publish(deps, context, "RolloutPaused", item.message, stepIndex);
+  // An inconclusive analysis pauses with its judges' figures, so whoever decides sees them.
+  const run =
+    step.kind === "approval" && step.reason === "Inconclusive"
+      ? await deps.store.getRun(context.rollout, runIdFor(context, stepIndex, false), StoredAnalysisSchema)
+      : undefined;
+  const gates = run ? gatesOf(run.run.run) : undefined;
+  await publish(deps, context, "RolloutPaused", item.message, stepIndex, gates);
   return {};
 }

@@ -1,5 +1,5 @@
 import { assertDrives, assertNotAborted } from "../abort/errors.ts";
-import type { LifecycleEventType } from "../events/port.ts";
+import type { LifecycleDetail, LifecycleEventType } from "../events/port.ts";
 import { lifecycleEvent } from "../events/port.ts";
 import { RolloutNotFoundError } from "../store/errors.ts";
 import { appendEvent, type RolloutItem, type RolloutItemInput } from "../store/schema.ts";
@@ -56,6 +56,7 @@ export function publish(
   type: LifecycleEventType,
   message: string,
   step: number | null,
+  gates?: LifecycleDetail["gates"],
 ): Promise<void> {
   return deps.events.publish(
     lifecycleEvent(type, {
@@ -64,6 +65,7 @@ export function publish(
       step,
       message,
       atMs: deps.clock.now(),
+      ...(gates ? { gates } : {}),
     }),
   );
 }
