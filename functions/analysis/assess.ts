@@ -141,15 +141,17 @@ function assessOnce(run: AnalysisRun): { phase: AnalysisPhase; message: string }
     }
     const limits = assessLimits(metric, result);
     if (!metric.dryRun) {
+      // A judge says which gate decided and on what figures, in its own sentence.
+      const judged = metric.provider.judge && result.message ? result.message : undefined;
       if (worstPhase === undefined || isWorse(worstPhase, phase)) {
         worstPhase = phase;
-        if (metric.provider.judge && result.message) {
-          // A judge says which gate decided and on what figures, in its own sentence.
-          worstMessage = result.message;
-        } else if (limits) {
+        if (judged) worstMessage = judged;
+        else if (limits) {
           worstMessage = `Metric "${metric.name}" assessed ${phase} due to ${limits.message}`;
           if (result.message) worstMessage += `: "Error Message: ${result.message}"`;
         }
+      } else if (judged && phase === worstPhase && !worstMessage) {
+        worstMessage = judged;
       }
       tally(runSummary, limits?.phase);
     } else {

@@ -547,7 +547,7 @@ function score(
     let outcome: CheckOutcome;
     try {
       // A score's reading asks each metric for its status now; the score decides when to promote.
-      outcome = evaluate(m.check, readings, `${m.name}/`, true, previous?.pValues[m.name]);
+      outcome = evaluate(m.check, readings, `${m.name}/`, true, previous?.metricPValues[m.name]);
     } catch (error) {
       if (!(error instanceof Unusable)) throw error;
       outcome = { status: "hold", verdict: "INSUFFICIENT", reason: error.message, figures: {} };
@@ -679,7 +679,7 @@ export function judgeLook(
     try {
       if (spec.test === "score") outcome = score(spec, readings, look.final, previous);
       else if (spec.test === "canary-gate") outcome = canaryGate(spec, readings);
-      else outcome = evaluate(spec, readings, "", look.final, previous?.pValues[""]);
+      else outcome = evaluate(spec, readings, "", look.final, previous?.pValue ?? undefined);
     } catch (error) {
       if (!(error instanceof Unusable || error instanceof RangeError)) throw error;
       outcome = { status: "hold", verdict: "INSUFFICIENT", reason: error.message, figures: {} };
@@ -704,12 +704,10 @@ export function judgeLook(
     ...outcome.figures,
     look: look.index,
   };
-  const pValues = { ...(previous?.pValues ?? {}) };
-  if (outcome.pValues) Object.assign(pValues, outcome.pValues);
-  else if (outcome.pValue !== undefined) pValues[""] = outcome.pValue;
   const state: JudgeState = {
     looks: look.index,
-    pValues,
+    pValue: outcome.pValue ?? previous?.pValue ?? null,
+    metricPValues: { ...(previous?.metricPValues ?? {}), ...outcome.pValues },
     stats: outcome.stats ?? previous?.stats ?? {},
     last: figures,
   };

@@ -85,8 +85,10 @@ export type GateFigures = z.infer<typeof GateFiguresSchema>;
 export const JudgeStateSchema = z
   .object({
     looks: z.number().int().nonnegative(),
-    /** The smallest always-valid p-value so far per sequential check ("" for the judge itself, else a score metric's name). */
-    pValues: z.record(z.string(), z.number()).default({}),
+    /** The smallest always-valid p-value so far (a sequential judge): it can only go down. */
+    pValue: z.number().nullable().default(null),
+    /** The same for a score's sequential metrics, by metric name. */
+    metricPValues: z.record(z.string(), z.number()).default({}),
     stats: z.record(z.string(), z.record(z.string(), z.number().nullable())).default({}),
     last: GateFiguresSchema.optional(),
   })

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { AnalysisSpec } from "../../statemachine/spec.ts";
 import { requestAbort } from "../abort/request-abort.ts";
+import { gatesOf } from "../analysis/judge.ts";
 import {
   createRun,
   measurementsRecorded,
@@ -9,7 +10,6 @@ import {
   terminate,
   tick,
 } from "../analysis/run.ts";
-import { gatesOf } from "../analysis/judge.ts";
 import { type AnalysisRun, AnalysisRunSchema, isCompleted } from "../analysis/types.ts";
 import { METRICS } from "../config.ts";
 import { ConcurrentUpdateError } from "../store/errors.ts";
@@ -294,7 +294,14 @@ async function finish(
     });
     if (failed) {
       const gates = gatesOf(run);
-      await publish(deps, context, "AnalysisRunFailed", `${label} ${run.phase}: ${message}`, stepIndex, gates);
+      await publish(
+        deps,
+        context,
+        "AnalysisRunFailed",
+        `${label} ${run.phase}: ${message}`,
+        stepIndex,
+        gates,
+      );
     }
   }
   if (stored.token) {

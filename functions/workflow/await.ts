@@ -1,8 +1,8 @@
 import { formatDuration } from "../../statemachine/duration.ts";
 import { gatesOf } from "../analysis/judge.ts";
 import type { PauseReason } from "../store/schema.ts";
-import type { WorkflowDeps } from "./deps.ts";
 import { runIdFor, StoredAnalysisSchema } from "./analysis.ts";
+import type { WorkflowDeps } from "./deps.ts";
 import { publish, recordStep, withEvent } from "./item.ts";
 import type { AwaitPayload } from "./payloads.ts";
 

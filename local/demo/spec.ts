@@ -11,13 +11,66 @@ import { join } from "node:path";
 export type DemoMetrics = { kind: "prometheus"; url: string } | { kind: "proxy"; url: string };
 
 /**
+ * The demo's statistical gate, `errors-vs-stable`: a sequential test of the candidate's error rate
+ * against the stable version's, at the 50% step, over the time since its analysis started. It
+ * rolls back what no threshold sees (1% → 3% errors passes `result[0] >= 0.95`) and promotes at
+ * `samples` requests per side without evidence of harm.
+ */
+export interface DemoJudge {
+  /** Where it reads (default: where `success-rate` reads). */
+  metrics?: DemoMetrics;
+  initialDelay?: string;
+  interval?: string;
+  count?: number;
+  minSamples?: number;
+  samples?: number;
+}
+
+function judgeTemplate(metrics: DemoMetrics, judge: DemoJudge): string {
+  const side = (label: "latest" | "stable") => {
+    const version = `{{rollout.${label}}}`;
+    if (metrics.kind === "prometheus") {
+      const query = (filter: string) =>
+        `sum(increase(http_requests_total{version="${version}"${filter}}[{{judge.elapsed}}]))`;
+      return `              bad: {prometheus: {address: "${metrics.url}", query: '${query(',code=~"5.."')}'}}
+              n: {prometheus: {address: "${metrics.url}", query: '${query("")}'}}`;
+    }
+    return `              web: {url: "${metrics.url}/admin/stats?version=${version}&window={{judge.elapsedSeconds}}", jsonPath: "{$}"}
+              bad: result.requests - result.ok
+              n: result.requests`;
+  };
+  return `apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: errors-vs-stable
+spec:
+  metrics:
+    - name: errors
+      initialDelay: ${judge.initialDelay ?? "4s"}
+      interval: ${judge.interval ?? "2s"}
+      count: ${judge.count ?? 10}
+      provider:
+        plugin:
+          sfn-rollouts/judge:
+            test: sequential-rate
+            label: errors
+            minSamples: ${judge.minSamples ?? 300}
+            samples: ${judge.samples ?? 1000}
+            candidate:
+${side("latest")}
+            stable:
+${side("stable")}
+`;
+}
+
+/**
  * The reference canary (4 replicas; 25%, analysis, 50%, a 2 s pause, analysis) and its
  * `success-rate` template, written to a temporary directory for `addRollout`. The version under
  * analysis is Argo's `valueFrom: {podTemplateHashValue: Latest}`: the pushed image's tag.
  */
 export function writeDemoSpec(
   metrics: DemoMetrics,
-  options: { name?: string; pause?: string; count?: number } = {},
+  options: { name?: string; pause?: string; count?: number; judge?: DemoJudge } = {},
 ): string[] {
   const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-demo-"));
   const rollout = `apiVersion: argoproj.io/v1alpha1
@@ -39,7 +92,7 @@ spec:
         - setWeight: 50
         - pause: ${options.pause ?? "{duration: 2s}"}
         - analysis:
-            templates: [{templateName: success-rate}]
+            templates: [{templateName: success-rate}${options.judge ? ", {templateName: errors-vs-stable}" : ""}]
             args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
 `;
   const provider =
@@ -72,5 +125,10 @@ ${provider}
   const files = [join(dir, "rollout.yaml"), join(dir, "analysis.yaml")];
   writeFileSync(files[0] as string, rollout);
   writeFileSync(files[1] as string, template);
+  if (options.judge) {
+    const judge = join(dir, "judge.yaml");
+    writeFileSync(judge, judgeTemplate(options.judge.metrics ?? metrics, options.judge));
+    files.push(judge);
+  }
   return files;
 }

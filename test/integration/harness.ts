@@ -7,7 +7,7 @@ import type { LocalDynamo } from "../../local/dynamo.ts";
 import { startProxy } from "../../local/proxy/server.ts";
 import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { run } from "../cli/run.ts";
-import { DIGESTS, type Scenario, type ScenarioOptions } from "./scenario.ts";
+import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } from "./scenario.ts";
 
 /** A scenario on the embedded runtime: the generic one, plus the stack for benchmarks. */
 export interface LocalScenario extends Scenario {
@@ -27,25 +27,33 @@ export interface LocalScenarioOptions extends ScenarioOptions {
  */
 export async function startScenario(options: LocalScenarioOptions): Promise<LocalScenario> {
   const clock = new ManualClock(Date.parse("2026-11-30T12:00:00Z"));
-  const apps = {
-    v1: await startDemoApp({ version: "v1" }),
-    v2: await startDemoApp({ version: "v2" }),
-    v3: await startDemoApp({ version: "v3", errorRate: 0.5 }),
-  };
+  const apps = {} as Record<Tag, Awaited<ReturnType<typeof startDemoApp>>>;
+  for (const [version, errorRate] of Object.entries(ERROR_RATES) as Array<[Tag, number]>) {
+    apps[version] = await startDemoApp({ version, errorRate });
+  }
   const proxy = await startProxy({ now: () => clock.now() });
-  const metricsUrl = options.providerDown ? `http://127.0.0.1:${await freePort()}` : proxy.url;
+  const dead = `http://127.0.0.1:${await freePort()}`;
+  const metricsUrl = options.providerDown ? dead : proxy.url;
   const stack = await startLocalStack({
     specFiles: writeDemoSpec(
       { kind: "proxy", url: metricsUrl },
       {
         ...(options.pause ? { pause: options.pause } : {}),
         ...(options.count ? { count: options.count } : {}),
+        ...(options.judge
+          ? {
+              judge: {
+                ...options.judge,
+                ...(options.judgeDown ? { metrics: { kind: "proxy" as const, url: dead } } : {}),
+              },
+            }
+          : {}),
       },
     ),
     target: {
       adminUrl: proxy.url,
       readinessPath: "/healthz",
-      upstreams: { v1: apps.v1.url, v2: apps.v2.url, v3: apps.v3.url },
+      upstreams: Object.fromEntries(Object.entries(apps).map(([v, app]) => [v, app.url])),
     },
     clock,
     dynamo: options.dynamo,
@@ -100,6 +108,10 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
         }
       }
     },
+    lifecycle: () =>
+      stack.runtime.bus.events
+        .filter((e) => e.event.source === "sfn-rollouts")
+        .map((e) => ({ type: e.event["detail-type"], detail: e.event.detail as Record<string, unknown> })),
     executions: async () => {
       const list = await sfn.send(new ListExecutionsCommand({ stateMachineArn: stack.stateMachineArn }));
       const out: Array<{ name: string; status: string; error?: string }> = [];

@@ -12,7 +12,7 @@ import { freePort } from "../../local/demo/prometheus.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
 import { run } from "../cli/run.ts";
-import { DIGESTS, type Scenario, type ScenarioOptions } from "./scenario.ts";
+import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } from "./scenario.ts";
 
 /**
  * The LocalStack backend of the integration scenarios: the same stack deployed with cdklocal to
@@ -33,18 +33,18 @@ const credentials = { accessKeyId: "test", secretAccessKey: "test" };
 export async function deployToLocalStack(cases: ScenarioOptions[]): Promise<LocalStackDeployment> {
   const host = process.env.LOCALSTACK_TEST_HOST ?? "host.docker.internal";
   const listen = { host: "0.0.0.0", advertise: host };
-  const apps: Record<"v1" | "v2" | "v3", DemoApp> = {
-    v1: await startDemoApp({ version: "v1", ...listen }),
-    v2: await startDemoApp({ version: "v2", ...listen }),
-    v3: await startDemoApp({ version: "v3", errorRate: 0.5, ...listen }),
-  };
+  const apps = {} as Record<Tag, DemoApp>;
+  for (const [version, errorRate] of Object.entries(ERROR_RATES) as Array<[Tag, number]>) {
+    apps[version] = await startDemoApp({ version, errorRate, ...listen });
+  }
   const proxies: RunningProxy[] = [];
   const rollouts = [];
   for (const [i, options] of cases.entries()) {
     const proxy = await startProxy({ host: "0.0.0.0" });
     proxies.push(proxy);
     const reachable = `http://${host}:${proxy.port}`;
-    const stats = options.providerDown ? `http://${host}:${await freePort()}` : reachable;
+    const dead = `http://${host}:${await freePort()}`;
+    const stats = options.providerDown ? dead : reachable;
     rollouts.push({
       id: `Demo${i + 1}`,
       specFiles: writeDemoSpec(
@@ -53,10 +53,18 @@ export async function deployToLocalStack(cases: ScenarioOptions[]): Promise<Loca
           name: `demo-${i + 1}`,
           ...(options.pause ? { pause: options.pause } : {}),
           ...(options.count ? { count: options.count } : {}),
+          ...(options.judge
+            ? {
+                judge: {
+                  ...options.judge,
+                  ...(options.judgeDown ? { metrics: { kind: "proxy" as const, url: dead } } : {}),
+                },
+              }
+            : {}),
         },
       ),
       adminUrl: reachable,
-      upstreams: { v1: apps.v1.url, v2: apps.v2.url, v3: apps.v3.url },
+      upstreams: Object.fromEntries(Object.entries(apps).map(([v, app]) => [v, app.url])),
       repository: `demo-${i + 1}`,
     });
   }

@@ -22,10 +22,18 @@ describe.each(["dynalite", "dynamodb-local"] as const)("a rollout on the embedde
   });
 
   for (const scenario of SCENARIOS) {
-    it(scenario.name, async () => {
-      const s = await startScenario({ dynamo, tableName: `rollouts-${engine}-${++n}`, ...scenario.options });
-      started.push(s);
-      await scenario.run(s);
-    });
+    it(
+      scenario.name,
+      async () => {
+        const s = await startScenario({
+          dynamo,
+          tableName: `rollouts-${engine}-${++n}`,
+          ...scenario.options,
+        });
+        started.push(s);
+        await scenario.run(s);
+      },
+      scenario.timeout,
+    );
   }
 });

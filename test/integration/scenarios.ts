@@ -1,4 +1,5 @@
 import { expect } from "vitest";
+import type { GateSummary } from "../../functions/analysis/judge.ts";
 import { at, DIGESTS, done, type Scenario, type ScenarioOptions } from "./scenario.ts";
 
 /**
@@ -10,6 +11,8 @@ export interface ScenarioCase {
   name: string;
   options: ScenarioOptions;
   inProcess?: boolean;
+  /** Milliseconds the scenario may take on the embedded runtime, when it is longer than usual. */
+  timeout?: number;
   run(s: Scenario): Promise<void>;
 }
 
@@ -23,6 +26,22 @@ async function stable(s: Scenario): Promise<void> {
 }
 
 let thrown = 0;
+
+/**
+ * The `errors-vs-stable` judge at the 50% step: a look every 2 s, 200 requests per side before any
+ * decision, promotion at 800 without evidence of harm (1% → 3% errors is caught near 650).
+ */
+const JUDGE = { initialDelay: "4s", interval: "2s", count: 60, minSamples: 200, samples: 800 };
+/** Traffic that gives the 50% step 30 requests per second per side. */
+const JUDGED = { rps: 60, maxSeconds: 600 };
+const GATE_FIGURES = /\(sequential-rate, Bayes factor [^,]+, alpha 0\.05, n = (\d+)\/(\d+)\)/;
+
+/** The gates `rollouts get --json` shows for the rollout's current execution. */
+async function gates(s: Scenario): Promise<GateSummary[]> {
+  const shown = await s.cli("get", s.name, "--json");
+  expect(shown.code).toBe(0);
+  return JSON.parse(shown.out).gates;
+}
 
 export const SCENARIOS: ScenarioCase[] = [
   {
@@ -202,6 +221,109 @@ export const SCENARIOS: ScenarioCase[] = [
       const completed = item?.events.filter((e) => e.type === "RolloutCompleted").map((e) => e.message);
       expect(completed).toEqual(["Rollout completed: revision 1 (v1) is stable"]);
       expect(item?.stableRevision?.tag).toBe("v1");
+    },
+  },
+  {
+    name: "a judged rollout is promoted: no evidence of harm at 800 requests per side",
+    options: { judge: JUDGE },
+    timeout: 90_000,
+    async run(s) {
+      await stable(s);
+      await s.push("v2");
+      const item = await s.drive(done("v2"), JUDGED);
+      expect(item).toMatchObject({ phase: "Healthy", weight: 100 });
+      const passed = item?.events.filter((e) => e.type === "AnalysisRunSuccessful").at(-1)?.message;
+      expect(passed).toMatch(
+        / Successful: Gate "errors" passed: candidate (0\.9\d|1\.\d)% vs stable (0\.9\d|1\.\d)% errors, p = /,
+      );
+      const [gate] = await gates(s);
+      expect(gate).toMatchObject({
+        metric: "errors",
+        test: "sequential-rate",
+        decision: "promote",
+        verdict: "PASS",
+        candidate: { n: expect.any(Number) },
+        stable: { n: expect.any(Number) },
+      });
+      expect(Math.min(gate?.candidate?.n ?? 0, gate?.stable?.n ?? 0)).toBeGreaterThanOrEqual(800);
+    },
+  },
+  {
+    name: "a judge rolls back a regression no threshold catches (1% to 3% errors), with its figures",
+    options: { judge: JUDGE },
+    timeout: 90_000,
+    async run(s) {
+      await stable(s);
+      await s.push("v4");
+      const item = await s.drive(done("v4"), JUDGED);
+      expect(item).toMatchObject({ phase: "Degraded", weight: 0 });
+      expect(item?.message).toMatch(
+        /^RolloutAborted: Rollout aborted update to revision 2: Gate "errors" rolled back: candidate 3\.\d% vs stable (0\.9\d|1\.\d)% errors, p = \S+ /,
+      );
+      const [, nc, ns] = GATE_FIGURES.exec(item?.message ?? "") ?? [];
+      expect(Number(nc)).toBeGreaterThanOrEqual(200);
+      expect(Number(ns)).toBeGreaterThanOrEqual(200);
+      // The threshold passed at both analyses (97% of v4's checkouts succeed); the stable
+      // version's share of errors in the window is 1% give or take one request.
+      expect(item?.events.filter((e) => e.type === "AnalysisRunSuccessful")).toHaveLength(1);
+      expect(s.proxy.config()).toMatchObject({ stable: s.apps.v1.url, weight: 0 });
+      const failed = s.lifecycle?.().filter((e) => e.type === "AnalysisRunFailed");
+      if (failed) {
+        expect(failed).toHaveLength(1);
+        const [gate] = failed[0]?.detail.gates as Array<Record<string, unknown>>;
+        expect(gate).toMatchObject({
+          metric: "errors",
+          decision: "rollback",
+          verdict: "FAIL",
+          test: "sequential-rate",
+        });
+        expect(gate?.pValue).toBeLessThan(0.05);
+        expect(gate?.bayesFactor).toBeGreaterThan(20);
+      }
+    },
+  },
+  {
+    name: "a judge that cannot read holds, never promotes, and pauses Inconclusive for a person",
+    options: { judge: { ...JUDGE, count: 5 }, judgeDown: true },
+    timeout: 90_000,
+    async run(s) {
+      await stable(s);
+      await s.push("v2");
+      const paused = await s.drive(
+        (i) => at("v2", ["Paused"])(i) && i?.pause?.reason === "InconclusiveAnalysisRun",
+        JUDGED,
+      );
+      expect(paused).toMatchObject({ phase: "Paused", waitingFor: "approval", stepIndex: 4 });
+      expect(paused?.pause?.reason).toBe("InconclusiveAnalysisRun");
+      expect(paused?.message).toMatch(
+        /^InconclusiveAnalysisRun: Gate "errors" is inconclusive: held until the end of the analysis: the candidate's reading "bad" failed: Get "http:\/\/127\.0\.0\.1:\d+\/admin\/stats\?version=v2&window=\d+": .*ECONNREFUSED/,
+      );
+      const [gate] = await gates(s);
+      expect(gate).toMatchObject({ metric: "errors", decision: "hold", look: 5 });
+      const pausedEvent = s
+        .lifecycle?.()
+        .filter((e) => e.type === "RolloutPaused")
+        .at(-1);
+      if (pausedEvent)
+        expect(pausedEvent.detail.gates).toEqual([expect.objectContaining({ decision: "hold" })]);
+      // A person decides.
+      expect((await s.cli("promote", s.name)).code).toBe(0);
+      expect(await s.drive(done("v2"), JUDGED)).toMatchObject({ phase: "Healthy", weight: 100 });
+    },
+  },
+  {
+    name: "an A/A rollout is never rolled back by a judge: three rollouts of identical versions",
+    options: { judge: JUDGE },
+    timeout: 180_000,
+    async run(s) {
+      await stable(s);
+      for (const tag of ["v2", "v1", "v2"] as const) {
+        await s.push(tag);
+        const item = await s.drive(done(tag), JUDGED);
+        expect(item).toMatchObject({ phase: "Healthy", weight: 100 });
+        expect((await gates(s)).map((g) => g.decision)).toEqual(["promote"]);
+      }
+      expect((await s.item())?.events.filter((e) => e.type === "RolloutAborted")).toEqual([]);
     },
   },
 ];
