@@ -14,6 +14,8 @@ export interface DemoOutcome {
   revision: number | null;
   outcome: "Healthy" | "Degraded" | "timed out";
   message: string;
+  /** What decided an abort: `gate errors` (a judge) or `metric success-rate` (a threshold). */
+  decidedBy: string;
   seconds: number;
   /** The candidate's weight when the version's rollout ended (100 promoted, 0 aborted). */
   weight: number;
@@ -44,12 +46,31 @@ export interface DemoOptions {
 
 const DIGEST = (n: number) => `sha256:${String(n).repeat(64).slice(0, 64)}`;
 
+/** Requests per second of the demo's users: enough for the judge to decide within seconds at 50%. */
+export const DEMO_RPS = 200;
+
+/** `gate errors` or `metric success-rate`, from an abort message; `-` when nothing aborted. */
+function decidedBy(message: string): string {
+  const m = /(Gate|Metric) "([^"]+)"/.exec(message);
+  return m ? `${m[1]?.toLowerCase()} ${m[2]}` : "-";
+}
+
+/** The demo's versions and the share of checkouts each fails. */
+export const DEMO_VERSIONS = [
+  ["v1", 0.01],
+  ["v2", 0.01],
+  ["v3", 0.5],
+  ["v4", 0.03],
+] as const;
+
 /**
- * The demo a new user runs first (`npm start`): three versions of a service behind the local
+ * The demo a new user runs first (`npm start`): four versions of a service behind the local
  * proxy, live traffic, Prometheus when installed (else the proxy's own samples), and the
- * synthesized stack in the embedded runtime with the reference canary. It pushes three "images"
- * as ECR events: v1 becomes Healthy with no steps, v2 walks the steps and is promoted, v3 fails
- * half of its checkouts and is aborted at its first analysis with the weight back at 0.
+ * synthesized stack in the embedded runtime with the reference canary and a statistical gate.
+ * It pushes four "images" as ECR events: v1 becomes Healthy with no steps; v2 walks the steps
+ * and is promoted; v3 fails half of its checkouts and is aborted by the threshold at its first
+ * analysis; v4 fails 3% of them where the stable version fails 1% — the threshold passes it, and
+ * the judge comparing it with the stable version rolls it back.
  */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -57,11 +78,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const closers: Array<() => Promise<void>> = [];
   try {
     const apps: Record<string, DemoApp> = {};
-    for (const [version, errorRate] of [
-      ["v1", 0],
-      ["v2", 0],
-      ["v3", 0.5],
-    ] as const) {
+    for (const [version, errorRate] of DEMO_VERSIONS) {
       apps[version] = await startDemoApp({ version, errorRate });
       closers.push(apps[version].close);
     }
@@ -78,7 +95,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       print("no prometheus binary: the analysis reads the proxy's own per-version samples (/admin/stats)");
     }
     const stack = await startLocalStack({
-      specFiles: writeDemoSpec(metrics),
+      // Promotion at 1500 requests per side leaves room above where v4 is caught (about 900).
+      specFiles: writeDemoSpec(metrics, { judge: { samples: 1500 } }),
       target: {
         adminUrl: proxy.url,
         readinessPath: "/healthz",
@@ -87,7 +105,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     });
     closers.push(stack.close);
     print(
-      `services: v1 ${apps.v1?.url}, v2 ${apps.v2?.url}, v3 ${apps.v3?.url} (v3 fails half of /checkout)`,
+      `services: ${DEMO_VERSIONS.map(([v, e]) => `${v} ${apps[v]?.url} (${e * 100}% errors)`).join(", ")}`,
     );
     print(`proxy ${proxy.url}; workflow ${stack.stateMachineArn.split(":").at(-1)}`);
     print("watch it live in another terminal:");
@@ -98,7 +116,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     let load: Load | undefined;
     const outcomes: DemoOutcome[] = [];
     const timeout = (options.perVersionTimeoutSeconds ?? 60) * 1000;
-    for (const [n, tag] of ["v1", "v2", "v3"].entries()) {
+    for (const [n, [tag]] of DEMO_VERSIONS.entries()) {
       const before = await versionCounts(proxy.url, tag);
       const previous = (await stack.item())?.executionArn ?? null;
       const t0 = Date.now();
@@ -108,7 +126,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       if (options.signal?.aborted) break;
       if (!load) {
         // Users arrive once there is a version to serve; Prometheus then has data for every window.
-        load = startLoad({ url: `${proxy.url}/checkout`, rps: options.rps ?? 40 });
+        load = startLoad({ url: `${proxy.url}/checkout`, rps: options.rps ?? DEMO_RPS });
       }
       const after = await versionCounts(proxy.url, tag);
       outcomes.push({
@@ -116,6 +134,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
         revision: item?.currentRevision?.revision ?? null,
         outcome: item?.phase === "Healthy" || item?.phase === "Degraded" ? item.phase : "timed out",
         message: item?.message ?? "",
+        decidedBy: decidedBy(item?.message ?? ""),
         seconds: (Date.now() - t0) / 1000,
         weight: item?.weight ?? 0,
         served: after.total - before.total,
@@ -127,15 +146,19 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     const ok =
       outcomes[0]?.outcome === "Healthy" &&
       outcomes[1]?.outcome === "Healthy" &&
-      outcomes[2]?.outcome === "Degraded";
+      outcomes[2]?.outcome === "Degraded" &&
+      outcomes[2]?.decidedBy === "metric success-rate" &&
+      outcomes[3]?.outcome === "Degraded" &&
+      outcomes[3]?.decidedBy === "gate errors";
     const seconds = (Date.now() - started) / 1000;
     print(summary(outcomes));
     print("");
     print(
-      `done in ${seconds.toFixed(1)} s: ${ok ? "v1 and v2 promoted, v3 aborted" : "NOT the expected outcome"}`,
+      `done in ${seconds.toFixed(1)} s: ${ok ? "v1 and v2 promoted, v3 aborted by a threshold, v4 rolled back by a judge" : "NOT the expected outcome"}`,
     );
     print("where to look next:");
     print("  examples/rollout.yaml, examples/analysis-success-rate.yaml  the rollout and its analysis");
+    print("  examples/analysis-judges.yaml, docs/judges.md  statistical gates against the stable version");
     print("  npx rollouts plan examples/rollout.yaml examples/analysis-success-rate.yaml --rps 40");
     print("  npx rollouts compile examples/rollout.yaml examples/analysis-success-rate.yaml  the workflow");
     print("  README.md, 'Deploying with CDK'  the same stack on AWS");
@@ -182,7 +205,7 @@ async function follow(
           fresh.push({
             at: Date.parse(m.finishedAt),
             key: `m:${run.runId}:${result.name}:${m.finishedAt}`,
-            text: `${"measurement".padEnd(22)} ${result.name} = ${m.value ?? ""} ${m.phase}${detail}`,
+            text: `${"measurement".padEnd(22)} ${result.name} = ${m.value ?? ""} ${m.phase === "Running" ? "hold" : m.phase}${detail}`,
           });
         }
       }
@@ -214,13 +237,14 @@ async function versionCounts(proxyUrl: string, version: string): Promise<{ total
   return { total, failed };
 }
 
-/** The summary table: revision, outcome, duration, requests the candidate served, of which failed. */
+/** The summary table: revision, outcome, what decided it, duration, requests the candidate served, of which failed. */
 export function summary(outcomes: DemoOutcome[]): string {
-  const header = ["image", "revision", "outcome", "weight", "duration", "served", "failed"];
+  const header = ["image", "revision", "outcome", "decided by", "weight", "duration", "served", "failed"];
   const rows = outcomes.map((o) => [
     o.tag,
     String(o.revision ?? "-"),
     o.outcome,
+    o.decidedBy,
     `${o.weight}%`,
     `${o.seconds.toFixed(1)} s`,
     String(o.served),
