@@ -3,6 +3,7 @@
  * Add a module by importing it and appending it to `benches`. `npm run bench -- NAME...` runs
  * only the named ones.
  */
+import { bench as judged } from "./judged.ts";
 import { bench as judges } from "./judges.ts";
 import { bench as runtime } from "./runtime.ts";
 
@@ -12,7 +13,7 @@ export interface Bench {
   run(): Promise<string[]> | string[];
 }
 
-const benches: Bench[] = [judges, runtime];
+const benches: Bench[] = [judges, judged, runtime];
 
 const only = process.argv.slice(2);
 for (const bench of benches) {

@@ -85,8 +85,9 @@ export const LocalProxySettingsSchema = z
     /** Path probed on the candidate upstream to decide it is ready. */
     readinessPath: z.string().startsWith("/").default("/"),
     /**
-     * Which upstream runs which pushed image: image tag (or digest) → URL. The local runtime and
-     * the demo push "images" whose tags name already running services.
+     * Which upstream runs which pushed image: image tag (or digest) → URL; `*` is the upstream of
+     * any other image. The local runtime and the demo push "images" whose tags name already
+     * running services.
      */
     upstreams: z.record(z.string(), z.url()).optional(),
     progressDeadlineSeconds: z.number().int().positive().default(60),

@@ -35,10 +35,11 @@ export function artifactFor(settings: unknown, revision: Revision): CandidateArt
   const parsed = TargetSettingsSchema.safeParse(settings);
   const version = revision.tag ?? revision.digest;
   if (parsed.success && parsed.data.type === "local-proxy") {
-    const upstream = parsed.data.upstreams?.[revision.tag ?? ""] ?? parsed.data.upstreams?.[revision.digest];
+    const upstreams = parsed.data.upstreams;
+    const upstream = upstreams?.[revision.tag ?? ""] ?? upstreams?.[revision.digest] ?? upstreams?.["*"];
     if (!upstream) {
       throw new RangeError(
-        `the local proxy target has no upstream for image tag "${revision.tag}" or digest "${revision.digest}": add it to upstreams`,
+        `the local proxy target has no upstream for image tag "${revision.tag}" or digest "${revision.digest}": add it to upstreams (or a "*" upstream for any other image)`,
       );
     }
     return { upstream, version };

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { RolloutView, StoredMeasurementValue } from "../../cli/render.ts";
-import { currentStepOf, inferStrategy, renderList, renderRollout, statusLine } from "../../cli/render.ts";
+import {
+  currentGates,
+  currentStepOf,
+  inferStrategy,
+  renderList,
+  renderRollout,
+  statusLine,
+} from "../../cli/render.ts";
 import { createRun, tick } from "../../functions/analysis/run.ts";
 import type { AnalysisRun } from "../../functions/analysis/types.ts";
 import type { MetricProvider } from "../../functions/metrics/port.ts";
@@ -367,5 +374,71 @@ describe("rollouts list", () => {
       "",
     ]);
     expect(renderList([])).toBe("No rollouts found.\n");
+  });
+});
+
+describe("rollouts get: judges", () => {
+  it("shows a gate's looks, holds included, and its latest decision in its own words; --json lists the gates", async () => {
+    const { spec } = await loadRollout(["examples/rollout-judged.yaml", "examples/analysis-judges.yaml"]);
+    const step = spec.steps.find((s) => s.kind === "analysis");
+    if (step?.kind !== "analysis") throw new Error("an analysis step");
+    const errors = step.analysis.templates[0]?.metrics.find((m) => m.name === "errors");
+    if (!errors) throw new Error("the errors gate");
+    // The candidate fails 3% of its requests, the stable version 1%: 250 requests per side a look.
+    let look = 0;
+    const provider: MetricProvider = {
+      measure: async () => {
+        look++;
+        const n = 250 * look;
+        const counts = { c: { bad: Math.round(0.03 * n), n }, s: { bad: Math.round(0.01 * n), n } };
+        return {
+          ok: true,
+          value: "",
+          result: {
+            "candidate.bad": { ok: true, value: [counts.c.bad] },
+            "candidate.n": { ok: true, value: [counts.c.n] },
+            "stable.bad": { ok: true, value: [counts.s.bad] },
+            "stable.n": { ok: true, value: [counts.s.n] },
+          },
+        };
+      },
+    };
+    let run = createRun(
+      { templates: [{ name: "judges", kind: "AnalysisTemplate", metrics: [errors] }] },
+      new Date(at(0)),
+    );
+    for (let i = 1; run.phase === "Running" || run.phase === "Pending"; i++) {
+      run = await tick(run, new Date(at(30 * i)), provider);
+      if (i > 20) throw new Error("the gate never decided");
+    }
+    const view: RolloutView = {
+      item: item({
+        phase: "Degraded",
+        message: `RolloutAborted: Rollout aborted update to revision 2: ${run.message}`,
+      }),
+      runs: [{ ...storedRun(run), run: { ...storedRun(run).run, templates: ["judges"] } }],
+      measurements: { [RUN_ID]: storedMeasurements(run) },
+    };
+    const frame = renderRollout(view);
+    expect(run.message).toMatch(
+      /^Gate "errors" rolled back: candidate 3\.0% vs stable 1\.0% errors, p = \S+ \(sequential-rate, Bayes factor \S+, alpha 0\.05, n = (\d+)\/\1\)$/,
+    );
+    expect(frame).toContain(`  ✖ ${RUN_ID}  Failed  step 1  judges\n      ${run.message}\n`);
+    const held = run.metricResults[0]?.held ?? 0;
+    expect(held).toBeGreaterThan(0);
+    expect(frame).toMatch(
+      new RegExp(
+        `      ✖ errors: (◌ [^\\n]+  )*✖ 0\\.03 vs 0\\.01 p=\\S+ n=\\d+/\\d+  \\(0 successful, 1 failed, 0 inconclusive, 0 error, ${held} held\\)\\n`,
+      ),
+    );
+    expect(frame).toContain(`        ${run.message} [look ${held + 1}]\n`);
+    expect(currentGates(view)).toEqual([
+      expect.objectContaining({
+        runId: RUN_ID,
+        metric: "errors",
+        test: "sequential-rate",
+        decision: "rollback",
+      }),
+    ]);
   });
 });

@@ -8,7 +8,7 @@ import type { TimerFiring } from "../../../functions/timer/port.ts";
 import { abort } from "../../../functions/workflow/abort.ts";
 import { analysisTick, StoredAnalysisSchema, startAnalysis } from "../../../functions/workflow/analysis.ts";
 import { awaitStep } from "../../../functions/workflow/await.ts";
-import { begin } from "../../../functions/workflow/begin.ts";
+import { artifactFor, begin } from "../../../functions/workflow/begin.ts";
 import { checkReady } from "../../../functions/workflow/check-ready.ts";
 import { promoteRollout } from "../../../functions/workflow/operate.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
@@ -554,6 +554,19 @@ describe("Begin", () => {
     expect(await item(w)).toEqual(afterTrigger);
     expect(afterTrigger.phase).toBe(before.phase);
     expect(w.router.calls).toEqual([]);
+  });
+  it('runs an image with no upstream of its own on the local-proxy target\'s "*" upstream', () => {
+    const settings = {
+      type: "local-proxy",
+      adminUrl: "http://127.0.0.1:1",
+      upstreams: { v1: "http://127.0.0.1:2", "*": "http://127.0.0.1:3" },
+    };
+    const revision = { revision: 2, image: `demo@${digest(2)}`, digest: digest(2), tag: "v7" };
+    expect(artifactFor(settings, revision)).toEqual({ upstream: "http://127.0.0.1:3", version: "v7" });
+    expect(artifactFor(settings, { ...revision, tag: "v1" })).toEqual({
+      upstream: "http://127.0.0.1:2",
+      version: "v1",
+    });
   });
   it("records a target failure after taking over as Degraded, and a retry that succeeds undoes it", async () => {
     const w = await withStable();
