@@ -2,7 +2,13 @@ import { readFileSync } from "node:fs";
 import { Token } from "aws-cdk-lib";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { describeIssues, TargetSettingsSchema } from "../functions/traffic/settings.ts";
-import { parseRollout, type RolloutSpec, RolloutSpecSchema, type Source } from "../statemachine/index.ts";
+import {
+  parseRollout,
+  providersRead,
+  type RolloutSpec,
+  RolloutSpecSchema,
+  type Source,
+} from "../statemachine/index.ts";
 import type { RolloutControllerProps, RolloutOptions, RolloutSpecSource, RolloutTarget } from "./props.ts";
 import { tagPatternProblem } from "./tag-pattern.ts";
 
@@ -180,13 +186,15 @@ export function triggerProblems(options: RolloutOptions): string[] {
   return problems;
 }
 
-/** Whether any analysis of the spec (steps or background) reads CloudWatch. */
+/** Whether any analysis of the spec (steps or background) reads CloudWatch, directly or through a judge. */
 export function usesCloudWatch(spec: RolloutSpec): boolean {
   const analyses = [
     ...spec.steps.flatMap((s) => (s.kind === "analysis" ? [s.analysis] : [])),
     ...(spec.backgroundAnalysis ? [spec.backgroundAnalysis.analysis] : []),
   ];
   return analyses.some((a) =>
-    a.templates.some((t) => t.metrics.some((m) => m.provider.cloudWatch !== undefined)),
+    a.templates.some((t) =>
+      t.metrics.some((m) => providersRead(m.provider).some((p) => p.cloudWatch !== undefined)),
+    ),
   );
 }

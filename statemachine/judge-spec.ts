@@ -224,3 +224,17 @@ export const JudgeSpecSchema = z.discriminatedUnion("test", [
 ]);
 export type JudgeSpec = z.infer<typeof JudgeSpecSchema>;
 export type JudgeSpecOf<T extends JudgeTest> = Extract<JudgeSpec, { test: T }>;
+
+/**
+ * Every provider a metric provider reads through: itself, or each reading of a judge (and of a
+ * score's metrics). What the construct grants IAM for (a judge reading CloudWatch needs
+ * `cloudwatch:GetMetricData` like a CloudWatch metric does).
+ */
+export function providersRead(provider: { judge?: JudgeSpec } & Record<string, unknown>): Array<Reading["provider"]> {
+  const judge = provider.judge;
+  if (!judge) return [provider as Reading["provider"]];
+  const sides = (s: { candidate?: JudgeSide; stable?: JudgeSide }) =>
+    [...Object.values(s.candidate ?? {}), ...Object.values(s.stable ?? {})].map((r) => r.provider);
+  if (judge.test === "score") return judge.metrics.flatMap((m) => sides(m.check));
+  return sides(judge);
+}

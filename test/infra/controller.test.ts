@@ -678,6 +678,59 @@ describe("validation: one error that lists every bad prop", () => {
     ).toThrow(/uses the cloudWatch provider but the controller has cloudWatchMetrics: false/);
   });
 
+  it("sees CloudWatch read through a judge, and writes a canary gate's cooldown into the trigger's routes", () => {
+    const stack = new Stack(testApp(), "Judged");
+    const refusing = new RolloutController(stack, "NoCw", { cloudWatchMetrics: false });
+    const target = { type: "lambda-alias" as const, functionName: "api", alias: "live" };
+    const repository = ecr.Repository.fromRepositoryName(stack, "R", "r");
+    // The scored canary analysis reads `throughput` from CloudWatch inside its score.
+    expect(() =>
+      refusing.addRollout("Shop", {
+        spec: { files: ["examples/envconfig/shop/shop/canary-analysis.yml"] },
+        target,
+        trigger: { repository },
+      }),
+    ).toThrow(/uses the cloudWatch provider but the controller has cloudWatchMetrics: false/);
+    const dir = mkdtempSync(join(tmpdir(), "infra-"));
+    const gate = join(dir, "gate.yaml");
+    writeFileSync(
+      gate,
+      `apiVersion: sfn-rollouts/v1
+name: gated
+steps: [50, 100]
+bake: 5m
+health:
+  judge:
+    - name: gate
+      test: canary-gate
+      rollbackCooldown: 20m
+      candidate:
+        p95: {cloudWatch: {metricDataQueries: [{id: p, expression: "p95"}]}, value: "result[0].Values"}
+        errorRate: {cloudWatch: {metricDataQueries: [{id: e, expression: "e"}]}, value: "result[0].Values"}
+        n: {cloudWatch: {metricDataQueries: [{id: n, expression: "n"}]}, value: "result[0].Values"}
+      stable:
+        p95: {cloudWatch: {metricDataQueries: [{id: s, expression: "s"}]}, value: "result[0].Values"}
+`,
+    );
+    const gated = new Stack(testApp(), "Gated");
+    const controller = new RolloutController(gated, "C");
+    controller.addRollout("Gated", {
+      spec: { files: [gate] },
+      target,
+      trigger: { repository: ecr.Repository.fromRepositoryName(gated, "R", "r") },
+    });
+    const template = Template.fromStack(gated);
+    const trigger = template.findResources("AWS::Lambda::Function", {
+      Properties: {
+        Description: "sfn-rollouts: trigger",
+        Environment: { Variables: { ROLLOUTS_ROUTES: Match.anyValue() } },
+      },
+    });
+    const routes = flat(Object.values(trigger).at(-1)?.Properties.Environment.Variables.ROLLOUTS_ROUTES);
+    expect(routes).toContain('"cooldown":{"seconds":1200,"maxPerHour":3}');
+    expect(actionsOfFunction(template, "analysisTick")).toContain("cloudwatch:GetMetricData");
+  });
+
   it("refuses to synthesize more routes than the trigger's 4 KB environment can hold", async () => {
     const stack = new Stack(testApp(), "Many");
     const controller = new RolloutController(stack, "C");
