@@ -14,12 +14,12 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ManualClock } from "../functions/clock.ts";
+import { normalQuantile } from "../functions/judges/normal.ts";
 import { StoredAnalysisSchema } from "../functions/workflow/analysis.ts";
 import { type LocalDynamo, startDynamo } from "../local/dynamo.ts";
 import { startProxy } from "../local/proxy/server.ts";
 import { startSyntheticSource, type VersionModel } from "../local/simulate/source.ts";
 import { startLocalStack } from "../local/stack.ts";
-import { normalQuantile } from "../functions/judges/normal.ts";
 import { samplesPerSide } from "../statemachine/sample-size.ts";
 import type { Bench } from "./run.ts";
 
@@ -28,7 +28,12 @@ const ALPHA = 0.05;
 const LOOK_SECONDS = 60;
 const LOOKS = 20;
 const RPS_PER_SIDE = 150 / 60;
-const HEALTHY: VersionModel = { requestsPerSecond: RPS_PER_SIDE, errorRate: 0.01, latencyMedianMs: 100, latencySigma: 0.5 };
+const HEALTHY: VersionModel = {
+  requestsPerSecond: RPS_PER_SIDE,
+  errorRate: 0.01,
+  latencyMedianMs: 100,
+  latencySigma: 0.5,
+};
 
 /** A version's behaviour from its tag: `err-*` fails 3%, `slow-*` is 20% slower, the rest are healthy. */
 function model(version: string): VersionModel {
@@ -202,18 +207,24 @@ async function runJobs(jobs: Job[]): Promise<JobResult[]> {
       });
       results[index] = await new Promise<JobResult>((resolve, reject) => {
         child.once("message", (m) => resolve(m as JobResult));
-        child.once("exit", (code) => reject(new Error(`bench job ${JSON.stringify(jobs[index])} exited with ${code}`)));
+        child.once("exit", (code) =>
+          reject(new Error(`bench job ${JSON.stringify(jobs[index])} exited with ${code}`)),
+        );
       });
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(availableParallelism(), jobs.length)) }, worker));
+  await Promise.all(
+    Array.from({ length: Math.max(1, Math.min(availableParallelism(), jobs.length)) }, worker),
+  );
   return results;
 }
 
 const FIXED = {
   errors: samplesPerSide({ baseline: 0.01, candidate: 0.03, alpha: ALPHA }),
   // Two-sample t on log latency, σ 0.5: n = 2 (z_α + z_β)² σ² / ln(1.2)².
-  latency: Math.ceil((2 * (normalQuantile(1 - ALPHA) + normalQuantile(0.8)) ** 2 * 0.25) / Math.log(1.2) ** 2),
+  latency: Math.ceil(
+    (2 * (normalQuantile(1 - ALPHA) + normalQuantile(0.8)) ** 2 * 0.25) / Math.log(1.2) ** 2,
+  ),
 };
 
 export const bench: Bench = {

@@ -230,7 +230,9 @@ export type JudgeSpecOf<T extends JudgeTest> = Extract<JudgeSpec, { test: T }>;
  * score's metrics). What the construct grants IAM for (a judge reading CloudWatch needs
  * `cloudwatch:GetMetricData` like a CloudWatch metric does).
  */
-export function providersRead(provider: { judge?: JudgeSpec } & Record<string, unknown>): Array<Reading["provider"]> {
+export function providersRead(
+  provider: { judge?: JudgeSpec } & Record<string, unknown>,
+): Array<Reading["provider"]> {
   const judge = provider.judge;
   if (!judge) return [provider as Reading["provider"]];
   const sides = (s: { candidate?: JudgeSide; stable?: JudgeSide }) =>

@@ -11,7 +11,8 @@ import {
   toArgoJson,
 } from "../../functions/analysis/index.ts";
 import { defaultProviders, type MetricProvider } from "../../functions/metrics/index.ts";
-import { loadAnalysisTemplates, SpecError } from "../../statemachine/index.ts";
+import { resolveRuntimeArgs } from "../../functions/workflow/runtime-args.ts";
+import { loadAnalysisTemplates, RUNTIME_PLACEHOLDERS, SpecError } from "../../statemachine/index.ts";
 import { Exit, type Io, type RegisterCommand, UsageError } from "../io.ts";
 
 /** What `rollouts analyze` needs from the outside world; tests pass a virtual clock. */
@@ -125,9 +126,22 @@ export function analyzeCommand(deps: AnalyzeDeps = realDeps): RegisterCommand {
         "terminate the run after this long (a metric with an interval and no count runs until then)",
         parseSeconds,
       )
+      .option("--latest <version>", "the candidate's image tag, for {{rollout.latest}} (a judge's candidate)")
+      .option("--stable <version>", "the stable version's image tag, for {{rollout.stable}}")
+      .option("--digest <digest>", "the candidate's image digest, for {{rollout.digest}}")
       .option("--json", "print the final run as JSON (measurements go to stderr)")
       .action(
-        async (files: string[], opts: { arg: Record<string, string>; duration?: number; json?: boolean }) => {
+        async (
+          files: string[],
+          opts: {
+            arg: Record<string, string>;
+            duration?: number;
+            json?: boolean;
+            latest?: string;
+            stable?: string;
+            digest?: string;
+          },
+        ) => {
           let spec: Awaited<ReturnType<typeof loadAnalysisTemplates>>;
           try {
             spec = await loadAnalysisTemplates(files, opts.arg);
@@ -138,6 +152,21 @@ export function analyzeCommand(deps: AnalyzeDeps = realDeps): RegisterCommand {
             }
             throw error;
           }
+          // Values a rollout knows when its analysis starts: here the user gives them.
+          const text = JSON.stringify(spec);
+          const missing = (["latest", "stable", "digest"] as const).filter(
+            (k) => text.includes(RUNTIME_PLACEHOLDERS[k]) && opts[k] === undefined,
+          );
+          if (missing.length > 0) {
+            throw new UsageError(
+              `the templates read ${missing.map((k) => RUNTIME_PLACEHOLDERS[k]).join(", ")}: give ${missing.map((k) => `--${k}`).join(", ")}`,
+            );
+          }
+          spec = resolveRuntimeArgs(spec, {
+            latest: opts.latest ?? "",
+            stable: opts.stable ?? "",
+            digest: opts.digest ?? "",
+          });
           const run = createRun(spec, deps.now());
           if (isCompleted(run.phase)) {
             io.err(`rollouts: ${run.message ?? run.phase}`);

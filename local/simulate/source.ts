@@ -110,14 +110,18 @@ export async function startSyntheticSource(options: SyntheticSourceOptions): Pro
     }
     const version = url.searchParams.get("version");
     const since = Date.parse(url.searchParams.get("since") ?? "");
-    const until = url.searchParams.has("until") ? Date.parse(url.searchParams.get("until") ?? "") : options.now();
+    const until = url.searchParams.has("until")
+      ? Date.parse(url.searchParams.get("until") ?? "")
+      : options.now();
     if (url.pathname !== "/stats" || !version || Number.isNaN(since) || Number.isNaN(until)) {
       res
         .writeHead(400, { "content-type": "application/json" })
         .end(JSON.stringify({ error: "GET /stats?version=V&since=ISO[&until=ISO]" }));
       return;
     }
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(stats(version, since, until)));
+    res
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify(stats(version, since, until)));
   });
   server.keepAliveTimeout = 1_000;
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));

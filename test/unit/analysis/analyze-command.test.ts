@@ -245,3 +245,48 @@ describe("rollouts analyze", () => {
     expect(out.join("\n")).toMatch(/missing\.yaml/);
   });
 });
+
+describe("rollouts analyze with a judge", () => {
+  function judgeTemplate(): string {
+    const file = join(dir, "judge.yaml");
+    writeFileSync(
+      file,
+      `apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: judge}
+spec:
+  args: [{name: base}]
+  metrics:
+    - name: errors
+      interval: 10s
+      count: 3
+      provider:
+        plugin:
+          sfn-rollouts/judge:
+            test: two-proportion
+            label: errors
+            candidate: {web: {url: "{{args.base}}/stats/{{rollout.latest}}"}}
+            stable: {web: {url: "{{args.base}}/stats/{{rollout.stable}}"}}
+`,
+    );
+    return file;
+  }
+
+  it("needs the versions a rollout would know, and names the flags", async () => {
+    const r = await cli([judgeTemplate(), "--arg", `base=${server.url}`]);
+    expect(r.code).toBe(2);
+    expect(r.err.join("\n")).toContain(
+      "the templates read {{rollout.latest}}, {{rollout.stable}}: give --latest, --stable",
+    );
+  });
+
+  it("judges the candidate against the stable version it is given", async () => {
+    answers["/stats/v2"] = { status: 200, body: '{"bad": 30, "n": 1000}' };
+    answers["/stats/v1"] = { status: 200, body: '{"bad": 10, "n": 1000}' };
+    const r = await cli([judgeTemplate(), "--arg", `base=${server.url}`, "--latest", "v2", "--stable", "v1"]);
+    expect(r.code).toBe(1);
+    expect(r.out.at(-1)).toMatch(
+      /^message: Gate "errors" rolled back: candidate 3\.0% vs stable 1\.0% errors, p = \S+ \(two-proportion, alpha 0\.05, n = 1000\/1000\)$/,
+    );
+  });
+});
