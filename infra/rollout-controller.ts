@@ -67,8 +67,8 @@ interface Route {
 }
 
 /**
- * Progressive delivery for many services from one set of shared parts (DESIGN.md "One
- * controller, many rollouts"): the table, the handler functions, the Timer (Scheduler group and
+ * Progressive delivery for many services from one set of shared parts (docs/architecture.md,
+ * "One controller, many rollouts"): the table, the handler functions, the Timer (Scheduler group and
  * ticker) and the event bus wiring live here once; `addRollout` adds one state machine and one
  * ECR rule per service. Every grant is the narrowest the handlers' calls allow, and each wildcard
  * that remains is acknowledged for cdk-nag with its reason.
@@ -229,7 +229,7 @@ export class RolloutController extends Construct {
       acknowledge(
         functions[name],
         "AwsSolutions-L1",
-        "Node.js 22 is the runtime the project deploys on (DESIGN.md); the bundle targets node20 so that the same code also runs in the embedded runtime on Node 20",
+        "Node.js 22 is the Lambda runtime the project deploys on; the bundle targets node20 so that the same code also runs in the embedded runtime on Node 20",
       );
       this.#roles[name] = role;
       this.#grantShared(name, role, { schedules, tickerArn, tickerExecutions, prometheus });

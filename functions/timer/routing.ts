@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.ts";
 import type { ScheduleOutcome, ScheduleRequest, Timer } from "./port.ts";
 
-/** Below this delay the ticker is used; from it on, EventBridge Scheduler (DESIGN.md "The Timer"). */
+/** Below this delay the ticker is used; from it on, EventBridge Scheduler (docs/state.md, "The Timer"). */
 export const SCHEDULER_MIN_DELAY_MS = 60_000;
 
 export interface RoutingTimerOptions {
