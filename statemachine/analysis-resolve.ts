@@ -10,7 +10,7 @@ import {
 import { compileCondition } from "./conditions.ts";
 import { parseDuration } from "./duration.ts";
 import { JUDGE_PLUGIN, loadJudge } from "./judge-load.ts";
-import { joinPath, type Problem } from "./problems.ts";
+import { issueMessage, joinPath, type Problem } from "./problems.ts";
 import {
   type AnalysisSpec,
   type Metric,
@@ -100,11 +100,7 @@ export function loadTemplate(
 export function zodProblems(error: z.ZodError, origin: Origin, basePath: string, step?: number): Problem[] {
   return error.issues.map((issue) => {
     const path = joinPath([...(basePath ? [basePath] : []), ...issue.path]);
-    const message =
-      issue.code === "unrecognized_keys"
-        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-        : issue.message;
-    return { ...origin, path, ...(step !== undefined ? { step } : {}), message };
+    return { ...origin, path, ...(step !== undefined ? { step } : {}), message: issueMessage(issue) };
   });
 }
 
@@ -451,13 +447,7 @@ function readingProvider(
 ): Provider | undefined {
   const parsed = ArgoReadingProviderSchema.safeParse(raw);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const message =
-        issue.code === "unrecognized_keys"
-          ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-          : issue.message;
-      report(joinPath([path, ...issue.path]), message);
-    }
+    for (const issue of parsed.error.issues) report(joinPath([path, ...issue.path]), issueMessage(issue));
     return undefined;
   }
   const normalized = readingProviderOf(parsed.data, report, path);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { UNSUPPORTED_PROVIDERS } from "./argo-schema.ts";
 import { compileExpression } from "./conditions.ts";
 import { parseDuration } from "./duration.ts";
 import {
@@ -14,6 +15,7 @@ import {
   type Reading,
   type ScoredCheck,
 } from "./judge-spec.ts";
+import { issueMessage } from "./problems.ts";
 import type { Provider } from "./providers.ts";
 import { samplesOneProportion, samplesPerSide } from "./sample-size.ts";
 
@@ -77,17 +79,8 @@ export interface JudgeLoadContext {
 }
 
 const READING_PROVIDERS = ["prometheus", "web", "cloudWatch", "samples"] as const;
-const OTHER_PROVIDERS = [
-  "job",
-  "kayenta",
-  "datadog",
-  "newRelic",
-  "wavefront",
-  "graphite",
-  "influxdb",
-  "skywalking",
-  "plugin",
-];
+/** Providers a reading cannot use, recognised so the message can name them. */
+const OTHER_PROVIDERS: readonly string[] = [...UNSUPPORTED_PROVIDERS, "plugin"];
 
 const InputSchema = z
   .object({
@@ -229,14 +222,9 @@ function loadAny(
   const parsed = InputSchema.safeParse(raw);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
-      const path = issue.path.join(".");
       const message =
-        issue.code === "unrecognized_keys"
-          ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-          : issue.path[0] === "test"
-            ? `test must be one of ${JUDGE_TESTS.join(", ")}`
-            : issue.message;
-      ctx.report(at(path), message);
+        issue.path[0] === "test" ? `test must be one of ${JUDGE_TESTS.join(", ")}` : issueMessage(issue);
+      ctx.report(at(issue.path.join(".")), message);
     }
     return undefined;
   }
@@ -296,6 +284,12 @@ function loadAny(
     return Math.max(1, minSamples, computed ?? 0);
   };
   const common = { alpha, direction, minEffect, minSamples, candidate, stable };
+  /** A sequential test's `samples` (where it promotes) cannot be below where it may first decide. */
+  const samplesAtLeastMin = (): boolean => {
+    if (input.samples === undefined || input.samples >= minSamples) return true;
+    fail("samples", `samples (${input.samples}) is below minSamples (${minSamples})`);
+    return false;
+  };
 
   switch (test) {
     case "two-proportion": {
@@ -366,10 +360,7 @@ function loadAny(
         );
         return undefined;
       }
-      if (input.samples !== undefined && input.samples < minSamples) {
-        fail("samples", `samples (${input.samples}) is below minSamples (${minSamples})`);
-        return undefined;
-      }
+      if (!samplesAtLeastMin()) return undefined;
       return {
         test,
         ...common,
@@ -381,10 +372,7 @@ function loadAny(
       };
     }
     case "sequential-latency": {
-      if (input.samples !== undefined && input.samples < minSamples) {
-        fail("samples", `samples (${input.samples}) is below minSamples (${minSamples})`);
-        return undefined;
-      }
+      if (!samplesAtLeastMin()) return undefined;
       return {
         test,
         ...common,
@@ -520,6 +508,11 @@ function loadSide(
     ok = false;
     ctx.report(field ? `${path}.${field}` : path, message);
   };
+  const known = (key: string): boolean => {
+    if (allowed.includes(key)) return true;
+    fail(key, `unknown reading "${key}": the ${which} side of ${test} reads ${allowed.join(", ")}`);
+    return false;
+  };
   if (providerKeys.length > 0) {
     // One provider call; the other keys are expressions that read values out of its result.
     const provider = loadProvider(Object.fromEntries(entries.filter(([k]) => isProviderKey(k))), path, ctx);
@@ -532,10 +525,7 @@ function loadSide(
         else sinceStart = value;
         continue;
       }
-      if (!allowed.includes(key)) {
-        fail(key, `unknown reading "${key}": the ${which} side of ${test} reads ${allowed.join(", ")}`);
-        continue;
-      }
+      if (!known(key)) continue;
       if (typeof value !== "string" || value.trim() === "") {
         fail(key, `an expression over the provider's result, like "result.${key}"`);
         continue;
@@ -557,10 +547,7 @@ function loadSide(
     }
   } else {
     for (const [key, value] of entries) {
-      if (!allowed.includes(key)) {
-        fail(key, `unknown reading "${key}": the ${which} side of ${test} reads ${allowed.join(", ")}`);
-        continue;
-      }
+      if (!known(key)) continue;
       if (value === null || typeof value !== "object" || Array.isArray(value)) {
         fail(key, "a reading is a provider ({prometheus: {query: ...}}) with an optional value expression");
         continue;

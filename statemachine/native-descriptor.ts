@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Origin } from "./analysis-resolve.ts";
+import { type Origin, zodProblems } from "./analysis-resolve.ts";
 import { normalizeNative } from "./native.ts";
 import type { Problem } from "./problems.ts";
 import type { RolloutSpec } from "./spec.ts";
@@ -78,16 +78,7 @@ export function normalizeDescriptor(
 ): RolloutSpec | undefined {
   const parsed = DescriptorRolloutSchema.safeParse(doc.rollout);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      problems.push({
-        ...origin,
-        path: ["rollout", ...issue.path].join("."),
-        message:
-          issue.code === "unrecognized_keys"
-            ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-            : issue.message,
-      });
-    }
+    problems.push(...zodProblems(parsed.error, origin, "rollout"));
     return undefined;
   }
   const r = parsed.data;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Origin } from "./analysis-resolve.ts";
+import { type Origin, zodProblems } from "./analysis-resolve.ts";
 import { parseDuration } from "./duration.ts";
 import { JUDGE_PLACEHOLDERS, JUDGE_PLUGIN } from "./judge-load.ts";
 import type { Problem } from "./problems.ts";
@@ -124,16 +124,7 @@ export function healthTemplate(raw: unknown, ctx: Context): { metrics: unknown[]
   const before = ctx.problems.length;
   const parsed = HealthSchema.safeParse(raw);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      ctx.problems.push({
-        ...ctx.origin,
-        path: [ctx.path, ...issue.path].join("."),
-        message:
-          issue.code === "unrecognized_keys"
-            ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-            : issue.message,
-      });
-    }
+    ctx.problems.push(...zodProblems(parsed.error, ctx.origin, ctx.path));
     return undefined;
   }
   const health = parsed.data;
@@ -160,16 +151,7 @@ export function healthTemplate(raw: unknown, ctx: Context): { metrics: unknown[]
     }
     const one = HealthMetricSchema.safeParse(m);
     if (!one.success) {
-      for (const issue of one.error.issues) {
-        ctx.problems.push({
-          ...ctx.origin,
-          path: [path, ...issue.path].join("."),
-          message:
-            issue.code === "unrecognized_keys"
-              ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-              : issue.message,
-        });
-      }
+      ctx.problems.push(...zodProblems(one.error, ctx.origin, path));
       return;
     }
     if (one.data.provider !== undefined && !["prometheus", "cloudwatch"].includes(one.data.provider)) {

@@ -16,6 +16,18 @@ export interface Problem {
   message: string;
 }
 
+/** A zod issue in a user's words: unknown fields are named, the rest is zod's message. */
+export function issueMessage(issue: {
+  code: string;
+  message: string;
+  keys?: readonly PropertyKey[];
+}): string {
+  if (issue.code === "unrecognized_keys" && issue.keys) {
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${String(k)}"`).join(", ")}`;
+  }
+  return issue.message;
+}
+
 /** Renders a problem as one line: `file: document 2 (Rollout demo): spec.x (step 3): message`. */
 export function formatProblem(p: Problem): string {
   const where: string[] = [p.file];

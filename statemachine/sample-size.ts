@@ -9,6 +9,14 @@ import quantile from "@stdlib/stats-base-dists-normal-quantile";
 
 const normalQuantile = (p: number) => quantile(p, 0, 1);
 
+/** Every input of a power calculation is a probability strictly between 0 and 1: says which is not. */
+function assertProbabilities(values: Record<string, number>): void {
+  for (const [name, value] of Object.entries(values)) {
+    if (!(value > 0 && value < 1))
+      throw new RangeError(`${name} must be strictly between 0 and 1, got ${value}`);
+  }
+}
+
 /** What a power calculation needs: the rate you have, the rate you must not miss, and the risks. */
 export interface SampleSizeInput {
   /** The primary's rate (e.g. 0.97 good answers, or 0.01 errors). */
@@ -34,15 +42,7 @@ export function samplesPerSide(input: SampleSizeInput): number {
   const { baseline: p1, candidate: p2, alpha } = input;
   const power = input.power ?? 0.8;
   const sides = input.sides ?? 1;
-  for (const [name, value] of [
-    ["baseline", p1],
-    ["candidate", p2],
-    ["alpha", alpha],
-    ["power", power],
-  ] as const) {
-    if (!(value > 0 && value < 1))
-      throw new RangeError(`${name} must be strictly between 0 and 1, got ${value}`);
-  }
+  assertProbabilities({ baseline: p1, candidate: p2, alpha, power });
   const d = Math.abs(p1 - p2);
   if (d === 0)
     throw new RangeError("baseline and candidate rates are equal: no sample size detects no change");
@@ -67,15 +67,7 @@ export function samplesOneProportion(input: {
 }): number {
   const { limit: p0, candidate: p1, alpha } = input;
   const power = input.power ?? 0.8;
-  for (const [name, value] of [
-    ["limit", p0],
-    ["candidate", p1],
-    ["alpha", alpha],
-    ["power", power],
-  ] as const) {
-    if (!(value > 0 && value < 1))
-      throw new RangeError(`${name} must be strictly between 0 and 1, got ${value}`);
-  }
+  assertProbabilities({ limit: p0, candidate: p1, alpha, power });
   if (p0 === p1)
     throw new RangeError("limit and candidate rates are equal: no sample size detects no change");
   const zAlpha = normalQuantile(1 - alpha / (input.sides ?? 1));

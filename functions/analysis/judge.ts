@@ -11,6 +11,7 @@ import {
   histogramTotal,
   InvalidObservationError,
   type LogSummary,
+  type MannWhitneyResult,
   type MetricStatus,
   mannWhitney,
   mannWhitneyHistograms,
@@ -388,13 +389,9 @@ function evaluate(
       };
     }
     case "mann-whitney": {
-      if (check.data === "histogram") {
-        const c = histogramOf(readings, prefix, "candidate");
-        const s = histogramOf(readings, prefix, "stable");
-        const nc = Math.round(histogramTotal(c));
-        const ns = Math.round(histogramTotal(s));
-        return fixedHorizon(check, { c: nc, s: ns }, () => {
-          const result = mannWhitneyHistograms(c, s, ALTERNATIVE[check.direction]);
+      const ranked = (n: { c: number; s: number }, test: () => MannWhitneyResult) =>
+        fixedHorizon(check, n, () => {
+          const result = test();
           return {
             result,
             c: result.medianCandidate,
@@ -402,18 +399,16 @@ function evaluate(
             compared: `candidate median ${formatNumber(result.medianCandidate)} vs stable ${formatNumber(result.medianPrimary)}`,
           };
         });
+      const alternative = ALTERNATIVE[check.direction];
+      if (check.data === "histogram") {
+        const c = histogramOf(readings, prefix, "candidate");
+        const s = histogramOf(readings, prefix, "stable");
+        const n = { c: Math.round(histogramTotal(c)), s: Math.round(histogramTotal(s)) };
+        return ranked(n, () => mannWhitneyHistograms(c, s, alternative));
       }
       const c = samplesOf(readings, prefix, "candidate", false);
       const s = samplesOf(readings, prefix, "stable", false);
-      return fixedHorizon(check, { c: c.length, s: s.length }, () => {
-        const result = mannWhitney(c, s, ALTERNATIVE[check.direction]);
-        return {
-          result,
-          c: result.medianCandidate,
-          s: result.medianPrimary,
-          compared: `candidate median ${formatNumber(result.medianCandidate)} vs stable ${formatNumber(result.medianPrimary)}`,
-        };
-      });
+      return ranked({ c: c.length, s: s.length }, () => mannWhitney(c, s, alternative));
     }
     case "sequential-rate": {
       const c = countsOf(readings, prefix, "candidate");

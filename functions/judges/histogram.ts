@@ -1,4 +1,4 @@
-import { type MannWhitneyResult, ratioOfMeans, uFromRankSum } from "./mann-whitney.ts";
+import { type MannWhitneyResult, uFromRankSum, withEffects } from "./mann-whitney.ts";
 import type { Alternative } from "./types.ts";
 
 /**
@@ -136,20 +136,10 @@ export function mannWhitneyHistograms(
     seen += t;
     if (t > 1) tieTerm += t * t * t - t;
   }
-  const { statistic, z, pValue } = uFromRankSum(n1, n2, rankSumX, tieTerm, alternative);
-  const medianCandidate = histogramQuantile(candidate, 0.5);
-  const medianPrimary = histogramQuantile(primary, 0.5);
-  const meanCandidate = approximateMean(candidate);
-  const meanPrimary = approximateMean(primary);
-  return {
-    statistic,
-    z,
-    pValue,
-    effect: medianCandidate - medianPrimary,
-    medianCandidate,
-    medianPrimary,
-    meanRatio: ratioOfMeans(meanCandidate, meanPrimary),
-    meanCandidate,
-    meanPrimary,
-  };
+  return withEffects(uFromRankSum(n1, n2, rankSumX, tieTerm, alternative), {
+    medianCandidate: histogramQuantile(candidate, 0.5),
+    medianPrimary: histogramQuantile(primary, 0.5),
+    meanCandidate: approximateMean(candidate),
+    meanPrimary: approximateMean(primary),
+  });
 }

@@ -120,21 +120,24 @@ export function mannWhitneySorted(
     if (t > 1) tieTerm += t * t * t - t;
   }
 
-  const { statistic: u1, z, pValue } = uFromRankSum(n1, n2, rankSumX, tieTerm, alternative);
-  const medianCandidate = medianOfSorted(x);
-  const medianPrimary = medianOfSorted(y);
-  const meanCandidate = mean(x);
-  const meanPrimary = mean(y);
+  return withEffects(uFromRankSum(n1, n2, rankSumX, tieTerm, alternative), {
+    medianCandidate: medianOfSorted(x),
+    medianPrimary: medianOfSorted(y),
+    meanCandidate: mean(x),
+    meanPrimary: mean(y),
+  });
+}
+
+/** A Mann-Whitney result: the test's figures and the effect sizes a decision reads beside them. */
+export function withEffects(
+  test: { statistic: number; z: number; pValue: number },
+  sides: { medianCandidate: number; medianPrimary: number; meanCandidate: number; meanPrimary: number },
+): MannWhitneyResult {
   return {
-    statistic: u1,
-    z,
-    pValue,
-    effect: medianCandidate - medianPrimary,
-    medianCandidate,
-    medianPrimary,
-    meanRatio: ratioOfMeans(meanCandidate, meanPrimary),
-    meanCandidate,
-    meanPrimary,
+    ...test,
+    effect: sides.medianCandidate - sides.medianPrimary,
+    ...sides,
+    meanRatio: ratioOfMeans(sides.meanCandidate, sides.meanPrimary),
   };
 }
 

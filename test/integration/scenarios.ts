@@ -270,7 +270,7 @@ export const SCENARIOS: ScenarioCase[] = [
       const failed = s.lifecycle?.().filter((e) => e.type === "AnalysisRunFailed");
       if (failed) {
         expect(failed).toHaveLength(1);
-        const [gate] = failed[0]?.detail.gates as Array<Record<string, unknown>>;
+        const [gate] = (failed[0]?.detail.gates ?? []) as Array<Record<string, unknown>>;
         expect(gate).toMatchObject({
           metric: "errors",
           decision: "rollback",
