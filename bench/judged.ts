@@ -55,7 +55,7 @@ ${reading}`;
       ? "            data: summary\n            minSamples: 100"
       : test === "sequential-rate"
         ? "            minSamples: 100"
-        : "            baseline: 0.01\n            minEffect: 0.02";
+        : "            baseline: 0.01\n            detect: 0.02";
   const reading = test === "sequential-latency" ? latency : counts;
   return `apiVersion: argoproj.io/v1alpha1
 kind: Rollout
@@ -241,7 +241,9 @@ export const bench: Bench = {
       { kind: "detect", test: "two-proportion", prefix: "err", rollouts: detections },
       { kind: "detect", test: "sequential-latency", prefix: "slow", rollouts: detections },
     ];
-    const results = await runJobs(jobs);
+    // BENCH_JUDGED_ONLY=two-proportion runs the jobs of one test.
+    const only = process.env.BENCH_JUDGED_ONLY;
+    const results = await runJobs(only ? jobs.filter((j) => j.test === only) : jobs);
     const lines: string[] = [
       `through the real workflow (embedded runtime, dynalite, virtual time): setWeight 50, a look every ${LOOK_SECONDS} s, up to ${LOOKS} looks, ${Math.round(RPS_PER_SIDE * LOOK_SECONDS)} requests per side between looks, alpha ${ALPHA}`,
       "  test                A/A rollouts  rolled back  rate (95% CI)      wall time",

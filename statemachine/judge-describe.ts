@@ -22,8 +22,13 @@ function statistical(check: JudgeCheck): string {
           : check.test === "two-proportion"
             ? `${check.label} rate against stable`
             : `${check.data === "histogram" ? "histogram" : "samples"} against stable`;
-      const effect = check.minEffect > 0 ? `, minEffect ${check.minEffect}` : "";
-      return `${check.test} judge of the ${what} (${WORSE[check.direction]}), alpha ${check.alpha}${effect}; decides once, at ${check.horizon} samples per side`;
+      const effect =
+        check.test !== "one-proportion" && check.minEffect > 0 ? `, minEffect ${check.minEffect}` : "";
+      const planned =
+        "detect" in check && check.detect !== undefined
+          ? ` (enough to detect ${check.detect} worse with power ${check.power})`
+          : "";
+      return `${check.test} judge of the ${what} (${WORSE[check.direction]}), alpha ${check.alpha}${effect}; decides once, at ${check.horizon} samples per side${planned}`;
     }
     case "sequential-rate":
     case "sequential-latency": {

@@ -95,6 +95,7 @@ const InputSchema = z
     stable: z.unknown().optional(),
     label: z.string().min(1).max(40).optional(),
     baseline: z.number().gt(0).lt(1).optional(),
+    detect: z.number().gt(0).lt(1).optional(),
     power: z.number().gt(0).lt(1).optional(),
     limit: z.number().gt(0).lt(1).optional(),
     method: z.enum(["normal", "exact"]).optional(),
@@ -121,7 +122,7 @@ type Input = z.infer<typeof InputSchema>;
 const STATISTICAL = ["alpha", "direction", "minEffect", "minSamples", "data", "candidate", "stable"];
 /** The fields each test reads: any other field is refused, so a misplaced `limit` is not silently ignored. */
 const FIELDS: Record<JudgeTest, readonly string[]> = {
-  "two-proportion": [...STATISTICAL, "label", "baseline", "power", "samples"],
+  "two-proportion": [...STATISTICAL, "label", "baseline", "detect", "power", "samples"],
   "one-proportion": [
     "alpha",
     "direction",
@@ -132,6 +133,7 @@ const FIELDS: Record<JudgeTest, readonly string[]> = {
     "label",
     "limit",
     "method",
+    "detect",
     "power",
     "samples",
   ],
@@ -293,20 +295,23 @@ function loadAny(
 
   switch (test) {
     case "two-proportion": {
+      // The planned sample size: enough to detect the stable rate worsening by `detect` with `power`.
+      if ((input.baseline === undefined) !== (input.detect === undefined)) {
+        fail(
+          input.baseline === undefined ? "baseline" : "detect",
+          "baseline and detect go together: the stable version's rate and the worsening to detect with `power`",
+        );
+        return undefined;
+      }
       let computed: number | undefined;
-      if (input.baseline !== undefined && minEffect > 0) {
-        const worse = direction === "decrease" ? input.baseline - minEffect : input.baseline + minEffect;
+      if (input.baseline !== undefined && input.detect !== undefined) {
+        const worse =
+          direction === "decrease" ? input.baseline - input.detect : input.baseline + input.detect;
         if (!(worse > 0 && worse < 1)) {
-          fail(
-            "minEffect",
-            `baseline ${input.baseline} moved by minEffect ${minEffect} leaves the 0–1 range`,
-          );
+          fail("detect", `baseline ${input.baseline} worsened by ${input.detect} leaves the 0–1 range`);
           return undefined;
         }
         computed = samplesPerSide({ baseline: input.baseline, candidate: worse, alpha, power, sides });
-      } else if (input.baseline !== undefined) {
-        fail("baseline", "a baseline gives the planned sample size together with minEffect > 0");
-        return undefined;
       }
       const h = horizon(computed);
       if (h === undefined) return undefined;
@@ -317,7 +322,7 @@ function loadAny(
         label,
         horizon: h,
         power,
-        ...(input.baseline !== undefined ? { baseline: input.baseline } : {}),
+        ...(input.baseline !== undefined ? { baseline: input.baseline, detect: input.detect } : {}),
       };
     }
     case "one-proportion": {
@@ -325,18 +330,22 @@ function loadAny(
         fail("limit", "the one-proportion test needs the limit the candidate's rate is tested against");
         return undefined;
       }
-      const effect = input.minEffect ?? input.limit;
-      const computed =
-        effect > input.limit && effect < 1
-          ? samplesOneProportion({ limit: input.limit, candidate: effect, alpha, power, sides })
-          : undefined;
+      let computed: number | undefined;
+      if (input.detect !== undefined) {
+        const worse = direction === "decrease" ? input.limit - input.detect : input.limit + input.detect;
+        if (!(worse > 0 && worse < 1)) {
+          fail("detect", `limit ${input.limit} worsened by ${input.detect} leaves the 0–1 range`);
+          return undefined;
+        }
+        computed = samplesOneProportion({ limit: input.limit, candidate: worse, alpha, power, sides });
+      }
       const h = horizon(computed);
       if (h === undefined) return undefined;
       return {
         test,
         alpha,
         direction,
-        minEffect: effect,
+        minEffect: input.minEffect ?? input.limit,
         minSamples,
         candidate,
         data: "counts",
@@ -345,6 +354,7 @@ function loadAny(
         method: input.method ?? "normal",
         horizon: h,
         power,
+        ...(input.detect !== undefined ? { detect: input.detect } : {}),
       };
     }
     case "mann-whitney": {

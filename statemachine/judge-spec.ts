@@ -86,8 +86,9 @@ const TwoProportionSchema = z
     /** The planned sample size per side: the test decides at the first look that reaches it. */
     horizon: z.number().int().positive(),
     power: z.number().gt(0).lt(1),
-    /** The stable version's expected rate, which the horizon was computed from. */
+    /** The stable version's expected rate and the worsening to detect with `power`: what the horizon was computed from. */
     baseline: z.number().gt(0).lt(1).optional(),
+    detect: z.number().gt(0).lt(1).optional(),
   })
   .strict();
 
@@ -106,6 +107,8 @@ const OneProportionSchema = z
     method: z.enum(["normal", "exact"]),
     horizon: z.number().int().positive(),
     power: z.number().gt(0).lt(1),
+    /** The rise above the limit to detect with `power`: what the horizon was computed from. */
+    detect: z.number().gt(0).lt(1).optional(),
   })
   .strict();
 

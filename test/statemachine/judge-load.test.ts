@@ -96,14 +96,27 @@ describe("the sfn-rollouts/judge metric plugin (Argo form)", () => {
     expect(judge?.test === "two-proportion" && judge.stable.n?.provider.prometheus?.address).toBe("");
   });
 
-  it("plans the sample size from the stable rate and the effect to detect (1% → 3%: 605 per side)", () => {
+  it("plans the sample size from the stable rate and the worsening to detect (1% → 3%: 605 per side)", () => {
     const judge = judgeOf(
       ERRORS_JUDGE.replace(
         "label: errors",
-        "label: errors\n            baseline: 0.01\n            minEffect: 0.02",
+        "label: errors\n            baseline: 0.01\n            detect: 0.02",
       ),
     );
-    expect(judge).toMatchObject({ test: "two-proportion", horizon: 605, baseline: 0.01, power: 0.8 });
+    expect(judge).toMatchObject({
+      test: "two-proportion",
+      horizon: 605,
+      baseline: 0.01,
+      detect: 0.02,
+      power: 0.8,
+    });
+    // minEffect stays the practical threshold: a rollback needs the observed worsening beyond it.
+    expect(judge).toMatchObject({ minEffect: 0 });
+    expect(
+      problemsOf(ERRORS_JUDGE.replace("label: errors", "label: errors\n            baseline: 0.01")),
+    ).toEqual([
+      "spec.metrics[0].provider.plugin.sfn-rollouts/judge.detect: baseline and detect go together: the stable version's rate and the worsening to detect with `power`",
+    ]);
   });
 
   it("reads counts from one provider call with expressions over its answer", () => {
