@@ -1,21 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { type JudgeSpec, type Metric, parseRollout, SpecError } from "../../statemachine/index.ts";
+import { judgedRollout } from "../support/judged-rollout.ts";
 
-const ROLLOUT = `
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: shop}
-spec:
-  replicas: 4
-  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
-  strategy:
-    canary:
-      trafficRouting: {alb: {ingress: shop}}
-      steps:
-        - setWeight: 25
-        - analysis: {templates: [{templateName: gates}]}
-        - setWeight: 100
-`;
+const ROLLOUT = judgedRollout({ template: "gates", weights: [25] });
 
 const template = (metrics: string) => `
 apiVersion: argoproj.io/v1alpha1
@@ -395,21 +382,7 @@ spec:
               n: {prometheus: {query: c}}
             stable: {p95: {prometheus: {query: d}}}
 `;
-  const rollout = `
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: shop}
-spec:
-  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
-  strategy:
-    canary:
-      trafficRouting: {alb: {ingress: shop}}
-      steps:
-        - setWeight: 25
-        - analysis: {templates: [{templateName: gate}]}
-        - setWeight: 100
-        - analysis: {templates: [{templateName: gate}]}
-`;
+  const rollout = judgedRollout({ weights: [25, 100] });
 
   it("needs two clean windows in a row at 100%, one before, and records the cooldown for the trigger", () => {
     const { spec } = parseRollout([

@@ -8,6 +8,7 @@ import {
   type RolloutSpec,
   SpecError,
 } from "../../statemachine/index.ts";
+import { judgedRollout } from "../support/judged-rollout.ts";
 
 const analyses = (spec: RolloutSpec): Metric[][] =>
   spec.steps.flatMap((s) => (s.kind === "analysis" ? [s.analysis.templates.flatMap((t) => t.metrics)] : []));
@@ -237,17 +238,7 @@ health:
     const { spec: argo } = parseRollout([
       {
         file: "rollout.yaml",
-        text: `apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: shop}
-spec:
-  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
-  strategy:
-    canary:
-      trafficRouting: {alb: {ingress: shop}}
-      steps:
-        - setWeight: 10
-        - analysis: {templates: [{templateName: gates}]}
+        text: `${judgedRollout({ template: "gates", weights: [10] })}
 ---
 apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate

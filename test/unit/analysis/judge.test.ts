@@ -9,6 +9,7 @@ import {
 import { ProviderRouter } from "../../../functions/metrics/index.ts";
 import type { MetricProvider, ProviderResult } from "../../../functions/metrics/port.ts";
 import { type Metric, parseRollout } from "../../../statemachine/index.ts";
+import { judgedRollout } from "../../support/judged-rollout.ts";
 import { T0 } from "./helpers.ts";
 
 /**
@@ -16,20 +17,7 @@ import { T0 } from "./helpers.ts";
  * provider reading both versions through a provider router, `tick` in virtual time.
  */
 
-const ROLLOUT = `
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: shop}
-spec:
-  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
-  strategy:
-    canary:
-      trafficRouting: {alb: {ingress: shop}}
-      steps:
-        - setWeight: 25
-        - analysis: {templates: [{templateName: gate}]}
-`;
-
+const ROLLOUT = judgedRollout();
 /** A judge metric as the loader reads it from an AnalysisTemplate's YAML. */
 function judgeMetric(fields: string, judge: string): Metric {
   const template = `
