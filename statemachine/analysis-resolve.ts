@@ -11,6 +11,7 @@ import { compileCondition } from "./conditions.ts";
 import { parseDuration } from "./duration.ts";
 import { JUDGE_PLUGIN, loadJudge } from "./judge-load.ts";
 import { issueMessage, joinPath, type Problem } from "./problems.ts";
+import { re2Search } from "./re2.ts";
 import {
   type AnalysisSpec,
   type Metric,
@@ -120,6 +121,7 @@ export function resolveAnalysis(
   const before = problems.length;
   const out: AnalysisSpec = { templates: [], args: {} };
   const seenMetrics = new Map<string, string>();
+  const used: LoadedTemplate[] = [];
   for (const [i, templateRef] of ref.templates.entries()) {
     const kind = templateRef.clusterScope ? "ClusterAnalysisTemplate" : "AnalysisTemplate";
     const template =
@@ -138,7 +140,7 @@ export function resolveAnalysis(
     Object.assign(out.args, args);
     const metrics: Metric[] = [];
     for (const [m, raw] of template.metrics.entries()) {
-      const metric = resolveMetric(template, m, raw, args, ref, problems);
+      const metric = resolveMetric(template, m, raw, args, problems);
       if (!metric) continue;
       const other = seenMetrics.get(metric.name);
       if (other !== undefined) {
@@ -153,6 +155,16 @@ export function resolveAnalysis(
       metrics.push(metric);
     }
     if (metrics.length > 0) out.templates.push({ name: template.name, kind: template.kind, metrics });
+    used.push(template);
+  }
+  if (problems.length === before) {
+    applyRules(
+      out.templates.flatMap((t) => t.metrics),
+      ref,
+      used,
+      where,
+      problems,
+    );
   }
   return problems.length === before ? out : undefined;
 }
@@ -238,7 +250,6 @@ function resolveMetric(
   index: number,
   raw: unknown,
   args: Record<string, string>,
-  ref: AnalysisRef,
   problems: Problem[],
 ): Metric | undefined {
   const base = `${template.basePath}.metrics[${index}]`;
@@ -273,7 +284,7 @@ function resolveMetric(
     return undefined;
   }
   const before = problems.length;
-  const metric = normalizeMetric(parsed.data, template, ref, (field, message) =>
+  const metric = normalizeMetric(parsed.data, template, (field, message) =>
     problems.push({ ...at(field), message }),
   );
   if (!metric || problems.length !== before) return undefined;
@@ -289,7 +300,6 @@ const intOf = (v: number | string | undefined): number | undefined | "bad" => {
 function normalizeMetric(
   m: ArgoMetric,
   template: LoadedTemplate,
-  ref: AnalysisRef,
   report: (field: string, message: string) => void,
 ): Metric | undefined {
   const seconds = (field: string, v: string | number | undefined): number | undefined => {
@@ -372,10 +382,6 @@ function normalizeMetric(
 
   const provider = normalizeProvider(m.provider, report);
   if (!provider) return undefined;
-  const dryRun = [...template.dryRun, ...ref.dryRun].some((d) => matches(d.metricName, m.name));
-  const retention = [...template.measurementRetention, ...ref.measurementRetention]
-    .filter((r) => matches(r.metricName, m.name))
-    .at(-1)?.limit;
   const candidate = {
     name: m.name,
     ...(interval !== undefined ? { interval } : {}),
@@ -387,8 +393,6 @@ function normalizeMetric(
     consecutiveSuccessLimit,
     ...(m.successCondition !== undefined ? { successCondition: m.successCondition } : {}),
     ...(m.failureCondition !== undefined ? { failureCondition: m.failureCondition } : {}),
-    dryRun,
-    ...(retention !== undefined ? { measurementRetention: retention } : {}),
     provider,
   };
   const parsed = MetricSchema.safeParse(candidate);
@@ -399,12 +403,64 @@ function normalizeMetric(
   return parsed.data;
 }
 
-/** Argo matches dry-run and retention metric names as (unanchored) regular expressions. */
-function matches(pattern: string, name: string): boolean {
-  try {
-    return new RegExp(pattern).test(name);
-  } catch {
-    return pattern === name;
+/**
+ * Argo's dry-run and measurement-retention rules over a run's metrics (`utils/analysis/helpers.go`):
+ * the step's rules then every template's, each a regular expression matched anywhere in a metric's
+ * name (Go's `regexp.MatchString`, here RE2 as there); two rules with one name, or a rule that
+ * matches no metric (an invalid pattern matches nothing), are Argo's "Analysis spec invalid"
+ * errors, reported here when the spec is loaded. A metric's retention is its last matching rule's.
+ */
+function applyRules(
+  metrics: Metric[],
+  ref: AnalysisRef,
+  templates: readonly LoadedTemplate[],
+  where: Origin & { path: string; step?: number },
+  problems: Problem[],
+): void {
+  const names = metrics.map((m) => m.name);
+  const matching = (pattern: string) => {
+    try {
+      return names.filter((name) => re2Search(pattern, name));
+    } catch {
+      return [];
+    }
+  };
+  const check = <T extends { metricName: string }>(
+    rules: T[],
+    field: string,
+    what: string,
+  ): Array<[T, string[]]> => {
+    const seen = new Set<string>();
+    return rules.map((rule, i) => {
+      if (seen.has(rule.metricName)) {
+        problems.push({
+          ...where,
+          path: `${where.path}.${field}`,
+          message: `two ${what} metric rules have the same name '${rule.metricName}'`,
+        });
+      }
+      seen.add(rule.metricName);
+      const matched = matching(rule.metricName);
+      if (matched.length === 0) {
+        problems.push({
+          ...where,
+          path: `${where.path}.${field}`,
+          message: `${field}[${i}]: Rule didn't match any metric name(s)`,
+        });
+      }
+      return [rule, matched];
+    });
+  };
+  const dryRun = check([...ref.dryRun, ...templates.flatMap((t) => t.dryRun)], "dryRun", "Dry-Run");
+  const retention = check(
+    [...ref.measurementRetention, ...templates.flatMap((t) => t.measurementRetention)],
+    "measurementRetention",
+    "Measurement Retention",
+  );
+  for (const metric of metrics) {
+    metric.dryRun = dryRun.some(([, matched]) => matched.includes(metric.name));
+    const limit = retention.filter(([, matched]) => matched.includes(metric.name)).at(-1)?.[0].limit;
+    if (limit !== undefined) metric.measurementRetention = limit;
   }
 }
 

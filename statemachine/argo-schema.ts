@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { re2Problem } from "./re2.ts";
 
 /**
  * Argo Rollouts objects (`argoproj.io/v1alpha1`) as users write them. Kubernetes metadata and the
@@ -189,6 +190,10 @@ const HeaderMatch = z
       .strict()
       .refine((v) => Object.values(v).filter((x) => x !== undefined).length === 1, {
         message: "headerValue needs exactly one of exact, prefix, regex",
+      })
+      .superRefine((v, ctx) => {
+        const problem = v.regex === undefined ? undefined : re2Problem(v.regex);
+        if (problem) ctx.addIssue({ code: "custom", path: ["regex"], message: problem });
       }),
   })
   .strict();

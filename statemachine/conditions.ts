@@ -1,3 +1,5 @@
+import { re2Search } from "./re2.ts";
+
 /**
  * The expression language of `successCondition` / `failureCondition`.
  *
@@ -860,11 +862,12 @@ function binary(op: string, leftNode: Node, rightNode: Node, scope: Scope): unkn
     case "endsWith":
       return str(a, op).endsWith(str(b, op));
     case "matches": {
+      // Go's regexp (RE2): linear time whatever the pattern, Argo's semantics.
       try {
-        return new RegExp(str(b, op), "u").test(str(a, op));
+        return re2Search(str(b, op), str(a, op));
       } catch (e) {
         if (e instanceof ConditionEvaluationError) throw e;
-        return fail(`error parsing regexp: ${(e as Error).message}`);
+        return fail((e as Error).message);
       }
     }
     case "..": {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { re2FullMatch, re2Problem } from "../../statemachine/re2.ts";
 
 /**
  * The proxy's routing configuration and the bodies of its admin API (`POST /admin/config`). The
@@ -20,18 +21,10 @@ export const HeaderMatchSchema = z
       .refine((v) => [v.exact, v.prefix, v.regex].filter((x) => x !== undefined).length === 1, {
         message: "exactly one of exact, prefix or regex",
       })
-      .refine(
-        (v) => {
-          if (v.regex === undefined) return true;
-          try {
-            new RegExp(v.regex);
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        { message: "regex does not compile" },
-      ),
+      .superRefine((v, ctx) => {
+        const problem = v.regex === undefined ? undefined : re2Problem(v.regex);
+        if (problem) ctx.addIssue({ code: "custom", message: `regex does not compile: ${problem}` });
+      }),
   })
   .strict();
 
@@ -87,7 +80,8 @@ export function matchesRoute(
       const v = m.headerValue;
       if (v.exact !== undefined) return value === v.exact;
       if (v.prefix !== undefined) return value.startsWith(v.prefix);
-      if (v.regex !== undefined) return new RegExp(v.regex).test(value);
+      // A router matches the whole value, with RE2 (Envoy's safe_regex, which Istio uses).
+      if (v.regex !== undefined) return re2FullMatch(v.regex, value);
       return false;
     });
   });
