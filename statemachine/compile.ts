@@ -25,6 +25,11 @@ export const ROLLOUT_ABORTED = "RolloutAborted";
  * took over): the execution ends without running Abort, whose traffic now belongs to the newer one.
  */
 export const EXECUTION_SUPERSEDED = "ExecutionSuperseded";
+/**
+ * The error of a hold (an Inconclusive background analysis, as Argo Rollouts pauses on one): every
+ * Task of a step catches it into the step's `-Held` wait for a person, and the step runs again.
+ */
+export const PAUSE_REQUESTED = "PauseRequested";
 
 /** Errors of the Lambda service itself, always safe to retry. */
 export const TRANSIENT_LAMBDA_ERRORS = [
@@ -160,7 +165,7 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
     ResultSelector: { "value.$": "$.Payload" },
     ResultPath: "$.last",
     Retry: [
-      { ErrorEquals: [ROLLOUT_ABORTED, EXECUTION_SUPERSEDED], MaxAttempts: 0 },
+      { ErrorEquals: [ROLLOUT_ABORTED, EXECUTION_SUPERSEDED, PAUSE_REQUESTED], MaxAttempts: 0 },
       LAMBDA_SERVICE_RETRY,
       { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 2, BackoffRate: 2 },
     ],
@@ -168,6 +173,24 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
     Next: next,
     ...extra,
   });
+  /**
+   * A hold stops a step where it is: its Tasks catch `PauseRequested` into `<stem>-Held` (a
+   * person's approval), then the step runs again from its entry (or `promote --full` skips on).
+   */
+  const holdable = (stem: string, held: string, entry: string, stepIndex: number) => {
+    for (const [name, state] of Object.entries(states)) {
+      if (!(name === stem || name.startsWith(`${stem}-`)) || state.Type !== "Task") continue;
+      const list = state.Catch as Array<{ ErrorEquals: string[] }>;
+      const at = list.findIndex((c) => c.ErrorEquals.includes("States.ALL"));
+      list.splice(at, 0, { ErrorEquals: [PAUSE_REQUESTED], ResultPath: "$.error", Next: held } as never);
+    }
+    states[held] = wait(
+      "await",
+      payload({ stepIndex, step: { kind: "approval", reason: "held" } }),
+      `${held}-Next`,
+    );
+    states[`${held}-Next`] = fullChoice(held, entry);
+  };
   /** Waits: the Lambda stores the token; a person, the Timer or the analysis sends it back. */
   const wait = (
     role: FunctionRole,
@@ -326,6 +349,9 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
         break;
       }
     }
+    // Only an Inconclusive background analysis holds a rollout: from the step it starts at.
+    const from = spec.backgroundAnalysis?.startingStep;
+    if (from !== undefined && i >= from) holdable(stem, `${stem}-Held`, entryOf(i), i);
   });
   if (spec.backgroundAnalysis?.startingStep === spec.steps.length) {
     states.BackgroundAnalysisAtEnd = invoke(
@@ -340,6 +366,7 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
     payload({ ...target, scaleDownDelaySeconds: spec.scaleDownDelaySeconds }),
     "Healthy",
   );
+  if (spec.backgroundAnalysis) holdable("Promote", "Promote-Held", "Promote", spec.steps.length);
   states.Healthy = { Type: "Succeed" };
   states.Abort = {
     ...invoke(

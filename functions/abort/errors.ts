@@ -64,3 +64,20 @@ export class ExecutionSupersededError extends Error {
 export function assertDrives(item: Pick<RolloutItem, "executionArn">, executionArn: string): void {
   if (item.executionArn !== executionArn) throw new ExecutionSupersededError(executionArn, item.executionArn);
 }
+
+/**
+ * The Step Functions error name of a hold: an Inconclusive background analysis pauses the rollout
+ * for a person, as Argo Rollouts does. Every step's Task catches it into that step's `-Held` wait,
+ * which `rollouts promote` ends (the step then runs again) and `rollouts abort` fails.
+ */
+export const PAUSE_REQUESTED = "PauseRequested";
+
+/** Thrown by a step's Lambda that finds a hold for its execution on the rollout item. */
+export class PauseRequestedError extends Error {
+  override readonly name = PAUSE_REQUESTED;
+}
+
+/** Throws `PauseRequestedError` if a hold was requested for the execution calling it. */
+export function assertNotHeld(item: Pick<RolloutItem, "hold">, executionArn: string): void {
+  if (item.hold && item.hold.executionArn === executionArn) throw new PauseRequestedError(item.hold.message);
+}

@@ -121,6 +121,14 @@ export const RolloutItemSchema = z.object({
   abortExecutionArn: z.string().nullable().default(null),
   /** The execution currently driving the rollout. */
   executionArn: z.string().nullable().default(null),
+  /**
+   * A hold on the execution: its background analysis ended Inconclusive, so the rollout waits for
+   * a person before its next step (`rollouts promote` clears it). See `functions/abort/request-hold.ts`.
+   */
+  hold: z
+    .object({ message: z.string(), at: z.number(), executionArn: z.string().min(1) })
+    .nullable()
+    .default(null),
   /** Opaque JSON the traffic target keeps between steps (e.g. ALB rule ARNs, previous weights). */
   targetState: z.unknown().default(null),
   pause: PauseInfoSchema.nullable().default(null),

@@ -75,6 +75,7 @@ export async function abort(
         waitingFor: null,
         waitingSince: null,
         pause: null,
+        hold: null,
         drift: null,
         abortRequested: false,
         abortExecutionArn: null,

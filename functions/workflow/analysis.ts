@@ -1,6 +1,8 @@
 import { z } from "zod";
 import type { AnalysisSpec } from "../../statemachine/spec.ts";
+import { PauseRequestedError } from "../abort/errors.ts";
 import { requestAbort } from "../abort/request-abort.ts";
+import { requestHold } from "../abort/request-hold.ts";
 import { gatesOf } from "../analysis/judge.ts";
 import {
   createRun,
@@ -101,30 +103,35 @@ export async function startAnalysis(
   }
   const label = background ? "background analysis" : `analysis (step ${stepIndex + 1})`;
   try {
-    await recordStep(deps, context, (latest, at) =>
-      withEvent(
-        {
-          ...latest,
-          ...(token
-            ? {
-                currentTaskToken: token,
-                waitingFor: "analysis" as const,
-                waitingSince: at,
-                phase: "Progressing" as const,
-                // The step being run: only set-weight advanced it, so it lagged behind analysis steps.
-                stepIndex,
-              }
-            : {}),
-        },
-        at,
-        "AnalysisRunStarted",
-        `${label} ${runId} started: ${templates.join(", ")}`,
-        stepIndex,
-      ),
+    await recordStep(
+      deps,
+      context,
+      (latest, at) =>
+        withEvent(
+          {
+            ...latest,
+            ...(token
+              ? {
+                  currentTaskToken: token,
+                  waitingFor: "analysis" as const,
+                  waitingSince: at,
+                  phase: "Progressing" as const,
+                  // The step being run: only set-weight advanced it, so it lagged behind analysis steps.
+                  stepIndex,
+                }
+              : {}),
+          },
+          at,
+          "AnalysisRunStarted",
+          `${label} ${runId} started: ${templates.join(", ")}`,
+          stepIndex,
+        ),
+      { hold: "refuse" },
     );
   } catch (error) {
     // An abort landed between the check and the write: close the run it will never wait for.
-    if (created) await terminateRun(deps, context.rollout, runId);
+    // (A hold keeps it: the step runs again after a person's promote and resumes this run.)
+    if (created && !(error instanceof PauseRequestedError)) await terminateRun(deps, context.rollout, runId);
     throw error;
   }
   const current = await deps.store.getRun(context.rollout, runId, StoredAnalysisSchema);
@@ -144,7 +151,7 @@ export async function startAnalysis(
   return { runId };
 }
 
-/** Makes the stored run answer `token` (the one the execution waits on now), unless it already answered. */
+/** Makes the stored run answer `token`, the one the execution waits on now. */
 async function adoptToken(
   deps: WorkflowDeps,
   current: StoredRun<StoredAnalysis>,
@@ -153,10 +160,13 @@ async function adoptToken(
 ): Promise<StoredRun<StoredAnalysis>> {
   let latest = current;
   for (let attempt = 0; attempt < 5; attempt++) {
-    if (token === null || latest.run.token === token || latest.run.answered) return latest;
+    if (token === null || latest.run.token === token) return latest;
+    // The execution waits on this token now (a retried invocation, or the step running again
+    // after a hold): an answer given to the old one must be given again.
+    const adopted = { ...latest.run, token, answered: false };
     try {
-      const saved = await deps.store.saveRun(latest.rollout, runId, { ...latest.run, token }, latest.version);
-      return { ...latest, run: { ...latest.run, token }, version: saved.version };
+      const saved = await deps.store.saveRun(latest.rollout, runId, adopted, latest.version);
+      return { ...latest, run: adopted, version: saved.version };
     } catch (error) {
       if (!(error instanceof ConcurrentUpdateError)) throw error;
       const reread = await deps.store.getRun(latest.rollout, runId, StoredAnalysisSchema);
@@ -306,6 +316,16 @@ async function finish(
   }
   if (stored.token) {
     await deps.tokens.sendSuccess(stored.token, { phase: run.phase, message, runId });
+  } else if (run.phase === "Inconclusive") {
+    // As Argo Rollouts does: an Inconclusive background analysis pauses the rollout for a person.
+    await requestHold({
+      store: deps.store,
+      sfn: deps.tokens,
+      name: context.rollout,
+      executionArn: context.executionArn,
+      message: `background analysis ${runId} Inconclusive${message ? `: ${message}` : ""}`,
+      clock: deps.clock,
+    });
   } else if (failed) {
     await requestAbort({
       store: deps.store,

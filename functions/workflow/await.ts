@@ -25,11 +25,13 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
   let waitingFor: "pause" | "approval" = "approval";
   const now = deps.clock.now();
   if (step.kind === "approval") {
-    reason = step.reason === "Inconclusive" ? "InconclusiveAnalysisRun" : "WeightDrift";
+    reason = step.reason === "paused-drift" ? "WeightDrift" : "InconclusiveAnalysisRun";
     message =
       step.reason === "Inconclusive"
         ? `InconclusiveAnalysisRun: ${payload.message ?? "the analysis was inconclusive"}; rollouts promote to continue, rollouts abort to stop`
-        : "paused-drift: the weights were changed by someone else; rollouts promote to overwrite them, rollouts abort to go back to stable";
+        : step.reason === "held"
+          ? "InconclusiveAnalysisRun: the background analysis was inconclusive; rollouts promote to continue, rollouts abort to stop"
+          : "paused-drift: the weights were changed by someone else; rollouts promote to overwrite them, rollouts abort to go back to stable";
   } else if (step.kind === "pause") {
     reason = step.reason;
     waitingFor = step.reason === "Approval" ? "approval" : "pause";
@@ -42,28 +44,38 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
   } else {
     throw new RangeError(`step ${stepIndex + 1}: a ${step.kind} step is not a wait`);
   }
-  const item = await recordStep(deps, context, (latest, at) => {
-    const driftMessage =
-      step.kind === "approval" && step.reason === "paused-drift" ? latest.drift?.message : undefined;
-    const full = driftMessage ? `${message} (${driftMessage})` : message;
-    return withEvent(
-      {
-        ...latest,
-        phase: "Paused",
-        message: full,
-        // The step being waited at (a pause or analysis step does not pass through set-weight).
+  const item = await recordStep(
+    deps,
+    context,
+    (latest, at) => {
+      const detail =
+        step.kind === "approval" && step.reason === "paused-drift"
+          ? latest.drift?.message
+          : step.kind === "approval" && step.reason === "held"
+            ? latest.hold?.message
+            : undefined;
+      const full = detail ? `${message} (${detail})` : message;
+      return withEvent(
+        {
+          ...latest,
+          phase: "Paused",
+          message: full,
+          // The step being waited at (a pause or analysis step does not pass through set-weight).
+          stepIndex,
+          currentTaskToken: taskToken,
+          waitingFor,
+          waitingSince: at,
+          pause: { reason, startedAt: at, until },
+        },
+        at,
+        "RolloutPaused",
+        full,
         stepIndex,
-        currentTaskToken: taskToken,
-        waitingFor,
-        waitingSince: at,
-        pause: { reason, startedAt: at, until },
-      },
-      at,
-      "RolloutPaused",
-      full,
-      stepIndex,
-    );
-  });
+      );
+    },
+    // A pause starting while a hold is recorded waits for the person instead (its -Held state).
+    { hold: step.kind === "approval" ? "allow" : "refuse" },
+  );
   if (until !== null) {
     await deps.timer.schedule({
       at: until,

@@ -98,6 +98,7 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
       waitingFor: null,
       waitingSince: null,
       pause: null,
+      hold: null,
       drift: null,
       events: appendEvent(base.events, {
         at: now,

@@ -1,4 +1,4 @@
-import { assertDrives, assertNotAborted } from "../abort/errors.ts";
+import { assertDrives, assertNotAborted, assertNotHeld } from "../abort/errors.ts";
 import type { LifecycleDetail, LifecycleEventType } from "../events/port.ts";
 import { lifecycleEvent } from "../events/port.ts";
 import { RolloutNotFoundError } from "../store/errors.ts";
@@ -7,30 +7,44 @@ import { update } from "../store/update.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import type { WorkflowContext } from "./payloads.ts";
 
+/** Whether a hold on the execution stops this call (`refuse`: a step starting) or not (`allow`). */
+interface HoldPolicy {
+  hold?: "refuse" | "allow";
+}
+
 /**
  * Reads the rollout item for a step of an execution, refusing (by throwing the errors the ASL
- * catches) when another execution drives the rollout or an abort was requested for this one.
+ * catches) when another execution drives the rollout, an abort was requested for this one, or —
+ * for a step that starts — a hold (`PauseRequested`: the step waits for a person first).
  */
-export async function drivingItem(deps: WorkflowDeps, context: WorkflowContext): Promise<RolloutItem> {
+export async function drivingItem(
+  deps: WorkflowDeps,
+  context: WorkflowContext,
+  options: HoldPolicy = {},
+): Promise<RolloutItem> {
   const item = await deps.store.get(context.rollout);
   if (!item) throw new RolloutNotFoundError(context.rollout);
   assertDrives(item, context.executionArn);
   assertNotAborted(item, context.executionArn);
+  if ((options.hold ?? "refuse") === "refuse") assertNotHeld(item, context.executionArn);
   return item;
 }
 
 /**
  * Writes what a step did, with the same refusals checked again inside the conditional write, so
- * an abort or a newer execution landing between the read and the write is never overwritten.
+ * an abort or a newer execution landing between the read and the write is never overwritten. A
+ * write that starts a wait passes `hold: "refuse"`, so a hold cannot fall between check and wait.
  */
 export function recordStep(
   deps: WorkflowDeps,
   context: WorkflowContext,
   mutate: (item: RolloutItem, now: number) => RolloutItemInput,
+  options: HoldPolicy = {},
 ): Promise<RolloutItem> {
   return update(deps.store, context.rollout, "latest", (latest) => {
     assertDrives(latest, context.executionArn);
     assertNotAborted(latest, context.executionArn);
+    if (options.hold === "refuse") assertNotHeld(latest, context.executionArn);
     return mutate(latest, deps.clock.now());
   });
 }

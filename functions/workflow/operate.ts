@@ -65,11 +65,18 @@ export async function promoteRollout(
     item.waitingFor === "analysis"
       ? { phase: "Successful", message: "skipped by rollouts promote --full", outcome: "full" }
       : { outcome: full ? "full" : "continue" };
-  // A drift approval must be visible to the step that runs next, so it is written before the
-  // token is answered; the rest is recorded only once the wait is known to have ended.
-  if (item.drift && !item.drift.approved) {
+  // A drift approval must be visible to the step that runs next, and so must the end of a hold
+  // (the step that runs again would otherwise hold again): both are written before the token is
+  // answered; the rest is recorded only once the wait is known to have ended.
+  if ((item.drift && !item.drift.approved) || item.hold) {
     await update(deps.store, name, item.version, (latest) =>
-      latest.drift ? { ...latest, drift: { ...latest.drift, approved: true } } : null,
+      latest.drift || latest.hold
+        ? {
+            ...latest,
+            ...(latest.drift ? { drift: { ...latest.drift, approved: true } } : {}),
+            hold: null,
+          }
+        : null,
     );
   }
   const delivery = await deps.tokens.sendSuccess(token, output);

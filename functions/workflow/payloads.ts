@@ -62,7 +62,8 @@ export type CheckReadyPayload = z.infer<typeof CheckReadyPayloadSchema>;
 /** The waits that are not steps of the spec: a person decides. */
 export const ApprovalStepSchema = z.object({
   kind: z.literal("approval"),
-  reason: z.enum(["Inconclusive", "paused-drift"]),
+  /** Inconclusive: the step's analysis; paused-drift: weights changed; held: the background analysis was Inconclusive. */
+  reason: z.enum(["Inconclusive", "paused-drift", "held"]),
 });
 
 export const AwaitPayloadSchema = Base.extend({

@@ -46,6 +46,7 @@ export async function promote(deps: WorkflowDeps, payload: PromotePayload): Prom
         waitingFor: null,
         waitingSince: null,
         pause: null,
+        hold: null,
         drift: null,
       },
       now,

@@ -70,7 +70,14 @@ ${side("stable")}
  */
 export function writeDemoSpec(
   metrics: DemoMetrics,
-  options: { name?: string; pause?: string; count?: number; judge?: DemoJudge } = {},
+  options: {
+    name?: string;
+    pause?: string;
+    count?: number;
+    judge?: DemoJudge;
+    /** A background analysis of the success rate from step 1, with these conditions. */
+    background?: { successCondition: string; failureCondition: string };
+  } = {},
 ): string[] {
   const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-demo-"));
   const rollout = `apiVersion: argoproj.io/v1alpha1
@@ -84,7 +91,15 @@ spec:
       containers: [{name: app, image: demo}]
   strategy:
     canary:
-      steps:
+${
+  options.background
+    ? `      analysis:
+        startingStep: 1
+        templates: [{templateName: background}]
+        args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
+`
+    : ""
+}      steps:
         - setWeight: 25
         - analysis:
             templates: [{templateName: success-rate}]
@@ -125,6 +140,20 @@ ${provider}
   const files = [join(dir, "rollout.yaml"), join(dir, "analysis.yaml")];
   writeFileSync(files[0] as string, rollout);
   writeFileSync(files[1] as string, template);
+  if (options.background) {
+    const background = join(dir, "background.yaml");
+    writeFileSync(
+      background,
+      template
+        .replace("name: success-rate\nspec:", "name: background\nspec:")
+        .replace(/ {6}count: \d+\n/, "")
+        .replace(
+          / {6}successCondition: .*\n/,
+          `      successCondition: ${options.background.successCondition}\n      failureCondition: ${options.background.failureCondition}\n`,
+        ),
+    );
+    files.push(background);
+  }
   if (options.judge) {
     const judge = join(dir, "judge.yaml");
     writeFileSync(judge, judgeTemplate(options.judge.metrics ?? metrics, options.judge));

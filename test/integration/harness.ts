@@ -40,6 +40,7 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
       {
         ...(options.pause ? { pause: options.pause } : {}),
         ...(options.count ? { count: options.count } : {}),
+        ...(options.background ? { background: options.background } : {}),
         ...(options.judge
           ? {
               judge: {

@@ -53,6 +53,8 @@ export async function deployToLocalStack(cases: ScenarioOptions[]): Promise<Loca
           name: `demo-${i + 1}`,
           ...(options.pause ? { pause: options.pause } : {}),
           ...(options.count ? { count: options.count } : {}),
+          ...(options.background ? { background: options.background } : {}),
+          ...(options.background ? { background: options.background } : {}),
           ...(options.judge
             ? {
                 judge: {

@@ -30,6 +30,8 @@ export interface ScenarioOptions {
   providerDown?: boolean;
   /** Measurements per analysis (`count`); 2 by default. */
   count?: number;
+  /** A background analysis of the success rate from step 1, with these conditions. */
+  background?: { successCondition: string; failureCondition: string };
   /** The `errors-vs-stable` judge at the 50% step. */
   judge?: DemoJudge;
   /** Point only the judge at a port nothing listens on: its readings fail, the threshold still reads. */

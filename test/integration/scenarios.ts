@@ -224,6 +224,30 @@ export const SCENARIOS: ScenarioCase[] = [
     },
   },
   {
+    name: "an Inconclusive background analysis pauses the rollout for a person, as Argo does; promote goes on",
+    // v2 succeeds on 99% of its checkouts: between the two conditions, so Inconclusive.
+    options: { background: { successCondition: "result[0] >= 0.999", failureCondition: "result[0] < 0.9" } },
+    async run(s) {
+      await stable(s);
+      await s.push("v2");
+      const held = await s.drive(
+        (i) => at("v2", ["Paused"])(i) && i?.pause?.reason === "InconclusiveAnalysisRun",
+      );
+      expect(held?.message).toMatch(
+        /^InconclusiveAnalysisRun: the background analysis was inconclusive; rollouts promote to continue, rollouts abort to stop \(background analysis \S+\.background Inconclusive: Metric "success-rate" assessed Inconclusive due to inconclusive \(1\) > inconclusiveLimit \(0\)\)$/,
+      );
+      expect(held?.events.map((e) => e.type)).toContain("PauseRequested");
+      expect(held?.hold).not.toBeNull();
+      const weight = held?.weight;
+      // It stays paused: time passes, nothing moves.
+      await s.idle(600_000);
+      expect(await s.item()).toMatchObject({ phase: "Paused", weight });
+      expect((await s.cli("promote", s.name)).code).toBe(0);
+      const item = await s.drive(done("v2"));
+      expect(item).toMatchObject({ phase: "Healthy", weight: 100, hold: null });
+    },
+  },
+  {
     name: "a judged rollout is promoted: no evidence of harm at 800 requests per side",
     options: { judge: JUDGE },
     timeout: 90_000,

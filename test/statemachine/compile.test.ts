@@ -65,13 +65,16 @@ describe.each(Object.entries(EXAMPLES))("the %s example", (name, files) => {
     expect([...reachable(definition)].sort()).toEqual(Object.keys(definition.States).sort());
     for (const [stateName, state] of Object.entries(states(definition))) {
       if (state.Type !== "Task" || stateName === "Abort" || stateName === "Begin") continue;
-      const catchers = state.Catch as Array<{ ErrorEquals: string[]; Next: string }>;
+      // A hold (an Inconclusive background analysis) waits for a person in the step's -Held state.
+      const catchers = (state.Catch as Array<{ ErrorEquals: string[]; Next: string }>).filter(
+        (c) => c.ErrorEquals[0] !== "PauseRequested" || c.Next.endsWith("-Held"),
+      );
       expect(
-        catchers.map((c) => c.ErrorEquals[0]),
+        catchers.map((c) => c.ErrorEquals[0]).filter((e) => e !== "PauseRequested"),
         stateName,
       ).toEqual(["ExecutionSuperseded", "RolloutAborted", "States.ALL"]);
       expect(
-        catchers.map((c) => c.Next),
+        catchers.filter((c) => c.ErrorEquals[0] !== "PauseRequested").map((c) => c.Next),
         stateName,
       ).toEqual(["Superseded", "Abort", "Abort"]);
     }
@@ -85,6 +88,42 @@ describe.each(Object.entries(EXAMPLES))("the %s example", (name, files) => {
 
 describe("compile", () => {
   const seed = async () => (await loadRollout(EXAMPLES.canary as string[])).spec;
+  const analysisOf = (step: RolloutSpec["steps"][number] | undefined) => {
+    if (step?.kind !== "analysis") throw new Error("not an analysis step");
+    return step.analysis;
+  };
+
+  it("holds every step from the background analysis's start, and Promote, in a -Held wait that runs the step again", async () => {
+    const spec = await seed();
+    const withBackground: RolloutSpec = {
+      ...spec,
+      backgroundAnalysis: { startingStep: 2, analysis: analysisOf(spec.steps[1]) },
+    };
+    const s = states(compile(withBackground, { readinessChecks: true }));
+    const heldBy = (name: string) =>
+      (s[name]?.Catch as Array<{ ErrorEquals: string[]; Next: string }>).find((c) =>
+        c.ErrorEquals.includes("PauseRequested"),
+      )?.Next;
+    expect(heldBy("Step01-SetWeight-25")).toBeUndefined();
+    expect(heldBy("Step03-SetWeight-50-StartBackgroundAnalysis")).toBe("Step03-SetWeight-50-Held");
+    expect(heldBy("Step03-SetWeight-50")).toBe("Step03-SetWeight-50-Held");
+    expect(heldBy("Step03-SetWeight-50-CheckReady")).toBe("Step03-SetWeight-50-Held");
+    expect(heldBy("Step04-Pause-2s")).toBe("Step04-Pause-2s-Held");
+    expect(heldBy("Step05-Analysis")).toBe("Step05-Analysis-Held");
+    expect(heldBy("Promote")).toBe("Promote-Held");
+    expect(s["Step04-Pause-2s-Held"]).toMatchObject({
+      Type: "Task",
+      Resource: "arn:aws:states:::lambda:invoke.waitForTaskToken",
+      Parameters: { Payload: { stepIndex: 3, step: { kind: "approval", reason: "held" } } },
+      Next: "Step04-Pause-2s-Held-Next",
+    });
+    // A person's promote runs the step again from its entry; promote --full skips to Promote.
+    expect(s["Step04-Pause-2s-Held-Next"]).toMatchObject({ Type: "Choice", Default: "Step04-Pause-2s" });
+    expect(s["Step03-SetWeight-50-Held-Next"]).toMatchObject({
+      Default: "Step03-SetWeight-50-StartBackgroundAnalysis",
+    });
+    expect(s["Promote-Held-Next"]).toMatchObject({ Default: "Promote" });
+  });
 
   it("names one state per step, deterministically", async () => {
     const spec = await seed();
@@ -237,12 +276,12 @@ spec:
     expect(s.Aborted).toMatchObject({ Type: "Fail", Error: "RolloutAborted" });
   });
 
-  it("never retries an abort, and never re-invokes a wait on anything but Lambda service errors", async () => {
+  it("never retries an abort or a hold, and never re-invokes a wait on anything but Lambda service errors", async () => {
     const s = states(compile(await seed()));
     expect(
       (s["Step01-SetWeight-25"]!.Retry as Array<{ ErrorEquals: string[]; MaxAttempts: number }>)[0],
     ).toEqual({
-      ErrorEquals: ["RolloutAborted", "ExecutionSuperseded"],
+      ErrorEquals: ["RolloutAborted", "ExecutionSuperseded", "PauseRequested"],
       MaxAttempts: 0,
     });
     const waitRetry = s["Step02-Analysis"]?.Retry as Array<{ ErrorEquals: string[] }>;
