@@ -1,4 +1,9 @@
-import { type Condition, compileCondition } from "../../statemachine/conditions.ts";
+import {
+  type Condition,
+  ConditionSyntaxError,
+  compileCondition,
+  type ResultType,
+} from "../../statemachine/conditions.ts";
 import type { Metric } from "../../statemachine/spec.ts";
 import type { MeasurementPhase } from "./types.ts";
 
@@ -38,36 +43,43 @@ function evalCondition(
   which: "successCondition" | "failureCondition",
   text: string,
   result: unknown,
+  type: ResultType | undefined,
 ): boolean | Verdict {
   const condition = compiled(text);
   try {
     if (condition instanceof Error) throw condition;
-    return condition.evaluate(result);
+    return condition.evaluate(result, type);
   } catch (e) {
     const reason = isNilOrEmpty(result)
       ? "metric result is nil or empty: no data returned from the metric provider"
-      : e instanceof Error
-        ? e.message
-        : String(e);
+      : e instanceof ConditionSyntaxError
+        ? e.detail
+        : e instanceof Error
+          ? e.message
+          : String(e);
     return { phase: "Error", message: `could not evaluate ${which} "${text}": ${reason}` };
   }
 }
 
-/** The verdict for one result; never throws. */
+/**
+ * The verdict for one result; never throws. `type` is how the result looks to Go (a Prometheus
+ * vector is `[]float64`); without it the result is taken as decoded JSON, as a web metric's is.
+ */
 export function evaluateResult(
   result: unknown,
   metric: Pick<Metric, "successCondition" | "failureCondition">,
+  type?: ResultType,
 ): Verdict {
   const { successCondition: success, failureCondition: failure } = metric;
   let successOk = false;
   let failed = false;
   if (success) {
-    const v = evalCondition("successCondition", success, result);
+    const v = evalCondition("successCondition", success, result, type);
     if (typeof v !== "boolean") return v;
     successOk = v;
   }
   if (failure) {
-    const v = evalCondition("failureCondition", failure, result);
+    const v = evalCondition("failureCondition", failure, result, type);
     if (typeof v !== "boolean") return v;
     failed = v;
   }

@@ -163,7 +163,7 @@ function plainMeasurement(metric: Metric, answer: ProviderResult, at: string): M
       ...(answer.metadata ? { metadata: answer.metadata } : {}),
     };
   }
-  const verdict = evaluateResult(answer.result, metric);
+  const verdict = evaluateResult(answer.result, metric, answer.resultType);
   return {
     phase: verdict.phase,
     value: answer.value,

@@ -117,7 +117,7 @@ function evaluate(answer: ProviderResult, text: string | undefined): ReadingValu
     return { ok: true, value: answer.result, ...(answer.series ? { series: answer.series } : {}) };
   }
   try {
-    return { ok: true, value: expression(text).value(answer.result) };
+    return { ok: true, value: expression(text).value(answer.result, answer.resultType) };
   } catch (error) {
     return { ok: false, message: `could not evaluate "${text}": ${(error as Error).message}` };
   }

@@ -1,3 +1,4 @@
+import type { ResultType } from "../../statemachine/conditions.ts";
 import type { Metric } from "../../statemachine/spec.ts";
 
 /**
@@ -31,6 +32,11 @@ export interface ProviderValue {
   ok: true;
   /** What `result` is in successCondition/failureCondition: number[] for a vector, a number, JSON... */
   result: unknown;
+  /**
+   * The Go type Argo gives this result, which decides how conditions type-check: `float64s` for a
+   * Prometheus vector (`[]float64`), `float64` for a scalar; decoded JSON when absent.
+   */
+  resultType?: ResultType;
   /** The measurement's `value` as Argo prints it (`[0.5]`, `0.97`, the JSON of a web jsonPath). */
   value: string;
   metadata?: Record<string, string>;

@@ -89,7 +89,7 @@ export function convertQueryData(data: PromResponse["data"]): ProviderResult {
   try {
     if (type === "scalar") {
       const v = sampleOf(result);
-      return { ok: true, result: v, value: formatFloat(v) };
+      return { ok: true, result: v, resultType: "float64", value: formatFloat(v) };
     }
     if (type === "vector" && Array.isArray(result)) {
       const values = result.map((s) => sampleOf((s as { value?: unknown })?.value));
@@ -97,14 +97,25 @@ export function convertQueryData(data: PromResponse["data"]): ProviderResult {
         labels: labelsOf((s as { metric?: unknown })?.metric),
         value: values[i] as number,
       }));
-      return { ok: true, result: values, value: `[${values.map(formatFloat).join(",")}]`, series };
+      return {
+        ok: true,
+        result: values,
+        resultType: "float64s",
+        value: `[${values.map(formatFloat).join(",")}]`,
+        series,
+      };
     }
     if (type === "matrix" && Array.isArray(result)) {
       const values = result.flatMap((s) => {
         const vs = (s as { values?: unknown })?.values;
         return Array.isArray(vs) ? vs.map(sampleOf) : [];
       });
-      return { ok: true, result: values, value: `[${values.map(formatFloat).join(",")}]` };
+      return {
+        ok: true,
+        result: values,
+        resultType: "float64s",
+        value: `[${values.map(formatFloat).join(",")}]`,
+      };
     }
   } catch (e) {
     return { ok: false, message: (e as Error).message };

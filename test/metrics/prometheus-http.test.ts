@@ -209,6 +209,7 @@ describe("interpret (Prometheus' Go client rules)", () => {
     expect(r).toEqual({
       ok: true,
       result: [1, 2, Number.NEGATIVE_INFINITY],
+      resultType: "float64s",
       value: "[1,2,-Inf]",
       metadata: { warnings: '"partial"' },
     });

@@ -101,7 +101,7 @@ describe("compile", () => {
     };
     const s = states(compile(withBackground, { readinessChecks: true }));
     const heldBy = (name: string) =>
-      (s[name]?.Catch as Array<{ ErrorEquals: string[]; Next: string }>).find((c) =>
+      ((s[name]?.Catch ?? []) as Array<{ ErrorEquals: string[]; Next: string }>).find((c) =>
         c.ErrorEquals.includes("PauseRequested"),
       )?.Next;
     expect(heldBy("Step01-SetWeight-25")).toBeUndefined();
