@@ -1,4 +1,11 @@
 import { z } from "zod";
+import {
+  LIMIT_MESSAGES,
+  MAX_MEASUREMENT_RETENTION,
+  MAX_PROVIDER_TIMEOUT_SECONDS,
+  MAX_REPLICAS,
+  MAX_WAIT_SECONDS,
+} from "./limits.ts";
 import { re2Problem } from "./re2.ts";
 
 /**
@@ -7,8 +14,22 @@ import { re2Problem } from "./re2.ts";
  * metrics, providers — are strict, so a typo is reported instead of silently ignored.
  */
 
-const IntOrString = z.union([z.number(), z.string()]);
+/**
+ * A number or a string, as Kubernetes' IntOrString. NaN and infinities (YAML's `.nan`, `.inf`)
+ * pass here so that the field's own reader names them (`got NaN`) instead of zod's "Invalid input".
+ */
+export const IntOrString = z.custom<number | string>((v) => typeof v === "number" || typeof v === "string", {
+  error: "expected a number or a string",
+});
 const NameValue = z.object({ key: z.string(), value: z.string() }).strict();
+/** Whole seconds a rollout waits (a delay, an auto-promotion): at most a year. */
+const WaitSeconds = z.number().int().nonnegative().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
+const Replicas = z.number().int().nonnegative().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas);
+const ProviderTimeout = z
+  .number()
+  .int()
+  .positive()
+  .max(MAX_PROVIDER_TIMEOUT_SECONDS, LIMIT_MESSAGES.providerTimeout);
 
 export const ArgoArgumentSchema = z
   .object({
@@ -33,7 +54,7 @@ export const ArgoPrometheusSchema = z
     /** Absent: the controller's default Prometheus. */
     address: z.string().optional(),
     query: z.string().min(1),
-    timeout: z.number().int().positive().optional(),
+    timeout: ProviderTimeout.optional(),
     insecure: z.boolean().optional(),
     headers: z.array(NameValue).optional(),
     authentication: z
@@ -60,7 +81,7 @@ export const ArgoWebSchema = z
     body: z.string().optional(),
     jsonBody: z.unknown().optional(),
     jsonPath: z.string().optional(),
-    timeoutSeconds: z.number().int().positive().optional(),
+    timeoutSeconds: ProviderTimeout.optional(),
     insecure: z.boolean().optional(),
   })
   .strict();
@@ -154,7 +175,12 @@ export const ArgoMetricSchema = z
   .strict();
 
 const MetricNameRef = z.object({ metricName: z.string().min(1) }).strict();
-const RetentionRef = z.object({ metricName: z.string().min(1), limit: z.number().int().positive() }).strict();
+const RetentionRef = z
+  .object({
+    metricName: z.string().min(1),
+    limit: z.number().int().positive().max(MAX_MEASUREMENT_RETENTION, LIMIT_MESSAGES.retention),
+  })
+  .strict();
 
 export const ArgoAnalysisTemplateSpecSchema = z
   .object({
@@ -230,8 +256,8 @@ export const ArgoCanarySchema = z
     canaryService: z.string().optional(),
     stableService: z.string().optional(),
     trafficRouting: z.record(z.string(), z.unknown()).optional(),
-    scaleDownDelaySeconds: z.number().int().nonnegative().optional(),
-    abortScaleDownDelaySeconds: z.number().int().nonnegative().optional(),
+    scaleDownDelaySeconds: WaitSeconds.optional(),
+    abortScaleDownDelaySeconds: WaitSeconds.optional(),
     dynamicStableScale: z.boolean().optional(),
     canaryMetadata: z.unknown().optional(),
     stableMetadata: z.unknown().optional(),
@@ -243,12 +269,12 @@ export const ArgoBlueGreenSchema = z
     activeService: z.string().min(1),
     previewService: z.string().optional(),
     autoPromotionEnabled: z.boolean().optional(),
-    autoPromotionSeconds: z.number().int().nonnegative().optional(),
+    autoPromotionSeconds: WaitSeconds.optional(),
     prePromotionAnalysis: ArgoAnalysisRefSchema.optional(),
     postPromotionAnalysis: ArgoAnalysisRefSchema.optional(),
-    scaleDownDelaySeconds: z.number().int().nonnegative().optional(),
-    previewReplicaCount: z.number().int().nonnegative().optional(),
-    abortScaleDownDelaySeconds: z.number().int().nonnegative().optional(),
+    scaleDownDelaySeconds: WaitSeconds.optional(),
+    previewReplicaCount: Replicas.optional(),
+    abortScaleDownDelaySeconds: WaitSeconds.optional(),
     activeMetadata: z.unknown().optional(),
     previewMetadata: z.unknown().optional(),
   })
@@ -256,7 +282,7 @@ export const ArgoBlueGreenSchema = z
 
 export const ArgoRolloutSpecSchema = z
   .object({
-    replicas: z.number().int().nonnegative().optional(),
+    replicas: Replicas.optional(),
     selector: z.record(z.string(), z.unknown()).optional(),
     template: z.record(z.string(), z.unknown()).optional(),
     workloadRef: z.unknown().optional(),
