@@ -7,9 +7,11 @@ import {
   ArgoReadingProviderSchema,
   UNSUPPORTED_PROVIDERS,
 } from "./argo-schema.ts";
+import { metricUpperBoundSeconds } from "./compile.ts";
 import { compileCondition } from "./conditions.ts";
-import { parseDuration } from "./duration.ts";
+import { formatDuration, parseDuration } from "./duration.ts";
 import { JUDGE_PLUGIN, loadJudge } from "./judge-load.ts";
+import { MAX_CLOUDWATCH_WINDOW_SECONDS, MAX_WAIT_SECONDS } from "./limits.ts";
 import { issueMessage, joinPath, type Problem } from "./problems.ts";
 import { re2Search } from "./re2.ts";
 import {
@@ -294,7 +296,8 @@ function resolveMetric(
 const intOf = (v: number | string | undefined): number | undefined | "bad" => {
   if (v === undefined) return undefined;
   const n = typeof v === "number" ? v : /^-?\d+$/.test(v.trim()) ? Number(v) : Number.NaN;
-  return Number.isInteger(n) ? n : "bad";
+  // Past 2^53 a number is no longer exact: 99999999999999999999 is not a count anyone means.
+  return Number.isSafeInteger(n) ? n : "bad";
 };
 
 function normalizeMetric(
@@ -314,7 +317,10 @@ function normalizeMetric(
   const int = (field: string, v: number | string | undefined): number | undefined => {
     const n = intOf(v);
     if (n === "bad") {
-      report(field, `must be an integer, got ${JSON.stringify(v)}`);
+      report(
+        field,
+        `must be a whole number (at most ${Number.MAX_SAFE_INTEGER}), got ${typeof v === "number" ? v : JSON.stringify(v)}`,
+      );
       return undefined;
     }
     return n;
@@ -368,7 +374,8 @@ function normalizeMetric(
     }
     if (c < inconclusiveLimit) report("count", "count must be >= inconclusiveLimit");
   }
-  if (c > 1 && interval === undefined) report("interval", "interval must be specified when count > 1");
+  // An interval given but unreadable is already a problem of its own.
+  if (c > 1 && m.interval === undefined) report("interval", "interval must be specified when count > 1");
   if (count !== undefined && count < 0) report("count", "count must be >= 0");
   for (const field of ["successCondition", "failureCondition"] as const) {
     const text = m[field];
@@ -398,6 +405,15 @@ function normalizeMetric(
   const parsed = MetricSchema.safeParse(candidate);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) report(joinPath(issue.path), issue.message);
+    return undefined;
+  }
+  // The workflow's analysis step waits at most this long (its TimeoutSeconds derives from it).
+  const bound = metricUpperBoundSeconds(parsed.data);
+  if (bound !== undefined && bound > MAX_WAIT_SECONDS) {
+    report(
+      "",
+      `metric "${m.name}" may run for up to ${formatDuration(bound)} (initialDelay, count × interval, and 10 s per allowed consecutive error of each measurement), longer than ${formatDuration(MAX_WAIT_SECONDS)}: a rollout's Step Functions execution lasts at most a year; lower count or interval`,
+    );
     return undefined;
   }
   return parsed.data;
@@ -533,7 +549,13 @@ function readingProviderOf(
     return { samples: { ...rest, ...(window ? { window: window.seconds } : {}) } };
   }
   if (p.cloudWatch) {
-    const interval = p.cloudWatch.interval === undefined ? undefined : parseDuration(p.cloudWatch.interval);
+    const interval =
+      p.cloudWatch.interval === undefined
+        ? undefined
+        : parseDuration(p.cloudWatch.interval, {
+            seconds: MAX_CLOUDWATCH_WINDOW_SECONDS,
+            why: "CloudWatch keeps metrics for 15 months, so a longer window reads nothing more",
+          });
     if (interval && "error" in interval) {
       report(`${at}.cloudWatch.interval`, interval.error);
       return undefined;

@@ -14,6 +14,7 @@ import {
   REJECTED_STEPS,
 } from "./argo-schema.ts";
 import { parseDuration } from "./duration.ts";
+import { rolloutNameProblem } from "./names.ts";
 import { resolveMaxSurge } from "./pods.ts";
 import type { Problem } from "./problems.ts";
 import { revisionOf } from "./revision.ts";
@@ -47,6 +48,8 @@ export function normalizeArgoRollout(
   const before = problems.length;
   const name = object.metadata?.name;
   if (!name) problems.push({ ...origin, path: "metadata.name", message: "a Rollout needs a name" });
+  const nameProblem = name ? rolloutNameProblem(name) : undefined;
+  if (nameProblem) problems.push({ ...origin, path: "metadata.name", message: nameProblem });
   const parsed = ArgoRolloutSpecSchema.safeParse(object.spec ?? {});
   if (!parsed.success) {
     problems.push(...zodProblems(parsed.error, origin, "spec"));
@@ -74,7 +77,7 @@ export function normalizeArgoRollout(
       problems.push({
         ...origin,
         path: "spec.strategy.canary.maxSurge",
-        message: `maxSurge must be a whole number or a percent like "25%", got ${JSON.stringify(canary.maxSurge)}`,
+        message: `maxSurge must be a whole number or a percent like "25%", got ${typeof canary.maxSurge === "number" ? canary.maxSurge : JSON.stringify(canary.maxSurge)}`,
       });
     }
     common.maxSurge = maxSurge ?? 1;

@@ -1,5 +1,7 @@
 import { formatDuration } from "./duration.ts";
+import { DEFINITION_MAX_CHARS, FUNCTION_ARN_MAX_CHARS, TIMEOUT_SECONDS_MAX } from "./limits.ts";
 import { plan } from "./plan.ts";
+import { type Problem, SpecError } from "./problems.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
 
 /**
@@ -114,14 +116,18 @@ const fn = (role: FunctionRole) => `\${${FUNCTION_PLACEHOLDERS[role]}}`;
 export function analysisUpperBoundSeconds(analysis: AnalysisSpec): number | undefined {
   let longest = 0;
   for (const metric of analysis.templates.flatMap((t) => t.metrics)) {
-    const bound = metricUpperBound(metric);
+    const bound = metricUpperBoundSeconds(metric);
     if (bound === undefined) return undefined;
     longest = Math.max(longest, bound);
   }
   return longest;
 }
 
-function metricUpperBound(m: Metric): number | undefined {
+/**
+ * Longest time one metric can take (every measurement an Error retried 10 s later, up to its
+ * limit), or undefined for a metric that runs until its analysis is terminated.
+ */
+export function metricUpperBoundSeconds(m: Metric): number | undefined {
   if (m.count === undefined && m.interval !== undefined) return undefined;
   const count = Math.max(1, m.count ?? 1);
   const errorRetries = (m.consecutiveErrorLimit + 1) * 10 * count;
@@ -131,7 +137,10 @@ function metricUpperBound(m: Metric): number | undefined {
 /**
  * Compiles a rollout into a Step Functions state machine: one state per step, every wait a
  * `.waitForTaskToken` task, a Choice on each analysis phase, and every Task caught into Abort.
- * Pure: the same spec always gives the same definition.
+ * Pure: the same spec always gives the same definition. A definition Step Functions would refuse
+ * (larger than its 1,048,576 characters once the function ARNs are filled in, or a timeout past
+ * 99,999,999 seconds) throws a SpecError instead: every consumer (the construct, `rollouts
+ * compile`, the embedded runtime) compiles through here, with the target it embeds.
  */
 export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateMachineDefinition {
   const states: Record<string, State> = {};
@@ -412,9 +421,51 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
     Cause: "The rollout could not start: see the execution's events.",
   };
 
-  return {
+  const definition: StateMachineDefinition = {
     Comment: `sfn-rollouts: ${spec.strategy} rollout "${spec.name}" (revision ${spec.revision}, ${spec.steps.length} steps)`,
     StartAt: "Begin",
     States: states,
   };
+  const problems = definitionProblems(definition, `rollout ${spec.name}`);
+  if (problems.length > 0) throw new SpecError(problems);
+  return definition;
+}
+
+/**
+ * Characters the definition has once deployed: its compact JSON (what the construct sends), each
+ * `${...FunctionArn}` placeholder counted as the longest function ARN it may become.
+ */
+export function deployedDefinitionSize(definition: StateMachineDefinition): number {
+  const text = JSON.stringify(definition);
+  let size = text.length;
+  for (const name of Object.values(FUNCTION_PLACEHOLDERS)) {
+    const placeholder = `\${${name}}`;
+    const uses = text.split(placeholder).length - 1;
+    size += uses * (FUNCTION_ARN_MAX_CHARS - placeholder.length);
+  }
+  return size;
+}
+
+/** What Step Functions would refuse in a definition: its size, and timeouts past its maximum. */
+export function definitionProblems(definition: StateMachineDefinition, file: string): Problem[] {
+  const problems: Problem[] = [];
+  const size = deployedDefinitionSize(definition);
+  if (size > DEFINITION_MAX_CHARS) {
+    problems.push({
+      file,
+      message: `the state machine definition would be ${size.toLocaleString("en-US")} characters once deployed, more than Step Functions' ${DEFINITION_MAX_CHARS.toLocaleString("en-US")}: use fewer steps or smaller analyses (each analysis step carries its templates, queries included)`,
+    });
+  }
+  for (const [name, state] of Object.entries(definition.States)) {
+    for (const field of ["TimeoutSeconds", "Seconds", "HeartbeatSeconds"] as const) {
+      const value = state[field];
+      if (typeof value === "number" && value > TIMEOUT_SECONDS_MAX) {
+        problems.push({
+          file,
+          message: `state ${name}: ${field} ${value} is more than Step Functions' ${TIMEOUT_SECONDS_MAX.toLocaleString("en-US")}: shorten the step's waits`,
+        });
+      }
+    }
+  }
+  return problems;
 }

@@ -5,10 +5,13 @@ export {
   analysisUpperBoundSeconds,
   type CompileOptions,
   compile,
+  definitionProblems,
+  deployedDefinitionSize,
   EXECUTION_SUPERSEDED,
   FUNCTION_PLACEHOLDERS,
   type FunctionRole,
   LAMBDA_SERVICE_RETRY,
+  metricUpperBoundSeconds,
   READY_POLL_SECONDS,
   ROLLOUT_ABORTED,
   type StateMachineDefinition,
@@ -27,6 +30,7 @@ export {
 export { formatDuration, parseDuration } from "./duration.ts";
 export { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
 export { JUDGE_DEFAULTS, JUDGE_PLACEHOLDERS, JUDGE_PLUGIN } from "./judge-load.ts";
+export * from "./limits.ts";
 export {
   type Loaded,
   loadAnalysisTemplates,
@@ -34,8 +38,10 @@ export {
   parseRollout,
   parseSources,
   readSources,
+  readSourcesSync,
   type Source,
 } from "./load.ts";
+export * from "./names.ts";
 export { describeAnalysis, describeMetric, type Plan, type PlanGate, type PlanStep, plan } from "./plan.ts";
 export { canaryCounts, resolveMaxSurge, routedCanaryCounts } from "./pods.ts";
 export { formatProblem, type Problem, SpecError } from "./problems.ts";

@@ -1,9 +1,11 @@
-import { readFile } from "node:fs/promises";
-import { LineCounter, parseAllDocuments } from "yaml";
+import { closeSync, openSync, readSync } from "node:fs";
+import { open } from "node:fs/promises";
+import { Composer, isAlias, isMap, isNode, isPair, isSeq, LineCounter, Parser } from "yaml";
 import { type LoadedTemplate, loadTemplate, type Origin, resolveAnalysis } from "./analysis-resolve.ts";
 import { normalizeArgoRollout } from "./argo.ts";
 import { KubeObjectSchema } from "./argo-schema.ts";
 import { finishJudges } from "./gates.ts";
+import { MAX_ALIAS_COUNT, MAX_DEPTH, MAX_DOCUMENTS, MAX_FILE_BYTES, MAX_VALUES } from "./limits.ts";
 import { isNativeDocument, normalizeNative } from "./native.ts";
 import { isDescriptor, normalizeDescriptor } from "./native-descriptor.ts";
 import { type Problem, SpecError } from "./problems.ts";
@@ -34,46 +36,271 @@ export async function readSources(paths: readonly string[], problems: Problem[])
   const sources: Source[] = [];
   for (const file of paths) {
     try {
-      sources.push({ file, text: await readFile(file, "utf8") });
+      const text = await readBounded(file);
+      if (text === undefined) problems.push({ file, message: tooLarge() });
+      else sources.push({ file, text });
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      const why =
-        code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : (error as Error).message;
-      problems.push({ file, message: `cannot read the file: ${why}` });
+      problems.push({ file, message: `cannot read the file: ${whyUnreadable(error)}` });
     }
   }
   return sources;
 }
 
-function documentsOf(source: Source, problems: Problem[]): Document[] {
+/** The same as readSources, synchronously: what the CDK construct reads its files with. */
+export function readSourcesSync(paths: readonly string[], problems: Problem[]): Source[] {
+  const sources: Source[] = [];
+  for (const file of paths) {
+    try {
+      const text = readBoundedSync(file);
+      if (text === undefined) problems.push({ file, message: tooLarge() });
+      else sources.push({ file, text });
+    } catch (error) {
+      problems.push({ file, message: `cannot read the file: ${whyUnreadable(error)}` });
+    }
+  }
+  return sources;
+}
+
+function whyUnreadable(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : (error as Error).message;
+}
+
+function readBoundedSync(file: string): string | undefined {
+  const fd = openSync(file, "r");
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(64 * 1024);
+      const bytesRead = readSync(fd, chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > MAX_FILE_BYTES) return undefined;
+      chunks.push(chunk.subarray(0, bytesRead));
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** How many of a document's YAML syntax errors are reported; the rest are counted. */
+const SYNTAX_ERRORS_SHOWN = 5;
+
+/** What one load may still read: documents and List items share {@link MAX_DOCUMENTS}. */
+interface Budget {
+  documents: number;
+  exhausted: boolean;
+}
+
+/**
+ * A file's text, or undefined past {@link MAX_FILE_BYTES}: read in chunks and abandoned at the
+ * limit, so a huge file, a pipe or a device that never ends costs no more than the limit.
+ */
+async function readBounded(file: string): Promise<string | undefined> {
+  const handle = await open(file, "r");
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(64 * 1024);
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > MAX_FILE_BYTES) return undefined;
+      chunks.push(chunk.subarray(0, bytesRead));
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  } finally {
+    await handle.close();
+  }
+}
+
+function documentsOf(source: Source, problems: Problem[], budget: Budget): Document[] {
   const out: Document[] = [];
+  const bytes = Buffer.byteLength(source.text, "utf8");
+  if (bytes > MAX_FILE_BYTES) {
+    problems.push({ file: source.file, message: tooLarge(bytes) });
+    return out;
+  }
   const lineCounter = new LineCounter();
-  const docs = parseAllDocuments(source.text, { prettyErrors: false, lineCounter });
-  const list = Array.isArray(docs) ? docs : [docs];
-  list.forEach((doc, i) => {
-    const origin: Origin = { file: source.file, document: i + 1 };
+  const composer = new Composer({ prettyErrors: false });
+  let index = 0;
+  // Documents are composed one at a time, so a file of a million documents stops at the budget.
+  for (const doc of composer.compose(new Parser(lineCounter.addNewLine).parse(source.text))) {
+    index++;
+    if (budget.exhausted) break;
+    const origin: Origin = { file: source.file, document: index };
+    const at = (offset: number) => {
+      const pos = lineCounter.linePos(offset);
+      return `line ${pos.line}, column ${pos.col}`;
+    };
+    // The parser's own stack ran out: one problem says so (how many errors it leaves behind
+    // depends on how much stack there was), the syntax errors after it are its echoes.
+    const exhausted = doc.errors.find((e) => e.code === "RESOURCE_EXHAUSTION");
+    if (exhausted) {
+      problems.push({
+        ...origin,
+        message: `nested too deeply to read at ${at(exhausted.pos[0])}: at most ${MAX_DEPTH} levels of maps and lists are read; flatten the document`,
+      });
+      continue;
+    }
     if (doc.errors.length > 0) {
-      for (const e of doc.errors) {
-        const pos = lineCounter.linePos(e.pos[0]);
+      for (const e of doc.errors.slice(0, SYNTAX_ERRORS_SHOWN)) {
         problems.push({
           ...origin,
-          message: `not valid YAML or JSON at line ${pos.line}, column ${pos.col}: ${e.message.split("\n")[0]}`,
+          message: `not valid YAML or JSON at ${at(e.pos[0])}: ${e.message.split("\n")[0]}`,
         });
       }
-      return;
+      const more = doc.errors.length - SYNTAX_ERRORS_SHOWN;
+      if (more > 0)
+        problems.push({ ...origin, message: `and ${more} more YAML syntax error${more > 1 ? "s" : ""}` });
+      continue;
     }
-    const value: unknown = doc.toJS();
-    if (value === null || value === undefined) return; // an empty document between separators
+    const shape = shapeProblem(doc);
+    if (shape) {
+      problems.push({ ...origin, message: shape });
+      continue;
+    }
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+    } catch (error) {
+      const message = (error as Error).message ?? String(error);
+      problems.push({
+        ...origin,
+        message: /excessive alias count/i.test(message)
+          ? `aliases expand too much (more than ${MAX_ALIAS_COUNT} expansions of one anchor, the YAML reader's maxAliasCount): write the values out instead of repeating them through aliases`
+          : `cannot be read: ${message}`,
+      });
+      continue;
+    }
+    if (value === null || value === undefined) continue; // an empty document between separators
     const kubeList = value as { kind?: unknown; items?: unknown };
-    if (kubeList.kind === "List" && Array.isArray(kubeList.items)) {
-      kubeList.items.forEach((item, j) => {
+    const items = kubeList.kind === "List" && Array.isArray(kubeList.items) ? kubeList.items : undefined;
+    const objects = items ?? [value];
+    if (budget.documents + objects.length > MAX_DOCUMENTS) {
+      problems.push({
+        ...origin,
+        message: `${items ? `a List of ${items.length} items` : "this document"} is past the ${MAX_DOCUMENTS} documents and List items one load reads: give only the rollout and its templates`,
+      });
+      budget.exhausted = true;
+      break;
+    }
+    budget.documents += objects.length;
+    if (items) {
+      items.forEach((item, j) => {
         out.push({ origin: { ...origin, object: `List item ${j}` }, value: item });
       });
-      return;
+    } else {
+      out.push({ origin, value });
     }
-    out.push({ origin, value });
-  });
+  }
   return out;
+}
+
+const tooLarge = (bytes?: number) =>
+  `the file is ${bytes === undefined ? "more than" : `${bytes.toLocaleString("en-US")} bytes, more than`} the ${MAX_FILE_BYTES.toLocaleString("en-US")} bytes a rollout spec may have: give only the rollout and its templates`;
+
+/** What the walk knows of a node once all of it has been seen. */
+interface Measured {
+  /** Levels of maps and lists, the node's own included. */
+  depth: number;
+  /** Values, aliases expanded. */
+  values: number;
+}
+
+/**
+ * Why a document must not be converted to JavaScript, or undefined: nesting deeper than
+ * {@link MAX_DEPTH}, more than {@link MAX_VALUES} values once aliases are expanded, or an alias
+ * inside the node it names (a cycle that no JSON value can hold). The walk keeps its own stack,
+ * so no input can overflow the real one, and measures each node once, so aliases cost nothing.
+ */
+function shapeProblem(doc: { contents: unknown }): string | undefined {
+  const root = doc.contents;
+  if (!isNode(root)) return undefined;
+  const anchors = new Map<string, unknown>();
+  const measured = new Map<unknown, Measured>();
+  const open = new Set<unknown>();
+  let values = 0;
+  interface Frame {
+    node: unknown;
+    children: unknown[];
+    next: number;
+    depth: number;
+    values: number;
+    level: number;
+  }
+  const stack: Frame[] = [];
+  const tooDeep = `nested more than ${MAX_DEPTH} levels deep (maps and lists inside each other, aliases expanded): a rollout object needs far fewer; flatten the document`;
+  const tooMany = `holds more than ${MAX_VALUES.toLocaleString("en-US")} values once its aliases are expanded: a rollout object needs far fewer; give only the rollout and its templates`;
+  /** Enters a node; returns a problem, or undefined once it is measured or on the stack. */
+  const enter = (node: unknown, level: number): string | undefined => {
+    if (isAlias(node)) {
+      const target = anchors.get(node.source);
+      if (target === undefined) {
+        values++; // an alias to no anchor: the conversion reports it
+        return values > MAX_VALUES ? tooMany : undefined;
+      }
+      if (open.has(target)) {
+        return `the alias *${node.source} is inside the node its anchor &${node.source} names: a document cannot contain itself`;
+      }
+      const m = measured.get(target) ?? { depth: 0, values: 1 };
+      values += m.values;
+      if (values > MAX_VALUES) return tooMany;
+      if (level + m.depth > MAX_DEPTH) return tooDeep;
+      const parent = stack.at(-1);
+      if (parent) {
+        parent.depth = Math.max(parent.depth, m.depth);
+        parent.values += m.values;
+      }
+      return undefined;
+    }
+    const anchor = (node as { anchor?: unknown }).anchor;
+    if (typeof anchor === "string" && anchor !== "") anchors.set(anchor, node);
+    if (isPair(node)) {
+      open.add(node);
+      stack.push({ node, children: [node.key, node.value], next: 0, depth: 0, values: 0, level });
+      return undefined;
+    }
+    values++;
+    if (values > MAX_VALUES) return tooMany;
+    if (isMap(node) || isSeq(node)) {
+      if (level + 1 > MAX_DEPTH) return tooDeep;
+      open.add(node);
+      stack.push({ node, children: [...node.items], next: 0, depth: 0, values: 0, level: level + 1 });
+      return undefined;
+    }
+    const m = { depth: 0, values: 1 };
+    measured.set(node, m);
+    const parent = stack.at(-1);
+    if (parent) parent.values += 1;
+    return undefined;
+  };
+  const first = enter(root, 0);
+  if (first) return first;
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1] as Frame;
+    if (frame.next < frame.children.length) {
+      const child = frame.children[frame.next++];
+      if (child === null || child === undefined) continue;
+      const problem = enter(child, frame.level);
+      if (problem) return problem;
+      continue;
+    }
+    stack.pop();
+    open.delete(frame.node);
+    const own = isPair(frame.node) ? 0 : 1;
+    const m = { depth: frame.depth + own, values: frame.values + own };
+    measured.set(frame.node, m);
+    const parent = stack.at(-1);
+    if (parent) {
+      parent.depth = Math.max(parent.depth, m.depth);
+      parent.values += m.values;
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -90,8 +317,10 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
   const nativeDocs: Document[] = [];
   const descriptorDocs: Document[] = [];
   let documents = 0;
+  const budget: Budget = { documents: 0, exhausted: false };
   for (const source of sources) {
-    for (const doc of documentsOf(source, problems)) {
+    if (budget.exhausted) break;
+    for (const doc of documentsOf(source, problems, budget)) {
       documents++;
       if (isDescriptor(doc.value)) {
         descriptorDocs.push(doc);

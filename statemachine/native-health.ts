@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { type Origin, zodProblems } from "./analysis-resolve.ts";
+import { IntOrString } from "./argo-schema.ts";
 import { parseDuration } from "./duration.ts";
 import { JUDGE_PLACEHOLDERS, JUDGE_PLUGIN } from "./judge-load.ts";
 import type { Problem } from "./problems.ts";
@@ -13,7 +14,7 @@ import type { Problem } from "./problems.ts";
  * reader and the same run as an Argo-form gate.
  */
 
-const Duration = z.union([z.number(), z.string()]);
+const Duration = IntOrString;
 
 const PrometheusSettings = z
   .object({

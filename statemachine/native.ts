@@ -7,8 +7,10 @@ import {
   zodProblems,
 } from "./analysis-resolve.ts";
 import { normalizeStep } from "./argo.ts";
-import { ArgoArgumentSchema } from "./argo-schema.ts";
+import { ArgoArgumentSchema, IntOrString } from "./argo-schema.ts";
 import { parseDuration } from "./duration.ts";
+import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS } from "./limits.ts";
+import { rolloutNameProblem } from "./names.ts";
 import { healthTemplate } from "./native-health.ts";
 import type { Problem } from "./problems.ts";
 import { revisionOf } from "./revision.ts";
@@ -19,7 +21,7 @@ import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
  * routed by header, approvals between steps and an analysis (a health gate) with its templates
  * inline. It compiles to the same step list as an Argo Rollout.
  */
-const Duration = z.union([z.number(), z.string()]);
+const Duration = IntOrString;
 
 export const NativeAnalysisSchema = z
   .object({
@@ -32,7 +34,18 @@ export const NativeAnalysisSchema = z
             metrics: z.array(z.unknown()).min(1),
             dryRun: z.array(z.object({ metricName: z.string() }).strict()).optional(),
             measurementRetention: z
-              .array(z.object({ metricName: z.string(), limit: z.number().int().positive() }).strict())
+              .array(
+                z
+                  .object({
+                    metricName: z.string(),
+                    limit: z
+                      .number()
+                      .int()
+                      .positive()
+                      .max(MAX_MEASUREMENT_RETENTION, LIMIT_MESSAGES.retention),
+                  })
+                  .strict(),
+              )
               .optional(),
           })
           .strict(),
@@ -51,7 +64,7 @@ export const NativeSpecSchema = z
     /** What identifies the version (image, environment, ...): hashed into the revision. */
     template: z.record(z.string(), z.unknown()).optional(),
     image: z.string().optional(),
-    replicas: z.number().int().nonnegative().optional(),
+    replicas: z.number().int().nonnegative().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas).optional(),
     steps: z.array(z.unknown()).min(1).max(40).optional(),
     bake: Duration.optional(),
     testers: z
@@ -129,6 +142,8 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
   }
   const n = parsed.data;
   const o: Origin = { ...origin, object: origin.object ?? `Rollout ${n.name}` };
+  const nameProblem = rolloutNameProblem(n.name);
+  if (nameProblem) problems.push({ ...o, path: "name", message: nameProblem });
   const templates = new Map<string, LoadedTemplate>();
   n.analysis?.templates.forEach((t, i) => {
     const { name: _name, ...templateSpec } = t;
@@ -273,15 +288,6 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
     });
   }
   if (problems.length !== before) return undefined;
-  const nameCheck = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n.name) && n.name.length <= 63;
-  if (!nameCheck) {
-    problems.push({
-      ...o,
-      path: "name",
-      message: "name must be a DNS label: lower-case letters, digits and '-'",
-    });
-    return undefined;
-  }
   return {
     name: n.name,
     revision,

@@ -1,4 +1,27 @@
 import { z } from "zod";
+import {
+  LIMIT_MESSAGES,
+  MAX_CLOUDWATCH_WINDOW_SECONDS,
+  MAX_PROVIDER_TIMEOUT_SECONDS,
+  MAX_WAIT_SECONDS,
+} from "./limits.ts";
+
+/**
+ * An address a provider requests over HTTP: `http://` or `https://` and a host, nothing else (a
+ * `file:` URL, a bare host). Placeholders filled when the analysis starts (`{{rollout.latest}}`)
+ * may be anywhere after the scheme.
+ */
+export const HTTP_URL = /^https?:\/\/[^\s/?#]+/i;
+const httpUrl = (what: string) =>
+  z.string().refine((url) => HTTP_URL.test(url), {
+    error: (issue) =>
+      `${what} must be an http:// or https:// URL, got ${JSON.stringify(String(issue.input).slice(0, 100))}: providers are read over HTTP(S) only`,
+  });
+
+const ProviderTimeout = z
+  .number()
+  .positive()
+  .max(MAX_PROVIDER_TIMEOUT_SECONDS, LIMIT_MESSAGES.providerTimeout);
 
 /**
  * Metric providers as the normalized spec holds them: Argo's fields with Argo's defaults applied
@@ -13,7 +36,7 @@ export const PrometheusProviderSchema = z
     address: z.string().default(""),
     query: z.string().min(1),
     /** Seconds; Argo's default is 30. */
-    timeout: z.number().positive().default(30),
+    timeout: ProviderTimeout.default(30),
     insecure: z.boolean().default(false),
     headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
     authentication: z
@@ -32,14 +55,14 @@ export const PrometheusProviderSchema = z
 
 export const WebProviderSchema = z
   .object({
-    url: z.string().min(1),
+    url: httpUrl("url"),
     method: z.enum(["GET", "POST", "PUT"]).default("GET"),
     headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
     body: z.string().optional(),
     jsonBody: z.unknown().optional(),
     jsonPath: z.string().optional(),
     /** Seconds; Argo's default is 10. */
-    timeoutSeconds: z.number().positive().default(10),
+    timeoutSeconds: ProviderTimeout.default(10),
     insecure: z.boolean().default(false),
   })
   .strict();
@@ -62,7 +85,11 @@ export const CloudWatchMetricStatSchema = z
 export const CloudWatchProviderSchema = z
   .object({
     /** Seconds of history to read; Argo's default is 5 minutes. */
-    interval: z.number().positive().default(300),
+    interval: z
+      .number()
+      .positive()
+      .max(MAX_CLOUDWATCH_WINDOW_SECONDS, LIMIT_MESSAGES.cloudWatchWindow)
+      .default(300),
     metricDataQueries: z
       .array(
         z
@@ -82,11 +109,11 @@ export const CloudWatchProviderSchema = z
 
 export const SamplesProviderSchema = z
   .object({
-    address: z.string().min(1),
+    address: httpUrl("address"),
     primary: z.string().min(1),
     candidate: z.string().min(1),
     /** Seconds of samples to compare. */
-    window: z.number().positive().default(60),
+    window: z.number().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait).default(60),
   })
   .strict();
 

@@ -1,5 +1,11 @@
 import { z } from "zod";
 import { JudgeSpecSchema } from "./judge-spec.ts";
+import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS, MAX_WAIT_SECONDS } from "./limits.ts";
+import { rolloutNameProblem } from "./names.ts";
+
+const Wait = () => z.number().nonnegative().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
+const Replicas = () => z.number().int().nonnegative().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas);
+
 import { exactlyOneProvider, ReadingProviderFields } from "./providers.ts";
 
 export * from "./judge-spec.ts";
@@ -25,9 +31,9 @@ export const MetricSchema = z
   .object({
     name: z.string().min(1),
     /** Seconds between measurements; absent = one measurement (or none between, with count 1). */
-    interval: z.number().positive().optional(),
+    interval: z.number().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait).optional(),
     /** Seconds before the first measurement. */
-    initialDelay: z.number().nonnegative().default(0),
+    initialDelay: Wait().default(0),
     /** Absent with an interval = run until the analysis is terminated (background analysis). */
     count: z.number().int().nonnegative().optional(),
     failureLimit: z.number().int().min(-1).default(0),
@@ -37,7 +43,12 @@ export const MetricSchema = z
     successCondition: z.string().optional(),
     failureCondition: z.string().optional(),
     dryRun: z.boolean().default(false),
-    measurementRetention: z.number().int().positive().default(10),
+    measurementRetention: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_MEASUREMENT_RETENTION, LIMIT_MESSAGES.retention)
+      .default(10),
     provider: MetricProviderSchema,
   })
   .strict();
@@ -80,7 +91,7 @@ export const StepSchema = z.discriminatedUnion("kind", [
     .object({
       kind: z.literal("pause"),
       /** Seconds; absent = wait for a person (`rollouts promote`). */
-      duration: z.number().nonnegative().optional(),
+      duration: Wait().optional(),
       reason: z.enum(["CanaryPauseStep", "BlueGreenPause", "Approval"]).default("CanaryPauseStep"),
     })
     .strict(),
@@ -122,15 +133,14 @@ export const BackgroundAnalysisSchema = z
 
 export const RolloutSpecSchema = z
   .object({
-    name: z
-      .string()
-      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS label: lower-case letters, digits and '-'")
-      .max(63),
+    name: z.string().refine((name) => rolloutNameProblem(name) === undefined, {
+      error: (issue) => rolloutNameProblem(String(issue.input)) ?? "not a rollout name",
+    }),
     /** First ten hex digits of the SHA-256 of the pod template (or native spec version) canonical JSON. */
     revision: z.string().regex(/^[0-9a-f]{10}$/),
     source: z.enum(["argo", "native"]),
     strategy: z.enum(["canary", "blueGreen"]),
-    replicas: z.number().int().nonnegative().default(1),
+    replicas: Replicas().default(1),
     /** Surge pods allowed for basic (pod-count) canaries, already resolved from a number or percent. */
     maxSurge: z.number().int().nonnegative().default(1),
     /** True when an exact traffic router splits requests (trafficRouting, or any AWS target). */
@@ -139,9 +149,9 @@ export const RolloutSpecSchema = z
     stableService: z.string().optional(),
     activeService: z.string().optional(),
     previewService: z.string().optional(),
-    previewReplicaCount: z.number().int().nonnegative().optional(),
-    scaleDownDelaySeconds: z.number().int().nonnegative().default(30),
-    abortScaleDownDelaySeconds: z.number().int().nonnegative().default(30),
+    previewReplicaCount: Replicas().optional(),
+    scaleDownDelaySeconds: Wait().int().default(30),
+    abortScaleDownDelaySeconds: Wait().int().default(30),
     /** Testers' header route, `name: value` (native `testers.header`). */
     testers: z
       .object({ header: z.string().min(1), value: z.string() })
@@ -156,7 +166,7 @@ export const RolloutSpecSchema = z
      * refuse it until that hour has passed.
      */
     rollbackCooldown: z
-      .object({ seconds: z.number().int().nonnegative(), maxPerHour: z.number().int().positive() })
+      .object({ seconds: Wait().int(), maxPerHour: z.number().int().positive() })
       .strict()
       .optional(),
     steps: z.array(StepSchema),

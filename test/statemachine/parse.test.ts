@@ -398,7 +398,7 @@ describe("bad input: one message per problem, naming the place", () => {
   it("an invalid pause duration", () => {
     expect(problemsOf([{ file: "r.yaml", text: rollout("        - pause: {duration: 5 minutes}") }])).toEqual(
       [
-        'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].pause.duration (step 1): invalid duration "5 minutes": use seconds or a string like "30s", "5m", "1h30m"',
+        'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].pause.duration (step 1): unknown unit " minutes" in duration "5 minutes": units are ns, us, ms, s, m and h, written without spaces as in "30s", "1.5h", "2h45m" (a day is "24h")',
       ],
     );
   });
