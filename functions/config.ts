@@ -41,6 +41,12 @@ export const ENV = {
   /** Default Prometheus address and SigV4 region for metrics that do not name one. */
   prometheusUrl: "ROLLOUTS_PROMETHEUS_URL",
   prometheusSigv4Region: "ROLLOUTS_PROMETHEUS_SIGV4_REGION",
+  /**
+   * Most bytes of a web, samples or Prometheus response a measurement reads (default 1 MiB): a
+   * larger body is an Error measurement. Not set by the construct; add it to the measuring
+   * functions to change it.
+   */
+  metricMaxBodyBytes: "ROLLOUTS_METRIC_MAX_BODY_BYTES",
 } as const;
 
 /**

@@ -9,7 +9,7 @@ import { SfnTaskTokens } from "../abort/task-tokens.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import { EventBridgePublisher } from "../events/eventbridge.ts";
-import { defaultProviders } from "../metrics/index.ts";
+import { defaultProviders, maxBodyBytesFrom } from "../metrics/index.ts";
 import { DynamoRolloutStore } from "../store/dynamodb.ts";
 import { RoutingTimer } from "../timer/routing.ts";
 import { SchedulerTimer } from "../timer/scheduler.ts";
@@ -81,8 +81,9 @@ export function depsFromEnv(
     }),
     clock,
     routerFor: (settings) => createTrafficRouter(settings, clients, clock),
-    providers: defaultProviders(
-      source[ENV.prometheusUrl]
+    providers: defaultProviders({
+      maxBodyBytes: maxBodyBytesFrom(source[ENV.metricMaxBodyBytes], ENV.metricMaxBodyBytes),
+      ...(source[ENV.prometheusUrl]
         ? {
             prometheus: {
               url: source[ENV.prometheusUrl] as string,
@@ -91,8 +92,8 @@ export function depsFromEnv(
                 : {}),
             },
           }
-        : {},
-    ),
+        : {}),
+    }),
     metrics: new EmfMetricsSink(),
   };
 }

@@ -17,7 +17,7 @@ import { SamplesMetricProvider } from "./samples.ts";
 import { WebMetricProvider } from "./web.ts";
 
 export { CloudWatchMetricProvider } from "./cloudwatch.ts";
-export type { Fetch } from "./http.ts";
+export { DEFAULT_MAX_BODY_BYTES, type Fetch, MAX_REDIRECTS, maxBodyBytesFrom } from "./http.ts";
 export { JudgeMetricProvider, type JudgeReadings, type ReadingValue, readingsOf } from "./judge.ts";
 export * from "./port.ts";
 export { PrometheusMetricProvider, type RequestSigner } from "./prometheus.ts";
@@ -93,6 +93,8 @@ export interface DefaultProviderOptions {
   cloudWatch?: Pick<CloudWatchClient, "send">;
   /** The Prometheus of metrics that name no address (`ROLLOUTS_PROMETHEUS_URL`, SigV4 region). */
   prometheus?: { url: string; sigv4Region?: string };
+  /** Most bytes of an HTTP provider's response read (`ROLLOUTS_METRIC_MAX_BODY_BYTES`); default 1 MiB. */
+  maxBodyBytes?: number;
 }
 
 /**
@@ -108,7 +110,10 @@ export function defaultProviders(options: DefaultProviderOptions = {}): Provider
       return cloudWatch.measure(metric, ctx);
     },
   };
-  const http = options.fetch ? { fetch: options.fetch } : {};
+  const http = {
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+  };
   return new ProviderRouter({
     prometheus: new PrometheusMetricProvider({
       ...http,

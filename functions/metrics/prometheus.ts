@@ -1,5 +1,13 @@
 import type { Metric, PrometheusProvider as PrometheusSpec } from "../../statemachine/spec.ts";
-import { deadline, describeFetchError, type Fetch, snippet } from "./http.ts";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  deadline,
+  describeFetchError,
+  type Fetch,
+  readBody,
+  responseShapeProblem,
+  snippet,
+} from "./http.ts";
 import { formatFloat, type MeasureContext, type MetricProvider, type ProviderResult } from "./port.ts";
 
 /**
@@ -45,6 +53,8 @@ export interface PrometheusProviderOptions {
    * the SigV4 region to sign it with when it is an Amazon Managed Prometheus workspace.
    */
   defaultAddress?: { url: string; sigv4Region?: string };
+  /** Most bytes of a response body read (`ROLLOUTS_METRIC_MAX_BODY_BYTES`); more is an Error measurement. */
+  maxBodyBytes?: number;
 }
 
 interface PromResponse {
@@ -53,6 +63,22 @@ interface PromResponse {
   error?: string;
   warnings?: string[];
   data?: { resultType?: string; result?: unknown };
+}
+
+/**
+ * The data-plane endpoints of Amazon Managed Service for Prometheus, the only hosts a query is
+ * signed for: `aps-workspaces.<region>.amazonaws.com` (IPv4), `aps-workspaces.<region>.api.aws`
+ * (dual-stack), their FIPS forms `aps-workspaces-fips.<region>...`, and the China partition's
+ * `amazonaws.com.cn` and `api.amazonwebservices.com.cn`. A host that merely contains the word
+ * (`aps-workspaces.evil.example`, `aps-workspaces.us-east-1.amazonaws.com.evil.example`) never
+ * gets the caller's credentials' signature.
+ */
+const AMP_HOST =
+  /^aps-workspaces(?:-fips)?\.[a-z]{2}(?:-[a-z]+)+-\d+\.(?:amazonaws\.com|api\.aws|amazonaws\.com\.cn|api\.amazonwebservices\.com\.cn)$/;
+
+/** True for an Amazon Managed Service for Prometheus query endpoint (a URL's `hostname`). */
+export function isAmpHost(hostname: string): boolean {
+  return AMP_HOST.test(hostname.toLowerCase());
 }
 
 /** Prometheus' sample value strings: `"0.5"`, `"NaN"`, `"+Inf"`, `"-Inf"`. */
@@ -129,8 +155,10 @@ export class PrometheusMetricProvider implements MetricProvider {
   private readonly signerFor: PrometheusProviderOptions["signerFor"];
   private readonly method: "GET" | "POST";
   private readonly defaultAddress: PrometheusProviderOptions["defaultAddress"];
+  private readonly maxBodyBytes: number;
 
   constructor(options: PrometheusProviderOptions = {}) {
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.signerFor = options.signerFor;
     this.method = options.method ?? "POST";
@@ -197,8 +225,8 @@ export class PrometheusMetricProvider implements MetricProvider {
       for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v);
     }
     const sigv4 = spec.authentication?.sigv4;
-    // Argo signs only Amazon Managed Prometheus workspaces (`aps-workspaces` in the address).
-    if (sigv4 && target.hostname.includes("aps-workspaces")) {
+    // As Argo, only Amazon Managed Prometheus workspaces are signed, but only their exact hosts.
+    if (sigv4 && isAmpHost(target.hostname)) {
       if (!this.signerFor) return { ok: false, message: "sigv4 signing is not configured in this build" };
       try {
         const signed = await this.signerFor(sigv4).sign({
@@ -219,7 +247,9 @@ export class PrometheusMetricProvider implements MetricProvider {
     }
     try {
       const res = await this.fetch(target.toString(), { method, headers, body, signal });
-      return { status: res.status, text: await res.text() };
+      const read = await readBody(res, this.maxBodyBytes);
+      if ("error" in read) return { ok: false, message: read.error };
+      return { status: res.status, text: read.text };
     } catch (e) {
       return { ok: false, message: describeFetchError(method, target.toString(), e, spec.timeout) };
     }
@@ -245,6 +275,8 @@ export function interpret(status: number, text: string): ProviderResult {
   } catch (e) {
     return { ok: false, message: `bad_response: ${(e as Error).message}` };
   }
+  const shape = responseShapeProblem(parsed);
+  if (shape) return { ok: false, message: `bad_response: ${shape}` };
   if (parsed.status === "error") {
     return { ok: false, message: `${parsed.errorType ?? "unknown"}: ${parsed.error ?? ""}` };
   }

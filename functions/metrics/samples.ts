@@ -1,6 +1,16 @@
 import { z } from "zod";
 import type { Metric } from "../../statemachine/spec.ts";
-import { deadline, describeFetchError, type Fetch, snippet } from "./http.ts";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  deadline,
+  describeFetchError,
+  type Fetch,
+  fetchFollowing,
+  readBody,
+  responseShapeProblem,
+  schemeProblem,
+  snippet,
+} from "./http.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
 
 /**
@@ -23,9 +33,12 @@ export const SAMPLES_TIMEOUT_SECONDS = 10;
 
 export class SamplesMetricProvider implements MetricProvider {
   private readonly fetch: Fetch;
+  private readonly maxBodyBytes: number;
 
-  constructor(options: { fetch?: Fetch } = {}) {
+  /** The same limits as the web provider: http(s) only, five redirects in one scheme, the body limit. */
+  constructor(options: { fetch?: Fetch; maxBodyBytes?: number } = {}) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   }
 
   async measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
@@ -37,18 +50,23 @@ export class SamplesMetricProvider implements MetricProvider {
     } catch {
       return { ok: false, message: `samples address is not a URL: ${spec.address}` };
     }
+    const refused = schemeProblem(url.toString());
+    if (refused) return { ok: false, message: `samples address: ${refused}` };
     url.searchParams.set("primary", spec.primary);
     url.searchParams.set("candidate", spec.candidate);
     url.searchParams.set("window", String(spec.window));
     let status: number;
     let text: string;
     try {
-      const res = await this.fetch(url.toString(), {
+      const followed = await fetchFollowing(this.fetch, url.toString(), {
         headers: { accept: "application/json" },
         signal: deadline(SAMPLES_TIMEOUT_SECONDS, ctx.signal),
       });
-      status = res.status;
-      text = await res.text();
+      if ("error" in followed) return { ok: false, message: followed.error };
+      status = followed.response.status;
+      const read = await readBody(followed.response, this.maxBodyBytes);
+      if ("error" in read) return { ok: false, message: read.error };
+      text = read.text;
     } catch (e) {
       return { ok: false, message: describeFetchError("GET", url.toString(), e, SAMPLES_TIMEOUT_SECONDS) };
     }
@@ -65,6 +83,8 @@ export class SamplesMetricProvider implements MetricProvider {
     } catch {
       return { ok: false, message: `received a body that is not JSON: ${JSON.stringify(snippet(text))}` };
     }
+    const shape = responseShapeProblem(data);
+    if (shape) return { ok: false, message: shape };
     const parsed = CompareResponseSchema.safeParse(data);
     if (!parsed.success) {
       const first = parsed.error.issues[0];

@@ -1,6 +1,16 @@
 import { JSONPath } from "jsonpath-plus";
 import type { Metric } from "../../statemachine/spec.ts";
-import { deadline, describeFetchError, type Fetch, snippet } from "./http.ts";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  deadline,
+  describeFetchError,
+  type Fetch,
+  fetchFollowing,
+  readBody,
+  responseShapeProblem,
+  schemeProblem,
+  snippet,
+} from "./http.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
 
 /**
@@ -13,12 +23,18 @@ import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
  * HTML error page or an empty 200 passes a condition like `result != "bad"` (argo-rollouts#4535).
  * Here a body that is not JSON is an Error measurement: a gate must never pass on an answer it
  * could not read.
+ *
+ * Limits (each an Error measurement that says so): only `http:` and `https:` URLs; redirects
+ * are followed by hand, at most five and never to another scheme; the body is read as a stream
+ * and abandoned past `maxBodyBytes` (1 MiB unless `ROLLOUTS_METRIC_MAX_BODY_BYTES` says otherwise).
  */
 export class WebMetricProvider implements MetricProvider {
   private readonly fetch: Fetch;
+  private readonly maxBodyBytes: number;
 
-  constructor(options: { fetch?: Fetch } = {}) {
+  constructor(options: { fetch?: Fetch; maxBodyBytes?: number } = {}) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   }
 
   async measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
@@ -40,19 +56,25 @@ export class WebMetricProvider implements MetricProvider {
     } else if (web.body) {
       body = web.body;
     }
+    const refused = schemeProblem(web.url);
+    if (refused) return { ok: false, message: refused };
     let status: number;
     let text: string;
     let contentType: string;
     try {
-      const res = await this.fetch(web.url, {
+      const followed = await fetchFollowing(this.fetch, web.url, {
         method: web.method,
         headers,
-        body,
+        ...(body !== undefined ? { body } : {}),
         signal: deadline(web.timeoutSeconds, ctx.signal),
       });
+      if ("error" in followed) return { ok: false, message: followed.error };
+      const res = followed.response;
       status = res.status;
       contentType = res.headers.get("content-type") ?? "";
-      text = await res.text();
+      const read = await readBody(res, this.maxBodyBytes);
+      if ("error" in read) return { ok: false, message: read.error };
+      text = read.text;
     } catch (e) {
       return { ok: false, message: describeFetchError(web.method, web.url, e, web.timeoutSeconds) };
     }
@@ -70,6 +92,8 @@ export class WebMetricProvider implements MetricProvider {
         message: `received a body that is not JSON${what}: ${shown === "" ? "<empty>" : JSON.stringify(shown)}`,
       };
     }
+    const shape = responseShapeProblem(data);
+    if (shape) return { ok: false, message: shape };
     return select(data, web.jsonPath);
   }
 }

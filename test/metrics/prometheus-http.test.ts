@@ -1,7 +1,7 @@
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { interpret, PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts";
+import { interpret, isAmpHost, PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
 import { closedPort, startServer } from "./server.ts";
 
@@ -124,6 +124,60 @@ describe("Prometheus adapter over HTTP", () => {
       now,
     });
     expect(signed).toBe(false);
+  });
+
+  it.each([
+    "aps-workspaces.us-east-1.amazonaws.com",
+    "aps-workspaces-fips.us-east-2.amazonaws.com",
+    "aps-workspaces.eu-west-1.api.aws",
+    "aps-workspaces-fips.us-west-2.api.aws",
+    "aps-workspaces.us-gov-west-1.amazonaws.com",
+    "aps-workspaces.ap-southeast-5.amazonaws.com",
+    "aps-workspaces.cn-north-1.amazonaws.com.cn",
+    "aps-workspaces.cn-northwest-1.api.amazonwebservices.com.cn",
+    "APS-WORKSPACES.US-EAST-1.AMAZONAWS.COM",
+  ])("signs for the AMP endpoint %s", (host) => {
+    expect(isAmpHost(host)).toBe(true);
+  });
+
+  it.each([
+    "aps-workspaces.evil.example",
+    "aps-workspaces.us-east-1.amazonaws.com.evil.example",
+    "evil-aps-workspaces.us-east-1.amazonaws.com",
+    "aps-workspaces.us-east-1.amazonaws.com.",
+    "aps-workspaces-evil.us-east-1.amazonaws.com",
+    "x.aps-workspaces.us-east-1.amazonaws.com",
+    "aps.us-east-1.amazonaws.com",
+    "aps-workspaces.us-east-1.api.aws.cn",
+    "aps-workspaces.useast1.amazonaws.com",
+    "prometheus.internal",
+  ])("never signs for %s, which only contains the word or the domain", (host) => {
+    expect(isAmpHost(host)).toBe(false);
+  });
+
+  it("sends no signature to a host that merely contains aps-workspaces", async () => {
+    let signed = false;
+    const seen: Array<Record<string, string>> = [];
+    const provider = new PrometheusMetricProvider({
+      signerFor: () => {
+        signed = true;
+        return {
+          sign: async (r) => ({ ...r, headers: { ...r.headers, authorization: "AWS4-HMAC-SHA256 x" } }),
+        };
+      },
+      fetch: async (_url, init) => {
+        seen.push(init?.headers as Record<string, string>);
+        return new Response(vector, { status: 200 });
+      },
+    });
+    await provider.measure(
+      metric("https://aps-workspaces.us-east-1.amazonaws.com.evil.example/workspaces/ws", {
+        authentication: { sigv4: { region: "us-east-1" } },
+      }),
+      { now },
+    );
+    expect(signed).toBe(false);
+    expect(seen[0]?.authorization).toBeUndefined();
   });
 
   it("a signer that cannot be built is an Error measurement", async () => {
