@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { EXECUTION_DIGEST_HEX, EXECUTION_NAME_MAX } from "../../statemachine/names.ts";
 import type { RolloutItem } from "../store/schema.ts";
 import type { ImagePush } from "./event.ts";
 
@@ -25,10 +26,12 @@ export const RolloutExecutionInputSchema = z.object({
 export type RolloutExecutionInput = z.infer<typeof RolloutExecutionInputSchema>;
 
 /** Step Functions execution names: 1–80 characters; we use only `[A-Za-z0-9_-]`. */
-export const EXECUTION_NAME_MAX = 80;
+export { EXECUTION_NAME_MAX };
 
 /**
- * The execution name of a push: `<rollout>-<first 24 hex of the digest>-g<generation>`.
+ * The execution name of a push: `<rollout>-<first 24 hex of the digest>-g<generation>`. A rollout
+ * name within the spec's limit (`ROLLOUT_NAME_MAX`) stays whole up to generation 999,999; the
+ * rollout part is cut only past that (or for names the spec never allowed).
  * Deterministic, so a duplicate delivery of the event computes the same name and its
  * `StartExecution` hits `ExecutionAlreadyExists` (starts nothing). The generation (incremented
  * for each accepted push, stored on the rollout item) is what lets the same digest be rolled out
@@ -37,7 +40,7 @@ export const EXECUTION_NAME_MAX = 80;
  * Each rollout has its own state machine, so the rollout part is only for people reading it.
  */
 export function executionName(rollout: string, digest: string, generation: number): string {
-  const hex = (digest.split(":").pop() ?? digest).replace(/[^A-Za-z0-9]/g, "").slice(0, 24);
+  const hex = (digest.split(":").pop() ?? digest).replace(/[^A-Za-z0-9]/g, "").slice(0, EXECUTION_DIGEST_HEX);
   const suffix = `-${hex}-g${generation}`;
   const slug = rollout
     .replace(/[^A-Za-z0-9_-]+/g, "-")

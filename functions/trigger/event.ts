@@ -1,6 +1,32 @@
 import { z } from "zod";
 
 /**
+ * The shapes AWS gives the values a push carries. They reach queries (`{{rollout.latest}}`,
+ * `{{rollout.stable}}`, `{{rollout.digest}}`) and execution names, so anything else is refused.
+ *
+ * - Repository names, ECR's API reference: 2–256 characters,
+ *   `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*`.
+ * - Image tags: ECR's API allows 1–300 characters; the characters are the OCI distribution
+ *   spec's (`[a-zA-Z0-9_][a-zA-Z0-9._-]*`), the only ones a registry push accepts.
+ * - Digests: ECR computes `sha256:` and 64 lower-case hex digits, nothing else.
+ */
+export const ECR_REPOSITORY_NAME_MAX = 256;
+export const ECR_IMAGE_TAG_MAX = 300;
+const REPOSITORY_PART = "[a-z0-9]+(?:(?:\\.|_|__|-+)[a-z0-9]+)*";
+const REPOSITORY_NAME = new RegExp(`^${REPOSITORY_PART}(?:/${REPOSITORY_PART})*$`);
+const IMAGE_TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
+const IMAGE_DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+export const isRepositoryName = (s: string): boolean =>
+  s.length >= 2 && s.length <= ECR_REPOSITORY_NAME_MAX && REPOSITORY_NAME.test(s);
+export const isImageTag = (s: string): boolean => s.length <= ECR_IMAGE_TAG_MAX && IMAGE_TAG.test(s);
+export const isImageDigest = (s: string): boolean => IMAGE_DIGEST.test(s);
+
+/** A value from outside, quoted for a message: JSON-escaped and cut. */
+const quoted = (s: string) =>
+  s.length > 80 ? `${JSON.stringify(s.slice(0, 80)).slice(0, -1)}…"` : JSON.stringify(s);
+
+/**
  * The EventBridge event ECR emits when an image push completes (AWS docs, "Amazon ECR events and
  * EventBridge": `source: aws.ecr`, `detail-type: ECR Image Action`, detail `action-type`,
  * `result`, `repository-name`, `image-digest`, `image-tag`). `image-tag` is absent for a push by
@@ -17,15 +43,14 @@ export const EcrImageActionEventSchema = z.object({
   time: z.iso.datetime({ offset: true }),
   region: z.string().min(1),
   resources: z.array(z.string()).default([]),
+  // The values' shapes are checked after this schema, so that a push ECR could not have made is
+  // ignored with its reason instead of failing the Lambda (which EventBridge would retry).
   detail: z.looseObject({
     "action-type": z.string(),
     result: z.string(),
     "repository-name": z.string().min(1),
-    "image-digest": z
-      .string()
-      .regex(/^[A-Za-z0-9_+.-]+:[A-Fa-f0-9]{32,}$/, "must look like sha256:<hex>")
-      .optional(),
-    "image-tag": z.string().min(1).optional(),
+    "image-digest": z.string().optional(),
+    "image-tag": z.string().optional(),
   }),
 });
 export type EcrImageActionEvent = z.infer<typeof EcrImageActionEventSchema>;
@@ -55,8 +80,9 @@ export type ParsedPush = { kind: "push"; push: ImagePush } | { kind: "ignored"; 
 
 /**
  * Validates an incoming event and reduces it to an `ImagePush`, or to a reason to ignore it
- * (not a PUSH, not a SUCCESS, no digest). Throws `InvalidTriggerEventError` for anything that is
- * not an ECR Image Action event at all.
+ * (not a PUSH, not a SUCCESS, no digest, a repository name, tag or digest that is not the shape
+ * ECR gives them). Throws `InvalidTriggerEventError` for anything that is not an ECR Image Action
+ * event at all.
  */
 export function parseEcrEvent(raw: unknown): ParsedPush {
   const result = EcrImageActionEventSchema.safeParse(raw);
@@ -74,6 +100,25 @@ export function parseEcrEvent(raw: unknown): ParsedPush {
   const digest = detail["image-digest"];
   if (digest === undefined) return { kind: "ignored", reason: "no image-digest" };
   const repository = detail["repository-name"];
+  if (!isRepositoryName(repository)) {
+    return {
+      kind: "ignored",
+      reason: `repository-name ${quoted(repository)} is not an ECR repository name (2–256 lower-case letters, digits, ".", "_", "-" and "/")`,
+    };
+  }
+  if (!isImageDigest(digest)) {
+    return {
+      kind: "ignored",
+      reason: `image-digest ${quoted(digest)} is not an ECR image digest (sha256: and 64 lower-case hex digits)`,
+    };
+  }
+  const tag = detail["image-tag"];
+  if (tag !== undefined && !isImageTag(tag)) {
+    return {
+      kind: "ignored",
+      reason: `image-tag ${quoted(tag)} is not an image tag (1–300 letters, digits, "_", "." and "-", not starting with "." or "-")`,
+    };
+  }
   return {
     kind: "push",
     push: {

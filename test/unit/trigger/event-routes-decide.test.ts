@@ -15,7 +15,7 @@ import {
 import { DIGEST_A, DIGEST_B, ecrPush, SM } from "./fixtures.ts";
 
 describe("parseEcrEvent", () => {
-  it("reads the AWS documentation's sample push event", () => {
+  it("reads the AWS documentation's sample push event (its digest completed to 64 hex digits: the docs shorten it)", () => {
     const sample = {
       version: "0",
       id: "13cde686-328b-6117-af20-0e5566167482",
@@ -28,7 +28,7 @@ describe("parseEcrEvent", () => {
       detail: {
         result: "SUCCESS",
         "repository-name": "my-repository-name",
-        "image-digest": "sha256:7f5b2640fe6fb4f46592dfd3410c4a79dac4f89e4782432e0378abcd1234",
+        "image-digest": "sha256:7f5b2640fe6fb4f46592dfd3410c4a79dac4f89e4782432e0378abcd12345678",
         "action-type": "PUSH",
         "image-tag": "latest",
       },
@@ -37,10 +37,10 @@ describe("parseEcrEvent", () => {
       kind: "push",
       push: {
         repository: "my-repository-name",
-        digest: "sha256:7f5b2640fe6fb4f46592dfd3410c4a79dac4f89e4782432e0378abcd1234",
+        digest: "sha256:7f5b2640fe6fb4f46592dfd3410c4a79dac4f89e4782432e0378abcd12345678",
         tag: "latest",
         image:
-          "123456789012.dkr.ecr.us-west-2.amazonaws.com/my-repository-name@sha256:7f5b2640fe6fb4f46592dfd3410c4a79dac4f89e4782432e0378abcd1234",
+          "123456789012.dkr.ecr.us-west-2.amazonaws.com/my-repository-name@sha256:7f5b2640fe6fb4f46592dfd3410c4a79dac4f89e4782432e0378abcd12345678",
         eventId: "13cde686-328b-6117-af20-0e5566167482",
         eventTime: Date.UTC(2019, 10, 16, 1, 54, 34),
       },
@@ -72,7 +72,39 @@ describe("parseEcrEvent", () => {
     expect(error?.name).toBe("InvalidTriggerEventError");
     expect(error?.message).toContain("source");
     expect(error?.message).toContain("detail.repository-name");
-    expect(() => parseEcrEvent(ecrPush({ digest: "latest" }))).toThrow(/detail\.image-digest/);
+  });
+
+  it.each([
+    [
+      { digest: "latest" },
+      'image-digest "latest" is not an ECR image digest (sha256: and 64 lower-case hex digits)',
+    ],
+    [{ digest: `sha256:${"A1".repeat(32)}` }, "is not an ECR image digest"],
+    [{ digest: `sha512:${"a1".repeat(64)}` }, "is not an ECR image digest"],
+    [{ digest: `sha256:${"a1".repeat(32)}"}` }, "is not an ECR image digest"],
+    [{ tag: 'v1"} or vector(1) #' }, 'image-tag "v1\\"} or vector(1) #" is not an image tag'],
+    [{ tag: "" }, 'image-tag "" is not an image tag'],
+    [{ tag: "-v1" }, "is not an image tag"],
+    [{ tag: ".v1" }, "is not an image tag"],
+    [{ tag: "v1\u001b[2J" }, "is not an image tag"],
+    [{ tag: "x".repeat(301) }, 'image-tag "xxxxxxxx'],
+    [{ repository: "Checkout" }, 'repository-name "Checkout" is not an ECR repository name'],
+    [{ repository: "team//checkout" }, "is not an ECR repository name"],
+    [{ repository: "a" }, "is not an ECR repository name"],
+    [{ repository: `a${"b".repeat(256)}` }, "is not an ECR repository name"],
+  ])("ignores a push whose values ECR could not have made (%o), with the reason", (overrides, reason) => {
+    const parsed = parseEcrEvent(ecrPush(overrides));
+    expect(parsed.kind).toBe("ignored");
+    expect((parsed as { reason: string }).reason).toContain(reason);
+  });
+
+  it.each([
+    [{ tag: "x".repeat(300) }],
+    [{ tag: "_v1.2-rc_3" }],
+    [{ repository: "team/checkout-api/v2" }],
+    [{ repository: "a__b.c---d" }],
+  ])("accepts the values ECR allows at their limits (%o)", (overrides) => {
+    expect(parseEcrEvent(ecrPush(overrides)).kind).toBe("push");
   });
 
   it("builds China-region registry hosts", () => {

@@ -132,6 +132,17 @@ describe("startRollout", () => {
     expect(sfn.commandCalls(StartExecutionCommand)).toHaveLength(2);
   });
 
+  it("ignores a push whose tag is not an image tag before it touches the store or Step Functions", async () => {
+    const { deps, store } = setup();
+    const result = await startRollout(deps, ecrPush({ tag: 'v1"} or vector(1) #' }));
+    expect(result).toEqual({
+      kind: "ignored",
+      reason: expect.stringContaining('image-tag "v1\\"} or vector(1) #" is not an image tag'),
+    });
+    expect(await store.get("checkout")).toBeUndefined();
+    expect(sfn.commandCalls(StartExecutionCommand)).toHaveLength(0);
+  });
+
   it("ignores an older digest that arrives after a newer one started", async () => {
     const { deps, store } = setup();
     await startRollout(
