@@ -3,6 +3,7 @@ import { Duration } from "aws-cdk-lib";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import { HANDLERS, type HandlerName } from "../functions/config.ts";
+import { ANALYSIS_FUNCTION_TIMEOUT_SECONDS } from "../statemachine/index.ts";
 
 /** The repository root: `functions/handlers/*.ts` and `package-lock.json` live there. */
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -71,6 +72,7 @@ export const FUNCTION_DEFAULTS = {
   architecture: lambda.Architecture.ARM_64,
   tracing: lambda.Tracing.ACTIVE,
   memorySize: 512,
-  // Every handler is a few AWS calls; analysis ticks query providers with their own timeouts.
-  timeout: Duration.seconds(60),
+  // Every handler is a few AWS calls; analysis ticks query providers with their own timeouts, which
+  // the spec keeps below this one (MAX_PROVIDER_TIMEOUT_SECONDS).
+  timeout: Duration.seconds(ANALYSIS_FUNCTION_TIMEOUT_SECONDS),
 } as const;

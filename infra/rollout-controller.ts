@@ -15,8 +15,11 @@ import {
   compile,
   FUNCTION_PLACEHOLDERS,
   type FunctionRole,
+  formatProblem,
   LAMBDA_SERVICE_RETRY,
   type RolloutSpec,
+  SpecError,
+  type StateMachineDefinition,
 } from "../statemachine/index.ts";
 import { rolloutDashboard } from "./dashboard.ts";
 import {
@@ -284,11 +287,20 @@ export class RolloutController extends Construct {
     if (problems.length > 0 || !spec) throw new PropsError(`RolloutController.addRollout("${id}")`, problems);
 
     const { repository, tagPattern } = options.trigger;
+    let definition: StateMachineDefinition;
+    try {
+      definition = compile(spec, {
+        target: target.settings,
+        readinessChecks: options.target.type === "alb-ecs",
+      });
+    } catch (error) {
+      if (!(error instanceof SpecError)) throw error;
+      throw new PropsError(
+        `RolloutController.addRollout("${id}")`,
+        error.problems.map((p) => `spec: ${formatProblem(p)}`),
+      );
+    }
     const scope = new Construct(this, id);
-    const definition = compile(spec, {
-      target: target.settings,
-      readinessChecks: options.target.type === "alb-ecs",
-    });
     const logGroup = new logs.LogGroup(scope, "Logs", {
       logGroupName: `/aws/vendedlogs/states/${Names.uniqueResourceName(scope, { maxLength: 200, separator: "-" })}`,
       retention: this.#logRetention,

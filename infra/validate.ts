@@ -1,13 +1,14 @@
-import { readFileSync } from "node:fs";
 import { Token } from "aws-cdk-lib";
 import * as logs from "aws-cdk-lib/aws-logs";
-import { describeIssues, TargetSettingsSchema } from "../functions/traffic/settings.ts";
+import { describeIssues, targetSettingsProblems } from "../functions/traffic/settings.ts";
 import {
+  formatProblem,
+  type Problem,
   parseRollout,
   providersRead,
   type RolloutSpec,
   RolloutSpecSchema,
-  type Source,
+  readSourcesSync,
 } from "../statemachine/index.ts";
 import type { RolloutControllerProps, RolloutOptions, RolloutSpecSource, RolloutTarget } from "./props.ts";
 import { tagPatternProblem } from "./tag-pattern.ts";
@@ -103,17 +104,9 @@ export function resolveSpec(source: RolloutSpecSource): { spec?: RolloutSpec; pr
     if (!Array.isArray(source.files) || source.files.length === 0) {
       return { problems: ["spec.files: give at least one file"] };
     }
-    const sources: Source[] = [];
-    const problems: string[] = [];
-    for (const file of source.files) {
-      try {
-        sources.push({ file, text: readFileSync(file, "utf8") });
-      } catch (error) {
-        problems.push(
-          `spec.files: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-        );
-      }
-    }
+    const unreadable: Problem[] = [];
+    const sources = readSourcesSync(source.files, unreadable);
+    const problems = unreadable.map((p) => `spec.files: ${formatProblem(p)}`);
     if (problems.length > 0) return { problems };
     try {
       return { spec: parseRollout(sources).spec, problems };
@@ -154,12 +147,7 @@ export function resolveTarget(
       typeof value === "string" && Token.isUnresolved(value) ? standIn(key, n++) : value,
     ]),
   );
-  const parsed = TargetSettingsSchema.safeParse(probe);
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      problems.push(`target.${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`);
-    }
-  }
+  for (const problem of targetSettingsProblems(probe)) problems.push(`target.${problem}`);
   return { settings, problems };
 }
 

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { EXECUTION_NAME_MAX, NAME_HASH_LENGTH, SCHEDULE_NAME_MAX } from "../../statemachine/names.ts";
 
 /**
  * Derives a resource name from an arbitrary key: deterministic (the same key always gives the same
@@ -8,7 +9,7 @@ import { createHash } from "node:crypto";
  * appended, so two keys that only differ in characters that were replaced or cut off still get
  * different names.
  */
-export function deriveName(key: string, maxLength: number, hashLength = 16): string {
+export function deriveName(key: string, maxLength: number, hashLength = NAME_HASH_LENGTH): string {
   if (maxLength < hashLength + 2) throw new RangeError(`deriveName: maxLength ${maxLength} is too small`);
   const hash = createHash("sha256").update(key).digest("hex").slice(0, hashLength);
   const readable = key
@@ -20,7 +21,5 @@ export function deriveName(key: string, maxLength: number, hashLength = 16): str
   return readable === "" ? hash : `${readable}-${hash}`;
 }
 
-/** EventBridge Scheduler: `[0-9a-zA-Z-_.]+`, 1–64 characters. */
-export const SCHEDULE_NAME_MAX = 64;
-/** Step Functions execution names: 1–80 characters. */
-export const EXECUTION_NAME_MAX = 80;
+/** EventBridge Scheduler: `[0-9a-zA-Z-_.]+`, 1–64 characters; Step Functions executions: 1–80. */
+export { EXECUTION_NAME_MAX, SCHEDULE_NAME_MAX };

@@ -1,4 +1,8 @@
 import { z } from "zod";
+import { LIMIT_MESSAGES, MAX_REPLICAS, MAX_WAIT_SECONDS } from "../../statemachine/limits.ts";
+
+/** Seconds of a deadline or a poll: the readiness loop runs inside an execution, at most a year. */
+const WaitSeconds = () => z.number().int().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
 
 /**
  * The settings of each traffic target. They reach a handler inside a Task's `Parameters` (the
@@ -39,11 +43,11 @@ export const AlbEcsSettingsSchema = z
     /** Priority of the testers' rule this target creates when there is no `testerRuleArn`. */
     testerRulePriority: z.number().int().min(1).max(50_000).default(1),
     /** Seconds a deployment (or restoring a slot) may take before it fails. */
-    progressDeadlineSeconds: z.number().int().positive().default(600),
+    progressDeadlineSeconds: WaitSeconds().default(600),
     /** Tasks for the candidate when the stable service runs none (first release). */
-    desiredCount: z.number().int().positive().default(1),
+    desiredCount: z.number().int().positive().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas).default(1),
     /** Seconds between readiness polls, for the Wait state. */
-    pollSeconds: z.number().int().positive().default(15),
+    pollSeconds: WaitSeconds().default(15),
   })
   .strict()
   .refine((s) => (s.listenerArn === undefined) !== (s.ruleArn === undefined), {
@@ -71,8 +75,8 @@ export const LambdaAliasSettingsSchema = z
     /** Bucket of the zip when the artifact names only the key. */
     s3Bucket: z.string().min(1).optional(),
     /** Seconds the code update and the new version may take before it fails. */
-    progressDeadlineSeconds: z.number().int().positive().default(300),
-    pollSeconds: z.number().int().positive().default(5),
+    progressDeadlineSeconds: WaitSeconds().default(300),
+    pollSeconds: WaitSeconds().default(5),
   })
   .strict();
 
@@ -90,8 +94,8 @@ export const LocalProxySettingsSchema = z
      * running services.
      */
     upstreams: z.record(z.string(), z.url()).optional(),
-    progressDeadlineSeconds: z.number().int().positive().default(60),
-    pollSeconds: z.number().int().positive().default(1),
+    progressDeadlineSeconds: WaitSeconds().default(60),
+    pollSeconds: WaitSeconds().default(1),
   })
   .strict();
 
@@ -147,6 +151,22 @@ export const HeaderRouteSchema = z
       .min(1),
   })
   .strict();
+
+/**
+ * The problems of a target's settings, one `field.path: message` each (none: valid): what the
+ * construct and `rollouts compile --target` both check before a target is embedded.
+ */
+export function targetSettingsProblems(settings: unknown): string[] {
+  const parsed = TargetSettingsSchema.safeParse(settings);
+  if (parsed.success) return [];
+  return parsed.error.issues.map((issue) => {
+    const message =
+      issue.code === "unrecognized_keys"
+        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
+        : issue.message;
+    return `${issue.path.length ? issue.path.join(".") : "(root)"}: ${message}`;
+  });
+}
 
 /** Formats a zod error as `field.path: message; …` for error messages that say what to fix. */
 export function describeIssues(error: z.ZodError, what: string): string {

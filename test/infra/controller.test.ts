@@ -14,7 +14,17 @@ import { TABLE } from "../../functions/store/keys.ts";
 import { EXAMPLE_CONTEXT, EXAMPLE_FILES, RolloutsExampleStack } from "../../infra/example-stack.ts";
 import { FUNCTION_NEEDS } from "../../infra/functions.ts";
 import { PropsError, RolloutController } from "../../infra/index.ts";
-import { compile, FUNCTION_PLACEHOLDERS, loadRollout, type RolloutSpec } from "../../statemachine/index.ts";
+import {
+  compile,
+  FUNCTION_PLACEHOLDERS,
+  loadRollout,
+  parseRollout,
+  type RolloutSpec,
+  readSourcesSync,
+} from "../../statemachine/index.ts";
+
+const loadRolloutSync = (files: readonly string[]): RolloutSpec =>
+  parseRollout(readSourcesSync(files, [])).spec;
 
 type Json = Record<string, unknown>;
 type Statement = { Action: string | string[]; Resource: unknown; Condition?: Json; Sid?: string };
@@ -649,11 +659,55 @@ describe("validation: one error that lists every bad prop", () => {
     }
     expect(error).toBeInstanceOf(PropsError);
     const text = (error as PropsError).problems.join("\n");
-    expect(text).toContain("spec.files: cannot read /nonexistent/rollout.yaml");
+    expect(text).toContain("spec.files: /nonexistent/rollout.yaml: cannot read the file: no such file");
     expect(text).toContain("target.listenerArn");
     expect(text).toContain("trigger.tagPattern");
     expect(text).toContain('id: "bad id"');
     expect((error as PropsError).problems.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it("refuses a rollout name that is not a short DNS label, from files and from a RolloutSpec", () => {
+    const stack = new Stack(testApp(), "BadName");
+    const controller = new RolloutController(stack, "C");
+    const target = { type: "lambda-alias" as const, functionName: "api", alias: "live" };
+    const repository = ecr.Repository.fromRepositoryName(stack, "R", "r");
+    const dir = mkdtempSync(join(tmpdir(), "infra-"));
+    const file = join(dir, "r.yaml");
+    writeFileSync(file, "name: My_Rollout!\nsteps: [50, 100]\n");
+    expect(() =>
+      controller.addRollout("Files", { spec: { files: [file] }, target, trigger: { repository } }),
+    ).toThrow(/name: "My_Rollout!" is not a rollout name: use at most 47 lower-case letters/);
+    const spec = loadRolloutSync(EXAMPLE_FILES);
+    expect(() =>
+      controller.addRollout("Spec", {
+        spec: { ...spec, name: "x".repeat(300) },
+        target,
+        trigger: { repository },
+      }),
+    ).toThrow(/\(300 characters\) is not a rollout name/);
+  });
+
+  it("refuses a spec whose definition Step Functions would refuse, with its size", () => {
+    const stack = new Stack(testApp(), "TooBig");
+    const controller = new RolloutController(stack, "C");
+    const dir = mkdtempSync(join(tmpdir(), "infra-"));
+    const file = join(dir, "big.yaml");
+    const query = "x".repeat(30_000);
+    writeFileSync(
+      file,
+      `name: big\nsteps: [${Array.from({ length: 39 }, (_, i) => i + 1).join(", ")}, 100]\n` +
+        `analysis:\n  templates:\n    - name: t\n      metrics:\n` +
+        `        - {name: m, provider: {prometheus: {address: "http://p:9090", query: "${query}"}}}\n`,
+    );
+    expect(() =>
+      controller.addRollout("Big", {
+        spec: { files: [file] },
+        target: { type: "lambda-alias", functionName: "api", alias: "live" },
+        trigger: { repository: ecr.Repository.fromRepositoryName(stack, "R", "r") },
+      }),
+    ).toThrow(
+      /spec: rollout big: the state machine definition would be [\d,]+ characters once deployed, more than Step Functions' 1,048,576/,
+    );
   });
 
   it("refuses a CloudWatch analysis when cloudWatchMetrics is false, and a duplicate rollout name", () => {
