@@ -5,6 +5,7 @@ import { registerJudge } from "./commands/judge.ts";
 import { registerOperate } from "./commands/operate.ts";
 import { registerPlan } from "./commands/plan.ts";
 import { Exit, type Io, processIo, type RegisterCommand, UsageError } from "./io.ts";
+import { printable } from "./terminal.ts";
 
 const commands: RegisterCommand[] = [
   registerPlan,
@@ -36,7 +37,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return error.exitCode === 0 ? Exit.ok : Exit.badInput;
     }
     if (error instanceof UsageError) {
-      io.err(`rollouts: ${error.message}`);
+      io.err(printable(`rollouts: ${error.message}`));
       return Exit.badInput;
     }
     throw error;

@@ -5,11 +5,14 @@ import type { StoredMeasurement, StoredRun } from "../functions/store/port.ts";
 import type { Revision, RolloutEvent, RolloutItem, RolloutPhase } from "../functions/store/schema.ts";
 import type { StoredAnalysis } from "../functions/workflow/analysis.ts";
 import { columns } from "./table.ts";
+import { printable } from "./terminal.ts";
 
 /**
  * How `rollouts get`, `list` and `status` draw a rollout, as pure functions of what the store
  * holds (item + runs + measurements) and the time: no AWS, so every frame is unit-testable and
- * `--watch` can compare frames to redraw only on change.
+ * `--watch` can compare frames to redraw only on change. Every line is passed through
+ * `printable`: what the store holds (reasons, messages, values, names) never reaches the
+ * terminal with its escape sequences or control characters.
  */
 
 /** A measurement as `analysis-tick` stores it: the engine's measurement plus its metric name. */
@@ -58,7 +61,7 @@ export function isoSeconds(ms: number): string {
 
 /** `Paused - CanaryPauseStep: waiting for rollouts promote`, as `kubectl argo rollouts status` prints it. */
 export function statusLine(item: Pick<RolloutItem, "phase" | "message">): string {
-  return item.message ? `${item.phase} - ${item.message}` : item.phase;
+  return printable(item.message ? `${item.phase} - ${item.message}` : item.phase);
 }
 
 /**
@@ -264,7 +267,8 @@ export function renderRollout(view: RolloutView): string {
     const width = Math.max(...events.map((e) => e.type.length));
     for (const e of events) lines.push(`  ${isoSeconds(e.at)}  ${e.type.padEnd(width)}  ${e.message}`);
   }
-  return `${lines.join("\n")}\n`;
+  // One line each: a line break inside a stored message must not break the frame either.
+  return `${lines.map((line) => printable(line)).join("\n")}\n`;
 }
 
 /** `rollouts list`: one line per rollout, as `kubectl argo rollouts list rollouts` does. */
@@ -283,5 +287,6 @@ export function renderList(items: RolloutItem[]): string {
     item.message,
   ]);
   const header = ["NAME", "STATUS", "STEP", "WEIGHT", "STABLE", "CANARY", "UPDATED", "MESSAGE"];
-  return `${columns(header, rows).join("\n")}\n`;
+  const safe = rows.map((row) => row.map((cell) => printable(cell)));
+  return `${columns(header, safe).join("\n")}\n`;
 }

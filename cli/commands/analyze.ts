@@ -10,10 +10,12 @@ import {
   tick,
   toArgoJson,
 } from "../../functions/analysis/index.ts";
-import { defaultProviders, type MetricProvider } from "../../functions/metrics/index.ts";
-import { resolveRuntimeArgs } from "../../functions/workflow/runtime-args.ts";
+import { ENV } from "../../functions/config.ts";
+import { defaultProviders, type MetricProvider, maxBodyBytesFrom } from "../../functions/metrics/index.ts";
+import { resolveRuntimeArgs, runtimeValueProblem } from "../../functions/workflow/runtime-args.ts";
 import { loadAnalysisTemplates, RUNTIME_PLACEHOLDERS, SpecError } from "../../statemachine/index.ts";
 import { Exit, type Io, type RegisterCommand, UsageError } from "../io.ts";
+import { printable, printableJson } from "../terminal.ts";
 
 /** What `rollouts analyze` needs from the outside world; tests pass a virtual clock. */
 export interface AnalyzeDeps {
@@ -38,7 +40,15 @@ const realDeps: AnalyzeDeps = {
       }
       signal.addEventListener("abort", done);
     }),
-  providers: () => defaultProviders(),
+  providers: () => {
+    let maxBodyBytes: number;
+    try {
+      maxBodyBytes = maxBodyBytesFrom(process.env[ENV.metricMaxBodyBytes], ENV.metricMaxBodyBytes);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+    return defaultProviders({ maxBodyBytes });
+  },
   interrupt: (controller) => {
     const onSigint = () => controller.abort();
     process.once("SIGINT", onSigint);
@@ -57,7 +67,8 @@ export function exitCodeForPhase(phase: AnalysisRun["phase"]): number {
 export function formatMeasurement(metric: string, m: Measurement): string {
   const value = m.value !== undefined ? ` = ${m.value}` : "";
   const message = m.message ? `: ${m.message}` : "";
-  return `measurement ${metric}${value} ${m.phase}${message}`;
+  // The value and the message are the provider's: printed without its control characters.
+  return printable(`measurement ${metric}${value} ${m.phase}${message}`);
 }
 
 function parseArg(value: string, previous: Record<string, string>): Record<string, string> {
@@ -147,7 +158,7 @@ export function analyzeCommand(deps: AnalyzeDeps = realDeps): RegisterCommand {
             spec = await loadAnalysisTemplates(files, opts.arg);
           } catch (error) {
             if (error instanceof SpecError) {
-              for (const line of error.message.split("\n")) io.err(line);
+              for (const line of error.message.split("\n")) io.err(printable(line));
               return done(Exit.badInput);
             }
             throw error;
@@ -162,6 +173,11 @@ export function analyzeCommand(deps: AnalyzeDeps = realDeps): RegisterCommand {
               `the templates read ${missing.map((k) => RUNTIME_PLACEHOLDERS[k]).join(", ")}: give ${missing.map((k) => `--${k}`).join(", ")}`,
             );
           }
+          // The same shapes a rollout's values have (an ECR tag or digest), so a query sees the same.
+          for (const key of ["latest", "stable", "digest"] as const) {
+            const problem = opts[key] === undefined ? undefined : runtimeValueProblem(key, opts[key]);
+            if (problem) throw new UsageError(`--${key}: ${problem}`);
+          }
           spec = resolveRuntimeArgs(spec, {
             latest: opts.latest ?? "",
             stable: opts.stable ?? "",
@@ -169,12 +185,12 @@ export function analyzeCommand(deps: AnalyzeDeps = realDeps): RegisterCommand {
           });
           const run = createRun(spec, deps.now());
           if (isCompleted(run.phase)) {
-            io.err(`rollouts: ${run.message ?? run.phase}`);
+            io.err(printable(`rollouts: ${run.message ?? run.phase}`));
             return done(Exit.badInput);
           }
           const live = opts.json ? (line: string) => io.err(line) : (line: string) => io.out(line);
           const names = run.metrics.map((m) => m.name).join(", ");
-          live(`analysis: ${run.metrics.length} metric(s): ${names}`);
+          live(printable(`analysis: ${run.metrics.length} metric(s): ${names}`));
           const controller = new AbortController();
           const release = deps.interrupt(controller);
           let final: AnalysisRun;
@@ -184,10 +200,10 @@ export function analyzeCommand(deps: AnalyzeDeps = realDeps): RegisterCommand {
             release();
           }
           if (opts.json) {
-            io.out(JSON.stringify(toArgoJson(final), null, 2));
+            io.out(printableJson(toArgoJson(final), 2));
           } else {
             io.out(`phase: ${final.phase}`);
-            if (final.message) io.out(`message: ${final.message}`);
+            if (final.message) io.out(printable(`message: ${final.message}`));
           }
           done(exitCodeForPhase(final.phase));
         },

@@ -1,6 +1,8 @@
 import type { Command } from "commander";
-import { compile } from "../../statemachine/index.ts";
+import { targetSettingsProblems } from "../../functions/traffic/settings.ts";
+import { compile, formatProblem, SpecError, type StateMachineDefinition } from "../../statemachine/index.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
+import { printable } from "../terminal.ts";
 import { loadSpecOrReport } from "./spec-input.ts";
 
 /** `rollouts compile FILE...`: prints the Step Functions definition (ASL, JSONPath) of the rollout. */
@@ -24,11 +26,27 @@ export const registerCompile: RegisterCommand = (program: Command, io, done) => 
         if (target === null || typeof target !== "object" || Array.isArray(target)) {
           throw new UsageError("--target must be a JSON object");
         }
+        // The same check the construct makes before it embeds a target in the Tasks.
+        const problems = targetSettingsProblems(target);
+        if (problems.length > 0) {
+          for (const problem of problems) io.err(printable(`rollouts: --target: ${problem}`));
+          return done(Exit.badInput);
+        }
       }
-      const definition = compile(spec, {
-        ...(target ? { target } : {}),
-        ...(opts.readinessChecks ? { readinessChecks: true } : {}),
-      });
+      let definition: StateMachineDefinition;
+      try {
+        definition = compile(spec, {
+          ...(target ? { target } : {}),
+          ...(opts.readinessChecks ? { readinessChecks: true } : {}),
+        });
+      } catch (error) {
+        if (!(error instanceof SpecError)) throw error;
+        // What Step Functions would refuse, said of the files given.
+        for (const p of error.problems) {
+          io.err(printable(formatProblem({ ...p, file: files.join(", "), object: `Rollout ${spec.name}` })));
+        }
+        return done(Exit.badInput);
+      }
       io.out(JSON.stringify(definition, null, 2));
       done(Exit.ok);
     });

@@ -27,6 +27,7 @@ import {
   StoredMeasurementValueSchema,
   statusLine,
 } from "../render.ts";
+import { printable, printableJson } from "../terminal.ts";
 
 /**
  * The operating commands' actions, apart from their registration (`operate.ts`) so that the AWS
@@ -167,8 +168,9 @@ async function withAws(
 }
 
 function reportFailure(io: Io, table: string, error: unknown): number {
+  const failure = (text: string) => io.err(printable(text));
   if (error instanceof RolloutMissingError) {
-    io.err(
+    failure(
       `rollouts: rollout "${error.message}" not found in table "${table}" (rollouts list shows the rollouts it holds)`,
     );
     return OPERATE_EXIT.badInput;
@@ -183,7 +185,7 @@ function reportFailure(io: Io, table: string, error: unknown): number {
   if (error instanceof StoreUnavailableError) {
     const cause = (error as Error & { cause?: unknown }).cause;
     if ((cause as Error | undefined)?.name === "ResourceNotFoundException") {
-      io.err(
+      failure(
         `rollouts: table "${table}" does not exist in this account and region (set --table or ROLLOUTS_TABLE, and AWS_REGION): ${error.message}`,
       );
       return OPERATE_EXIT.badInput;
@@ -195,7 +197,7 @@ function reportFailure(io: Io, table: string, error: unknown): number {
     error instanceof ExecutionStartError ||
     error instanceof StoredItemInvalidError
   ) {
-    io.err(`rollouts: ${error.message}`);
+    failure(`rollouts: ${error.message}`);
     return OPERATE_EXIT.unavailable;
   }
   throw error;
@@ -203,10 +205,10 @@ function reportFailure(io: Io, table: string, error: unknown): number {
 
 function report(io: Io, outcome: OperateOutcome): number {
   if (outcome.ok) {
-    io.out(outcome.message);
+    io.out(printable(outcome.message));
     return OPERATE_EXIT.ok;
   }
-  io.err(`rollouts: ${outcome.message}`);
+  io.err(`rollouts: ${printable(outcome.message)}`);
   return OPERATE_EXIT.refused;
 }
 
@@ -232,7 +234,7 @@ export interface WatchCommandOptions extends CommonOptions {
 export function listAction(io: Io, options: CommonOptions & { json?: boolean; env?: AwsOptions["env"] }) {
   return withAws(io, options, async (deps) => {
     const items = await deps.store.list();
-    io.out(options.json ? JSON.stringify(items, null, 2) : renderList(items));
+    io.out(options.json ? printableJson(items, 2) : renderList(items));
     return OPERATE_EXIT.ok;
   });
 }
@@ -242,7 +244,7 @@ export function getAction(io: Io, name: string, options: WatchCommandOptions) {
   return withAws(io, options, async (deps) => {
     const draw = (view: RolloutView) =>
       options.json
-        ? JSON.stringify({ ...view, gates: currentGates(view) }, null, options.watch ? undefined : 2)
+        ? printableJson({ ...view, gates: currentGates(view) }, options.watch ? undefined : 2)
         : renderRollout(view);
     if (!options.watch) {
       io.out(draw(await loadView(deps, name)));
@@ -286,7 +288,9 @@ export function statusAction(io: Io, name: string, options: WatchCommandOptions)
       );
       if (end === "timeout") {
         io.err(
-          `rollouts: timed out waiting for rollout "${name}" to become Healthy or Degraded: it is ${last.phase}`,
+          printable(
+            `rollouts: timed out waiting for rollout "${name}" to become Healthy or Degraded: it is ${last.phase}`,
+          ),
         );
       }
       return STATUS_EXIT[last.phase];

@@ -1,7 +1,14 @@
 import type { Command } from "commander";
-import { formatDuration, type PlanStep, plan } from "../../statemachine/index.ts";
+import {
+  formatDuration,
+  LIMIT_MESSAGES,
+  MAX_REPLICAS,
+  type PlanStep,
+  plan,
+} from "../../statemachine/index.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
 import { columns } from "../table.ts";
+import { printable, printableJson } from "../terminal.ts";
 import { loadSpecOrReport } from "./spec-input.ts";
 
 const positiveNumber = (flag: string) => (value: string) => {
@@ -27,11 +34,14 @@ export const registerPlan: RegisterCommand = (program: Command, io, done) => {
       if (opts.replicas !== undefined && !Number.isInteger(opts.replicas)) {
         throw new UsageError(`--replicas must be a whole number, got ${opts.replicas}`);
       }
+      if (opts.replicas !== undefined && opts.replicas > MAX_REPLICAS) {
+        throw new UsageError(`--replicas ${LIMIT_MESSAGES.replicas}`);
+      }
       const result = plan(opts.replicas === undefined ? spec : { ...spec, replicas: opts.replicas }, {
         ...(opts.rps !== undefined ? { rps: opts.rps } : {}),
       });
       if (opts.json) {
-        io.out(JSON.stringify(result, null, 2));
+        io.out(printableJson(result, 2));
         return done(Exit.ok);
       }
       io.out(
@@ -39,10 +49,11 @@ export const registerPlan: RegisterCommand = (program: Command, io, done) => {
           result.trafficRouting ? "exact weights (traffic router)" : "whole pods behind one Service"
         }`,
       );
-      io.out(table(result.steps, opts.rps !== undefined));
+      // Details quote the files (queries, names): printed without their control characters.
+      io.out(printable(table(result.steps, opts.rps !== undefined), { multiline: true }));
       if (result.backgroundAnalysis) {
         io.out(`background analysis from step ${result.backgroundAnalysis.startingStep}:`);
-        for (const line of result.backgroundAnalysis.analysis) io.out(`    ${line}`);
+        for (const line of result.backgroundAnalysis.analysis) io.out(printable(`    ${line}`));
       }
       done(Exit.ok);
     });

@@ -1,5 +1,6 @@
 import { loadRollout, type RolloutSpec, SpecError } from "../../statemachine/index.ts";
 import { Exit, type Io } from "../io.ts";
+import { printable } from "../terminal.ts";
 
 /**
  * Loads the one rollout the files describe, printing skipped documents as notes and every
@@ -8,11 +9,11 @@ import { Exit, type Io } from "../io.ts";
 export async function loadSpecOrReport(files: string[], io: Io): Promise<RolloutSpec | undefined> {
   try {
     const { spec, notes } = await loadRollout(files);
-    for (const note of notes) io.err(`note: ${note}`);
+    for (const note of notes) io.err(printable(`note: ${note}`));
     return spec;
   } catch (error) {
     if (error instanceof SpecError) {
-      for (const line of error.message.split("\n")) io.err(line);
+      for (const line of error.message.split("\n")) io.err(printable(line));
       return undefined;
     }
     throw error;

@@ -89,13 +89,46 @@ describe("rollouts plan", () => {
 
 describe("rollouts compile", () => {
   it("prints a definition asl-validator accepts", async () => {
-    const { code, out } = await run("compile", ...SEED, "--target", '{"kind":"local-proxy"}');
+    const target = { type: "lambda-alias", functionName: "api", alias: "live" };
+    const { code, out } = await run("compile", ...SEED, "--target", JSON.stringify(target));
     expect(code).toBe(0);
     const definition = JSON.parse(out);
     expect(validator(definition).isValid).toBe(true);
-    expect(definition.States["Step01-SetWeight-25"].Parameters.Payload.target).toEqual({
-      kind: "local-proxy",
-    });
+    expect(definition.States["Step01-SetWeight-25"].Parameters.Payload.target).toEqual(target);
+  });
+
+  it("validates the target as the construct does: every bad field, one line each, exit 2", async () => {
+    const target = {
+      type: "alb-ecs",
+      listenerArn: "not-an-arn",
+      targetGroupA: "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/a/1",
+      targetGroupB: "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/a/1",
+      cluster: "c",
+      serviceA: "a",
+      serviceB: "b",
+      containerName: "app",
+      progressDeadlineSeconds: 99_999_999_999,
+      typo: true,
+    };
+    const { code, out, err } = await run("compile", ...SEED, "--target", JSON.stringify(target));
+    expect(code).toBe(2);
+    expect(out).toBe("");
+    expect(
+      err
+        .trimEnd()
+        .split("\n")
+        .filter((l) => l.startsWith("rollouts:")),
+    ).toEqual([
+      "rollouts: --target: listenerArn: an Elastic Load Balancing listener ARN",
+      expect.stringMatching(
+        /^rollouts: --target: progressDeadlineSeconds: must be at most 31536000 seconds \(a year\)/,
+      ),
+      'rollouts: --target: (root): unknown field "typo"',
+      "rollouts: --target: targetGroupB: targetGroupA and targetGroupB must differ",
+    ]);
+    const unknown = await run("compile", ...SEED, "--target", '{"kind":"local-proxy"}');
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain("rollouts: --target: type:");
   });
 
   it("rejects a target that is not a JSON object", async () => {

@@ -442,3 +442,51 @@ describe("rollouts get: judges", () => {
     ]);
   });
 });
+
+describe("rollouts get, list and status print stored text without its control characters", () => {
+  /** Anything a terminal would act on: C0 but the frame's own line feeds, DEL, C1. */
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the test looks for control characters
+  const CONTROL = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
+
+  async function hostile(): Promise<RolloutView> {
+    const view = await progressingAtAnalysis();
+    const run = view.runs[0] as StoredRun<StoredAnalysis>;
+    const measured = (view.measurements[RUN_ID] ?? []).map((m) => ({
+      ...m,
+      value: { ...m.value, value: "[0.99]\x1b[2J\x1b[H", message: "ok\x1b]0;pwned\x07" },
+    }));
+    return {
+      item: item({
+        ...view.item,
+        message: "Paused\x1b[31m red\x1b[0m\r\noverwritten",
+        abortRequested: true,
+        abortReason: "because\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\ \x9b2J now",
+        events: [
+          ...view.item.events,
+          { at: at(9), type: "RolloutAborted", message: "boom\x07\x08\x00\rfake line" },
+        ],
+      }),
+      runs: [{ ...run, run: { ...run.run, run: { ...run.run.run, message: "msg\x1bc reset" } } }],
+      measurements: { [RUN_ID]: measured },
+    };
+  }
+
+  it("get: every line is free of escape sequences and control characters, the text itself kept", async () => {
+    const text = renderRollout(await hostile());
+    expect(text).not.toMatch(CONTROL);
+    expect(text).toContain("Message:         Paused red overwritten\n");
+    expect(text).toContain("Abort requested: becauseclick  now\n");
+    expect(text).toMatch(/RolloutAborted +boom fake line\n/);
+    expect(text).toContain("[0.99]");
+    expect(text).toContain("msg reset");
+  });
+
+  it("list and status: the same, and the columns line up on what is printed", async () => {
+    const view = await hostile();
+    const list = renderList([view.item]);
+    expect(list).not.toMatch(CONTROL);
+    const [header, row] = list.split("\n");
+    expect(row?.indexOf("Paused red overwritten")).toBe(header?.indexOf("MESSAGE"));
+    expect(statusLine(view.item)).toBe("Progressing - Paused red overwritten");
+  });
+});

@@ -280,6 +280,22 @@ spec:
     );
   });
 
+  it("refuses a --latest, --stable or --digest that is not an image tag or digest, as a rollout would", async () => {
+    const r = await cli([
+      judgeTemplate(),
+      "--arg",
+      `base=${server.url}`,
+      "--latest",
+      "v2/../x",
+      "--stable",
+      "v1",
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.err.join("\n")).toContain(
+      '--latest: {{rollout.latest}} would be "v2/../x", which is not an image tag',
+    );
+  });
+
   it("judges the candidate against the stable version it is given", async () => {
     answers["/stats/v2"] = { status: 200, body: '{"bad": 30, "n": 1000}' };
     answers["/stats/v1"] = { status: 200, body: '{"bad": 10, "n": 1000}' };
