@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+// `npm test`'s first step: the system programs the tests start (Prometheus for the PromQL
+// provider and the demo, Java 17 for DynamoDB Local) are there, or are installed now when this
+// machine can (root with apt-get, as on Debian), or the run stops at once with one line naming
+// the command to run. Plain JavaScript: it runs before anything is type-checked.
+import { spawnSync } from "node:child_process";
+
+/** What the tests need: the command, how its version is read, the minimum, the Debian package. */
+const NEEDS = [
+  { command: "prometheus", args: ["--version"], minimum: 2, pkg: "prometheus" },
+  { command: "java", args: ["-version"], minimum: 17, pkg: "openjdk-17-jre-headless" },
+];
+
+/** The major version a command prints, 0 when it runs but prints none, undefined when it is absent. */
+function majorVersion({ command, args }) {
+  const out = spawnSync(command, args, { encoding: "utf8" });
+  if (out.error || out.status !== 0) return undefined;
+  const match = /version "?(\d+)/.exec(`${out.stdout}\n${out.stderr}`);
+  return match ? Number(match[1]) : 0;
+}
+
+function missing() {
+  return NEEDS.filter((need) => (majorVersion(need) ?? -1) < need.minimum);
+}
+
+const absent = missing();
+if (absent.length > 0) {
+  const names = absent.map((n) => n.pkg);
+  const install = `apt-get install -y --no-install-recommends ${names.join(" ")}`;
+  const hasApt = spawnSync("apt-get", ["--version"]).status === 0;
+  const root = typeof process.getuid === "function" && process.getuid() === 0;
+  if (!hasApt || !root) {
+    const needs = absent.map((n) => `${n.command} ${n.minimum}+`).join(" and ");
+    const how = hasApt
+      ? `run \`sudo apt-get update && sudo ${install}\``
+      : `install them (on Debian: ${install})`;
+    console.error(`npm test needs ${needs}: ${how}, then npm test again`);
+    process.exit(1);
+  }
+  console.error(`preflight: installing ${names.join(", ")} with apt-get`);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  for (const args of [
+    ["update", "-qq"],
+    ["install", "-y", "-qq", "--no-install-recommends", ...names],
+  ]) {
+    const run = spawnSync("apt-get", args, { stdio: "inherit", env });
+    if (run.status !== 0) {
+      console.error(`preflight: apt-get ${args[0]} failed (exit ${run.status}); run \`${install}\` by hand`);
+      process.exit(1);
+    }
+  }
+  const still = missing();
+  if (still.length > 0) {
+    console.error(`preflight: still missing after apt-get: ${still.map((n) => n.command).join(", ")}`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,51 @@
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const PREFLIGHT = new URL("../../scripts/preflight.mjs", import.meta.url).pathname;
+
+/** A PATH holding only node and the given fake commands (name → what it prints). */
+function pathWith(commands: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "preflight-"));
+  symlinkSync(process.execPath, join(dir, "node"));
+  for (const [name, prints] of Object.entries(commands)) {
+    writeFileSync(join(dir, name), `#!/bin/sh\necho '${prints}' >&2\n`);
+    chmodSync(join(dir, name), 0o755);
+  }
+  return dir;
+}
+
+function preflight(path: string) {
+  return spawnSync(process.execPath, [PREFLIGHT], { env: { PATH: path }, encoding: "utf8" });
+}
+
+describe("npm test's preflight", () => {
+  it("passes when Prometheus 2+ and Java 17+ are there", () => {
+    const out = preflight(
+      pathWith({ prometheus: "prometheus, version 2.42.0", java: 'openjdk version "17.0.21" 2025-10-21' }),
+    );
+    expect(out.stderr).toBe("");
+    expect(out.status).toBe(0);
+  });
+
+  it("stops at once with one line naming the command when it cannot install (no apt-get)", () => {
+    const out = preflight(pathWith({}));
+    expect(out.status).toBe(1);
+    const lines = out.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toBe(
+      "npm test needs prometheus 2+ and java 17+: install them (on Debian: apt-get install -y --no-install-recommends prometheus openjdk-17-jre-headless), then npm test again",
+    );
+  });
+
+  it("counts a Java older than 17 as missing", () => {
+    const out = preflight(
+      pathWith({ prometheus: "prometheus, version 2.42.0", java: 'openjdk version "11.0.2"' }),
+    );
+    expect(out.status).toBe(1);
+    expect(out.stderr).toContain("needs java 17+:");
+    expect(out.stderr).not.toContain("prometheus 2+");
+  });
+});
