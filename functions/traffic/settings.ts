@@ -84,7 +84,10 @@ export const LambdaAliasSettingsSchema = z
 export const LocalProxySettingsSchema = z
   .object({
     type: z.literal("local-proxy"),
-    /** Base URL of the proxy (its admin API is under `/admin`). */
+    /**
+     * Base URL of the proxy's admin listener (`RunningProxy.adminUrl`: its own 127.0.0.1 port,
+     * apart from the traffic port); the admin API is under `/admin`.
+     */
     adminUrl: z.url(),
     /** Path probed on the candidate upstream to decide it is ready. */
     readinessPath: z.string().startsWith("/").default("/"),

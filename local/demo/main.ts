@@ -85,7 +85,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     const proxy = await startProxy({});
     closers.push(proxy.close);
     let prometheus: RunningPrometheus | undefined;
-    let metrics: DemoMetrics = { kind: "proxy", url: proxy.url };
+    let metrics: DemoMetrics = { kind: "proxy", url: proxy.adminUrl };
     if (!options.noPrometheus && prometheusVersion()) {
       prometheus = await startPrometheus({ targets: [new URL(proxy.url).host] });
       closers.push(prometheus.close);
@@ -98,7 +98,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       // Promotion at 1500 requests per side leaves room above where v4 is caught (about 900).
       specFiles: writeDemoSpec(metrics, { judge: { samples: 1500 } }),
       target: {
-        adminUrl: proxy.url,
+        adminUrl: proxy.adminUrl,
         readinessPath: "/healthz",
         upstreams: Object.fromEntries(Object.entries(apps).map(([v, app]) => [v, app.url])),
       },
@@ -107,7 +107,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     print(
       `services: ${DEMO_VERSIONS.map(([v, e]) => `${v} ${apps[v]?.url} (${e * 100}% errors)`).join(", ")}`,
     );
-    print(`proxy ${proxy.url}; workflow ${stack.stateMachineArn.split(":").at(-1)}`);
+    print(
+      `proxy ${proxy.url} (admin ${proxy.adminUrl}); workflow ${stack.stateMachineArn.split(":").at(-1)}`,
+    );
     print("watch it live in another terminal:");
     print(`  ${cliEnv(stack)} npx rollouts get ${stack.rollout} --watch`);
     print("");

@@ -47,7 +47,7 @@ async function setup(): Promise<{
   closers.push(proxy.close);
   const clock = new FakeClock();
   const router = createTrafficRouter(
-    { type: "local-proxy", adminUrl: proxy.url, progressDeadlineSeconds: 10 },
+    { type: "local-proxy", adminUrl: proxy.adminUrl, progressDeadlineSeconds: 10 },
     {},
     clock,
   );
@@ -104,7 +104,11 @@ describe("LocalProxyRouter against a real proxy", () => {
   it("reports drift when someone else changed the proxy's weight", async () => {
     const { proxy, router, v2 } = await setup();
     const s = (await router.setWeight(await readyCandidate(router, v2), 10)).state;
-    await fetch(`${proxy.url}/admin/config`, { method: "POST", body: JSON.stringify({ weight: 60 }) });
+    await fetch(`${proxy.adminUrl}/admin/config`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ weight: 60 }),
+    });
     const change = await router.setWeight(s, 20);
     expect(change.outcome).toBe("drift");
     expect(proxy.config()?.weight).toBe(60);
