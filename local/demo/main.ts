@@ -1,3 +1,4 @@
+import { Exit } from "../../cli/exit-codes.ts";
 import { columns } from "../../cli/table.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
@@ -268,5 +269,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     noPrometheus: process.argv.includes("--no-prometheus"),
     signal: stop.signal,
   });
-  process.exitCode = result.ok ? 0 : 1;
+  process.exitCode = result.ok ? Exit.ok : Exit.negative;
 }

@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { Exit } from "../../cli/exit-codes.ts";
 import { startProxy } from "./server.ts";
 
 /**
@@ -32,7 +33,7 @@ export async function main(argv: readonly string[]): Promise<void> {
   });
   process.stdout.write(`proxy listening on ${proxy.url} (admin: ${proxy.adminUrl}/admin/config)\n`);
   const stop = () => {
-    proxy.close().finally(() => process.exit(0));
+    proxy.close().finally(() => process.exit(Exit.ok));
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
@@ -41,6 +42,7 @@ export async function main(argv: readonly string[]): Promise<void> {
 if (import.meta.url === `file://${process.argv[1]}`) {
   main(process.argv.slice(2)).catch((err: unknown) => {
     process.stderr.write(`${String(err)}\n`);
-    process.exit(1);
+    // A port in use, a bad URL or option: what it was given cannot be used.
+    process.exit(Exit.badInput);
   });
 }
