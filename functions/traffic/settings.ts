@@ -99,6 +99,12 @@ export const LocalProxySettingsSchema = z
     upstreams: z.record(z.string(), z.url()).optional(),
     progressDeadlineSeconds: WaitSeconds().default(60),
     pollSeconds: WaitSeconds().default(1),
+    /**
+     * Seconds one admin API call may take before it fails with `TargetNotReadyError` (retried by
+     * the workflow), so a proxy that accepts the connection and never answers cannot hold the
+     * function until its own timeout. 10 s, the AWS SDK clients' request timeout.
+     */
+    requestTimeoutSeconds: z.number().int().positive().max(50).default(10),
   })
   .strict();
 

@@ -132,3 +132,31 @@ describe("LocalProxyRouter against a real proxy", () => {
     await expect(router.checkReadiness(s)).rejects.toBeInstanceOf(TargetNotReadyError);
   });
 });
+
+describe("an admin API that accepts the connection and never answers", () => {
+  it("each call gives up after requestTimeoutSeconds with a TargetNotReadyError naming the URL", {
+    timeout: 10_000,
+  }, async () => {
+    const sockets = new Set<import("node:net").Socket>();
+    const hung = http.createServer();
+    hung.on("connection", (socket) => sockets.add(socket));
+    hung.on("request", () => {}); // never answers
+    await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+    closers.push(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const socket of sockets) socket.destroy();
+          hung.close(() => resolve());
+        }),
+    );
+    const adminUrl = `http://127.0.0.1:${(hung.address() as AddressInfo).port}`;
+    const router = createTrafficRouter(
+      { type: "local-proxy", adminUrl, requestTimeoutSeconds: 1 },
+      {},
+      new FakeClock(),
+    );
+    const error = await router.prepare().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TargetNotReadyError);
+    expect((error as Error).message).toBe(`GET ${adminUrl}/admin/config did not answer within 1 s`);
+  });
+});
