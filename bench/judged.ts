@@ -108,7 +108,7 @@ async function judged(dynamo: LocalDynamo, test: Test, seed: number) {
   writeFileSync(file, judgeYaml(test, source.url));
   const stack = await startLocalStack({
     specFiles: [file],
-    target: { adminUrl: proxy.url, readinessPath: "/healthz", upstreams: { "*": source.url } },
+    target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": source.url } },
     clock,
     dynamo,
     tableName: `bench-${test}-${seed}`,

@@ -1,6 +1,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens } from "../functions/abort/task-tokens.ts";
+import { type ClientConfig, clientConfig } from "../functions/aws-clients.ts";
 import { type Clock, systemClock } from "../functions/clock.ts";
 import { ENV } from "../functions/config.ts";
 import { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
@@ -45,8 +46,9 @@ export function tableNameFrom(options: Pick<AwsOptions, "table" | "env">): strin
 export function operateContext(options: AwsOptions = {}): OperateContext {
   const tableName = tableNameFrom(options);
   const clock = options.clock ?? systemClock;
-  const dynamo = new DynamoDBClient({});
-  const sfn = new SFNClient({});
+  const config = sdkConfig(options.env ?? process.env);
+  const dynamo = new DynamoDBClient(config);
+  const sfn = new SFNClient(config);
   return {
     tableName,
     deps: {
@@ -60,4 +62,17 @@ export function operateContext(options: AwsOptions = {}): OperateContext {
       sfn.destroy();
     },
   };
+}
+
+/**
+ * The SDK settings shared with the Lambdas (`functions/aws-clients.ts`): connection and request
+ * timeouts and bounded retries, so an endpoint that never answers ends the command with an error
+ * instead of a hang. A bad override in the environment is a {@link UsageError} (exit 2).
+ */
+function sdkConfig(env: Readonly<Record<string, string | undefined>>): ClientConfig {
+  try {
+    return clientConfig(env);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }

@@ -11,11 +11,8 @@ export const processIo: Io = {
   err: (text) => process.stderr.write(text.endsWith("\n") ? text : `${text}\n`),
 };
 
-/**
- * Exit codes shared by every command: 0 success, 1 a negative outcome (rollback, Failed),
- * 2 input the command cannot use, 3 a hold / pause / Inconclusive outcome.
- */
-export const Exit = { ok: 0, negative: 1, badInput: 2, hold: 3 } as const;
+/** The exit codes of every command: the one table, `exit-codes.ts`. */
+export { Exit } from "./exit-codes.ts";
 
 /** A command adds itself to the program; its action resolves to the exit code. */
 export type RegisterCommand = (program: Command, io: Io, done: (code: number) => void) => void;

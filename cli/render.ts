@@ -89,27 +89,25 @@ export function currentStepOf(item: RolloutItem): number {
   return Math.min(item.stepCount, Math.max(item.stepIndex, ...named));
 }
 
-/** Argo names strategies in CamelCase; items written before Begin recorded it are inferred from what ran. */
+/**
+ * Argo names strategies in CamelCase. Begin records the strategy; an item written before it did
+ * is known only by a pause that belongs to one strategy.
+ */
 export function inferStrategy(item: RolloutItem): "Canary" | "BlueGreen" | undefined {
   if (item.strategy) return item.strategy === "blueGreen" ? "BlueGreen" : "Canary";
   if (item.pause?.reason === "BlueGreenPause") return "BlueGreen";
-  const events = currentEvents(item);
-  if (events.some((e) => e.message.includes("BlueGreenPause") || e.message.includes("(preview:"))) {
-    return "BlueGreen";
-  }
-  if (events.some((e) => /\(weight \d+(\.\d+)?%/.test(e.message) || e.message.includes("CanaryPauseStep"))) {
-    return "Canary";
-  }
+  if (item.pause?.reason === "CanaryPauseStep") return "Canary";
   return undefined;
 }
 
-/** What a step did, in a few words, from the newest event of this execution naming it. */
+/**
+ * What a step did, in a few words: the `summary` of the newest event of this execution naming it
+ * (the workflow writes it beside the message), or the message of an event that has none.
+ */
 function stepSummary(events: RolloutEvent[], step: number): string {
   const last = [...events].reverse().find((e) => e.step === step);
   if (!last) return "";
-  const completed = /^Rollout step \d+\/\d+ completed \((.*)\)$/.exec(last.message);
-  const analysis = /^analysis \(step \d+\) \S+ (.*)$/.exec(last.message);
-  const text = completed?.[1] ?? (analysis ? `analysis ${analysis[1]}` : last.message);
+  const text = last.summary ?? last.message;
   return text.length > 90 ? `${text.slice(0, 89)}…` : text;
 }
 

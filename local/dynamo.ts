@@ -8,6 +8,7 @@ import {
   DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import dynalite from "dynalite";
+import { clientConfig } from "../functions/aws-clients.ts";
 import { freePort } from "./demo/prometheus.ts";
 
 /** A local DynamoDB: dynalite in-process (default) or Amazon's DynamoDB Local on Java. */
@@ -55,7 +56,13 @@ export async function startDynamo(engine: LocalDynamo["engine"] = "dynalite"): P
         await exited;
       }
     };
-    const probe = new DynamoDBClient({ endpoint, region: "us-east-1", credentials, maxAttempts: 1 });
+    const probe = new DynamoDBClient({
+      ...clientConfig(),
+      endpoint,
+      region: "us-east-1",
+      credentials,
+      maxAttempts: 1,
+    });
     const until = Date.now() + 60_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`DynamoDB Local exited: ${log.slice(-2000)}`);
@@ -77,7 +84,7 @@ export async function startDynamo(engine: LocalDynamo["engine"] = "dynalite"): P
     engine,
     endpoint,
     client: () => {
-      const c = new DynamoDBClient({ endpoint, region: "us-east-1", credentials });
+      const c = new DynamoDBClient({ ...clientConfig(), endpoint, region: "us-east-1", credentials });
       clients.push(c);
       return c;
     },

@@ -105,6 +105,17 @@ export class ExecutionStuckError extends Error {
   override readonly name = "ExecutionStuckError";
 }
 
+/** The local services and the wiring between them, before the façade is in front of them. */
+interface Services {
+  activity: Activity;
+  timer: InProcessTimer;
+  sleeper: TimerSleeper;
+  lambda: LocalLambda;
+  sfn: LocalStepFunctions;
+  bus: LocalEventBus;
+  scheduler: LocalScheduler;
+}
+
 /**
  * Starts the embedded runtime: the state machines of a synthesized template (or given
  * directly) on the local engine, its functions in-process, its EventBridge rules on the local bus,
@@ -113,6 +124,65 @@ export class ExecutionStuckError extends Error {
 export async function startRuntime(options: StartRuntimeOptions = {}): Promise<Runtime> {
   const clock = options.clock ?? systemClock;
   const virtual = isSettableClock(clock);
+  const services = buildServices(clock, options.onTimerFiring);
+  const { timer, sfn, bus, lambda, scheduler } = services;
+
+  installScopedEnv();
+  let facade: Facade;
+  try {
+    facade = await startFacade(services);
+  } catch (error) {
+    uninstallScopedEnv();
+    throw error;
+  }
+  const env = runtimeEnv(facade.url, options);
+  const stack =
+    options.template === undefined ? undefined : extractStack(options.template, { refs: options.refs ?? {} });
+  registerFunctions(lambda, stack, options.functions, env);
+  const byName = registerStateMachines(sfn, stack, options.definitions ?? []);
+  for (const rule of [...(stack?.rules ?? []), ...(options.rules ?? [])]) bus.addRule(rule);
+  if (!virtual) timer.start();
+
+  let closed = false;
+  return {
+    facadeUrl: facade.url,
+    env,
+    clock,
+    timer,
+    stack,
+    sfn,
+    bus,
+    lambda,
+    scheduler,
+    stateMachineArn(nameOrLogicalId) {
+      return byName.get(nameOrLogicalId) ?? localStateMachineArn(nameOrLogicalId);
+    },
+    putEvents: (entries) => bus.putEvents(entries),
+    startExecution(input) {
+      return sfn.startExecution({
+        stateMachineArn: input.stateMachineArn,
+        ...(input.name === undefined ? {} : { name: input.name }),
+        input: typeof input.input === "string" ? input.input : JSON.stringify(input.input ?? {}),
+      });
+    },
+    ...timeDriver(services, clock, virtual),
+    async close() {
+      if (closed) return;
+      closed = true;
+      timer.stop();
+      await sfn.close();
+      await facade.close();
+      uninstallScopedEnv();
+    },
+  };
+}
+
+/**
+ * The engine, Lambda, bus and Scheduler over one activity counter and one in-process timer: the
+ * bus starts executions and invokes functions, Scheduler fires into either, and every timer
+ * firing goes to the engine's sleeps, then the schedules, then `onTimerFiring`.
+ */
+function buildServices(clock: Clock, onTimerFiring: FiringHandler | undefined): Services {
   const activity = new Activity();
   const timer = new InProcessTimer({ clock });
   const sleeper = new TimerSleeper(timer, clock);
@@ -148,33 +218,43 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
   timer.setHandler(async (firing: TimerFiring) => {
     if (sleeper.deliver(firing)) return;
     if (await scheduler.deliver(firing)) return;
-    await options.onTimerFiring?.(firing);
+    await onTimerFiring?.(firing);
   });
+  return { activity, timer, sleeper, lambda, sfn, bus, scheduler };
+}
 
-  installScopedEnv();
-  let facade: Facade;
-  try {
-    facade = await startFacade({ sfn, bus, lambda, scheduler, activity });
-  } catch (error) {
-    uninstallScopedEnv();
-    throw error;
-  }
+/** The env of every function and of the CLI: the SDK pointed at the façade, dummy credentials. */
+function runtimeEnv(
+  facadeUrl: string,
+  options: Pick<StartRuntimeOptions, "region" | "env">,
+): Record<string, string> {
   const region = options.region ?? "us-east-1";
-  const env: Record<string, string> = {
+  return {
     AWS_REGION: region,
     AWS_DEFAULT_REGION: region,
     AWS_ACCESS_KEY_ID: "local",
     AWS_SECRET_ACCESS_KEY: "local",
     AWS_SESSION_TOKEN: "local",
-    AWS_ENDPOINT_URL_SFN: facade.url,
-    AWS_ENDPOINT_URL_EVENTBRIDGE: facade.url,
-    AWS_ENDPOINT_URL_LAMBDA: facade.url,
-    AWS_ENDPOINT_URL_SCHEDULER: facade.url,
+    AWS_ENDPOINT_URL_SFN: facadeUrl,
+    AWS_ENDPOINT_URL_EVENTBRIDGE: facadeUrl,
+    AWS_ENDPOINT_URL_LAMBDA: facadeUrl,
+    AWS_ENDPOINT_URL_SCHEDULER: facadeUrl,
     ...options.env,
   };
+}
 
+/**
+ * Registers the template's functions with the code bound to them (by ARN, name or logical id),
+ * then every binding the template does not declare, under its own name.
+ */
+function registerFunctions(
+  lambda: LocalLambda,
+  stack: ExtractedStack | undefined,
+  functions: StartRuntimeOptions["functions"],
+  env: Record<string, string>,
+): void {
   const bindings = new Map<string, RuntimeFunction>(
-    options.functions instanceof Map ? options.functions : Object.entries(options.functions ?? {}),
+    functions instanceof Map ? functions : Object.entries(functions ?? {}),
   );
   const used = new Set<string>();
   const binding = (...keys: string[]): RuntimeFunction | undefined => {
@@ -187,10 +267,6 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
     }
     return undefined;
   };
-
-  const stack =
-    options.template === undefined ? undefined : extractStack(options.template, { refs: options.refs ?? {} });
-  const byName = new Map<string, string>();
   for (const fn of stack?.functions ?? []) {
     const bound = binding(fn.arn, fn.name, fn.logicalId);
     lambda.register({
@@ -211,6 +287,15 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
       load: loaderFor(bound, name),
     });
   }
+}
+
+/** Creates the template's state machines and the given ones; answers name or logical id → ARN. */
+function registerStateMachines(
+  sfn: LocalStepFunctions,
+  stack: ExtractedStack | undefined,
+  definitions: readonly RuntimeDefinition[],
+): Map<string, string> {
+  const byName = new Map<string, string>();
   for (const machine of stack?.stateMachines ?? []) {
     sfn.createStateMachine({
       name: machine.name,
@@ -221,7 +306,7 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
     byName.set(machine.name, machine.arn);
     byName.set(machine.logicalId, machine.arn);
   }
-  for (const given of options.definitions ?? []) {
+  for (const given of definitions) {
     const text = JSON.stringify(given.definition).replace(/\$\{([^}]+)\}/g, (whole, key: string) => {
       const value = given.substitutions?.[key];
       return value === undefined ? whole : value;
@@ -232,10 +317,19 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
     });
     byName.set(given.name, record.stateMachineArn);
   }
-  for (const rule of [...(stack?.rules ?? []), ...(options.rules ?? [])]) bus.addRule(rule);
-  if (!virtual) timer.start();
+  return byName;
+}
 
+/** How a caller moves time: settling, and in virtual time driving the clock from timer to timer. */
+function timeDriver(
+  { activity, timer, sfn }: Services,
+  clock: Clock,
+  virtual: boolean,
+): Pick<Runtime, "waitForExecution" | "settle" | "advanceTo" | "advanceBy" | "runUntilIdle"> {
   const settle = () => activity.idle();
+  const requireVirtual = (what: string) => {
+    if (!virtual) throw new TypeError(`${what} runs in virtual time: start the runtime with a ManualClock`);
+  };
   const advanceTo = async (epochMs: number) => {
     requireVirtual("advanceTo");
     for (;;) {
@@ -247,32 +341,7 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
     await timer.advanceTo(epochMs);
     await settle();
   };
-  const requireVirtual = (what: string) => {
-    if (!virtual) throw new TypeError(`${what} runs in virtual time: start the runtime with a ManualClock`);
-  };
-
-  let closed = false;
   return {
-    facadeUrl: facade.url,
-    env,
-    clock,
-    timer,
-    stack,
-    sfn,
-    bus,
-    lambda,
-    scheduler,
-    stateMachineArn(nameOrLogicalId) {
-      return byName.get(nameOrLogicalId) ?? localStateMachineArn(nameOrLogicalId);
-    },
-    putEvents: (entries) => bus.putEvents(entries),
-    startExecution(input) {
-      return sfn.startExecution({
-        stateMachineArn: input.stateMachineArn,
-        ...(input.name === undefined ? {} : { name: input.name }),
-        input: typeof input.input === "string" ? input.input : JSON.stringify(input.input ?? {}),
-      });
-    },
     async waitForExecution(executionArn) {
       if (!virtual) return sfn.waitForCompletion(executionArn);
       let fired = 0;
@@ -307,14 +376,6 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
         if (fired > 100_000) throw new ExecutionStuckError("timers keep firing without becoming idle");
         await timer.advanceTo(next);
       }
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      timer.stop();
-      await sfn.close();
-      await facade.close();
-      uninstallScopedEnv();
     },
   };
 }

@@ -29,7 +29,7 @@ type LocalProxyInput = Parameters<(typeof LocalProxySettingsSchema)["parse"]>[0]
 export interface LocalStackOptions {
   /** Rollout files (Argo objects or a native spec), as `addRollout` takes them. */
   specFiles: string[];
-  /** The local proxy target: its admin URL and the upstream each pushed tag runs. */
+  /** The local proxy target: its admin URL (`RunningProxy.adminUrl`) and the upstream each pushed tag runs. */
   target: Omit<LocalProxyInput, "type">;
   /** The ECR repository whose pushes start the rollout. */
   repository?: string;

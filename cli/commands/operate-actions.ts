@@ -13,10 +13,10 @@ import {
   type OperateOutcome,
   promoteRollout,
   retryRollout,
-  STATUS_EXIT,
   undoRollout,
 } from "../../functions/workflow/operate.ts";
 import { type AwsOptions, operateContext } from "../aws.ts";
+import { Exit, STATUS_EXIT } from "../exit-codes.ts";
 import { type Io, processIo } from "../io.ts";
 import {
   currentGates,
@@ -31,14 +31,10 @@ import { printable, printableJson } from "../terminal.ts";
 
 /**
  * The operating commands' actions, apart from their registration (`operate.ts`) so that the AWS
- * SDK is loaded only when one of them runs, not for `rollouts plan`.
- *
- * Exit codes, chosen so that `status`'s phase codes (0, 1, 3, 4) never collide with a failure:
- * 0 done, 1 refused (nothing to promote, not running, wait already over, a concurrent change),
- * 2 input it cannot use (unknown rollout, no table name, no such table), 5 AWS could not be
- * reached or answered with an error (credentials, region, throttling, permissions).
+ * SDK is loaded only when one of them runs, not for `rollouts plan`. Exit codes: the CLI's table
+ * (`exit-codes.ts`): 0 done, 1 refused, 2 input it cannot use, 5 AWS failed or did not answer;
+ * `status` exits with the phase (`STATUS_EXIT`).
  */
-export const OPERATE_EXIT = { ok: 0, refused: 1, badInput: 2, unavailable: 5 } as const;
 
 /** The rollout is not in the table: exit 2, a name or table typo rather than a state. */
 export class RolloutMissingError extends Error {
@@ -173,14 +169,14 @@ function reportFailure(io: Io, table: string, error: unknown): number {
     failure(
       `rollouts: rollout "${error.message}" not found in table "${table}" (rollouts list shows the rollouts it holds)`,
     );
-    return OPERATE_EXIT.badInput;
+    return Exit.badInput;
   }
   if (error instanceof ConcurrentUpdateError) {
     io.err(
       "rollouts: the rollout changed while this command ran (another writer updated it): nothing was done; " +
         "check it with rollouts get and try again",
     );
-    return OPERATE_EXIT.refused;
+    return Exit.negative;
   }
   if (error instanceof StoreUnavailableError) {
     const cause = (error as Error & { cause?: unknown }).cause;
@@ -188,7 +184,7 @@ function reportFailure(io: Io, table: string, error: unknown): number {
       failure(
         `rollouts: table "${table}" does not exist in this account and region (set --table or ROLLOUTS_TABLE, and AWS_REGION): ${error.message}`,
       );
-      return OPERATE_EXIT.badInput;
+      return Exit.badInput;
     }
   }
   if (
@@ -198,7 +194,7 @@ function reportFailure(io: Io, table: string, error: unknown): number {
     error instanceof StoredItemInvalidError
   ) {
     failure(`rollouts: ${error.message}`);
-    return OPERATE_EXIT.unavailable;
+    return Exit.unavailable;
   }
   throw error;
 }
@@ -206,10 +202,10 @@ function reportFailure(io: Io, table: string, error: unknown): number {
 function report(io: Io, outcome: OperateOutcome): number {
   if (outcome.ok) {
     io.out(printable(outcome.message));
-    return OPERATE_EXIT.ok;
+    return Exit.ok;
   }
   io.err(`rollouts: ${printable(outcome.message)}`);
-  return OPERATE_EXIT.refused;
+  return Exit.negative;
 }
 
 /** Clears the terminal between frames only when a person watches a terminal. */
@@ -235,7 +231,7 @@ export function listAction(io: Io, options: CommonOptions & { json?: boolean; en
   return withAws(io, options, async (deps) => {
     const items = await deps.store.list();
     io.out(options.json ? printableJson(items, 2) : renderList(items));
-    return OPERATE_EXIT.ok;
+    return Exit.ok;
   });
 }
 
@@ -248,7 +244,7 @@ export function getAction(io: Io, name: string, options: WatchCommandOptions) {
         : renderRollout(view);
     if (!options.watch) {
       io.out(draw(await loadView(deps, name)));
-      return OPERATE_EXIT.ok;
+      return Exit.ok;
     }
     const controller = new AbortController();
     const release = (options.interrupt ?? onSigint)(controller);
@@ -264,7 +260,7 @@ export function getAction(io: Io, name: string, options: WatchCommandOptions) {
     } finally {
       release();
     }
-    return OPERATE_EXIT.ok;
+    return Exit.ok;
   });
 }
 

@@ -10,7 +10,25 @@ import {
 } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import { assertDrives, assertNotAborted, ROLLOUT_ABORTED } from "./errors.ts";
-import type { StaleTokenReason, TaskTokens } from "./task-tokens.ts";
+import { type StaleTokenReason, TaskTokenError, type TaskTokens } from "./task-tokens.ts";
+
+/**
+ * The abort is recorded on the item but the wait could not be failed (Step Functions did not
+ * answer, or the process was stopped). The abort is half done, never lost: every Lambda of the
+ * execution refuses to go on, and a second `requestAbort` (another `rollouts abort`) sees the flag
+ * and fails the stored token. A `TaskTokenError`, so callers that retry on it still do.
+ */
+export class AbortIncompleteError extends TaskTokenError {
+  override readonly name = "AbortIncompleteError";
+  override readonly message: string;
+
+  constructor(name: string, reason: string, waitingFor: WaitingFor | null, cause: TaskTokenError) {
+    super("SendTaskFailure", { cause: cause.cause });
+    this.message =
+      `abort of ${name} recorded (${reason}), but the ${waitingFor ?? "task"} wait was not ended: ${cause.message}; ` +
+      `run \`rollouts abort ${name}\` again to finish it`;
+  }
+}
 
 export interface RequestAbortInput {
   store: RolloutStore;
@@ -63,8 +81,11 @@ export type AbortOutcome =
  * (`registerTaskToken`), there is no gap: either the abort is written first and the handler
  * refuses to wait, or the token is written first and this function reads it and fails it.
  *
- * Idempotent: a repeated request keeps the first reason and re-sends the failure. Throws only on
- * infrastructure faults (`StoreUnavailableError`, `TaskTokenError`), which are safe to retry.
+ * Resumable: a repeated request keeps the first reason and fails the stored token again, so a
+ * request cut short after step 1 (Step Functions timed out, Ctrl-C) is finished by the next one;
+ * its message says it finished an earlier request. Throws only on infrastructure faults
+ * (`StoreUnavailableError`, `TaskTokenError`; `AbortIncompleteError` when step 1 is done and
+ * step 2 is not), which are safe to retry.
  */
 export async function requestAbort(input: RequestAbortInput): Promise<AbortOutcome> {
   const { store, sfn, name, reason, clock } = input;
@@ -101,22 +122,35 @@ export async function requestAbort(input: RequestAbortInput): Promise<AbortOutco
 
   const effectiveReason = item.abortReason ?? reason;
   const token = item.currentTaskToken;
+  const resumed = `abort of ${name} was already requested (${effectiveReason}): finishing it, `;
   if (token === null) {
     return {
       status: "recorded",
       alreadyRequested,
       item,
-      message: `abort of ${name} recorded (${effectiveReason}); the execution is not waiting, it stops at its next step`,
+      message: alreadyRequested
+        ? `${resumed}the execution is not waiting, it stops at its next step`
+        : `abort of ${name} recorded (${effectiveReason}); the execution is not waiting, it stops at its next step`,
     };
   }
-  const delivery = await sfn.sendFailure(token, ROLLOUT_ABORTED, effectiveReason);
+  let delivery: Awaited<ReturnType<TaskTokens["sendFailure"]>>;
+  try {
+    delivery = await sfn.sendFailure(token, ROLLOUT_ABORTED, effectiveReason);
+  } catch (error) {
+    if (error instanceof TaskTokenError) {
+      throw new AbortIncompleteError(name, effectiveReason, item.waitingFor, error);
+    }
+    throw error;
+  }
   if (delivery.delivered) {
     return {
       status: "signalled",
       waitingFor: item.waitingFor,
       alreadyRequested,
       item,
-      message: `aborting ${name}: the execution was waiting on ${item.waitingFor ?? "a task"} and has been told to abort (${effectiveReason})`,
+      message: alreadyRequested
+        ? `${resumed}the execution was waiting on ${item.waitingFor ?? "a task"} and has now been told to abort`
+        : `aborting ${name}: the execution was waiting on ${item.waitingFor ?? "a task"} and has been told to abort (${effectiveReason})`,
     };
   }
   return {

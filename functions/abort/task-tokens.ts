@@ -28,7 +28,7 @@ export interface TaskTokens {
 
 /** The call failed for another reason (throttling, permissions): retry it. */
 export class TaskTokenError extends Error {
-  override readonly name = "TaskTokenError";
+  override readonly name: string = "TaskTokenError";
 
   constructor(operation: string, options?: { cause?: unknown }) {
     const why = options?.cause instanceof Error ? `: ${options.cause.name}: ${options.cause.message}` : "";

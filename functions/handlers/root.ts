@@ -6,6 +6,7 @@ import { LambdaClient } from "@aws-sdk/client-lambda";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens } from "../abort/task-tokens.ts";
+import { clientConfig } from "../aws-clients.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import { EventBridgePublisher } from "../events/eventbridge.ts";
@@ -36,26 +37,28 @@ export function depsFromEnv(
   source: NodeJS.ProcessEnv = process.env,
   overrides: { clock?: Clock } = {},
 ): WorkflowDeps {
-  const sfn = new SFNClient({});
+  // Timeouts and bounded retries on every client: a hung endpoint is an error, not a hang.
+  const config = clientConfig(source);
+  const sfn = new SFNClient(config);
   const clock = overrides.clock ?? systemClock;
   const lazy: { elbv2?: ElasticLoadBalancingV2Client; ecs?: ECSClient; lambda?: LambdaClient } = {};
   const clients: TrafficClients = {
     get elbv2() {
-      lazy.elbv2 ??= new ElasticLoadBalancingV2Client({});
+      lazy.elbv2 ??= new ElasticLoadBalancingV2Client(config);
       return lazy.elbv2;
     },
     get ecs() {
-      lazy.ecs ??= new ECSClient({});
+      lazy.ecs ??= new ECSClient(config);
       return lazy.ecs;
     },
     get lambda() {
-      lazy.lambda ??= new LambdaClient({});
+      lazy.lambda ??= new LambdaClient(config);
       return lazy.lambda;
     },
   };
   return {
     store: new DynamoRolloutStore({
-      client: new DynamoDBClient({}),
+      client: new DynamoDBClient(config),
       tableName: env(ENV.tableName, source),
       clock,
     }),
@@ -63,7 +66,7 @@ export function depsFromEnv(
     timer: new RoutingTimer({
       clock,
       scheduler: new SchedulerTimer({
-        client: new SchedulerClient({}),
+        client: new SchedulerClient(config),
         groupName: env(ENV.scheduleGroup, source),
         targetArn: env(ENV.resumeFunctionArn, source),
         roleArn: env(ENV.schedulerRoleArn, source),
@@ -76,12 +79,13 @@ export function depsFromEnv(
       }),
     }),
     events: new EventBridgePublisher({
-      client: new EventBridgeClient({}),
+      client: new EventBridgeClient(config),
       ...(source[ENV.eventBusName] ? { eventBusName: source[ENV.eventBusName] } : {}),
     }),
     clock,
     routerFor: (settings) => createTrafficRouter(settings, clients, clock),
     providers: defaultProviders({
+      clientConfig: config,
       maxBodyBytes: maxBodyBytesFrom(source[ENV.metricMaxBodyBytes], ENV.metricMaxBodyBytes),
       ...(source[ENV.prometheusUrl]
         ? {

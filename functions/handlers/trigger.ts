@@ -2,6 +2,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens } from "../abort/task-tokens.ts";
+import { clientConfig } from "../aws-clients.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import { EventBridgePublisher } from "../events/eventbridge.ts";
@@ -16,11 +17,12 @@ export function triggerDepsFromEnv(
   source: NodeJS.ProcessEnv = process.env,
   overrides: { clock?: Clock } = {},
 ): TriggerDeps {
-  const sfn = new SFNClient({});
+  const config = clientConfig(source);
+  const sfn = new SFNClient(config);
   const routes = TriggerRoutesSchema.parse(JSON.parse(env(ENV.rollouts, source)));
   return {
     store: new DynamoRolloutStore({
-      client: new DynamoDBClient({}),
+      client: new DynamoDBClient(config),
       tableName: env(ENV.tableName, source),
       clock: overrides.clock ?? systemClock,
     }),
@@ -29,7 +31,7 @@ export function triggerDepsFromEnv(
     clock: overrides.clock ?? systemClock,
     routes,
     events: new EventBridgePublisher({
-      client: new EventBridgeClient({}),
+      client: new EventBridgeClient(config),
       ...(source[ENV.eventBusName] ? { eventBusName: source[ENV.eventBusName] } : {}),
     }),
   };

@@ -3,6 +3,7 @@ import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { Metric, PrometheusProvider } from "../../statemachine/spec.ts";
+import { type ClientConfig, clientConfig } from "../aws-clients.ts";
 import { CloudWatchMetricProvider } from "./cloudwatch.ts";
 import type { Fetch } from "./http.ts";
 import { JudgeMetricProvider } from "./judge.ts";
@@ -93,6 +94,8 @@ export interface DefaultProviderOptions {
   cloudWatch?: Pick<CloudWatchClient, "send">;
   /** The Prometheus of metrics that name no address (`ROLLOUTS_PROMETHEUS_URL`, SigV4 region). */
   prometheus?: { url: string; sigv4Region?: string };
+  /** The SDK settings of the CloudWatch client it builds (timeouts, retries); default `clientConfig()`. */
+  clientConfig?: ClientConfig;
   /** Most bytes of an HTTP provider's response read (`ROLLOUTS_METRIC_MAX_BODY_BYTES`); default 1 MiB. */
   maxBodyBytes?: number;
 }
@@ -106,7 +109,9 @@ export function defaultProviders(options: DefaultProviderOptions = {}): Provider
   let cloudWatch: CloudWatchMetricProvider | undefined;
   const lazyCloudWatch: MetricProvider = {
     measure: (metric, ctx) => {
-      cloudWatch ??= new CloudWatchMetricProvider(options.cloudWatch ?? new CloudWatchClient({}));
+      cloudWatch ??= new CloudWatchMetricProvider(
+        options.cloudWatch ?? new CloudWatchClient(options.clientConfig ?? clientConfig()),
+      );
       return cloudWatch.measure(metric, ctx);
     },
   };

@@ -58,6 +58,12 @@ export const RolloutEventSchema = z.object({
   message: z.string(),
   /** Zero-based step index when the event belongs to a step. */
   step: z.number().int().nonnegative().optional(),
+  /**
+   * What the step did, in a few words (`weight 25%`, `analysis Successful: …`): what `rollouts get`
+   * shows beside the step, so it never has to take the message apart. Absent on events that
+   * are not a step's, and on events written before it existed.
+   */
+  summary: z.string().optional(),
 });
 export type RolloutEvent = z.infer<typeof RolloutEventSchema>;
 
@@ -192,7 +198,11 @@ export function appendEvent(
     event.message.length > MAX_EVENT_MESSAGE
       ? `${event.message.slice(0, MAX_EVENT_MESSAGE - 1)}…`
       : event.message;
-  return [...events, { ...event, message }].slice(-limit);
+  const summary =
+    event.summary !== undefined && event.summary.length > MAX_EVENT_MESSAGE
+      ? `${event.summary.slice(0, MAX_EVENT_MESSAGE - 1)}…`
+      : event.summary;
+  return [...events, { ...event, message, ...(summary === undefined ? {} : { summary }) }].slice(-limit);
 }
 
 /** Appends a revision to the history, keeping the newest `limit` (pure). */

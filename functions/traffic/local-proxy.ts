@@ -296,9 +296,24 @@ export class LocalProxyRouter implements TrafficRouter {
     };
   }
 
+  /** One admin API call, bounded by `requestTimeoutSeconds`. */
+  async #admin(method: "GET" | "POST", url: string, init: RequestInit = {}): Promise<Response> {
+    const seconds = this.#settings.requestTimeoutSeconds;
+    try {
+      return await this.#fetch(url, { ...init, method, signal: AbortSignal.timeout(seconds * 1000) });
+    } catch (error) {
+      if ((error as Error)?.name === "TimeoutError") {
+        throw new TargetNotReadyError(`${method} ${url} did not answer within ${seconds} s`, {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+  }
+
   async #read(): Promise<AdminConfig> {
     const url = new URL("/admin/config", this.#settings.adminUrl).toString();
-    const res = await this.#fetch(url);
+    const res = await this.#admin("GET", url);
     if (!res.ok) throw new TargetNotReadyError(`GET ${url} answered ${res.status}: ${await res.text()}`);
     const parsed = AdminConfigSchema.safeParse(await res.json());
     if (!parsed.success) {
@@ -309,8 +324,7 @@ export class LocalProxyRouter implements TrafficRouter {
 
   async #write(update: Record<string, unknown>): Promise<void> {
     const url = new URL("/admin/config", this.#settings.adminUrl).toString();
-    const res = await this.#fetch(url, {
-      method: "POST",
+    const res = await this.#admin("POST", url, {
       headers: { "content-type": "application/json" },
       body: JSON.stringify(Object.fromEntries(Object.entries(update).filter(([, v]) => v !== undefined))),
     });

@@ -84,7 +84,10 @@ export const LambdaAliasSettingsSchema = z
 export const LocalProxySettingsSchema = z
   .object({
     type: z.literal("local-proxy"),
-    /** Base URL of the proxy (its admin API is under `/admin`). */
+    /**
+     * Base URL of the proxy's admin listener (`RunningProxy.adminUrl`: its own 127.0.0.1 port,
+     * apart from the traffic port); the admin API is under `/admin`.
+     */
     adminUrl: z.url(),
     /** Path probed on the candidate upstream to decide it is ready. */
     readinessPath: z.string().startsWith("/").default("/"),
@@ -96,6 +99,12 @@ export const LocalProxySettingsSchema = z
     upstreams: z.record(z.string(), z.url()).optional(),
     progressDeadlineSeconds: WaitSeconds().default(60),
     pollSeconds: WaitSeconds().default(1),
+    /**
+     * Seconds one admin API call may take before it fails with `TargetNotReadyError` (retried by
+     * the workflow), so a proxy that accepts the connection and never answers cannot hold the
+     * function until its own timeout. 10 s, the AWS SDK clients' request timeout.
+     */
+    requestTimeoutSeconds: z.number().int().positive().max(50).default(10),
   })
   .strict();
 

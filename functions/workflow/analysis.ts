@@ -125,6 +125,7 @@ export async function startAnalysis(
           "AnalysisRunStarted",
           `${label} ${runId} started: ${templates.join(", ")}`,
           stepIndex,
+          `${background ? "background analysis" : "analysis"} started: ${templates.join(", ")}`,
         ),
       { hold: "refuse" },
     );
@@ -294,6 +295,7 @@ async function finish(
         failed ? "AnalysisRunFailed" : `AnalysisRun${run.phase}`,
         `${label} ${runId} ${run.phase}${message ? `: ${message}` : ""}`,
         stepIndex,
+        `${stored.background ? "background analysis" : "analysis"} ${run.phase}${message ? `: ${message}` : ""}`,
       ),
       ...(stored.token && latest.currentTaskToken === stored.token
         ? { currentTaskToken: null, waitingFor: null, waitingSince: null }

@@ -49,17 +49,24 @@ export function recordStep(
   });
 }
 
-/** Appends an item event (what `rollouts get` shows). */
+/** Appends an item event (what `rollouts get` shows); `summary`: the step's outcome in a few words. */
 export function withEvent(
   item: RolloutItemInput,
   now: number,
   type: string,
   message: string,
   step?: number | null,
+  summary?: string,
 ): RolloutItemInput {
   return {
     ...item,
-    events: appendEvent(item.events, { at: now, type, message, ...(step != null ? { step } : {}) }),
+    events: appendEvent(item.events, {
+      at: now,
+      type,
+      message,
+      ...(step != null ? { step } : {}),
+      ...(summary !== undefined ? { summary } : {}),
+    }),
   };
 }
 

@@ -2,7 +2,7 @@ import { type AbortOutcome, requestAbort } from "../abort/request-abort.ts";
 import type { TaskTokens } from "../abort/task-tokens.ts";
 import type { Clock } from "../clock.ts";
 import type { RolloutStore } from "../store/port.ts";
-import { appendEvent, type Revision, type RolloutItem, type RolloutPhase } from "../store/schema.ts";
+import { appendEvent, type Revision, type RolloutItem } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import { executionName as executionNameFor, type RolloutExecutionInput } from "../trigger/decide.ts";
 import type { Executions } from "../trigger/executions.ts";
@@ -21,14 +21,6 @@ export interface OperateDeps {
 }
 
 export type OperateOutcome = { ok: true; message: string } | { ok: false; message: string };
-
-/** `rollouts status` exit codes: 0 Healthy, 1 Degraded, 3 Paused, 4 Progressing. */
-export const STATUS_EXIT: Record<RolloutPhase, number> = {
-  Healthy: 0,
-  Degraded: 1,
-  Paused: 3,
-  Progressing: 4,
-};
 
 /**
  * `rollouts promote NAME [--full]`: ends the wait the rollout is in. A pause or approval

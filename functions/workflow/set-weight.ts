@@ -77,6 +77,7 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
       "RolloutStepCompleted",
       done,
       stepIndex,
+      message,
     ),
   );
   deps.metrics.put({ name: METRICS.canaryWeight, value: weight, rollout: context.rollout });

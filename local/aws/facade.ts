@@ -4,6 +4,7 @@ import type { z } from "zod";
 import type { Activity } from "../asl/activity.ts";
 import type { LocalStepFunctions } from "../asl/engine.ts";
 import type { LocalEventBus } from "../events/bus.ts";
+import { contentTypeRefusal, crossOriginRefusal, hasBody } from "../http-guard.ts";
 import { handleEvents } from "./events-api.ts";
 import type { LocalLambda } from "./lambda.ts";
 import { handleInvoke } from "./lambda-api.ts";
@@ -31,18 +32,24 @@ export interface Facade {
 const JSON_10 = "application/x-amz-json-1.0";
 const JSON_11 = "application/x-amz-json-1.1";
 const REST_JSON = "application/json";
+/** What the SDK sends as an `Invoke` payload (a blob); JSON is accepted too. */
+const BLOB = "application/octet-stream";
+const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations\/?$/;
 
 /**
  * The local AWS API: one HTTP server on 127.0.0.1 (ephemeral port) that answers the Step
  * Functions (AWS JSON 1.0), EventBridge (AWS JSON 1.1), Lambda `Invoke` and EventBridge Scheduler
  * (REST JSON) calls the project makes, so the handlers and the CLI run unchanged with the real SDK
  * clients and `AWS_ENDPOINT_URL_SFN`/`_EVENTBRIDGE`/`_LAMBDA`/`_SCHEDULER` pointing here.
- * Signatures are not checked.
+ * Signatures are not checked; instead, what a web page could send is refused before anything
+ * runs ({@link guard}).
  */
 export async function startFacade(services: FacadeServices): Promise<Facade> {
+  let ownOrigin = "";
   const server = createServer((request, response) => {
     const end = services.activity?.begin();
-    route(services, request, response)
+    guard(request, ownOrigin)
+      .then(() => route(services, request, response))
       .catch((error: unknown) => {
         const api =
           error instanceof AwsApiError
@@ -59,6 +66,7 @@ export async function startFacade(services: FacadeServices): Promise<Facade> {
     server.listen(0, "127.0.0.1", () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  ownOrigin = `http://127.0.0.1:${port}`;
   return {
     url: `http://127.0.0.1:${port}`,
     close: () =>
@@ -67,6 +75,38 @@ export async function startFacade(services: FacadeServices): Promise<Facade> {
         server.close((error) => (error === undefined ? resolve() : reject(error)));
       }),
   };
+}
+
+/**
+ * Refuses, before the body is read or anything runs, a request from another origin (403
+ * `AccessDeniedException`) and a body whose type is not the one the AWS protocol of its API uses
+ * (415 `UnsupportedMediaTypeException`): AWS JSON 1.0 for Step Functions, 1.1 for EventBridge,
+ * `application/octet-stream` (or JSON) for a Lambda `Invoke`, JSON for Scheduler. A browser sends
+ * none of these without a CORS preflight, which the façade never answers, so a page cannot start
+ * an execution or run a Lambda (`local/http-guard.ts`).
+ */
+async function guard(request: IncomingMessage, ownOrigin: string): Promise<void> {
+  const crossOrigin = crossOriginRefusal(request, ownOrigin);
+  if (crossOrigin !== undefined) throw new AwsApiError("AccessDeniedException", crossOrigin.message, 403);
+  const method = request.method ?? "GET";
+  if (!hasBody(request) && (method === "GET" || method === "DELETE" || method === "HEAD")) return;
+  const wrongType = contentTypeRefusal(request, mediaTypesFor(request));
+  if (wrongType !== undefined) {
+    throw new AwsApiError("UnsupportedMediaTypeException", wrongType.message, 415);
+  }
+}
+
+/** The body types the AWS protocol of the request's API uses. */
+function mediaTypesFor(request: IncomingMessage): readonly string[] {
+  const target = request.headers["x-amz-target"];
+  if (typeof target === "string") {
+    if (target.startsWith("AWSStepFunctions.")) return [JSON_10];
+    if (target.startsWith("AWSEvents.")) return [JSON_11];
+    return [JSON_10, JSON_11];
+  }
+  const path = new URL(request.url ?? "/", "http://127.0.0.1").pathname;
+  if (INVOKE_PATH.test(path)) return [BLOB, REST_JSON];
+  return [REST_JSON];
 }
 
 function contentTypeOf(request: IncomingMessage): string {
@@ -97,7 +137,7 @@ async function route(
     }
     throw new AwsApiError("UnknownOperationException", `${target} is not supported locally`);
   }
-  const invoke = /^\/2015-03-31\/functions\/([^/]+)\/invocations\/?$/.exec(url.pathname);
+  const invoke = INVOKE_PATH.exec(url.pathname);
   if (invoke?.[1] !== undefined && request.method === "POST") {
     const name = decodeURIComponent(invoke[1]);
     const qualifier = url.searchParams.get("Qualifier");

@@ -1,3 +1,4 @@
+import { Exit } from "../../cli/exit-codes.ts";
 import { columns } from "../../cli/table.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
@@ -85,7 +86,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     const proxy = await startProxy({});
     closers.push(proxy.close);
     let prometheus: RunningPrometheus | undefined;
-    let metrics: DemoMetrics = { kind: "proxy", url: proxy.url };
+    let metrics: DemoMetrics = { kind: "proxy", url: proxy.adminUrl };
     if (!options.noPrometheus && prometheusVersion()) {
       prometheus = await startPrometheus({ targets: [new URL(proxy.url).host] });
       closers.push(prometheus.close);
@@ -98,7 +99,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       // Promotion at 1500 requests per side leaves room above where v4 is caught (about 900).
       specFiles: writeDemoSpec(metrics, { judge: { samples: 1500 } }),
       target: {
-        adminUrl: proxy.url,
+        adminUrl: proxy.adminUrl,
         readinessPath: "/healthz",
         upstreams: Object.fromEntries(Object.entries(apps).map(([v, app]) => [v, app.url])),
       },
@@ -107,7 +108,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     print(
       `services: ${DEMO_VERSIONS.map(([v, e]) => `${v} ${apps[v]?.url} (${e * 100}% errors)`).join(", ")}`,
     );
-    print(`proxy ${proxy.url}; workflow ${stack.stateMachineArn.split(":").at(-1)}`);
+    print(
+      `proxy ${proxy.url} (admin ${proxy.adminUrl}); workflow ${stack.stateMachineArn.split(":").at(-1)}`,
+    );
     print("watch it live in another terminal:");
     print(`  ${cliEnv(stack)} npx rollouts get ${stack.rollout} --watch`);
     print("");
@@ -266,5 +269,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     noPrometheus: process.argv.includes("--no-prometheus"),
     signal: stop.signal,
   });
-  process.exitCode = result.ok ? 0 : 1;
+  process.exitCode = result.ok ? Exit.ok : Exit.negative;
 }

@@ -8,7 +8,10 @@ import { join } from "node:path";
  * binary is installed. Either way the metric is `success-rate` with `result[0] >= 0.95`, so the
  * verdicts and Argo's messages are the same.
  */
-export type DemoMetrics = { kind: "prometheus"; url: string } | { kind: "proxy"; url: string };
+export type DemoMetrics =
+  | { kind: "prometheus"; url: string }
+  /** `url`: the proxy's admin listener (`RunningProxy.adminUrl`), which serves `/admin/stats`. */
+  | { kind: "proxy"; url: string };
 
 /**
  * The demo's statistical gate, `errors-vs-stable`: a sequential test of the candidate's error rate

@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer, type Server, type Socket } from "node:net";
 import {
   DescribeExecutionCommand,
   ListExecutionsCommand,
@@ -319,6 +320,109 @@ describe("rollouts abort", () => {
     expect(again.err).toBe(
       'rollouts: rollout "abort-me" is not running (phase Degraded: RolloutAborted: Rollout aborted update to revision 2: p99 latency doubled): nothing to abort\n',
     );
+  });
+});
+
+describe("an AWS endpoint that accepts the connection and never answers", () => {
+  let hung: Server;
+  let hungUrl: string;
+  const sockets = new Set<Socket>();
+
+  beforeAll(async () => {
+    hung = createServer((socket) => {
+      sockets.add(socket); // read nothing, answer nothing, never close
+    });
+    await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+    hungUrl = `http://127.0.0.1:${(hung.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => hung.close(() => resolve()));
+  });
+
+  /** Short figures through the environment, as a person on a slow link would set longer ones. */
+  function shortTimeouts() {
+    vi.stubEnv("ROLLOUTS_AWS_CONNECTION_TIMEOUT_MS", "200");
+    vi.stubEnv("ROLLOUTS_AWS_REQUEST_TIMEOUT_MS", "200");
+    vi.stubEnv("ROLLOUTS_AWS_MAX_ATTEMPTS", "2");
+  }
+
+  function restore() {
+    vi.stubEnv("AWS_ENDPOINT_URL_SFN", runtime.env.AWS_ENDPOINT_URL_SFN as string);
+    vi.stubEnv("AWS_ENDPOINT_URL_DYNAMODB", dynalite.endpoint);
+    for (const key of [
+      "ROLLOUTS_AWS_CONNECTION_TIMEOUT_MS",
+      "ROLLOUTS_AWS_REQUEST_TIMEOUT_MS",
+      "ROLLOUTS_AWS_MAX_ATTEMPTS",
+    ]) {
+      vi.stubEnv(key, "");
+    }
+  }
+
+  it("abort ends with a one-line error and exit 5; run again, it finishes the abort it started", {
+    timeout: 20_000,
+  }, async () => {
+    const executionArn = await startPaused("abort-hung");
+    shortTimeouts();
+    vi.stubEnv("AWS_ENDPOINT_URL_SFN", hungUrl);
+    let first: Awaited<ReturnType<typeof run>>;
+    try {
+      first = await run("abort", "abort-hung", "--reason", "error rate");
+    } finally {
+      restore();
+    }
+    expect(first.code).toBe(5);
+    expect(first.out).toBe("");
+    expect(first.err.trimEnd().split("\n")).toHaveLength(1);
+    expect(first.err).toMatch(
+      /^rollouts: abort of abort-hung recorded \(error rate\), but the pause wait was not ended: SendTaskFailure failed: TimeoutError: .*; run `rollouts abort abort-hung` again to finish it\n$/,
+    );
+    const half = await store.get("abort-hung");
+    expect(half).toMatchObject({ abortRequested: true, abortReason: "error rate", waitingFor: "pause" });
+    expect(runtime.sfn.describeExecution(executionArn).status).toBe("RUNNING");
+
+    const again = await run("abort", "abort-hung");
+    expect(again.err).toBe("");
+    expect(again.code).toBe(0);
+    expect(again.out).toBe(
+      "abort of abort-hung was already requested (error rate): finishing it, the execution was waiting on pause and has now been told to abort\n",
+    );
+    await runtime.settle();
+    expect(runtime.sfn.describeExecution(executionArn)).toMatchObject({
+      status: "FAILED",
+      error: "RolloutAborted",
+    });
+    expect(aborts.get("abort-hung")).toMatchObject({ Error: "RolloutAborted", Cause: "error rate" });
+  });
+
+  it("a hung DynamoDB endpoint ends list, get and status with a one-line error and exit 5", {
+    timeout: 20_000,
+  }, async () => {
+    await seed("read-hung");
+    shortTimeouts();
+    vi.stubEnv("AWS_ENDPOINT_URL_DYNAMODB", hungUrl);
+    try {
+      for (const argv of [["list"], ["get", "read-hung"], ["status", "read-hung"]]) {
+        const { code, out, err } = await run(...argv);
+        expect(code, argv.join(" ")).toBe(5);
+        expect(out).toBe("");
+        expect(err).toMatch(/^rollouts: .*TimeoutError: [^\n]*\n$/);
+      }
+    } finally {
+      restore();
+    }
+  });
+
+  it("an override that is not a whole number is refused, naming the variable (exit 2)", async () => {
+    vi.stubEnv("ROLLOUTS_AWS_REQUEST_TIMEOUT_MS", "soon");
+    try {
+      const { code, err } = await run("list");
+      expect(code).toBe(2);
+      expect(err).toBe('rollouts: ROLLOUTS_AWS_REQUEST_TIMEOUT_MS must be a whole number > 0, got "soon"\n');
+    } finally {
+      restore();
+    }
   });
 });
 

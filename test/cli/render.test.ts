@@ -55,12 +55,14 @@ const step0: RolloutEvent = {
   at: at(1),
   type: "RolloutStepCompleted",
   message: "Rollout step 1/5 completed (weight 25%)",
+  summary: "weight 25%",
   step: 0,
 };
 const analysisStarted: RolloutEvent = {
   at: at(2),
   type: "AnalysisRunStarted",
   message: `analysis (step 2) ${RUN_ID} started: success-rate`,
+  summary: "analysis started: success-rate",
   step: 1,
 };
 
@@ -160,12 +162,14 @@ async function pausedForPromote(): Promise<RolloutView> {
           at: at(13),
           type: "AnalysisRunSuccessful",
           message: `analysis (step 2) ${RUN_ID} Successful: Metric "success-rate" assessed Successful`,
+          summary: 'analysis Successful: Metric "success-rate" assessed Successful',
           step: 1,
         },
         {
           at: at(14),
           type: "RolloutStepCompleted",
           message: "Rollout step 3/5 completed (weight 50%)",
+          summary: "weight 50%",
           step: 2,
         },
         {
@@ -198,6 +202,7 @@ async function degradedByAnalysis(): Promise<RolloutView> {
           at: at(7),
           type: "AnalysisRunFailed",
           message: `analysis (step 2) ${RUN_ID} Failed: ${run.message ?? ""}`,
+          summary: `analysis Failed: ${run.message ?? ""}`,
           step: 1,
         },
         { at: at(8), type: "RolloutAborted", message },
@@ -337,6 +342,39 @@ describe("rollouts get: one frame", () => {
     expect(text).toContain("  ActualWeight:  changed by someone else (weights are 90/10, expected 75/25)\n");
     expect(text).toContain("Abort requested: bad latency\n");
     expect(text).not.toContain("Analysis runs:");
+  });
+});
+
+describe("the step list reads fields, not messages", () => {
+  it("a step shows its event's summary, whatever the message says", async () => {
+    const view = await progressingAtAnalysis();
+    view.item = item({
+      ...view.item,
+      events: [
+        started,
+        { ...step0, message: "Schritt 1/5 abgeschlossen (Gewicht 25 %)", summary: "weight 25%" },
+        { ...analysisStarted, message: "Analyse läuft", summary: "analysis started: success-rate" },
+      ],
+    });
+    const text = renderRollout(view);
+    expect(text).toContain("    ✔ 0  weight 25%\n");
+    expect(text).toContain("  ▶ ◌ 1  analysis started: success-rate\n");
+  });
+
+  it("an event without a summary (written before events had one) shows its message as it is", async () => {
+    const view = await progressingAtAnalysis();
+    view.item = item({ ...view.item, events: [started, { ...step0, summary: undefined }] });
+    expect(renderRollout(view)).toContain("    ✔ 0  Rollout step 1/5 completed (weight 25%)\n");
+  });
+
+  it("the strategy comes from the item's fields, never from event wording", () => {
+    const worded = item({
+      strategy: null,
+      events: [started, { ...step0, message: "(weight 25%) CanaryPauseStep BlueGreenPause (preview:" }],
+    });
+    expect(inferStrategy(worded)).toBeUndefined();
+    expect(inferStrategy(item({ strategy: "blueGreen" }))).toBe("BlueGreen");
+    expect(inferStrategy(item({ strategy: "canary" }))).toBe("Canary");
   });
 });
 

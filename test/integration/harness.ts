@@ -33,7 +33,7 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
   }
   const proxy = await startProxy({ now: () => clock.now() });
   const dead = `http://127.0.0.1:${await freePort()}`;
-  const metricsUrl = options.providerDown ? dead : proxy.url;
+  const metricsUrl = options.providerDown ? dead : proxy.adminUrl;
   const stack = await startLocalStack({
     specFiles: writeDemoSpec(
       { kind: "proxy", url: metricsUrl },
@@ -52,7 +52,7 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
       },
     ),
     target: {
-      adminUrl: proxy.url,
+      adminUrl: proxy.adminUrl,
       readinessPath: "/healthz",
       upstreams: Object.fromEntries(Object.entries(apps).map(([v, app]) => [v, app.url])),
     },

@@ -40,9 +40,10 @@ export async function deployToLocalStack(cases: ScenarioOptions[]): Promise<Loca
   const proxies: RunningProxy[] = [];
   const rollouts = [];
   for (const [i, options] of cases.entries()) {
-    const proxy = await startProxy({ host: "0.0.0.0" });
+    // The Lambdas run in LocalStack's containers: the admin API must be reachable from there.
+    const proxy = await startProxy({ host: "0.0.0.0", adminHost: "0.0.0.0" });
     proxies.push(proxy);
-    const reachable = `http://${host}:${proxy.port}`;
+    const reachable = `http://${host}:${proxy.adminPort}`;
     const dead = `http://${host}:${await freePort()}`;
     const stats = options.providerDown ? dead : reachable;
     rollouts.push({

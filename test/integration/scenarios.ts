@@ -74,6 +74,21 @@ export const SCENARIOS: ScenarioCase[] = [
         "Rollout step 1/5 completed (weight 25%)",
         "Rollout step 3/5 completed (weight 50%)",
       ]);
+      // What rollouts get shows for each step is a field of the event, not a parse of its message.
+      expect(
+        item?.events.filter((e) => e.type === "RolloutStepCompleted").map((e) => [e.step, e.summary]),
+      ).toEqual([
+        [0, "weight 25%"],
+        [2, "weight 50%"],
+      ]);
+      expect(
+        item?.events.filter((e) => e.type.startsWith("AnalysisRun")).map((e) => [e.step, e.summary]),
+      ).toEqual([
+        [1, "analysis started: success-rate"],
+        [1, "analysis Successful"],
+        [4, "analysis started: success-rate"],
+        [4, "analysis Successful"],
+      ]);
       expect(item?.events.filter((e) => e.type === "AnalysisRunSuccessful")).toHaveLength(2);
       expect(item?.strategy).toBe("canary");
       expect(item?.stepLabels).toEqual([

@@ -53,7 +53,7 @@ async function get(
 }
 
 async function postConfig(proxy: RunningProxy, body: unknown): Promise<{ status: number; json: unknown }> {
-  const res = await fetch(`${proxy.url}/admin/config`, {
+  const res = await fetch(`${proxy.adminUrl}/admin/config`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -102,6 +102,7 @@ describe("local proxy", () => {
     const res = await get(`${proxy.url}/hello`);
     expect(res.status).toBe(503);
     expect(res.body).toContain("POST /admin/config");
+    expect(res.body).toContain(proxy.adminUrl);
   });
 
   it("splits exactly 1,000 requests at the configured weight", async () => {
@@ -119,7 +120,7 @@ describe("local proxy", () => {
     expect(versions.filter((v) => v === "v1")).toHaveLength(930);
     expect(canary.hits).toBe(70);
     expect(stable.hits).toBe(930);
-    const admin = (await (await fetch(`${proxy.url}/admin/config`)).json()) as {
+    const admin = (await (await fetch(`${proxy.adminUrl}/admin/config`)).json()) as {
       split: { total: number; candidate: number };
       config: { weight: number };
     };
@@ -219,13 +220,13 @@ describe("local proxy", () => {
     const proxy = await startProxy({ config: { stable: stable.url, canary: canary.url, weight: 25 } });
     cleanups.push(stable.close, canary.close, proxy.close);
     for (let i = 0; i < 20; i++) await get(`${proxy.url}/checkout`);
-    const v1 = await (await fetch(`${proxy.url}/admin/stats?version=v1&window=20`)).json();
+    const v1 = await (await fetch(`${proxy.adminUrl}/admin/stats?version=v1&window=20`)).json();
     expect(v1).toEqual({ version: "v1", window: 20, requests: 15, ok: 15, successRate: 1, result: [1] });
-    const v3 = await (await fetch(`${proxy.url}/admin/stats?version=v3`)).json();
+    const v3 = await (await fetch(`${proxy.adminUrl}/admin/stats?version=v3`)).json();
     expect(v3).toMatchObject({ requests: 5, ok: 0, successRate: 0, result: [0] });
-    const none = await (await fetch(`${proxy.url}/admin/stats?version=v9`)).json();
+    const none = await (await fetch(`${proxy.adminUrl}/admin/stats?version=v9`)).json();
     expect(none).toMatchObject({ requests: 0, successRate: null, result: [] });
-    expect((await fetch(`${proxy.url}/admin/stats`)).status).toBe(400);
+    expect((await fetch(`${proxy.adminUrl}/admin/stats`)).status).toBe(400);
   });
 
   it("rejects invalid admin bodies with a 400 naming the field, keeping the old config", async () => {
@@ -240,7 +241,11 @@ describe("local proxy", () => {
     const unknown = await postConfig(proxy, { stabel: stable.url });
     expect(unknown.status).toBe(400);
     expect(proxy.config()?.weight).toBe(0);
-    const notJson = await fetch(`${proxy.url}/admin/config`, { method: "POST", body: "{" });
+    const notJson = await fetch(`${proxy.adminUrl}/admin/config`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{",
+    });
     expect(notJson.status).toBe(400);
   });
 
@@ -252,5 +257,87 @@ describe("local proxy", () => {
     const bodies: string[] = [];
     for (let i = 0; i < 4; i++) bodies.push((await get(`${proxy.url}/`)).body.split(" ")[0] ?? "");
     expect(bodies).toEqual(["v1", "v1", "v1", "v2"]);
+  });
+});
+
+describe("the admin listener", () => {
+  /** A POST to the admin API with the given headers and body; answers the status and the JSON. */
+  async function post(url: string, headers: Record<string, string>, body: string) {
+    const res = await fetch(`${url}/admin/config`, { method: "POST", headers, body });
+    const text = await res.text();
+    return { status: res.status, type: res.headers.get("content-type"), text };
+  }
+
+  it("listens on its own 127.0.0.1 port, apart from the traffic listener", async () => {
+    const { proxy } = await setup();
+    const admin = new URL(proxy.adminUrl);
+    expect(admin.hostname).toBe("127.0.0.1");
+    expect(admin.port).not.toBe(new URL(proxy.url).port);
+    expect(proxy.adminPort).toBe(Number(admin.port));
+  });
+
+  it("the traffic port does not change the configuration: /admin/config is forwarded like any path", async () => {
+    const { proxy, stable, canary } = await setup();
+    await postConfig(proxy, { stable: stable.url, canary: canary.url, weight: 0 });
+    const res = await fetch(`${proxy.url}/admin/config`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ weight: 100 }),
+    });
+    expect(await res.text()).toBe("v1 /admin/config");
+    expect(proxy.config()?.weight).toBe(0);
+  });
+
+  it.each([
+    ["an Origin of another site", { origin: "http://evil.example" }],
+    ["an Origin of the traffic port", { origin: "TRAFFIC" }],
+    ["Sec-Fetch-Site: cross-site", { "sec-fetch-site": "cross-site" }],
+  ])("refuses %s with 403 and a JSON error, changing nothing", async (_what, extra) => {
+    const { proxy, stable, canary } = await setup();
+    await postConfig(proxy, { stable: stable.url, canary: canary.url, weight: 0 });
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    for (const [name, value] of Object.entries(extra))
+      headers[name] = value === "TRAFFIC" ? proxy.url : value;
+    const res = await post(proxy.adminUrl, headers, JSON.stringify({ weight: 100 }));
+    expect(res.status).toBe(403);
+    expect(res.type).toBe("application/json");
+    expect(JSON.parse(res.text).error).toMatch(/cross-origin request refused/);
+    expect(proxy.config()?.weight).toBe(0);
+    // Reads are refused the same way: the answer is not for another site's script.
+    const read = await fetch(`${proxy.adminUrl}/admin/config`, { headers });
+    expect(read.status).toBe(403);
+  });
+
+  it.each([
+    ["text/plain (a form or fetch a browser sends without asking)", "text/plain"],
+    ["application/x-www-form-urlencoded", "application/x-www-form-urlencoded"],
+    ["no content type", ""],
+  ])("refuses a body of %s with 415 and a JSON error, changing nothing", async (_what, type) => {
+    const { proxy, stable, canary } = await setup();
+    await postConfig(proxy, { stable: stable.url, canary: canary.url, weight: 0 });
+    const res = await post(
+      proxy.adminUrl,
+      type ? { "content-type": type } : {},
+      JSON.stringify({ weight: 100 }),
+    );
+    expect(res.status).toBe(415);
+    expect(JSON.parse(res.text).error).toMatch(/Content-Type must be application\/json/);
+    expect(proxy.config()?.weight).toBe(0);
+  });
+
+  it("accepts its own origin, same-origin fetches and JSON with a charset", async () => {
+    const { proxy, stable, canary } = await setup();
+    await postConfig(proxy, { stable: stable.url, canary: canary.url, weight: 0 });
+    const res = await post(
+      proxy.adminUrl,
+      {
+        "content-type": "application/json; charset=utf-8",
+        origin: proxy.adminUrl,
+        "sec-fetch-site": "same-origin",
+      },
+      JSON.stringify({ weight: 30 }),
+    );
+    expect(res.status).toBe(200);
+    expect(proxy.config()?.weight).toBe(30);
   });
 });

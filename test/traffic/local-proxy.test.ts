@@ -47,7 +47,7 @@ async function setup(): Promise<{
   closers.push(proxy.close);
   const clock = new FakeClock();
   const router = createTrafficRouter(
-    { type: "local-proxy", adminUrl: proxy.url, progressDeadlineSeconds: 10 },
+    { type: "local-proxy", adminUrl: proxy.adminUrl, progressDeadlineSeconds: 10 },
     {},
     clock,
   );
@@ -104,7 +104,11 @@ describe("LocalProxyRouter against a real proxy", () => {
   it("reports drift when someone else changed the proxy's weight", async () => {
     const { proxy, router, v2 } = await setup();
     const s = (await router.setWeight(await readyCandidate(router, v2), 10)).state;
-    await fetch(`${proxy.url}/admin/config`, { method: "POST", body: JSON.stringify({ weight: 60 }) });
+    await fetch(`${proxy.adminUrl}/admin/config`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ weight: 60 }),
+    });
     const change = await router.setWeight(s, 20);
     expect(change.outcome).toBe("drift");
     expect(proxy.config()?.weight).toBe(60);
@@ -126,5 +130,33 @@ describe("LocalProxyRouter against a real proxy", () => {
     expect(first.ready).toBe(false);
     clock.t += 10_000;
     await expect(router.checkReadiness(s)).rejects.toBeInstanceOf(TargetNotReadyError);
+  });
+});
+
+describe("an admin API that accepts the connection and never answers", () => {
+  it("each call gives up after requestTimeoutSeconds with a TargetNotReadyError naming the URL", {
+    timeout: 10_000,
+  }, async () => {
+    const sockets = new Set<import("node:net").Socket>();
+    const hung = http.createServer();
+    hung.on("connection", (socket) => sockets.add(socket));
+    hung.on("request", () => {}); // never answers
+    await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+    closers.push(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const socket of sockets) socket.destroy();
+          hung.close(() => resolve());
+        }),
+    );
+    const adminUrl = `http://127.0.0.1:${(hung.address() as AddressInfo).port}`;
+    const router = createTrafficRouter(
+      { type: "local-proxy", adminUrl, requestTimeoutSeconds: 1 },
+      {},
+      new FakeClock(),
+    );
+    const error = await router.prepare().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TargetNotReadyError);
+    expect((error as Error).message).toBe(`GET ${adminUrl}/admin/config did not answer within 1 s`);
   });
 });

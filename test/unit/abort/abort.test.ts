@@ -9,6 +9,7 @@ import {
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import {
+  AbortIncompleteError,
   abortedStatusMessage,
   assertDrives,
   assertNotAborted,
@@ -149,8 +150,26 @@ describe("requestAbort", () => {
       (e) => e,
     );
     expect(error).toBeInstanceOf(TaskTokenError);
-    expect(error).toMatchObject({ name: "TaskTokenError", cause });
+    expect(error).toBeInstanceOf(AbortIncompleteError);
+    expect(error).toMatchObject({ name: "AbortIncompleteError", cause });
+    expect(error.message).toBe(
+      "abort of web recorded (x), but the pause wait was not ended: SendTaskFailure failed: ThrottlingException: Rate exceeded; " +
+        "run `rollouts abort web` again to finish it",
+    );
     expect((await store.get("web"))?.abortRequested).toBe(true);
+
+    // Run again once Step Functions answers: the stored token is failed now, and the message says
+    // that this request finished the first one.
+    sfnMock.on(SendTaskFailureCommand).resolves({});
+    const again = await requestAbort({ store, sfn: tokens(), name: "web", reason: "y", clock });
+    expect(again).toMatchObject({ status: "signalled", alreadyRequested: true });
+    expect(again.message).toBe(
+      "abort of web was already requested (x): finishing it, the execution was waiting on pause and has now been told to abort",
+    );
+    expect(sfnMock.commandCalls(SendTaskFailureCommand).at(-1)?.args[0].input).toMatchObject({
+      error: "RolloutAborted",
+      cause: "x",
+    });
   });
 
   it("sends the failure to the token stored by a handler that won the race against the abort write", async () => {

@@ -1,0 +1,125 @@
+import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
+import { DeleteScheduleCommand, GetScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
+import { ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Runtime, startRuntime } from "../../../local/runtime.ts";
+
+/**
+ * The façade answers the SDK and nothing a web page can send: a browser may POST to 127.0.0.1
+ * without asking (a `text/plain` body goes out without a CORS preflight), and the façade must not
+ * run a Lambda or touch a workflow for it.
+ */
+
+let runtime: Runtime;
+const ran: unknown[] = [];
+const local = { region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } };
+
+beforeAll(async () => {
+  runtime = await startRuntime({
+    functions: {
+      deploy: {
+        handler: async (event) => {
+          ran.push(event);
+          return { ok: true };
+        },
+      },
+    },
+  });
+});
+
+afterAll(async () => {
+  await runtime?.close();
+});
+
+const invokePath = "/2015-03-31/functions/deploy/invocations";
+
+async function send(path: string, init: RequestInit) {
+  const res = await fetch(`${runtime.facadeUrl}${path}`, init);
+  const text = await res.text();
+  return {
+    status: res.status,
+    type: res.headers.get("content-type"),
+    body: JSON.parse(text) as Record<string, string>,
+  };
+}
+
+describe("the local AWS façade refuses what a browser can send", () => {
+  it.each([
+    ["text/plain", "text/plain"],
+    ["text/plain with a charset", "text/plain;charset=UTF-8"],
+    ["a form", "application/x-www-form-urlencoded"],
+    ["multipart", "multipart/form-data; boundary=x"],
+  ])("a Lambda invocation with a %s body: 415, the function does not run", async (_what, type) => {
+    const before = ran.length;
+    const res = await send(invokePath, {
+      method: "POST",
+      headers: { "content-type": type },
+      body: '{"x":1}',
+    });
+    expect(res.status).toBe(415);
+    expect(res.type).toBe("application/json");
+    expect(res.body.message).toMatch(/^Content-Type must be /);
+    expect(res.body.__type).toBe("UnsupportedMediaTypeException");
+    expect(ran.length).toBe(before);
+  });
+
+  it("a Step Functions call with a text/plain body: 415", async () => {
+    const res = await send("/", {
+      method: "POST",
+      headers: { "content-type": "text/plain", "x-amz-target": "AWSStepFunctions.StartExecution" },
+      body: JSON.stringify({ stateMachineArn: "arn:aws:states:local:000000000000:stateMachine:x" }),
+    });
+    expect(res.status).toBe(415);
+    expect(res.body.message).toBe("Content-Type must be application/x-amz-json-1.0, got text/plain");
+  });
+
+  it.each([
+    ["an Origin of another site", { origin: "https://evil.example" }],
+    ["Sec-Fetch-Site: cross-site", { "sec-fetch-site": "cross-site" }],
+  ])("a request with %s: 403, even with a JSON body", async (_what, extra) => {
+    const before = ran.length;
+    const res = await send(invokePath, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...extra },
+      body: '{"x":1}',
+    });
+    expect(res.status).toBe(403);
+    expect(res.body.message).toMatch(/^cross-origin request refused/);
+    expect(ran.length).toBe(before);
+  });
+
+  it("the SDK's own requests still work: Invoke, Step Functions, Scheduler (bodies and bodiless)", async () => {
+    const lambda = new LambdaClient({ ...local, endpoint: runtime.facadeUrl });
+    const sfn = new SFNClient({ ...local, endpoint: runtime.facadeUrl });
+    const scheduler = new SchedulerClient({ ...local, endpoint: runtime.facadeUrl });
+    try {
+      const before = ran.length;
+      const out = await lambda.send(
+        new InvokeCommand({ FunctionName: "deploy", Payload: new TextEncoder().encode('{"n":2}') }),
+      );
+      expect(JSON.parse(new TextDecoder().decode(out.Payload))).toEqual({ ok: true });
+      expect(ran.slice(before)).toEqual([{ n: 2 }]);
+      // Invoke with no payload at all.
+      await lambda.send(new InvokeCommand({ FunctionName: "deploy" }));
+      expect(ran.length).toBe(before + 2);
+      // Answered by the engine (the machine does not exist), so the request went through.
+      await expect(
+        sfn.send(
+          new ListExecutionsCommand({
+            stateMachineArn: "arn:aws:states:us-east-1:000000000000:stateMachine:none",
+          }),
+        ),
+      ).rejects.toMatchObject({ name: "StateMachineDoesNotExist" });
+      await expect(scheduler.send(new GetScheduleCommand({ Name: "none" }))).rejects.toMatchObject({
+        name: "ResourceNotFoundException",
+      });
+      await expect(scheduler.send(new DeleteScheduleCommand({ Name: "none" }))).rejects.toMatchObject({
+        name: "ResourceNotFoundException",
+      });
+    } finally {
+      lambda.destroy();
+      sfn.destroy();
+      scheduler.destroy();
+    }
+  });
+});
