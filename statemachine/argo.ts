@@ -13,6 +13,7 @@ import {
   type KubeObject,
   REJECTED_STEPS,
 } from "./argo-schema.ts";
+import { ARGO_DEFAULTS } from "./defaults.ts";
 import { parseDuration } from "./duration.ts";
 import { rolloutNameProblem } from "./names.ts";
 import { resolveMaxSurge } from "./pods.ts";
@@ -64,7 +65,7 @@ export function normalizeArgoRollout(
     });
   }
   const revision = revisionOf(spec.template ?? spec.workloadRef ?? {});
-  const replicas = spec.replicas ?? 1;
+  const replicas = spec.replicas ?? ARGO_DEFAULTS.replicas;
   const context = { revision, object };
   const steps: Step[] = [];
   let backgroundAnalysis: RolloutSpec["backgroundAnalysis"];
@@ -105,7 +106,7 @@ export function normalizeArgoRollout(
     });
     if (canary.analysis) {
       const path = "spec.strategy.canary.analysis";
-      const startingStep = canary.analysis.startingStep ?? 0;
+      const startingStep = canary.analysis.startingStep ?? ARGO_DEFAULTS.startingStep;
       if (startingStep > rawSteps.length) {
         problems.push({
           ...origin,
@@ -170,8 +171,8 @@ export function normalizeArgoRollout(
     replicas,
     maxSurge: common.maxSurge ?? 1,
     trafficRouting: common.trafficRouting ?? false,
-    scaleDownDelaySeconds: common.scaleDownDelaySeconds ?? 30,
-    abortScaleDownDelaySeconds: common.abortScaleDownDelaySeconds ?? 30,
+    scaleDownDelaySeconds: common.scaleDownDelaySeconds ?? ARGO_DEFAULTS.scaleDownDelaySeconds,
+    abortScaleDownDelaySeconds: common.abortScaleDownDelaySeconds ?? ARGO_DEFAULTS.abortScaleDownDelaySeconds,
     onFailure: "rollback",
     ...common,
     steps,

@@ -8,6 +8,7 @@ import {
 } from "./analysis-resolve.ts";
 import { normalizeStep } from "./argo.ts";
 import { ArgoArgumentSchema, IntOrString } from "./argo-schema.ts";
+import { ARGO_DEFAULTS, NATIVE_DEFAULTS } from "./defaults.ts";
 import { parseDuration } from "./duration.ts";
 import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS } from "./limits.ts";
 import { rolloutNameProblem } from "./names.ts";
@@ -293,11 +294,23 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
     revision,
     source: "native",
     strategy: n.strategy,
-    replicas: n.replicas ?? 1,
+    replicas: n.replicas ?? ARGO_DEFAULTS.replicas,
     maxSurge: 1,
     trafficRouting: true,
-    scaleDownDelaySeconds: seconds(n.scaleDownDelay, 1800, o, "scaleDownDelay", problems),
-    abortScaleDownDelaySeconds: seconds(n.abortScaleDownDelay, 30, o, "abortScaleDownDelay", problems),
+    scaleDownDelaySeconds: seconds(
+      n.scaleDownDelay,
+      NATIVE_DEFAULTS.scaleDownDelaySeconds,
+      o,
+      "scaleDownDelay",
+      problems,
+    ),
+    abortScaleDownDelaySeconds: seconds(
+      n.abortScaleDownDelay,
+      NATIVE_DEFAULTS.abortScaleDownDelaySeconds,
+      o,
+      "abortScaleDownDelay",
+      problems,
+    ),
     ...(testers ? { testers } : {}),
     onFailure: n.onFailure,
     ...(n.onDrift === "ignore" ? { onDrift: "ignore" as const } : {}),

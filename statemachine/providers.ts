@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ARGO_DEFAULTS } from "./defaults.ts";
 import {
   LIMIT_MESSAGES,
   MAX_CLOUDWATCH_WINDOW_SECONDS,
@@ -35,8 +36,7 @@ export const PrometheusProviderSchema = z
     /** Empty: the controller's default Prometheus (its `prometheus` prop). */
     address: z.string().default(""),
     query: z.string().min(1),
-    /** Seconds; Argo's default is 30. */
-    timeout: ProviderTimeout.default(30),
+    timeout: ProviderTimeout.default(ARGO_DEFAULTS.provider.prometheusTimeoutSeconds),
     insecure: z.boolean().default(false),
     headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
     authentication: z
@@ -61,8 +61,7 @@ export const WebProviderSchema = z
     body: z.string().optional(),
     jsonBody: z.unknown().optional(),
     jsonPath: z.string().optional(),
-    /** Seconds; Argo's default is 10. */
-    timeoutSeconds: ProviderTimeout.default(10),
+    timeoutSeconds: ProviderTimeout.default(ARGO_DEFAULTS.provider.webTimeoutSeconds),
     insecure: z.boolean().default(false),
   })
   .strict();
@@ -89,7 +88,7 @@ export const CloudWatchProviderSchema = z
       .number()
       .positive()
       .max(MAX_CLOUDWATCH_WINDOW_SECONDS, LIMIT_MESSAGES.cloudWatchWindow)
-      .default(300),
+      .default(ARGO_DEFAULTS.provider.cloudWatchIntervalSeconds),
     metricDataQueries: z
       .array(
         z

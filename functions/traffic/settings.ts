@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import { LIMIT_MESSAGES, MAX_REPLICAS, MAX_WAIT_SECONDS } from "../../statemachine/limits.ts";
 
 /** Seconds of a deadline or a poll: the readiness loop runs inside an execution, at most a year. */
@@ -43,7 +44,7 @@ export const AlbEcsSettingsSchema = z
     /** Priority of the testers' rule this target creates when there is no `testerRuleArn`. */
     testerRulePriority: z.number().int().min(1).max(50_000).default(1),
     /** Seconds a deployment (or restoring a slot) may take before it fails. */
-    progressDeadlineSeconds: WaitSeconds().default(600),
+    progressDeadlineSeconds: WaitSeconds().default(ARGO_DEFAULTS.progressDeadlineSeconds),
     /** Tasks for the candidate when the stable service runs none (first release). */
     desiredCount: z.number().int().positive().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas).default(1),
     /** Seconds between readiness polls, for the Wait state. */
