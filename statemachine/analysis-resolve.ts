@@ -408,7 +408,7 @@ function normalizeMetric(
   };
   const parsed = MetricSchema.safeParse(candidate);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) report(joinPath(issue.path), issue.message);
+    for (const issue of parsed.error.issues) report(joinPath(issue.path), issueMessage(issue));
     return undefined;
   }
   // The workflow's analysis step waits at most this long (its TimeoutSeconds derives from it).
@@ -530,7 +530,8 @@ function readingProvider(
   if (!normalized) return undefined;
   const withDefaults = ProviderSchema.safeParse(normalized);
   if (!withDefaults.success) {
-    for (const issue of withDefaults.error.issues) report(joinPath([path, ...issue.path]), issue.message);
+    for (const issue of withDefaults.error.issues)
+      report(joinPath([path, ...issue.path]), issueMessage(issue));
     return undefined;
   }
   return withDefaults.data;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import { LIMIT_MESSAGES, MAX_REPLICAS, MAX_WAIT_SECONDS } from "../../statemachine/limits.ts";
+import { formatIssues, issueLines } from "../../statemachine/problems.ts";
 
 /** Seconds of a deadline or a poll: the readiness loop runs inside an execution, at most a year. */
 const WaitSeconds = () => z.number().int().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
@@ -159,18 +160,10 @@ export const HeaderRouteSchema = z
  */
 export function targetSettingsProblems(settings: unknown): string[] {
   const parsed = TargetSettingsSchema.safeParse(settings);
-  if (parsed.success) return [];
-  return parsed.error.issues.map((issue) => {
-    const message =
-      issue.code === "unrecognized_keys"
-        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-        : issue.message;
-    return `${issue.path.length ? issue.path.join(".") : "(root)"}: ${message}`;
-  });
+  return parsed.success ? [] : issueLines(parsed.error);
 }
 
-/** Formats a zod error as `field.path: message; …` for error messages that say what to fix. */
+/** Formats a zod error as `invalid WHAT: field.path: message; …` for errors that say what to fix. */
 export function describeIssues(error: z.ZodError, what: string): string {
-  const issues = error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`);
-  return `invalid ${what}: ${issues.join("; ")}`;
+  return `invalid ${what}: ${formatIssues(error)}`;
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { formatIssues } from "../../statemachine/problems.ts";
 
 /**
  * The shapes AWS gives the values a push carries. They reach queries (`{{rollout.latest}}`,
@@ -71,7 +72,7 @@ export interface ImagePush {
 export class InvalidTriggerEventError extends Error {
   override readonly name = "InvalidTriggerEventError";
 
-  constructor(details: string, options?: { cause?: unknown }) {
+  constructor(details: string, options?: ErrorOptions) {
     super(`ECR Image Action event is invalid: ${details}`, options);
   }
 }
@@ -87,10 +88,7 @@ export type ParsedPush = { kind: "push"; push: ImagePush } | { kind: "ignored"; 
 export function parseEcrEvent(raw: unknown): ParsedPush {
   const result = EcrImageActionEventSchema.safeParse(raw);
   if (!result.success) {
-    const details = result.error.issues
-      .map((issue) => `${issue.path.map(String).join(".") || "(event)"}: ${issue.message}`)
-      .join("; ");
-    throw new InvalidTriggerEventError(details, { cause: result.error });
+    throw new InvalidTriggerEventError(formatIssues(result.error, "(event)"), { cause: result.error });
   }
   const event = result.data;
   const detail = event.detail;

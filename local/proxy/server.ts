@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, Histogram, Registry } from "prom-client";
+import { formatIssues } from "../../statemachine/problems.ts";
 import {
   matchesRoute,
   type ProxyConfig,
@@ -231,12 +232,12 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
     }
     const update = ProxyConfigUpdateSchema.safeParse(raw);
     if (!update.success) {
-      sendJson(res, 400, { error: formatIssues(update.error.issues) });
+      sendJson(res, 400, { error: formatIssues(update.error, "(body)") });
       return;
     }
     const merged = ProxyConfigSchema.safeParse({ ...(config ?? {}), ...stripUndefined(update.data) });
     if (!merged.success) {
-      sendJson(res, 400, { error: formatIssues(merged.error.issues) });
+      sendJson(res, 400, { error: formatIssues(merged.error, "(body)") });
       return;
     }
     applyConfig(merged.data);
@@ -306,12 +307,6 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
         agent.destroy();
       }),
   };
-}
-
-function formatIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
-  return issues
-    .map((i) => `${i.path.length ? i.path.map(String).join(".") : "(body)"}: ${i.message}`)
-    .join("; ");
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
