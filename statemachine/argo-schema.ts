@@ -307,6 +307,5 @@ export const KubeObjectSchema = z
 export type ArgoArgument = z.infer<typeof ArgoArgumentSchema>;
 export type ArgoMetric = z.infer<typeof ArgoMetricSchema>;
 export type ArgoAnalysisRef = z.infer<typeof ArgoAnalysisRefSchema>;
-export type ArgoAnalysisTemplateSpec = z.infer<typeof ArgoAnalysisTemplateSpecSchema>;
 export type ArgoRolloutSpec = z.infer<typeof ArgoRolloutSpecSchema>;
 export type KubeObject = z.infer<typeof KubeObjectSchema>;

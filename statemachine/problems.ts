@@ -80,23 +80,6 @@ export class SpecError extends Error {
   }
 }
 
-/** Collects problems while a parser walks a document, then throws them all at once. */
-export class ProblemList {
-  readonly items: Problem[] = [];
-
-  add(problem: Problem): void {
-    this.items.push(problem);
-  }
-
-  get empty(): boolean {
-    return this.items.length === 0;
-  }
-
-  throwIfAny(): void {
-    if (!this.empty) throw new SpecError(this.items);
-  }
-}
-
 /** Joins a field path from segments: `["spec", "steps", 2, "pause"]` → `spec.steps[2].pause`. */
 export function joinPath(segments: readonly PropertyKey[]): string {
   let out = "";

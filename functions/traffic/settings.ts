@@ -111,48 +111,7 @@ export const TargetSettingsSchema = z.discriminatedUnion("type", [
 export type AlbEcsSettings = z.infer<typeof AlbEcsSettingsSchema>;
 export type LambdaAliasSettings = z.infer<typeof LambdaAliasSettingsSchema>;
 export type LocalProxySettings = z.infer<typeof LocalProxySettingsSchema>;
-export type TargetSettings = z.infer<typeof TargetSettingsSchema>;
 export type TargetSettingsInput = z.input<typeof TargetSettingsSchema>;
-
-/** The artifact a candidate runs, as it arrives in a Task payload. */
-export const CandidateArtifactSchema = z.union([
-  z.object({ image: z.string().min(1), version: z.string().min(1).optional() }).strict(),
-  z
-    .object({
-      s3Bucket: z.string().min(1).optional(),
-      s3Key: z.string().min(1),
-      s3ObjectVersion: z.string().min(1).optional(),
-      version: z.string().min(1).optional(),
-    })
-    .strict(),
-  z.object({ upstream: z.url(), version: z.string().min(1).optional() }).strict(),
-]);
-
-/** The header route of a `setHeaderRoute` step (the spec's shape). */
-export const HeaderRouteSchema = z
-  .object({
-    name: z.string().min(1),
-    match: z
-      .array(
-        z
-          .object({
-            headerName: z.string().min(1),
-            headerValue: z
-              .object({
-                exact: z.string().optional(),
-                prefix: z.string().optional(),
-                regex: z.string().optional(),
-              })
-              .strict()
-              .refine((v) => [v.exact, v.prefix, v.regex].filter((x) => x !== undefined).length === 1, {
-                message: "a header match needs exactly one of exact, prefix or regex",
-              }),
-          })
-          .strict(),
-      )
-      .min(1),
-  })
-  .strict();
 
 /**
  * The problems of a target's settings, one `field.path: message` each (none: valid): what the

@@ -54,7 +54,6 @@ export const EcrImageActionEventSchema = z.object({
     "image-tag": z.string().optional(),
   }),
 });
-export type EcrImageActionEvent = z.infer<typeof EcrImageActionEventSchema>;
 
 /** A successful push, as the rest of the trigger sees it. */
 export interface ImagePush {
