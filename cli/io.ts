@@ -19,5 +19,5 @@ export type RegisterCommand = (program: Command, io: Io, done: (code: number) =>
 
 /** Thrown by a command for input it cannot use: printed without a stack, exit 2. */
 export class UsageError extends Error {
-  override name = "UsageError";
+  override readonly name = "UsageError";
 }

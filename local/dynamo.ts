@@ -9,6 +9,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import dynalite from "dynalite";
 import { clientConfig } from "../functions/aws-clients.ts";
+import { isAwsError } from "../functions/aws-errors.ts";
 import { freePort } from "./demo/prometheus.ts";
 
 /** A local DynamoDB: dynalite in-process (default) or Amazon's DynamoDB Local on Java. */
@@ -68,7 +69,7 @@ export async function startDynamo(engine: LocalDynamo["engine"] = "dynalite"): P
       if (child.exitCode !== null) throw new Error(`DynamoDB Local exited: ${log.slice(-2000)}`);
       const up = await probe.send(new DescribeTableCommand({ TableName: "probe" })).then(
         () => true,
-        (error: Error) => error.name === "ResourceNotFoundException",
+        (error: unknown) => isAwsError(error, "ResourceNotFoundException"),
       );
       if (up) break;
       if (Date.now() > until) {

@@ -9,6 +9,7 @@ import {
 } from "./argo-schema.ts";
 import { metricUpperBoundSeconds } from "./compile.ts";
 import { compileCondition } from "./conditions.ts";
+import { ARGO_DEFAULTS } from "./defaults.ts";
 import { formatDuration, parseDuration } from "./duration.ts";
 import { JUDGE_PLUGIN, loadJudge } from "./judge-load.ts";
 import { MAX_CLOUDWATCH_WINDOW_SECONDS, MAX_WAIT_SECONDS } from "./limits.ts";
@@ -326,16 +327,19 @@ function normalizeMetric(
     return n;
   };
   const interval = seconds("interval", m.interval);
-  const initialDelay = seconds("initialDelay", m.initialDelay) ?? 0;
+  const initialDelay = seconds("initialDelay", m.initialDelay) ?? ARGO_DEFAULTS.metric.initialDelaySeconds;
   const count = int("count", m.count);
-  const failureLimit = int("failureLimit", m.failureLimit) ?? 0;
-  const inconclusiveLimit = int("inconclusiveLimit", m.inconclusiveLimit) ?? 0;
-  const consecutiveErrorLimit = int("consecutiveErrorLimit", m.consecutiveErrorLimit) ?? 4;
+  const failureLimit = int("failureLimit", m.failureLimit) ?? ARGO_DEFAULTS.metric.failureLimit;
+  const inconclusiveLimit =
+    int("inconclusiveLimit", m.inconclusiveLimit) ?? ARGO_DEFAULTS.metric.inconclusiveLimit;
+  const consecutiveErrorLimit =
+    int("consecutiveErrorLimit", m.consecutiveErrorLimit) ?? ARGO_DEFAULTS.metric.consecutiveErrorLimit;
   // A judge's promote decision is a Successful measurement that ends the metric: a streak of one,
   // so reaching `count` while it only held is Inconclusive (a person decides), never Successful.
   const judged = m.provider.plugin !== undefined;
   const consecutiveSuccessLimit =
-    int("consecutiveSuccessLimit", m.consecutiveSuccessLimit) ?? (judged ? 1 : 0);
+    int("consecutiveSuccessLimit", m.consecutiveSuccessLimit) ??
+    (judged ? 1 : ARGO_DEFAULTS.metric.consecutiveSuccessLimit);
   if (judged) {
     if (consecutiveSuccessLimit === 0) {
       report(
@@ -404,7 +408,7 @@ function normalizeMetric(
   };
   const parsed = MetricSchema.safeParse(candidate);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) report(joinPath(issue.path), issue.message);
+    for (const issue of parsed.error.issues) report(joinPath(issue.path), issueMessage(issue));
     return undefined;
   }
   // The workflow's analysis step waits at most this long (its TimeoutSeconds derives from it).
@@ -526,7 +530,8 @@ function readingProvider(
   if (!normalized) return undefined;
   const withDefaults = ProviderSchema.safeParse(normalized);
   if (!withDefaults.success) {
-    for (const issue of withDefaults.error.issues) report(joinPath([path, ...issue.path]), issue.message);
+    for (const issue of withDefaults.error.issues)
+      report(joinPath([path, ...issue.path]), issueMessage(issue));
     return undefined;
   }
   return withDefaults.data;

@@ -6,6 +6,7 @@ import {
   MAX_REPLICAS,
   MAX_WAIT_SECONDS,
 } from "./limits.ts";
+import { HeaderFields, Sigv4Fields } from "./providers.ts";
 import { re2Problem } from "./re2.ts";
 
 /**
@@ -21,7 +22,7 @@ import { re2Problem } from "./re2.ts";
 export const IntOrString = z.custom<number | string>((v) => typeof v === "number" || typeof v === "string", {
   error: "expected a number or a string",
 });
-const NameValue = z.object({ key: z.string(), value: z.string() }).strict();
+const NameValue = z.object(HeaderFields).strict();
 /** Whole seconds a rollout waits (a delay, an auto-promotion): at most a year. */
 const WaitSeconds = z.number().int().nonnegative().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
 const Replicas = z.number().int().nonnegative().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas);
@@ -58,16 +59,7 @@ export const ArgoPrometheusSchema = z
     insecure: z.boolean().optional(),
     headers: z.array(NameValue).optional(),
     authentication: z
-      .object({
-        sigv4: z
-          .object({
-            region: z.string().optional(),
-            profile: z.string().optional(),
-            roleArn: z.string().optional(),
-          })
-          .strict()
-          .optional(),
-      })
+      .object({ sigv4: z.object(Sigv4Fields).strict().optional() })
       .strict()
       .optional(),
   })
@@ -315,6 +307,5 @@ export const KubeObjectSchema = z
 export type ArgoArgument = z.infer<typeof ArgoArgumentSchema>;
 export type ArgoMetric = z.infer<typeof ArgoMetricSchema>;
 export type ArgoAnalysisRef = z.infer<typeof ArgoAnalysisRefSchema>;
-export type ArgoAnalysisTemplateSpec = z.infer<typeof ArgoAnalysisTemplateSpecSchema>;
 export type ArgoRolloutSpec = z.infer<typeof ArgoRolloutSpecSchema>;
 export type KubeObject = z.infer<typeof KubeObjectSchema>;

@@ -8,11 +8,13 @@ import {
 } from "./analysis-resolve.ts";
 import {
   type ArgoAnalysisRef,
+  type ArgoRolloutSpec,
   ArgoRolloutSpecSchema,
   ArgoStepSchemas,
   type KubeObject,
   REJECTED_STEPS,
 } from "./argo-schema.ts";
+import { ARGO_DEFAULTS } from "./defaults.ts";
 import { parseDuration } from "./duration.ts";
 import { rolloutNameProblem } from "./names.ts";
 import { resolveMaxSurge } from "./pods.ts";
@@ -64,102 +66,13 @@ export function normalizeArgoRollout(
     });
   }
   const revision = revisionOf(spec.template ?? spec.workloadRef ?? {});
-  const replicas = spec.replicas ?? 1;
-  const context = { revision, object };
-  const steps: Step[] = [];
-  let backgroundAnalysis: RolloutSpec["backgroundAnalysis"];
-  const common: Partial<RolloutSpec> = {};
-
-  if (spec.strategy.canary) {
-    const canary = spec.strategy.canary;
-    const maxSurge = resolveMaxSurge(canary.maxSurge, replicas);
-    if (maxSurge === undefined) {
-      problems.push({
-        ...origin,
-        path: "spec.strategy.canary.maxSurge",
-        message: `maxSurge must be a whole number or a percent like "25%", got ${typeof canary.maxSurge === "number" ? canary.maxSurge : JSON.stringify(canary.maxSurge)}`,
-      });
-    }
-    common.maxSurge = maxSurge ?? 1;
-    common.trafficRouting = canary.trafficRouting !== undefined;
-    if (canary.canaryService) common.canaryService = canary.canaryService;
-    if (canary.stableService) common.stableService = canary.stableService;
-    if (canary.scaleDownDelaySeconds !== undefined)
-      common.scaleDownDelaySeconds = canary.scaleDownDelaySeconds;
-    if (canary.abortScaleDownDelaySeconds !== undefined) {
-      common.abortScaleDownDelaySeconds = canary.abortScaleDownDelaySeconds;
-    }
-    const rawSteps = canary.steps ?? [];
-    rawSteps.forEach((raw, i) => {
-      const step = normalizeStep(
-        raw,
-        i,
-        rawSteps.length,
-        origin,
-        "spec.strategy.canary.steps",
-        templates,
-        context,
-        problems,
-      );
-      if (step) steps.push(step);
-    });
-    if (canary.analysis) {
-      const path = "spec.strategy.canary.analysis";
-      const startingStep = canary.analysis.startingStep ?? 0;
-      if (startingStep > rawSteps.length) {
-        problems.push({
-          ...origin,
-          path: `${path}.startingStep`,
-          message: `startingStep ${startingStep} is past the last step (there are ${rawSteps.length})`,
-        });
-      }
-      const analysis = resolveAnalysis(
-        toRef(canary.analysis),
-        templates,
-        { ...origin, path },
-        context,
-        problems,
-      );
-      if (analysis) backgroundAnalysis = { startingStep, analysis };
-    }
-  } else if (spec.strategy.blueGreen) {
-    const bg = spec.strategy.blueGreen;
-    const path = "spec.strategy.blueGreen";
-    common.trafficRouting = true;
-    common.activeService = bg.activeService;
-    if (bg.previewService) common.previewService = bg.previewService;
-    if (bg.previewReplicaCount !== undefined) common.previewReplicaCount = bg.previewReplicaCount;
-    if (bg.scaleDownDelaySeconds !== undefined) common.scaleDownDelaySeconds = bg.scaleDownDelaySeconds;
-    if (bg.abortScaleDownDelaySeconds !== undefined)
-      common.abortScaleDownDelaySeconds = bg.abortScaleDownDelaySeconds;
-    steps.push({ kind: "preview" });
-    const analysisStep = (
-      ref: ArgoAnalysisRef,
-      origin2: "prePromotionAnalysis" | "postPromotionAnalysis",
-    ): Step | undefined => {
-      const analysis: AnalysisSpec | undefined = resolveAnalysis(
-        toRef(ref),
-        templates,
-        { ...origin, path: `${path}.${origin2}` },
-        context,
-        problems,
-      );
-      return analysis ? { kind: "analysis", origin: origin2, analysis } : undefined;
-    };
-    if (bg.prePromotionAnalysis) {
-      const s = analysisStep(bg.prePromotionAnalysis, "prePromotionAnalysis");
-      if (s) steps.push(s);
-    }
-    if (bg.autoPromotionEnabled === false) steps.push({ kind: "pause", reason: "BlueGreenPause" });
-    else if (bg.autoPromotionSeconds) {
-      steps.push({ kind: "pause", duration: bg.autoPromotionSeconds, reason: "BlueGreenPause" });
-    }
-    steps.push({ kind: "setWeight", weight: 100 });
-    if (bg.postPromotionAnalysis) {
-      const s = analysisStep(bg.postPromotionAnalysis, "postPromotionAnalysis");
-      if (s) steps.push(s);
-    }
-  }
+  const replicas = spec.replicas ?? ARGO_DEFAULTS.replicas;
+  const ctx: StrategyContext = { origin, templates, context: { revision, object }, problems };
+  const { common, steps, backgroundAnalysis } = spec.strategy.canary
+    ? canaryStrategy(spec.strategy.canary, replicas, ctx)
+    : spec.strategy.blueGreen
+      ? blueGreenStrategy(spec.strategy.blueGreen, ctx)
+      : { common: {}, steps: [] };
   if (problems.length !== before || !name) return undefined;
   const image = imageOf(spec.template);
   return {
@@ -170,14 +83,140 @@ export function normalizeArgoRollout(
     replicas,
     maxSurge: common.maxSurge ?? 1,
     trafficRouting: common.trafficRouting ?? false,
-    scaleDownDelaySeconds: common.scaleDownDelaySeconds ?? 30,
-    abortScaleDownDelaySeconds: common.abortScaleDownDelaySeconds ?? 30,
+    scaleDownDelaySeconds: common.scaleDownDelaySeconds ?? ARGO_DEFAULTS.scaleDownDelaySeconds,
+    abortScaleDownDelaySeconds: common.abortScaleDownDelaySeconds ?? ARGO_DEFAULTS.abortScaleDownDelaySeconds,
     onFailure: "rollback",
     ...common,
     steps,
     ...(backgroundAnalysis ? { backgroundAnalysis } : {}),
     ...(image ? { image } : {}),
   };
+}
+
+type ArgoStrategy = ArgoRolloutSpec["strategy"];
+
+/** What both strategies need: where the Rollout is, its templates, its arguments, the problems. */
+interface StrategyContext {
+  readonly origin: Origin;
+  readonly templates: ReadonlyMap<string, LoadedTemplate>;
+  readonly context: ArgContext;
+  readonly problems: Problem[];
+}
+
+/** What a strategy gives the spec: its settings, its steps, and a background analysis. */
+interface StrategyParts {
+  common: Partial<RolloutSpec>;
+  steps: Step[];
+  backgroundAnalysis?: RolloutSpec["backgroundAnalysis"];
+}
+
+/** A canary: its surge, services and delays, its steps, and its background analysis. */
+function canaryStrategy(
+  canary: NonNullable<ArgoStrategy["canary"]>,
+  replicas: number,
+  { origin, templates, context, problems }: StrategyContext,
+): StrategyParts {
+  const steps: Step[] = [];
+  let backgroundAnalysis: RolloutSpec["backgroundAnalysis"];
+  const common: Partial<RolloutSpec> = {};
+  const maxSurge = resolveMaxSurge(canary.maxSurge, replicas);
+  if (maxSurge === undefined) {
+    problems.push({
+      ...origin,
+      path: "spec.strategy.canary.maxSurge",
+      message: `maxSurge must be a whole number or a percent like "25%", got ${typeof canary.maxSurge === "number" ? canary.maxSurge : JSON.stringify(canary.maxSurge)}`,
+    });
+  }
+  common.maxSurge = maxSurge ?? 1;
+  common.trafficRouting = canary.trafficRouting !== undefined;
+  if (canary.canaryService) common.canaryService = canary.canaryService;
+  if (canary.stableService) common.stableService = canary.stableService;
+  if (canary.scaleDownDelaySeconds !== undefined) common.scaleDownDelaySeconds = canary.scaleDownDelaySeconds;
+  if (canary.abortScaleDownDelaySeconds !== undefined) {
+    common.abortScaleDownDelaySeconds = canary.abortScaleDownDelaySeconds;
+  }
+  const rawSteps = canary.steps ?? [];
+  rawSteps.forEach((raw, i) => {
+    const step = normalizeStep(
+      raw,
+      i,
+      rawSteps.length,
+      origin,
+      "spec.strategy.canary.steps",
+      templates,
+      context,
+      problems,
+    );
+    if (step) steps.push(step);
+  });
+  if (canary.analysis) {
+    const path = "spec.strategy.canary.analysis";
+    const startingStep = canary.analysis.startingStep ?? ARGO_DEFAULTS.startingStep;
+    if (startingStep > rawSteps.length) {
+      problems.push({
+        ...origin,
+        path: `${path}.startingStep`,
+        message: `startingStep ${startingStep} is past the last step (there are ${rawSteps.length})`,
+      });
+    }
+    const analysis = resolveAnalysis(
+      toRef(canary.analysis),
+      templates,
+      { ...origin, path },
+      context,
+      problems,
+    );
+    if (analysis) backgroundAnalysis = { startingStep, analysis };
+  }
+  return { common, steps, ...(backgroundAnalysis ? { backgroundAnalysis } : {}) };
+}
+
+/**
+ * Blue/green as a canary: preview, pre-promotion analysis, a pause (or auto-promotion after a
+ * delay), the switch to 100, post-promotion analysis.
+ */
+function blueGreenStrategy(
+  bg: NonNullable<ArgoStrategy["blueGreen"]>,
+  { origin, templates, context, problems }: StrategyContext,
+): StrategyParts {
+  const path = "spec.strategy.blueGreen";
+  const steps: Step[] = [];
+  const common: Partial<RolloutSpec> = {};
+  common.trafficRouting = true;
+  common.activeService = bg.activeService;
+  if (bg.previewService) common.previewService = bg.previewService;
+  if (bg.previewReplicaCount !== undefined) common.previewReplicaCount = bg.previewReplicaCount;
+  if (bg.scaleDownDelaySeconds !== undefined) common.scaleDownDelaySeconds = bg.scaleDownDelaySeconds;
+  if (bg.abortScaleDownDelaySeconds !== undefined)
+    common.abortScaleDownDelaySeconds = bg.abortScaleDownDelaySeconds;
+  steps.push({ kind: "preview" });
+  const analysisStep = (
+    ref: ArgoAnalysisRef,
+    kind: "prePromotionAnalysis" | "postPromotionAnalysis",
+  ): Step | undefined => {
+    const analysis: AnalysisSpec | undefined = resolveAnalysis(
+      toRef(ref),
+      templates,
+      { ...origin, path: `${path}.${kind}` },
+      context,
+      problems,
+    );
+    return analysis ? { kind: "analysis", origin: kind, analysis } : undefined;
+  };
+  if (bg.prePromotionAnalysis) {
+    const s = analysisStep(bg.prePromotionAnalysis, "prePromotionAnalysis");
+    if (s) steps.push(s);
+  }
+  if (bg.autoPromotionEnabled === false) steps.push({ kind: "pause", reason: "BlueGreenPause" });
+  else if (bg.autoPromotionSeconds) {
+    steps.push({ kind: "pause", duration: bg.autoPromotionSeconds, reason: "BlueGreenPause" });
+  }
+  steps.push({ kind: "setWeight", weight: 100 });
+  if (bg.postPromotionAnalysis) {
+    const s = analysisStep(bg.postPromotionAnalysis, "postPromotionAnalysis");
+    if (s) steps.push(s);
+  }
+  return { common, steps };
 }
 
 /**

@@ -143,157 +143,101 @@ export function metricUpperBoundSeconds(m: Metric): number | undefined {
  * compile`, the embedded runtime) compiles through here, with the target it embeds.
  */
 export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateMachineDefinition {
-  const states: Record<string, State> = {};
-  const rollout = {
-    name: spec.name,
-    revision: spec.revision,
-    strategy: spec.strategy,
-    stepCount: spec.steps.length,
-  };
-  const target = options.target ? { target: options.target } : {};
-  const payload = (extra: Record<string, unknown>) => ({
-    "context.$": "$.begin.context",
-    rollout,
-    ...extra,
-  });
-  const catchers = (next = "Abort") => [
-    { ErrorEquals: [EXECUTION_SUPERSEDED], ResultPath: "$.error", Next: "Superseded" },
-    { ErrorEquals: [ROLLOUT_ABORTED], ResultPath: "$.error", Next: next },
-    { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: next },
-  ];
-  /** Idempotent Lambda tasks: retried on anything but an abort. */
-  const invoke = (
-    role: FunctionRole,
-    body: Record<string, unknown>,
-    next: string,
-    extra: State = {},
-  ): State => ({
-    Type: "Task",
-    Resource: "arn:aws:states:::lambda:invoke",
-    Parameters: { FunctionName: fn(role), Payload: body },
-    ResultSelector: { "value.$": "$.Payload" },
-    ResultPath: "$.last",
-    Retry: [
-      { ErrorEquals: [ROLLOUT_ABORTED, EXECUTION_SUPERSEDED, PAUSE_REQUESTED], MaxAttempts: 0 },
-      LAMBDA_SERVICE_RETRY,
-      { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 2, BackoffRate: 2 },
-    ],
-    Catch: catchers(),
-    Next: next,
-    ...extra,
-  });
-  /**
-   * A hold stops a step where it is: its Tasks catch `PauseRequested` into `<stem>-Held` (a
-   * person's approval), then the step runs again from its entry (or `promote --full` skips on).
-   */
-  const holdable = (stem: string, held: string, entry: string, stepIndex: number) => {
-    for (const [name, state] of Object.entries(states)) {
-      if (!(name === stem || name.startsWith(`${stem}-`)) || state.Type !== "Task") continue;
-      const list = state.Catch as Array<{ ErrorEquals: string[] }>;
-      const at = list.findIndex((c) => c.ErrorEquals.includes("States.ALL"));
-      list.splice(at, 0, { ErrorEquals: [PAUSE_REQUESTED], ResultPath: "$.error", Next: held } as never);
-    }
-    states[held] = wait(
-      "await",
-      payload({ stepIndex, step: { kind: "approval", reason: "held" } }),
-      `${held}-Next`,
-    );
-    states[`${held}-Next`] = fullChoice(held, entry);
-  };
-  /** Waits: the Lambda stores the token; a person, the Timer or the analysis sends it back. */
-  const wait = (
-    role: FunctionRole,
-    body: Record<string, unknown>,
-    next: string,
-    timeout?: number,
-  ): State => ({
-    Type: "Task",
-    Resource: "arn:aws:states:::lambda:invoke.waitForTaskToken",
-    Parameters: { FunctionName: fn(role), Payload: { ...body, "taskToken.$": "$$.Task.Token" } },
-    ResultPath: "$.last",
-    ...(timeout !== undefined ? { TimeoutSeconds: Math.ceil(timeout) } : {}),
-    Retry: [LAMBDA_SERVICE_RETRY],
-    Catch: catchers(),
-    Next: next,
-  });
-  /** After a wait: `rollouts promote --full` skips every remaining step. */
-  const fullChoice = (name: string, next: string): State => ({
-    Type: "Choice",
-    Choices: [
-      {
-        And: [
-          { Variable: "$.last.outcome", IsPresent: true },
-          { Variable: "$.last.outcome", StringEquals: "full" },
-        ],
-        Next: "Promote",
-      },
-    ],
-    Default: next,
-    Comment: `${name}: promote --full skips the remaining steps`,
-  });
-  const readiness = (stem: string, next: string, stepIndex: number | null) => {
-    states[`${stem}-CheckReady`] = invoke("checkReady", payload({ stepIndex, ...target }), `${stem}-Ready?`);
-    states[`${stem}-Ready?`] = {
-      Type: "Choice",
-      Choices: [{ Variable: "$.last.value.ready", BooleanEquals: true, Next: next }],
-      Default: `${stem}-WaitReady`,
-    };
-    states[`${stem}-WaitReady`] = { Type: "Wait", Seconds: READY_POLL_SECONDS, Next: `${stem}-CheckReady` };
-    return `${stem}-CheckReady`;
-  };
-
-  const stepStart = (i: number): string => (i >= spec.steps.length ? "Promote" : entryOf(i));
-  const entries = new Map<number, string>();
-  const entryOf = (i: number): string => {
-    const found = entries.get(i);
-    if (!found) throw new Error(`step ${i} has no entry state`);
-    return found;
-  };
-  // Entry names first, so every step can point at the next.
+  const builder = new DefinitionBuilder(spec, options);
+  builder.begin();
   spec.steps.forEach((_, i) => {
-    const stem = stepStateName(spec, i);
-    const background = spec.backgroundAnalysis?.startingStep === i;
-    entries.set(i, background ? `${stem}-StartBackgroundAnalysis` : stem);
+    builder.step(i);
   });
-
-  states.Begin = {
-    ...invoke(
-      "begin",
-      {
-        "input.$": "$",
-        "executionId.$": "$$.Execution.Id",
-        rollout,
-        // What each step does, in words, so status tools can show the steps not run yet.
-        stepLabels: plan(spec).steps.map((s) => s.detail),
-        ...target,
-      },
-      "FirstRevision?",
-    ),
-    ResultSelector: { "context.$": "$.Payload.context", "firstRevision.$": "$.Payload.firstRevision" },
-    ResultPath: "$.begin",
+  builder.end();
+  const definition: StateMachineDefinition = {
+    Comment: `sfn-rollouts: ${spec.strategy} rollout "${spec.name}" (revision ${spec.revision}, ${spec.steps.length} steps)`,
+    StartAt: "Begin",
+    States: builder.states,
   };
-  // Begin has no context yet: an error there can only fail the execution after Abort records it.
-  const firstStep =
-    spec.backgroundAnalysis?.startingStep === spec.steps.length ? "BackgroundAnalysisAtEnd" : stepStart(0);
-  // Every target deploys the candidate asynchronously (ECS tasks, a Lambda version, an upstream
-  // that must answer): Begin starts it, this loop waits until it is ready or its deadline passes.
-  const afterBegin = readiness("Candidate", "FirstRevision?", null);
-  states.Begin.Next = afterBegin;
-  states["FirstRevision?"] = {
-    Type: "Choice",
-    Comment: "The first revision of a rollout skips the steps: there is nothing to compare it with.",
-    Choices: [{ Variable: "$.begin.firstRevision", BooleanEquals: true, Next: "Promote" }],
-    Default: spec.steps.length > 0 ? entryOf(0) : firstStep,
-  };
+  const problems = definitionProblems(definition, `rollout ${spec.name}`);
+  if (problems.length > 0) throw new SpecError(problems);
+  return definition;
+}
 
-  spec.steps.forEach((step, i) => {
+/**
+ * Builds the states of one rollout's definition, in a fixed order (Begin and the candidate's
+ * readiness loop, each step with its background analysis and hold, then Promote and the terminal
+ * states), so the same spec always gives the same text.
+ */
+class DefinitionBuilder {
+  readonly states: Record<string, State> = {};
+  readonly #spec: RolloutSpec;
+  readonly #options: CompileOptions;
+  readonly #rollout: Record<string, unknown>;
+  readonly #target: { target?: Record<string, unknown> };
+  /** Each step's entry state: the step itself, or the background analysis it starts first. */
+  readonly #entries = new Map<number, string>();
+
+  constructor(spec: RolloutSpec, options: CompileOptions) {
+    this.#spec = spec;
+    this.#options = options;
+    this.#rollout = {
+      name: spec.name,
+      revision: spec.revision,
+      strategy: spec.strategy,
+      stepCount: spec.steps.length,
+    };
+    this.#target = options.target ? { target: options.target } : {};
+    // Entry names first, so every step can point at the next.
+    spec.steps.forEach((_, i) => {
+      const stem = stepStateName(spec, i);
+      const background = spec.backgroundAnalysis?.startingStep === i;
+      this.#entries.set(i, background ? `${stem}-StartBackgroundAnalysis` : stem);
+    });
+  }
+
+  /** `Begin`, the candidate's readiness loop and the first-revision shortcut. */
+  begin(): void {
+    const spec = this.#spec;
+    this.states.Begin = {
+      ...this.#invoke(
+        "begin",
+        {
+          "input.$": "$",
+          "executionId.$": "$$.Execution.Id",
+          rollout: this.#rollout,
+          // What each step does, in words, so status tools can show the steps not run yet.
+          stepLabels: plan(spec).steps.map((s) => s.detail),
+          ...this.#target,
+        },
+        "FirstRevision?",
+      ),
+      ResultSelector: { "context.$": "$.Payload.context", "firstRevision.$": "$.Payload.firstRevision" },
+      ResultPath: "$.begin",
+    };
+    // Begin has no context yet: an error there can only fail the execution after Abort records it.
+    const firstStep =
+      spec.backgroundAnalysis?.startingStep === spec.steps.length
+        ? "BackgroundAnalysisAtEnd"
+        : this.#stepStart(0);
+    // Every target deploys the candidate asynchronously (ECS tasks, a Lambda version, an upstream
+    // that must answer): Begin starts it, this loop waits until it is ready or its deadline passes.
+    const afterBegin = this.#readiness("Candidate", "FirstRevision?", null);
+    this.states.Begin.Next = afterBegin;
+    this.states["FirstRevision?"] = {
+      Type: "Choice",
+      Comment: "The first revision of a rollout skips the steps: there is nothing to compare it with.",
+      Choices: [{ Variable: "$.begin.firstRevision", BooleanEquals: true, Next: "Promote" }],
+      Default: spec.steps.length > 0 ? this.#entryOf(0) : firstStep,
+    };
+  }
+
+  /** The states of step `i`: its background analysis start, the step, and its hold. */
+  step(i: number): void {
+    const spec = this.#spec;
+    const step = spec.steps[i];
+    if (!step) throw new RangeError(`no step ${i}`);
     const stem = stepStateName(spec, i);
-    const next = stepStart(i + 1);
-    const body = (extra: Record<string, unknown> = {}) => payload({ stepIndex: i, step, ...extra });
+    const next = this.#stepStart(i + 1);
     if (spec.backgroundAnalysis?.startingStep === i) {
-      states[`${stem}-StartBackgroundAnalysis`] = invoke(
+      this.states[`${stem}-StartBackgroundAnalysis`] = this.#invoke(
         "startAnalysis",
-        payload({ stepIndex: i, background: true, analysis: spec.backgroundAnalysis.analysis }),
+        this.#payload({ stepIndex: i, background: true, analysis: spec.backgroundAnalysis.analysis }),
         stem,
       );
     }
@@ -301,134 +245,268 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
       case "setWeight":
       case "setHeaderRoute":
       case "setMirrorRoute":
-      case "preview": {
-        const settled = options.readinessChecks && (step.kind === "setWeight" || step.kind === "preview");
-        const drift = spec.onDrift === "ignore" && step.kind === "setWeight" ? { onDrift: "ignore" } : {};
-        states[stem] = invoke("setWeight", body({ ...target, ...drift }), `${stem}-Applied?`);
-        states[`${stem}-Applied?`] = {
-          Type: "Choice",
-          Comment:
-            "Weights changed by someone else since the last step: pause for a person instead of overwriting them.",
-          Choices: [{ Variable: "$.last.value.drift", BooleanEquals: true, Next: `${stem}-Drift` }],
-          Default: next,
-        };
-        states[`${stem}-Drift`] = wait(
-          "await",
-          payload({ stepIndex: i, step: { kind: "approval", reason: "paused-drift" } }),
-          stem,
-        );
-        if (settled) (states[`${stem}-Applied?`] as State).Default = readiness(stem, next, i);
+      case "preview":
+        this.#trafficStep(step, i, stem, next);
         break;
-      }
-      case "pause": {
-        const timeout = step.duration === undefined ? undefined : step.duration + TIMER_SLACK_SECONDS;
-        states[stem] = wait("await", body(), `${stem}-Next`, timeout);
-        states[`${stem}-Next`] = fullChoice(stem, next);
+      case "pause":
+        this.#pauseStep(step, i, stem, next);
         break;
-      }
-      case "analysis": {
-        const bound = analysisUpperBoundSeconds(step.analysis);
-        const timeout = bound === undefined ? undefined : 2 * bound + TIMER_SLACK_SECONDS;
-        states[stem] = wait("startAnalysis", body(), `${stem}-Phase?`, timeout);
-        states[`${stem}-Phase?`] = {
-          Type: "Choice",
-          Comment: "Successful: next step. Inconclusive: a person decides. Failed or Error: abort.",
-          Choices: [
-            { Variable: "$.last.phase", StringEquals: "Successful", Next: `${stem}-Next` },
-            { Variable: "$.last.phase", StringEquals: "Inconclusive", Next: `${stem}-Inconclusive` },
-          ],
-          Default: `${stem}-Failed`,
-        };
-        states[`${stem}-Next`] = fullChoice(stem, next);
-        states[`${stem}-Inconclusive`] = wait(
-          "await",
-          payload({
-            stepIndex: i,
-            step: { kind: "approval", reason: "Inconclusive" },
-            "message.$": "$.last.message",
-          }),
-          `${stem}-Next`,
-        );
-        states[`${stem}-Failed`] = {
-          Type: "Pass",
-          Parameters: { Error: "AnalysisRunFailed", "Cause.$": "$.last.message" },
-          ResultPath: "$.error",
-          Next: "Abort",
-        };
+      case "analysis":
+        this.#analysisStep(step, i, stem, next);
         break;
-      }
     }
     // Only an Inconclusive background analysis holds a rollout: from the step it starts at.
     const from = spec.backgroundAnalysis?.startingStep;
-    if (from !== undefined && i >= from) holdable(stem, `${stem}-Held`, entryOf(i), i);
-  });
-  if (spec.backgroundAnalysis?.startingStep === spec.steps.length) {
-    states.BackgroundAnalysisAtEnd = invoke(
-      "startAnalysis",
-      payload({ stepIndex: spec.steps.length, background: true, analysis: spec.backgroundAnalysis.analysis }),
-      "Promote",
-    );
+    if (from !== undefined && i >= from) this.#holdable(stem, `${stem}-Held`, this.#entryOf(i), i);
   }
 
-  states.Promote = invoke(
-    "promote",
-    payload({ ...target, scaleDownDelaySeconds: spec.scaleDownDelaySeconds }),
-    "Healthy",
-  );
-  if (spec.backgroundAnalysis) holdable("Promote", "Promote-Held", "Promote", spec.steps.length);
-  states.Healthy = { Type: "Succeed" };
-  states.Abort = {
-    ...invoke(
-      "abort",
-      payload({
-        ...target,
-        "error.$": "$.error",
-        onFailure: spec.onFailure,
-        abortScaleDownDelaySeconds: spec.abortScaleDownDelaySeconds,
-      }),
-      "Aborted",
-    ),
-    Retry: [
-      { ErrorEquals: [EXECUTION_SUPERSEDED], MaxAttempts: 0 },
-      LAMBDA_SERVICE_RETRY,
-      { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
-    ],
-    Catch: [
-      { ErrorEquals: [EXECUTION_SUPERSEDED], ResultPath: "$.abortError", Next: "Superseded" },
-      { ErrorEquals: ["States.ALL"], ResultPath: "$.abortError", Next: "AbortFailed" },
-    ],
-  };
-  states.Aborted = {
-    Type: "Fail",
-    Error: ROLLOUT_ABORTED,
-    Cause: "The rollout was aborted: the rollout's status message says why.",
-  };
-  states.Superseded = {
-    Type: "Fail",
-    Error: EXECUTION_SUPERSEDED,
-    Cause: "A newer revision took over the rollout; its execution owns the traffic now.",
-  };
-  states.AbortFailed = {
-    Type: "Fail",
-    Error: "AbortFailed",
-    Cause: "The abort could not put the traffic back: check the target by hand.",
-  };
-  // Begin runs before any context exists, so its failures go to a Fail state directly.
-  states.Begin.Catch = [{ ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "BeginFailed" }];
-  states.BeginFailed = {
-    Type: "Fail",
-    Error: "BeginFailed",
-    Cause: "The rollout could not start: see the execution's events.",
-  };
+  /** A background analysis starting after the last step, `Promote` and the terminal states. */
+  end(): void {
+    const spec = this.#spec;
+    const states = this.states;
+    if (spec.backgroundAnalysis?.startingStep === spec.steps.length) {
+      states.BackgroundAnalysisAtEnd = this.#invoke(
+        "startAnalysis",
+        this.#payload({
+          stepIndex: spec.steps.length,
+          background: true,
+          analysis: spec.backgroundAnalysis.analysis,
+        }),
+        "Promote",
+      );
+    }
+    states.Promote = this.#invoke(
+      "promote",
+      this.#payload({ ...this.#target, scaleDownDelaySeconds: spec.scaleDownDelaySeconds }),
+      "Healthy",
+    );
+    if (spec.backgroundAnalysis) this.#holdable("Promote", "Promote-Held", "Promote", spec.steps.length);
+    states.Healthy = { Type: "Succeed" };
+    states.Abort = {
+      ...this.#invoke(
+        "abort",
+        this.#payload({
+          ...this.#target,
+          "error.$": "$.error",
+          onFailure: spec.onFailure,
+          abortScaleDownDelaySeconds: spec.abortScaleDownDelaySeconds,
+        }),
+        "Aborted",
+      ),
+      Retry: [
+        { ErrorEquals: [EXECUTION_SUPERSEDED], MaxAttempts: 0 },
+        LAMBDA_SERVICE_RETRY,
+        { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
+      ],
+      Catch: [
+        { ErrorEquals: [EXECUTION_SUPERSEDED], ResultPath: "$.abortError", Next: "Superseded" },
+        { ErrorEquals: ["States.ALL"], ResultPath: "$.abortError", Next: "AbortFailed" },
+      ],
+    };
+    states.Aborted = {
+      Type: "Fail",
+      Error: ROLLOUT_ABORTED,
+      Cause: "The rollout was aborted: the rollout's status message says why.",
+    };
+    states.Superseded = {
+      Type: "Fail",
+      Error: EXECUTION_SUPERSEDED,
+      Cause: "A newer revision took over the rollout; its execution owns the traffic now.",
+    };
+    states.AbortFailed = {
+      Type: "Fail",
+      Error: "AbortFailed",
+      Cause: "The abort could not put the traffic back: check the target by hand.",
+    };
+    // Begin runs before any context exists, so its failures go to a Fail state directly.
+    if (states.Begin) {
+      states.Begin.Catch = [{ ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "BeginFailed" }];
+    }
+    states.BeginFailed = {
+      Type: "Fail",
+      Error: "BeginFailed",
+      Cause: "The rollout could not start: see the execution's events.",
+    };
+  }
 
-  const definition: StateMachineDefinition = {
-    Comment: `sfn-rollouts: ${spec.strategy} rollout "${spec.name}" (revision ${spec.revision}, ${spec.steps.length} steps)`,
-    StartAt: "Begin",
-    States: states,
-  };
-  const problems = definitionProblems(definition, `rollout ${spec.name}`);
-  if (problems.length > 0) throw new SpecError(problems);
-  return definition;
+  /** A step that moves traffic: the drift check, and readiness after it when the target has pods. */
+  #trafficStep(step: Step, i: number, stem: string, next: string): void {
+    const settled = this.#options.readinessChecks && (step.kind === "setWeight" || step.kind === "preview");
+    const drift = this.#spec.onDrift === "ignore" && step.kind === "setWeight" ? { onDrift: "ignore" } : {};
+    this.states[stem] = this.#invoke(
+      "setWeight",
+      this.#body(step, i, { ...this.#target, ...drift }),
+      `${stem}-Applied?`,
+    );
+    this.states[`${stem}-Applied?`] = {
+      Type: "Choice",
+      Comment:
+        "Weights changed by someone else since the last step: pause for a person instead of overwriting them.",
+      Choices: [{ Variable: "$.last.value.drift", BooleanEquals: true, Next: `${stem}-Drift` }],
+      Default: next,
+    };
+    this.states[`${stem}-Drift`] = this.#wait(
+      "await",
+      this.#payload({ stepIndex: i, step: { kind: "approval", reason: "paused-drift" } }),
+      stem,
+    );
+    if (settled) (this.states[`${stem}-Applied?`] as State).Default = this.#readiness(stem, next, i);
+  }
+
+  /** A pause: a timed one is resumed by the Timer, one without a duration by a person. */
+  #pauseStep(step: Extract<Step, { kind: "pause" }>, i: number, stem: string, next: string): void {
+    const timeout = step.duration === undefined ? undefined : step.duration + TIMER_SLACK_SECONDS;
+    this.states[stem] = this.#wait("await", this.#body(step, i), `${stem}-Next`, timeout);
+    this.states[`${stem}-Next`] = this.#fullChoice(stem, next);
+  }
+
+  /** An analysis: the wait for its phase, and a Choice on it. */
+  #analysisStep(step: Extract<Step, { kind: "analysis" }>, i: number, stem: string, next: string): void {
+    const bound = analysisUpperBoundSeconds(step.analysis);
+    const timeout = bound === undefined ? undefined : 2 * bound + TIMER_SLACK_SECONDS;
+    this.states[stem] = this.#wait("startAnalysis", this.#body(step, i), `${stem}-Phase?`, timeout);
+    this.states[`${stem}-Phase?`] = {
+      Type: "Choice",
+      Comment: "Successful: next step. Inconclusive: a person decides. Failed or Error: abort.",
+      Choices: [
+        { Variable: "$.last.phase", StringEquals: "Successful", Next: `${stem}-Next` },
+        { Variable: "$.last.phase", StringEquals: "Inconclusive", Next: `${stem}-Inconclusive` },
+      ],
+      Default: `${stem}-Failed`,
+    };
+    this.states[`${stem}-Next`] = this.#fullChoice(stem, next);
+    this.states[`${stem}-Inconclusive`] = this.#wait(
+      "await",
+      this.#payload({
+        stepIndex: i,
+        step: { kind: "approval", reason: "Inconclusive" },
+        "message.$": "$.last.message",
+      }),
+      `${stem}-Next`,
+    );
+    this.states[`${stem}-Failed`] = {
+      Type: "Pass",
+      Parameters: { Error: "AnalysisRunFailed", "Cause.$": "$.last.message" },
+      ResultPath: "$.error",
+      Next: "Abort",
+    };
+  }
+
+  #stepStart(i: number): string {
+    return i >= this.#spec.steps.length ? "Promote" : this.#entryOf(i);
+  }
+
+  #entryOf(i: number): string {
+    const found = this.#entries.get(i);
+    if (!found) throw new Error(`step ${i} has no entry state`);
+    return found;
+  }
+
+  #payload(extra: Record<string, unknown>): Record<string, unknown> {
+    return { "context.$": "$.begin.context", rollout: this.#rollout, ...extra };
+  }
+
+  #body(step: Step, i: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
+    return this.#payload({ stepIndex: i, step, ...extra });
+  }
+
+  #catchers(next = "Abort") {
+    return [
+      { ErrorEquals: [EXECUTION_SUPERSEDED], ResultPath: "$.error", Next: "Superseded" },
+      { ErrorEquals: [ROLLOUT_ABORTED], ResultPath: "$.error", Next: next },
+      { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: next },
+    ];
+  }
+
+  /** Idempotent Lambda tasks: retried on anything but an abort. */
+  #invoke(role: FunctionRole, body: Record<string, unknown>, next: string, extra: State = {}): State {
+    return {
+      Type: "Task",
+      Resource: "arn:aws:states:::lambda:invoke",
+      Parameters: { FunctionName: fn(role), Payload: body },
+      ResultSelector: { "value.$": "$.Payload" },
+      ResultPath: "$.last",
+      Retry: [
+        { ErrorEquals: [ROLLOUT_ABORTED, EXECUTION_SUPERSEDED, PAUSE_REQUESTED], MaxAttempts: 0 },
+        LAMBDA_SERVICE_RETRY,
+        { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 2, BackoffRate: 2 },
+      ],
+      Catch: this.#catchers(),
+      Next: next,
+      ...extra,
+    };
+  }
+
+  /** Waits: the Lambda stores the token; a person, the Timer or the analysis sends it back. */
+  #wait(role: FunctionRole, body: Record<string, unknown>, next: string, timeout?: number): State {
+    return {
+      Type: "Task",
+      Resource: "arn:aws:states:::lambda:invoke.waitForTaskToken",
+      Parameters: { FunctionName: fn(role), Payload: { ...body, "taskToken.$": "$$.Task.Token" } },
+      ResultPath: "$.last",
+      ...(timeout !== undefined ? { TimeoutSeconds: Math.ceil(timeout) } : {}),
+      Retry: [LAMBDA_SERVICE_RETRY],
+      Catch: this.#catchers(),
+      Next: next,
+    };
+  }
+
+  /** After a wait: `rollouts promote --full` skips every remaining step. */
+  #fullChoice(name: string, next: string): State {
+    return {
+      Type: "Choice",
+      Choices: [
+        {
+          And: [
+            { Variable: "$.last.outcome", IsPresent: true },
+            { Variable: "$.last.outcome", StringEquals: "full" },
+          ],
+          Next: "Promote",
+        },
+      ],
+      Default: next,
+      Comment: `${name}: promote --full skips the remaining steps`,
+    };
+  }
+
+  /** The readiness loop of `stem`: check, a Choice, a Wait and back; returns its entry. */
+  #readiness(stem: string, next: string, stepIndex: number | null): string {
+    this.states[`${stem}-CheckReady`] = this.#invoke(
+      "checkReady",
+      this.#payload({ stepIndex, ...this.#target }),
+      `${stem}-Ready?`,
+    );
+    this.states[`${stem}-Ready?`] = {
+      Type: "Choice",
+      Choices: [{ Variable: "$.last.value.ready", BooleanEquals: true, Next: next }],
+      Default: `${stem}-WaitReady`,
+    };
+    this.states[`${stem}-WaitReady`] = {
+      Type: "Wait",
+      Seconds: READY_POLL_SECONDS,
+      Next: `${stem}-CheckReady`,
+    };
+    return `${stem}-CheckReady`;
+  }
+
+  /**
+   * A hold stops a step where it is: its Tasks catch `PauseRequested` into `<stem>-Held` (a
+   * person's approval), then the step runs again from its entry (or `promote --full` skips on).
+   */
+  #holdable(stem: string, held: string, entry: string, stepIndex: number): void {
+    for (const [name, state] of Object.entries(this.states)) {
+      if (!(name === stem || name.startsWith(`${stem}-`)) || state.Type !== "Task") continue;
+      const list = state.Catch as Array<{ ErrorEquals: string[] }>;
+      const at = list.findIndex((c) => c.ErrorEquals.includes("States.ALL"));
+      list.splice(at, 0, { ErrorEquals: [PAUSE_REQUESTED], ResultPath: "$.error", Next: held } as never);
+    }
+    this.states[held] = this.#wait(
+      "await",
+      this.#payload({ stepIndex, step: { kind: "approval", reason: "held" } }),
+      `${held}-Next`,
+    );
+    this.states[`${held}-Next`] = this.#fullChoice(held, entry);
+  }
 }
 
 /**

@@ -57,7 +57,7 @@ export interface Expression {
 
 /** A condition that no result can make valid; the message names the column and shows a caret. */
 export class ConditionSyntaxError extends Error {
-  override name = "ConditionSyntaxError";
+  override readonly name = "ConditionSyntaxError";
   /** Zero-based offset (in characters) in the expression where the problem was found. */
   readonly position: number;
   readonly expression: string;
@@ -73,7 +73,7 @@ export class ConditionSyntaxError extends Error {
 
 /** A condition that cannot be evaluated for a given result: an Error measurement. */
 export class ConditionEvaluationError extends Error {
-  override name = "ConditionEvaluationError";
+  override readonly name = "ConditionEvaluationError";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import {
   type Reading,
   type ScoredCheck,
 } from "./judge-spec.ts";
-import { issueMessage } from "./problems.ts";
+import { issueMessage, joinPath } from "./problems.ts";
 import type { Provider } from "./providers.ts";
 import { samplesOneProportion, samplesPerSide } from "./sample-size.ts";
 
@@ -226,7 +226,7 @@ function loadAny(
     for (const issue of parsed.error.issues) {
       const message =
         issue.path[0] === "test" ? `test must be one of ${JUDGE_TESTS.join(", ")}` : issueMessage(issue);
-      ctx.report(at(issue.path.join(".")), message);
+      ctx.report(at(joinPath(issue.path)), message);
     }
     return undefined;
   }

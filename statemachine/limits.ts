@@ -40,7 +40,7 @@ export const MAX_ALIAS_COUNT = 100;
 export const MAX_VALUES = 100_000;
 
 /** A Standard Step Functions execution lasts at most one year. */
-export const EXECUTION_MAX_SECONDS = 365 * 24 * 3600;
+const EXECUTION_MAX_SECONDS = 365 * 24 * 3600;
 
 /**
  * The longest wait a rollout may have (a pause, an interval, an initial delay, a bake, a scale-down

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { type Origin, zodProblems } from "./analysis-resolve.ts";
-import { IntOrString } from "./argo-schema.ts";
+import { ArgoPrometheusSchema, IntOrString } from "./argo-schema.ts";
 import { parseDuration } from "./duration.ts";
 import { JUDGE_PLACEHOLDERS, JUDGE_PLUGIN } from "./judge-load.ts";
 import type { Problem } from "./problems.ts";
@@ -16,22 +16,8 @@ import type { Problem } from "./problems.ts";
 
 const Duration = IntOrString;
 
-const PrometheusSettings = z
-  .object({
-    address: z.string().optional(),
-    timeout: z.number().int().positive().optional(),
-    headers: z.array(z.object({ key: z.string(), value: z.string() }).strict()).optional(),
-    authentication: z
-      .object({
-        sigv4: z
-          .object({ region: z.string().optional(), profile: z.string().optional() })
-          .strict()
-          .optional(),
-      })
-      .strict()
-      .optional(),
-  })
-  .strict();
+/** The Prometheus settings of the native `health` block: Argo's provider fields but the query. */
+const PrometheusSettings = ArgoPrometheusSchema.omit({ query: true, insecure: true });
 
 export const HealthSchema = z
   .object({

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import {
+  type ArgContext,
   type LoadedTemplate,
   loadTemplate,
   type Origin,
@@ -8,6 +9,7 @@ import {
 } from "./analysis-resolve.ts";
 import { normalizeStep } from "./argo.ts";
 import { ArgoArgumentSchema, IntOrString } from "./argo-schema.ts";
+import { ARGO_DEFAULTS, NATIVE_DEFAULTS } from "./defaults.ts";
 import { parseDuration } from "./duration.ts";
 import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS } from "./limits.ts";
 import { rolloutNameProblem } from "./names.ts";
@@ -144,71 +146,13 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
   const o: Origin = { ...origin, object: origin.object ?? `Rollout ${n.name}` };
   const nameProblem = rolloutNameProblem(n.name);
   if (nameProblem) problems.push({ ...o, path: "name", message: nameProblem });
-  const templates = new Map<string, LoadedTemplate>();
-  n.analysis?.templates.forEach((t, i) => {
-    const { name: _name, ...templateSpec } = t;
-    const loaded = loadTemplate(t.name, "inline", templateSpec, o, `analysis.templates[${i}]`, problems);
-    if (loaded) templates.set(`inline/${t.name}`, loaded);
-  });
+  const templates = inlineTemplates(n, o, problems);
   const revision = revisionOf(n.template ?? (n.image ? { image: n.image } : n));
-  const context = { revision, object: doc };
-  const gate = (): AnalysisSpec | undefined => {
-    if (!n.analysis) return undefined;
-    const args = Object.entries(n.analysis.args ?? {}).map(([name, value]) => ({
-      name,
-      value: String(value),
-    }));
-    return resolveAnalysis(
-      {
-        templates: n.analysis.templates.map((t) => ({ templateName: t.name })),
-        args,
-        dryRun: [],
-        measurementRetention: [],
-      },
-      templates,
-      { ...o, path: "analysis" },
-      context,
-      problems,
-    );
-  };
   const bake = seconds(n.bake, 0, o, "bake", problems);
-  const health = (): AnalysisSpec | undefined => {
-    if (n.health === undefined) return undefined;
-    const template = healthTemplate(n.health, {
-      origin: o,
-      path: "health",
-      application: n.name,
-      bake,
-      problems,
-    });
-    if (!template) return undefined;
-    if (templates.has("inline/health")) {
-      problems.push({
-        ...o,
-        path: "analysis.templates",
-        message: 'the template name "health" is taken by the health block',
-      });
-      return undefined;
-    }
-    const loaded = loadTemplate("health", "inline", template, o, "health", problems);
-    if (!loaded) return undefined;
-    return resolveAnalysis(
-      { templates: [{ templateName: "health" }], args: [], dryRun: [], measurementRetention: [] },
-      new Map([["inline/health", loaded]]),
-      { ...o, path: "health" },
-      context,
-      problems,
-    );
-  };
-  const approvals = new Set((n.approvalsBetween ?? []).map(String));
+  const ctx: NativeContext = { n, o, templates, context: { revision, object: doc }, problems, bake };
   const steps: Step[] = [];
-  let testers: RolloutSpec["testers"];
-  if (n.testers) {
-    const sep = n.testers.header.indexOf(":");
-    testers = {
-      header: n.testers.header.slice(0, sep).trim(),
-      value: n.testers.header.slice(sep + 1).trim(),
-    };
+  const testers = testersOf(n);
+  if (testers) {
     steps.push({
       kind: "setHeaderRoute",
       name: "testers",
@@ -217,91 +161,204 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
   }
   if (n.strategy === "blueGreen") steps.push({ kind: "preview" });
   const rawSteps = n.steps ?? (n.strategy === "blueGreen" ? [100] : [5, 25, 50, 100]);
-  const percentages = rawSteps.every((s) => typeof s === "number");
-  if (percentages) {
-    const weights = rawSteps as number[];
-    weights.forEach((w, i) => {
-      const path = `steps[${i}]`;
-      if (!Number.isInteger(w) || w < 1 || w > 100) {
-        problems.push({
-          ...o,
-          path,
-          step: i + 1,
-          message: `a percentage must be a whole number from 1 to 100, got ${w}`,
-        });
-      } else if (i > 0 && w <= (weights[i - 1] ?? 0)) {
-        problems.push({
-          ...o,
-          path,
-          step: i + 1,
-          message: `percentages must increase: ${w} after ${weights[i - 1]}`,
-        });
-      }
-    });
-    if (weights.at(-1) !== 100) {
-      problems.push({
-        ...o,
-        path: `steps[${weights.length - 1}]`,
-        message: "the last percentage must be 100",
-      });
-    }
-    if (n.strategy === "blueGreen" && weights.length !== 1) {
-      problems.push({
-        ...o,
-        path: "steps",
-        message: "a blueGreen rollout switches at once: steps must be [100]",
-      });
-    }
-    const analysis = gate();
-    const gates = health();
-    if (approvals.has("0")) steps.push({ kind: "pause", reason: "Approval" });
-    weights.forEach((w, i) => {
-      steps.push({ kind: "setWeight", weight: w });
-      if (i === weights.length - 1) return;
-      // The health gate reads through the bake; without one the bake is a plain pause.
-      if (gates) steps.push({ kind: "analysis", origin: "step", analysis: gates });
-      else if (bake > 0) steps.push({ kind: "pause", duration: bake, reason: "CanaryPauseStep" });
-      if (analysis) steps.push({ kind: "analysis", origin: "step", analysis });
-      if (approvals.has(String(w))) steps.push({ kind: "pause", reason: "Approval" });
-    });
-    for (const a of approvals) {
-      if (a !== "0" && !weights.slice(0, -1).map(String).includes(a)) {
-        problems.push({
-          ...o,
-          path: "approvalsBetween",
-          message: `"${a}" is not "0" nor the percentage of a step before the last (${weights.slice(0, -1).join(", ")})`,
-        });
-      }
-    }
-  } else {
-    if (approvals.size > 0 || n.bake !== undefined || n.health !== undefined) {
-      problems.push({
-        ...o,
-        path: n.bake !== undefined ? "bake" : n.health !== undefined ? "health" : "approvalsBetween",
-        message:
-          "bake, health and approvalsBetween apply to percentage steps; with an explicit step list use pause and analysis steps",
-      });
-    }
-    rawSteps.forEach((raw, i) => {
-      const step = normalizeStep(raw, i, rawSteps.length, o, "steps", templates, context, problems);
-      if (step) steps.push(step);
-    });
-  }
+  if (rawSteps.every((s) => typeof s === "number")) steps.push(...percentageSteps(rawSteps as number[], ctx));
+  else steps.push(...explicitSteps(rawSteps, ctx));
   if (problems.length !== before) return undefined;
   return {
     name: n.name,
     revision,
     source: "native",
     strategy: n.strategy,
-    replicas: n.replicas ?? 1,
+    replicas: n.replicas ?? ARGO_DEFAULTS.replicas,
     maxSurge: 1,
     trafficRouting: true,
-    scaleDownDelaySeconds: seconds(n.scaleDownDelay, 1800, o, "scaleDownDelay", problems),
-    abortScaleDownDelaySeconds: seconds(n.abortScaleDownDelay, 30, o, "abortScaleDownDelay", problems),
+    scaleDownDelaySeconds: seconds(
+      n.scaleDownDelay,
+      NATIVE_DEFAULTS.scaleDownDelaySeconds,
+      o,
+      "scaleDownDelay",
+      problems,
+    ),
+    abortScaleDownDelaySeconds: seconds(
+      n.abortScaleDownDelay,
+      NATIVE_DEFAULTS.abortScaleDownDelaySeconds,
+      o,
+      "abortScaleDownDelay",
+      problems,
+    ),
     ...(testers ? { testers } : {}),
     onFailure: n.onFailure,
     ...(n.onDrift === "ignore" ? { onDrift: "ignore" as const } : {}),
     steps,
     ...(n.image ? { image: n.image } : {}),
   };
+}
+
+/** One native document being normalized: the parsed spec, where it is, its inline templates. */
+interface NativeContext {
+  readonly n: NativeSpec;
+  readonly o: Origin;
+  readonly templates: ReadonlyMap<string, LoadedTemplate>;
+  readonly context: ArgContext;
+  readonly problems: Problem[];
+  /** Seconds of the bake after each percentage step. */
+  readonly bake: number;
+}
+
+/** The `analysis.templates`, loaded as inline AnalysisTemplates. */
+function inlineTemplates(n: NativeSpec, o: Origin, problems: Problem[]): Map<string, LoadedTemplate> {
+  const templates = new Map<string, LoadedTemplate>();
+  n.analysis?.templates.forEach((t, i) => {
+    const { name: _name, ...templateSpec } = t;
+    const loaded = loadTemplate(t.name, "inline", templateSpec, o, `analysis.templates[${i}]`, problems);
+    if (loaded) templates.set(`inline/${t.name}`, loaded);
+  });
+  return templates;
+}
+
+/** `testers.header` (`name: value`) as the header the testers' route matches. */
+function testersOf(n: NativeSpec): RolloutSpec["testers"] {
+  if (!n.testers) return undefined;
+  const sep = n.testers.header.indexOf(":");
+  return { header: n.testers.header.slice(0, sep).trim(), value: n.testers.header.slice(sep + 1).trim() };
+}
+
+/** The `analysis` block: every inline template, with the block's arguments. */
+function gateAnalysis({ n, o, templates, context, problems }: NativeContext): AnalysisSpec | undefined {
+  if (!n.analysis) return undefined;
+  const args = Object.entries(n.analysis.args ?? {}).map(([name, value]) => ({ name, value: String(value) }));
+  return resolveAnalysis(
+    {
+      templates: n.analysis.templates.map((t) => ({ templateName: t.name })),
+      args,
+      dryRun: [],
+      measurementRetention: [],
+    },
+    templates,
+    { ...o, path: "analysis" },
+    context,
+    problems,
+  );
+}
+
+/** The `health` block, as the inline template "health". */
+function healthAnalysis({
+  n,
+  o,
+  templates,
+  context,
+  problems,
+  bake,
+}: NativeContext): AnalysisSpec | undefined {
+  if (n.health === undefined) return undefined;
+  const template = healthTemplate(n.health, {
+    origin: o,
+    path: "health",
+    application: n.name,
+    bake,
+    problems,
+  });
+  if (!template) return undefined;
+  if (templates.has("inline/health")) {
+    problems.push({
+      ...o,
+      path: "analysis.templates",
+      message: 'the template name "health" is taken by the health block',
+    });
+    return undefined;
+  }
+  const loaded = loadTemplate("health", "inline", template, o, "health", problems);
+  if (!loaded) return undefined;
+  return resolveAnalysis(
+    { templates: [{ templateName: "health" }], args: [], dryRun: [], measurementRetention: [] },
+    new Map([["inline/health", loaded]]),
+    { ...o, path: "health" },
+    context,
+    problems,
+  );
+}
+
+/**
+ * Percentage steps (`[5, 25, 50, 100]`): each percentage, then the health gate through the bake
+ * (or the bake as a pause), the analysis, and an approval where `approvalsBetween` asks for one.
+ */
+function percentageSteps(weights: number[], ctx: NativeContext): Step[] {
+  const { n, o, problems, bake } = ctx;
+  const steps: Step[] = [];
+  const approvals = new Set((n.approvalsBetween ?? []).map(String));
+  weights.forEach((w, i) => {
+    const path = `steps[${i}]`;
+    if (!Number.isInteger(w) || w < 1 || w > 100) {
+      problems.push({
+        ...o,
+        path,
+        step: i + 1,
+        message: `a percentage must be a whole number from 1 to 100, got ${w}`,
+      });
+    } else if (i > 0 && w <= (weights[i - 1] ?? 0)) {
+      problems.push({
+        ...o,
+        path,
+        step: i + 1,
+        message: `percentages must increase: ${w} after ${weights[i - 1]}`,
+      });
+    }
+  });
+  if (weights.at(-1) !== 100) {
+    problems.push({
+      ...o,
+      path: `steps[${weights.length - 1}]`,
+      message: "the last percentage must be 100",
+    });
+  }
+  if (n.strategy === "blueGreen" && weights.length !== 1) {
+    problems.push({
+      ...o,
+      path: "steps",
+      message: "a blueGreen rollout switches at once: steps must be [100]",
+    });
+  }
+  const analysis = gateAnalysis(ctx);
+  const gates = healthAnalysis(ctx);
+  if (approvals.has("0")) steps.push({ kind: "pause", reason: "Approval" });
+  weights.forEach((w, i) => {
+    steps.push({ kind: "setWeight", weight: w });
+    if (i === weights.length - 1) return;
+    // The health gate reads through the bake; without one the bake is a plain pause.
+    if (gates) steps.push({ kind: "analysis", origin: "step", analysis: gates });
+    else if (bake > 0) steps.push({ kind: "pause", duration: bake, reason: "CanaryPauseStep" });
+    if (analysis) steps.push({ kind: "analysis", origin: "step", analysis });
+    if (approvals.has(String(w))) steps.push({ kind: "pause", reason: "Approval" });
+  });
+  for (const a of approvals) {
+    if (a !== "0" && !weights.slice(0, -1).map(String).includes(a)) {
+      problems.push({
+        ...o,
+        path: "approvalsBetween",
+        message: `"${a}" is not "0" nor the percentage of a step before the last (${weights.slice(0, -1).join(", ")})`,
+      });
+    }
+  }
+  return steps;
+}
+
+/** An explicit step list, in Argo's step shapes; the percentage-only fields do not apply. */
+function explicitSteps(
+  rawSteps: readonly unknown[],
+  { n, o, templates, context, problems }: NativeContext,
+): Step[] {
+  if ((n.approvalsBetween ?? []).length > 0 || n.bake !== undefined || n.health !== undefined) {
+    problems.push({
+      ...o,
+      path: n.bake !== undefined ? "bake" : n.health !== undefined ? "health" : "approvalsBetween",
+      message:
+        "bake, health and approvalsBetween apply to percentage steps; with an explicit step list use pause and analysis steps",
+    });
+  }
+  const steps: Step[] = [];
+  rawSteps.forEach((raw, i) => {
+    const step = normalizeStep(raw, i, rawSteps.length, o, "steps", templates, context, problems);
+    if (step) steps.push(step);
+  });
+  return steps;
 }

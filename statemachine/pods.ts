@@ -1,3 +1,4 @@
+import { ARGO_DEFAULTS } from "./defaults.ts";
 /**
  * Argo Rollouts' basic-canary rounding (approximateWeightedCanaryStableReplicaCounts): without a
  * traffic router a weight can only be whole pods behind one Service, so the controller tries the
@@ -54,10 +55,10 @@ export function routedCanaryCounts(replicas: number, weight: number): { canary: 
 
 /**
  * Resolves Argo's `maxSurge` (a number, or a percent rounded up against the replicas) to pods.
- * Argo's default is 25%.
+ * Argo's default is `ARGO_DEFAULTS.maxSurge`.
  */
 export function resolveMaxSurge(maxSurge: number | string | undefined, replicas: number): number | undefined {
-  if (maxSurge === undefined) return Math.ceil(replicas * 0.25);
+  if (maxSurge === undefined) return resolveMaxSurge(ARGO_DEFAULTS.maxSurge, replicas);
   if (typeof maxSurge === "number") return Number.isInteger(maxSurge) && maxSurge >= 0 ? maxSurge : undefined;
   const match = /^(\d+)%$/.exec(maxSurge.trim());
   if (match) return Math.ceil((replicas * Number(match[1])) / 100);

@@ -28,6 +28,37 @@ export function issueMessage(issue: {
   return issue.message;
 }
 
+/**
+ * A zod error as one `field.path: message` line per issue (`steps[2].pause`, unknown fields
+ * named): the one way every layer says which field of an input is wrong. `prefix` is the path of
+ * the parsed value inside its document; `root` names a problem with the value itself.
+ */
+export function issueLines(
+  error: { readonly issues: readonly ZodIssueLike[] },
+  root = "(root)",
+  prefix: readonly PropertyKey[] = [],
+): string[] {
+  return error.issues.map(
+    (issue) => `${joinPath([...prefix, ...issue.path]) || root}: ${issueMessage(issue)}`,
+  );
+}
+
+/** {@link issueLines} joined with `; `, for one-line error messages. */
+export function formatIssues(
+  error: { readonly issues: readonly ZodIssueLike[] },
+  root = "(root)",
+  prefix: readonly PropertyKey[] = [],
+): string {
+  return issueLines(error, root, prefix).join("; ");
+}
+
+interface ZodIssueLike {
+  readonly code: string;
+  readonly message: string;
+  readonly path: readonly PropertyKey[];
+  readonly keys?: readonly PropertyKey[];
+}
+
 /** Renders a problem as one line: `file: document 2 (Rollout demo): spec.x (step 3): message`. */
 export function formatProblem(p: Problem): string {
   const where: string[] = [p.file];
@@ -40,29 +71,12 @@ export function formatProblem(p: Problem): string {
 
 /** Thrown when input cannot be used; carries every problem found, not only the first. */
 export class SpecError extends Error {
-  override name = "SpecError";
+  override readonly name = "SpecError";
   readonly problems: readonly Problem[];
 
   constructor(problems: readonly Problem[]) {
     super(problems.map(formatProblem).join("\n"));
     this.problems = problems;
-  }
-}
-
-/** Collects problems while a parser walks a document, then throws them all at once. */
-export class ProblemList {
-  readonly items: Problem[] = [];
-
-  add(problem: Problem): void {
-    this.items.push(problem);
-  }
-
-  get empty(): boolean {
-    return this.items.length === 0;
-  }
-
-  throwIfAny(): void {
-    if (!this.empty) throw new SpecError(this.items);
   }
 }
 

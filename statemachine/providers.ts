@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ARGO_DEFAULTS } from "./defaults.ts";
 import {
   LIMIT_MESSAGES,
   MAX_CLOUDWATCH_WINDOW_SECONDS,
@@ -23,6 +24,16 @@ const ProviderTimeout = z
   .positive()
   .max(MAX_PROVIDER_TIMEOUT_SECONDS, LIMIT_MESSAGES.providerTimeout);
 
+/** A header a provider sends, as Argo writes it (`key`, `value`). */
+export const HeaderFields = { key: z.string(), value: z.string() };
+
+/** Prometheus' (Amazon Managed Service for Prometheus) SigV4 signing, as Argo writes it. */
+export const Sigv4Fields = {
+  region: z.string().optional(),
+  profile: z.string().optional(),
+  roleArn: z.string().optional(),
+};
+
 /**
  * Metric providers as the normalized spec holds them: Argo's fields with Argo's defaults applied
  * (plus `samples`, our per-version summary provider). A judge reads each version through one of
@@ -35,21 +46,10 @@ export const PrometheusProviderSchema = z
     /** Empty: the controller's default Prometheus (its `prometheus` prop). */
     address: z.string().default(""),
     query: z.string().min(1),
-    /** Seconds; Argo's default is 30. */
-    timeout: ProviderTimeout.default(30),
+    timeout: ProviderTimeout.default(ARGO_DEFAULTS.provider.prometheusTimeoutSeconds),
     insecure: z.boolean().default(false),
-    headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
-    authentication: z
-      .object({
-        sigv4: z
-          .object({
-            region: z.string().optional(),
-            profile: z.string().optional(),
-            roleArn: z.string().optional(),
-          })
-          .optional(),
-      })
-      .optional(),
+    headers: z.array(z.object(HeaderFields)).default([]),
+    authentication: z.object({ sigv4: z.object(Sigv4Fields).optional() }).optional(),
   })
   .strict();
 
@@ -57,12 +57,11 @@ export const WebProviderSchema = z
   .object({
     url: httpUrl("url"),
     method: z.enum(["GET", "POST", "PUT"]).default("GET"),
-    headers: z.array(z.object({ key: z.string(), value: z.string() })).default([]),
+    headers: z.array(z.object(HeaderFields)).default([]),
     body: z.string().optional(),
     jsonBody: z.unknown().optional(),
     jsonPath: z.string().optional(),
-    /** Seconds; Argo's default is 10. */
-    timeoutSeconds: ProviderTimeout.default(10),
+    timeoutSeconds: ProviderTimeout.default(ARGO_DEFAULTS.provider.webTimeoutSeconds),
     insecure: z.boolean().default(false),
   })
   .strict();
@@ -89,7 +88,7 @@ export const CloudWatchProviderSchema = z
       .number()
       .positive()
       .max(MAX_CLOUDWATCH_WINDOW_SECONDS, LIMIT_MESSAGES.cloudWatchWindow)
-      .default(300),
+      .default(ARGO_DEFAULTS.provider.cloudWatchIntervalSeconds),
     metricDataQueries: z
       .array(
         z

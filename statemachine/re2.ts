@@ -9,7 +9,7 @@ import { RE2JS } from "re2js";
 
 /** A pattern RE2 refuses; the message is the engine's, like Go's `error parsing regexp: ...`. */
 export class RegexSyntaxError extends Error {
-  override name = "RegexSyntaxError";
+  override readonly name = "RegexSyntaxError";
 }
 
 const MAX_CACHED = 512;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ARGO_DEFAULTS } from "./defaults.ts";
 import { JudgeSpecSchema } from "./judge-spec.ts";
 import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS, MAX_WAIT_SECONDS } from "./limits.ts";
 import { rolloutNameProblem } from "./names.ts";
@@ -33,13 +34,17 @@ export const MetricSchema = z
     /** Seconds between measurements; absent = one measurement (or none between, with count 1). */
     interval: z.number().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait).optional(),
     /** Seconds before the first measurement. */
-    initialDelay: Wait().default(0),
+    initialDelay: Wait().default(ARGO_DEFAULTS.metric.initialDelaySeconds),
     /** Absent with an interval = run until the analysis is terminated (background analysis). */
     count: z.number().int().nonnegative().optional(),
-    failureLimit: z.number().int().min(-1).default(0),
-    inconclusiveLimit: z.number().int().nonnegative().default(0),
-    consecutiveErrorLimit: z.number().int().nonnegative().default(4),
-    consecutiveSuccessLimit: z.number().int().nonnegative().default(0),
+    failureLimit: z.number().int().min(-1).default(ARGO_DEFAULTS.metric.failureLimit),
+    inconclusiveLimit: z.number().int().nonnegative().default(ARGO_DEFAULTS.metric.inconclusiveLimit),
+    consecutiveErrorLimit: z.number().int().nonnegative().default(ARGO_DEFAULTS.metric.consecutiveErrorLimit),
+    consecutiveSuccessLimit: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(ARGO_DEFAULTS.metric.consecutiveSuccessLimit),
     successCondition: z.string().optional(),
     failureCondition: z.string().optional(),
     dryRun: z.boolean().default(false),
@@ -48,7 +53,7 @@ export const MetricSchema = z
       .int()
       .positive()
       .max(MAX_MEASUREMENT_RETENTION, LIMIT_MESSAGES.retention)
-      .default(10),
+      .default(ARGO_DEFAULTS.metric.measurementRetention),
     provider: MetricProviderSchema,
   })
   .strict();
@@ -126,7 +131,7 @@ export const StepSchema = z.discriminatedUnion("kind", [
 export const BackgroundAnalysisSchema = z
   .object({
     /** Step index (from 0) at which the background analysis starts. */
-    startingStep: z.number().int().nonnegative().default(0),
+    startingStep: z.number().int().nonnegative().default(ARGO_DEFAULTS.startingStep),
     analysis: AnalysisSpecSchema,
   })
   .strict();
@@ -140,7 +145,7 @@ export const RolloutSpecSchema = z
     revision: z.string().regex(/^[0-9a-f]{10}$/),
     source: z.enum(["argo", "native"]),
     strategy: z.enum(["canary", "blueGreen"]),
-    replicas: Replicas().default(1),
+    replicas: Replicas().default(ARGO_DEFAULTS.replicas),
     /** Surge pods allowed for basic (pod-count) canaries, already resolved from a number or percent. */
     maxSurge: z.number().int().nonnegative().default(1),
     /** True when an exact traffic router splits requests (trafficRouting, or any AWS target). */
@@ -150,8 +155,8 @@ export const RolloutSpecSchema = z
     activeService: z.string().optional(),
     previewService: z.string().optional(),
     previewReplicaCount: Replicas().optional(),
-    scaleDownDelaySeconds: Wait().int().default(30),
-    abortScaleDownDelaySeconds: Wait().int().default(30),
+    scaleDownDelaySeconds: Wait().int().default(ARGO_DEFAULTS.scaleDownDelaySeconds),
+    abortScaleDownDelaySeconds: Wait().int().default(ARGO_DEFAULTS.abortScaleDownDelaySeconds),
     /** Testers' header route, `name: value` (native `testers.header`). */
     testers: z
       .object({ header: z.string().min(1), value: z.string() })

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { type JudgeReport, judge, judgeInputSchema } from "../../functions/judges/index.ts";
+import { formatIssues } from "../../statemachine/problems.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
 
 /** Exit code of a decision: 0 promote, 1 rollback, 3 hold (the codes of every `rollouts` command). */
@@ -26,8 +27,7 @@ export async function loadJudgeFile(file: string) {
   }
   const parsed = judgeInputSchema.safeParse(raw);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => `${issue.path.join(".") || "(file)"}: ${issue.message}`);
-    throw new UsageError(`${file}: ${lines.join("; ")}`);
+    throw new UsageError(`${file}: ${formatIssues(parsed.error, "(file)")}`);
   }
   return parsed.data;
 }

@@ -1,4 +1,5 @@
 import { TaskTokenError } from "../../functions/abort/task-tokens.ts";
+import { isAwsError } from "../../functions/aws-errors.ts";
 import {
   ConcurrentUpdateError,
   StoredItemInvalidError,
@@ -180,7 +181,7 @@ function reportFailure(io: Io, table: string, error: unknown): number {
   }
   if (error instanceof StoreUnavailableError) {
     const cause = (error as Error & { cause?: unknown }).cause;
-    if ((cause as Error | undefined)?.name === "ResourceNotFoundException") {
+    if (isAwsError(cause, "ResourceNotFoundException")) {
       failure(
         `rollouts: table "${table}" does not exist in this account and region (set --table or ROLLOUTS_TABLE, and AWS_REGION): ${error.message}`,
       );

@@ -1,5 +1,5 @@
 import { loadRollout, type RolloutSpec, SpecError } from "../../statemachine/index.ts";
-import { Exit, type Io } from "../io.ts";
+import type { Io } from "../io.ts";
 import { printable } from "../terminal.ts";
 
 /**
@@ -19,5 +19,3 @@ export async function loadSpecOrReport(files: string[], io: Io): Promise<Rollout
     throw error;
   }
 }
-
-export const badInput = Exit.badInput;

@@ -12,7 +12,7 @@ export class RolloutAbortedError extends Error {
   override readonly name = ROLLOUT_ABORTED;
   readonly reason: string;
 
-  constructor(reason: string, options?: { cause?: unknown }) {
+  constructor(reason: string, options?: ErrorOptions) {
     super(reason, options);
     this.reason = reason;
   }
@@ -55,7 +55,7 @@ export function abortedStatusMessage(revision: number | null, reason: string): s
 export class ExecutionSupersededError extends Error {
   override readonly name = "ExecutionSuperseded";
 
-  constructor(executionArn: string, current: string | null, options?: { cause?: unknown }) {
+  constructor(executionArn: string, current: string | null, options?: ErrorOptions) {
     super(`execution ${executionArn} no longer drives the rollout (now: ${current ?? "none"})`, options);
   }
 }

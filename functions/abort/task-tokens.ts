@@ -30,7 +30,7 @@ export interface TaskTokens {
 export class TaskTokenError extends Error {
   override readonly name: string = "TaskTokenError";
 
-  constructor(operation: string, options?: { cause?: unknown }) {
+  constructor(operation: string, options?: ErrorOptions) {
     const why = options?.cause instanceof Error ? `: ${options.cause.name}: ${options.cause.message}` : "";
     super(`${operation} failed${why}`, options);
   }

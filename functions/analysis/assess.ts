@@ -28,11 +28,6 @@ export function isWorse(current: AnalysisPhase, next: AnalysisPhase): boolean {
   return PHASE_ORDER.indexOf(next) > PHASE_ORDER.indexOf(current);
 }
 
-/** The worse of two phases. */
-export function worst(a: AnalysisPhase, b: AnalysisPhase): AnalysisPhase {
-  return isWorse(a, b) ? b : a;
-}
-
 /**
  * Argo's `EffectiveCount`: how many measurements end the metric. No count and no interval is one
  * measurement; an interval without a count never ends by itself (background analysis).

@@ -1,28 +1,13 @@
 /** The analysis domain: conditions, measurements, assessment and the run lifecycle. */
-export {
-  assessLimits,
-  assessMetric,
-  assessRun,
-  effectiveCount,
-  isTerminating,
-  isWorse,
-  PHASE_ORDER,
-  worst,
-} from "./assess.ts";
-export { evaluateResult, type Verdict } from "./evaluate.ts";
-export { type ArgoRunJson, toArgoJson } from "./json.ts";
-export { type GateSummary, gatesOf, type JudgeOutcome, judgeLook, type Look, percent } from "./judge.ts";
+
+export { evaluateResult } from "./evaluate.ts";
+export { toArgoJson } from "./json.ts";
+
 export {
   createRun,
-  dueMetrics,
-  ERROR_RETRY_SECONDS,
-  measurementsRecorded,
   measurementsTaken,
-  metricDueAt,
   nextTickAt,
-  recordMeasurement,
   terminate,
   tick,
-  validateMetrics,
 } from "./run.ts";
 export * from "./types.ts";

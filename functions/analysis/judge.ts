@@ -79,7 +79,9 @@ interface CheckOutcome {
 }
 
 /** A reading that cannot be used: the judge holds and says why. */
-class Unusable extends Error {}
+class Unusable extends Error {
+  override readonly name = "Unusable";
+}
 
 const SIDE_NAMES = { candidate: "the candidate's", stable: "the stable version's" } as const;
 type SideName = keyof typeof SIDE_NAMES;

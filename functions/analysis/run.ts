@@ -1,3 +1,4 @@
+import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import type { AnalysisSpec, Metric } from "../../statemachine/spec.ts";
 import type { MetricProvider, ProviderResult } from "../metrics/port.ts";
 import { assessRun, effectiveCount, isTerminating } from "./assess.ts";
@@ -238,7 +239,7 @@ export function measurementsRecorded(r: MetricResult): number {
 function trimMeasurements(run: AnalysisRun): void {
   for (const result of run.metricResults) {
     const metric = run.metrics.find((m) => m.name === result.name);
-    const limit = metric?.measurementRetention ?? 10;
+    const limit = metric?.measurementRetention ?? ARGO_DEFAULTS.metric.measurementRetention;
     if (result.measurements.length > limit) result.measurements = result.measurements.slice(-limit);
   }
 }

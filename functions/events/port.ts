@@ -56,7 +56,7 @@ export class EventPublishError extends Error {
   /** `type: ErrorCode ErrorMessage` for each refused entry. */
   readonly failures: readonly string[];
 
-  constructor(failures: readonly string[], options?: { cause?: unknown }) {
+  constructor(failures: readonly string[], options?: ErrorOptions) {
     super(
       `EventBridge did not accept ${failures.length} lifecycle event(s): ${failures.join("; ")}`,
       options,

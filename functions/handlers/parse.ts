@@ -1,17 +1,17 @@
 import type { z } from "zod";
+import { formatIssues } from "../../statemachine/problems.ts";
 import type { WorkflowDeps } from "../workflow/deps.ts";
 
 /** A Task payload that does not match its schema: a wiring fault, named so it is not retried blindly. */
 export class InvalidPayloadError extends Error {
-  override name = "InvalidPayloadError";
+  override readonly name = "InvalidPayloadError";
 }
 
 /** Parses a handler's input, with every problem and its field path in one message. */
 export function parsePayload<T>(schema: z.ZodType<T>, event: unknown, handler: string): T {
   const result = schema.safeParse(event);
   if (result.success) return result.data;
-  const problems = result.error.issues.map((i) => `${i.path.join(".") || "(payload)"}: ${i.message}`);
-  throw new InvalidPayloadError(`${handler}: invalid payload: ${problems.join("; ")}`);
+  throw new InvalidPayloadError(`${handler}: invalid payload: ${formatIssues(result.error, "(payload)")}`);
 }
 
 export type Handler<R> = (event: unknown) => Promise<R>;

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CANARY_GATE_DEFAULTS } from "../../statemachine/judge-load.ts";
+import { issueLines } from "../../statemachine/problems.ts";
 import type { Decision } from "./verdict.ts";
 
 /** The canary gate's rollout policy. Each number changes the risk profile of every rollout that uses it. */
@@ -53,7 +54,7 @@ export type CanaryObservation = z.infer<ReturnType<typeof canaryObservationSchem
 
 /** A payload the gate refuses to decide on; `issues` name each field path. */
 export class InvalidObservationError extends Error {
-  override name = "InvalidObservationError";
+  override readonly name = "InvalidObservationError";
   constructor(readonly issues: string[]) {
     super(`invalid canary observation: ${issues.join("; ")}`);
   }
@@ -66,9 +67,7 @@ export function parseObservation(
 ): CanaryObservation {
   const parsed = canaryObservationSchema(policy.stepSchedule.length).safeParse(input);
   if (!parsed.success) {
-    throw new InvalidObservationError(
-      parsed.error.issues.map((issue) => `${issue.path.join(".") || "(payload)"}: ${issue.message}`),
-    );
+    throw new InvalidObservationError(issueLines(parsed.error, "(payload)"));
   }
   return parsed.data;
 }

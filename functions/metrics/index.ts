@@ -17,13 +17,10 @@ import { PrometheusMetricProvider, type RequestSigner } from "./prometheus.ts";
 import { SamplesMetricProvider } from "./samples.ts";
 import { WebMetricProvider } from "./web.ts";
 
-export { CloudWatchMetricProvider } from "./cloudwatch.ts";
-export { DEFAULT_MAX_BODY_BYTES, type Fetch, MAX_REDIRECTS, maxBodyBytesFrom } from "./http.ts";
-export { JudgeMetricProvider, type JudgeReadings, type ReadingValue, readingsOf } from "./judge.ts";
+export { type Fetch, maxBodyBytesFrom } from "./http.ts";
+
 export * from "./port.ts";
-export { PrometheusMetricProvider, type RequestSigner } from "./prometheus.ts";
-export { SamplesMetricProvider } from "./samples.ts";
-export { WebMetricProvider } from "./web.ts";
+export type { RequestSigner } from "./prometheus.ts";
 
 /** The adapters one process uses, one per provider kind; any may be left out. */
 export interface ProviderSet {

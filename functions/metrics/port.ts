@@ -56,7 +56,7 @@ export interface ProviderFailure {
 
 /** Thrown when a metric names a provider this build cannot serve: a wiring fault, not a measurement. */
 export class UnsupportedProviderError extends Error {
-  override name = "UnsupportedProviderError";
+  override readonly name = "UnsupportedProviderError";
 }
 
 /** Go's `strconv.FormatFloat(v, 'f', -1, 64)`, which Prometheus and Argo use to print sample values. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { issueLines } from "../../statemachine/problems.ts";
 import type { Metric } from "../../statemachine/spec.ts";
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -87,11 +88,7 @@ export class SamplesMetricProvider implements MetricProvider {
     if (shape) return { ok: false, message: shape };
     const parsed = CompareResponseSchema.safeParse(data);
     if (!parsed.success) {
-      const first = parsed.error.issues[0];
-      return {
-        ok: false,
-        message: `compare response: ${first?.path.join(".") || "body"}: ${first?.message ?? "invalid"}`,
-      };
+      return { ok: false, message: `compare response: ${issueLines(parsed.error, "body")[0] ?? "invalid"}` };
     }
     return { ok: true, result: parsed.data, value: JSON.stringify(parsed.data) };
   }

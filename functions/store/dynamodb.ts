@@ -1,4 +1,4 @@
-import { ConditionalCheckFailedException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   DynamoDBDocumentClient,
   GetCommand,
@@ -8,6 +8,7 @@ import {
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { z } from "zod";
+import { isAwsError } from "../aws-errors.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { ConcurrentUpdateError, StoredItemInvalidError, StoreUnavailableError } from "./errors.ts";
 import {
@@ -291,10 +292,7 @@ export class DynamoRolloutStore implements RolloutStore {
 }
 
 function isConditionalCheckFailed(error: unknown): boolean {
-  return (
-    error instanceof ConditionalCheckFailedException ||
-    (error instanceof Error && error.name === "ConditionalCheckFailedException")
-  );
+  return isAwsError(error, "ConditionalCheckFailedException");
 }
 
 function parseRollout(raw: Record<string, unknown>, key: Key): RolloutItem {

@@ -10,7 +10,7 @@ export class ConcurrentUpdateError extends Error {
   readonly expectedVersion: number | null;
   readonly key: string;
 
-  constructor(key: string, expectedVersion: number | null, options?: { cause?: unknown }) {
+  constructor(key: string, expectedVersion: number | null, options?: ErrorOptions) {
     super(
       expectedVersion === null
         ? `${key}: item already exists (another writer created it first)`
@@ -27,7 +27,7 @@ export class RolloutNotFoundError extends Error {
   override readonly name = "RolloutNotFoundError";
   readonly rollout: string;
 
-  constructor(rollout: string, options?: { cause?: unknown }) {
+  constructor(rollout: string, options?: ErrorOptions) {
     super(`rollout "${rollout}" not found in the store`, options);
     this.rollout = rollout;
   }
@@ -38,7 +38,7 @@ export class StoredItemInvalidError extends Error {
   override readonly name = "StoredItemInvalidError";
   readonly key: string;
 
-  constructor(key: string, details: string, options?: { cause?: unknown }) {
+  constructor(key: string, details: string, options?: ErrorOptions) {
     super(`${key}: item is invalid: ${details}`, options);
     this.key = key;
   }
@@ -48,7 +48,7 @@ export class StoredItemInvalidError extends Error {
 export class StoreUnavailableError extends Error {
   override readonly name = "StoreUnavailableError";
 
-  constructor(operation: string, key: string, options?: { cause?: unknown }) {
+  constructor(operation: string, key: string, options?: ErrorOptions) {
     const why = options?.cause instanceof Error ? `: ${options.cause.name}: ${options.cause.message}` : "";
     super(`${operation} ${key} failed${why}`, options);
   }

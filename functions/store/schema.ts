@@ -75,7 +75,6 @@ export const PauseInfoSchema = z.object({
   /** Epoch ms when the Timer resumes it; null when a person must (`rollouts promote`). */
   until: z.number().nullable(),
 });
-export type PauseInfo = z.infer<typeof PauseInfoSchema>;
 
 /**
  * The latest push the trigger accepted for this rollout. It is how the trigger tells a duplicate
@@ -97,7 +96,6 @@ export const TriggerRecordSchema = z.object({
   /** Epoch ms when the trigger accepted it. */
   acceptedAt: z.number(),
 });
-export type TriggerRecord = z.infer<typeof TriggerRecordSchema>;
 
 /** The rollout item as the domain sees it (no `pk`/`sk`: those are the adapter's business). */
 export const RolloutItemSchema = z.object({

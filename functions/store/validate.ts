@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { formatIssues } from "../../statemachine/problems.ts";
 import { StoredItemInvalidError } from "./errors.ts";
 
 /**
@@ -9,11 +10,8 @@ import { StoredItemInvalidError } from "./errors.ts";
 export function parseWith<T>(schema: z.ZodType<T>, value: unknown, where: string, field: string): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const details = result.error.issues
-    .map((issue) => {
-      const path = [field, ...issue.path.map(String)].filter((part) => part !== "").join(".");
-      return `${path || "(item)"}: ${issue.message}`;
-    })
-    .join("; ");
-  throw new StoredItemInvalidError(where, details, { cause: result.error });
+  const prefix = field === "" ? [] : [field];
+  throw new StoredItemInvalidError(where, formatIssues(result.error, "(item)", prefix), {
+    cause: result.error,
+  });
 }

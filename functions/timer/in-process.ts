@@ -21,7 +21,7 @@ export interface RunOptions {
 export class TimerRunawayError extends Error {
   override readonly name = "TimerRunawayError";
 
-  constructor(maxFirings: number, options?: { cause?: unknown }) {
+  constructor(maxFirings: number, options?: ErrorOptions) {
     super(`in-process timer fired ${maxFirings} callbacks without becoming idle`, options);
   }
 }

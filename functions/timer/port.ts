@@ -52,7 +52,7 @@ export class TimerError extends Error {
   override readonly name = "TimerError";
   readonly key: string;
 
-  constructor(message: string, key: string, options?: { cause?: unknown }) {
+  constructor(message: string, key: string, options?: ErrorOptions) {
     const why = options?.cause instanceof Error ? `: ${options.cause.name}: ${options.cause.message}` : "";
     super(`${message} (key "${key}")${why}`, options);
     this.key = key;

@@ -1,10 +1,9 @@
 import {
-  ConflictException,
   CreateScheduleCommand,
   DeleteScheduleCommand,
-  ResourceNotFoundException,
   type SchedulerClient,
 } from "@aws-sdk/client-scheduler";
+import { isAwsError } from "../aws-errors.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { deriveName, SCHEDULE_NAME_MAX } from "./names.ts";
 import {
@@ -73,7 +72,7 @@ export class SchedulerTimer implements Timer {
       );
       return { via: "scheduler", name, created: true };
     } catch (error) {
-      if (error instanceof ConflictException || (error as Error)?.name === "ConflictException") {
+      if (isAwsError(error, "ConflictException")) {
         return { via: "scheduler", name, created: false };
       }
       throw new TimerError("CreateSchedule failed", request.key, { cause: error });
@@ -86,11 +85,7 @@ export class SchedulerTimer implements Timer {
         new DeleteScheduleCommand({ Name: scheduleName(key), GroupName: this.#options.groupName }),
       );
     } catch (error) {
-      if (
-        error instanceof ResourceNotFoundException ||
-        (error as Error)?.name === "ResourceNotFoundException"
-      )
-        return;
+      if (isAwsError(error, "ResourceNotFoundException")) return;
       throw new TimerError("DeleteSchedule failed", key, { cause: error });
     }
   }

@@ -1,10 +1,5 @@
-import {
-  ExecutionAlreadyExists,
-  ExecutionDoesNotExist,
-  type SFNClient,
-  StartExecutionCommand,
-  StopExecutionCommand,
-} from "@aws-sdk/client-sfn";
+import { type SFNClient, StartExecutionCommand, StopExecutionCommand } from "@aws-sdk/client-sfn";
+import { isAwsError } from "../aws-errors.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { deriveName, EXECUTION_NAME_MAX } from "./names.ts";
 import {
@@ -59,7 +54,7 @@ export class TickerTimer implements Timer {
       );
       return { via: "ticker", name, created: true };
     } catch (error) {
-      if (error instanceof ExecutionAlreadyExists || (error as Error)?.name === "ExecutionAlreadyExists") {
+      if (isAwsError(error, "ExecutionAlreadyExists")) {
         return { via: "ticker", name, created: false };
       }
       throw new TimerError("StartExecution of the ticker failed", request.key, { cause: error });
@@ -76,8 +71,7 @@ export class TickerTimer implements Timer {
         }),
       );
     } catch (error) {
-      if (error instanceof ExecutionDoesNotExist || (error as Error)?.name === "ExecutionDoesNotExist")
-        return;
+      if (isAwsError(error, "ExecutionDoesNotExist")) return;
       throw new TimerError("StopExecution of the ticker failed", key, { cause: error });
     }
   }

@@ -6,10 +6,7 @@
 
 /** Base class, so callers can catch every target fault at once. */
 export class TrafficRouterError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "TrafficRouterError";
-  }
+  override readonly name: string = "TrafficRouterError";
 }
 
 /**
@@ -17,10 +14,7 @@ export class TrafficRouterError extends Error {
  * its progress deadline passed. Thrown instead of waiting forever.
  */
 export class TargetNotReadyError extends TrafficRouterError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "TargetNotReadyError";
-  }
+  override readonly name = "TargetNotReadyError";
 }
 
 /**
@@ -28,10 +22,7 @@ export class TargetNotReadyError extends TrafficRouterError {
  * this rollout read it: the write was refused so that someone else's change is not clobbered.
  */
 export class ListenerChangedError extends TrafficRouterError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "ListenerChangedError";
-  }
+  override readonly name = "ListenerChangedError";
 }
 
 /**
@@ -39,10 +30,7 @@ export class ListenerChangedError extends TrafficRouterError {
  * matches what this rollout read): the conditional update was refused.
  */
 export class AliasChangedError extends TrafficRouterError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "AliasChangedError";
-  }
+  override readonly name = "AliasChangedError";
 }
 
 /**
@@ -50,10 +38,7 @@ export class AliasChangedError extends TrafficRouterError {
  * no container with that name, a service that does not exist): a person must fix the settings.
  */
 export class TargetConfigurationError extends TrafficRouterError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "TargetConfigurationError";
-  }
+  override readonly name = "TargetConfigurationError";
 }
 
 /**
@@ -61,8 +46,5 @@ export class TargetConfigurationError extends TrafficRouterError {
  * or a call out of order such as traffic to a candidate that is not ready).
  */
 export class RouterStateError extends TrafficRouterError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "RouterStateError";
-  }
+  override readonly name = "RouterStateError";
 }

@@ -42,14 +42,8 @@ export function createTrafficRouter(settings: unknown, clients: TrafficClients, 
   }
 }
 
-export { AlbEcsRouter, type AlbEcsState, AlbEcsStateSchema, slotWeights } from "./alb-ecs.ts";
 export * from "./errors.ts";
-export {
-  LambdaAliasRouter,
-  type LambdaAliasState,
-  LambdaAliasStateSchema,
-  weightedAlias,
-} from "./lambda-alias.ts";
-export { LocalProxyRouter, type LocalProxyState, LocalProxyStateSchema } from "./local-proxy.ts";
+
+export type { LocalProxyState } from "./local-proxy.ts";
 export * from "./port.ts";
 export * from "./settings.ts";

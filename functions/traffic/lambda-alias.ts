@@ -10,6 +10,7 @@ import {
   type UpdateFunctionCodeRequest,
 } from "@aws-sdk/client-lambda";
 import { z } from "zod";
+import { awsErrorName } from "../aws-errors.ts";
 import {
   AliasChangedError,
   RouterStateError,
@@ -31,7 +32,7 @@ import type {
   WeightChange,
 } from "./port.ts";
 import { describeIssues, type LambdaAliasSettings, LambdaAliasSettingsSchema } from "./settings.ts";
-import { awsErrorName, parseRouterState } from "./state.ts";
+import { parseRouterState } from "./state.ts";
 
 /**
  * A weighted Lambda alias (the `lambda` router). The candidate is a published version:

@@ -19,7 +19,7 @@
  */
 
 /** The project's clock port: deadlines and delays are computed from an injected clock. */
-export { type Clock, systemClock } from "../clock.ts";
+export type { Clock } from "../clock.ts";
 
 /** A JSON value: what DynamoDB (through the document client) and Step Functions round-trip. */
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
@@ -97,9 +97,6 @@ export type WeightChange =
       readonly weights: ObservedWeights;
       readonly message: string;
     };
-
-/** The status message of a rollout paused because of weight drift. */
-export const PAUSED_DRIFT = "paused-drift";
 
 /** A header route (Argo `setHeaderRoute`): requests matching all `match` entries go to the candidate. */
 export interface HeaderRoute {

@@ -1,5 +1,7 @@
 import { z } from "zod";
+import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import { LIMIT_MESSAGES, MAX_REPLICAS, MAX_WAIT_SECONDS } from "../../statemachine/limits.ts";
+import { formatIssues, issueLines } from "../../statemachine/problems.ts";
 
 /** Seconds of a deadline or a poll: the readiness loop runs inside an execution, at most a year. */
 const WaitSeconds = () => z.number().int().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
@@ -43,7 +45,7 @@ export const AlbEcsSettingsSchema = z
     /** Priority of the testers' rule this target creates when there is no `testerRuleArn`. */
     testerRulePriority: z.number().int().min(1).max(50_000).default(1),
     /** Seconds a deployment (or restoring a slot) may take before it fails. */
-    progressDeadlineSeconds: WaitSeconds().default(600),
+    progressDeadlineSeconds: WaitSeconds().default(ARGO_DEFAULTS.progressDeadlineSeconds),
     /** Tasks for the candidate when the stable service runs none (first release). */
     desiredCount: z.number().int().positive().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas).default(1),
     /** Seconds between readiness polls, for the Wait state. */
@@ -118,48 +120,7 @@ export const TargetSettingsSchema = z.discriminatedUnion("type", [
 export type AlbEcsSettings = z.infer<typeof AlbEcsSettingsSchema>;
 export type LambdaAliasSettings = z.infer<typeof LambdaAliasSettingsSchema>;
 export type LocalProxySettings = z.infer<typeof LocalProxySettingsSchema>;
-export type TargetSettings = z.infer<typeof TargetSettingsSchema>;
 export type TargetSettingsInput = z.input<typeof TargetSettingsSchema>;
-
-/** The artifact a candidate runs, as it arrives in a Task payload. */
-export const CandidateArtifactSchema = z.union([
-  z.object({ image: z.string().min(1), version: z.string().min(1).optional() }).strict(),
-  z
-    .object({
-      s3Bucket: z.string().min(1).optional(),
-      s3Key: z.string().min(1),
-      s3ObjectVersion: z.string().min(1).optional(),
-      version: z.string().min(1).optional(),
-    })
-    .strict(),
-  z.object({ upstream: z.url(), version: z.string().min(1).optional() }).strict(),
-]);
-
-/** The header route of a `setHeaderRoute` step (the spec's shape). */
-export const HeaderRouteSchema = z
-  .object({
-    name: z.string().min(1),
-    match: z
-      .array(
-        z
-          .object({
-            headerName: z.string().min(1),
-            headerValue: z
-              .object({
-                exact: z.string().optional(),
-                prefix: z.string().optional(),
-                regex: z.string().optional(),
-              })
-              .strict()
-              .refine((v) => [v.exact, v.prefix, v.regex].filter((x) => x !== undefined).length === 1, {
-                message: "a header match needs exactly one of exact, prefix or regex",
-              }),
-          })
-          .strict(),
-      )
-      .min(1),
-  })
-  .strict();
 
 /**
  * The problems of a target's settings, one `field.path: message` each (none: valid): what the
@@ -167,18 +128,10 @@ export const HeaderRouteSchema = z
  */
 export function targetSettingsProblems(settings: unknown): string[] {
   const parsed = TargetSettingsSchema.safeParse(settings);
-  if (parsed.success) return [];
-  return parsed.error.issues.map((issue) => {
-    const message =
-      issue.code === "unrecognized_keys"
-        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-        : issue.message;
-    return `${issue.path.length ? issue.path.join(".") : "(root)"}: ${message}`;
-  });
+  return parsed.success ? [] : issueLines(parsed.error);
 }
 
-/** Formats a zod error as `field.path: message; …` for error messages that say what to fix. */
+/** Formats a zod error as `invalid WHAT: field.path: message; …` for errors that say what to fix. */
 export function describeIssues(error: z.ZodError, what: string): string {
-  const issues = error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`);
-  return `invalid ${what}: ${issues.join("; ")}`;
+  return `invalid ${what}: ${formatIssues(error)}`;
 }

@@ -21,10 +21,3 @@ export function parseRouterState<S extends z.ZodType>(schema: S, state: unknown,
 export function secondsUntil(at: number, now: number): number {
   return Math.max(1, Math.ceil((at - now) / 1000));
 }
-
-/** The name of an AWS SDK error (`PreconditionFailedException`, …), or undefined. */
-export function awsErrorName(err: unknown): string | undefined {
-  return typeof err === "object" && err !== null && "name" in err && typeof err.name === "string"
-    ? err.name
-    : undefined;
-}

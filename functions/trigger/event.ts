@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { formatIssues } from "../../statemachine/problems.ts";
 
 /**
  * The shapes AWS gives the values a push carries. They reach queries (`{{rollout.latest}}`,
@@ -53,7 +54,6 @@ export const EcrImageActionEventSchema = z.object({
     "image-tag": z.string().optional(),
   }),
 });
-export type EcrImageActionEvent = z.infer<typeof EcrImageActionEventSchema>;
 
 /** A successful push, as the rest of the trigger sees it. */
 export interface ImagePush {
@@ -71,7 +71,7 @@ export interface ImagePush {
 export class InvalidTriggerEventError extends Error {
   override readonly name = "InvalidTriggerEventError";
 
-  constructor(details: string, options?: { cause?: unknown }) {
+  constructor(details: string, options?: ErrorOptions) {
     super(`ECR Image Action event is invalid: ${details}`, options);
   }
 }
@@ -87,10 +87,7 @@ export type ParsedPush = { kind: "push"; push: ImagePush } | { kind: "ignored"; 
 export function parseEcrEvent(raw: unknown): ParsedPush {
   const result = EcrImageActionEventSchema.safeParse(raw);
   if (!result.success) {
-    const details = result.error.issues
-      .map((issue) => `${issue.path.map(String).join(".") || "(event)"}: ${issue.message}`)
-      .join("; ");
-    throw new InvalidTriggerEventError(details, { cause: result.error });
+    throw new InvalidTriggerEventError(formatIssues(result.error, "(event)"), { cause: result.error });
   }
   const event = result.data;
   const detail = event.detail;

@@ -1,4 +1,5 @@
-import { ExecutionAlreadyExists, type SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+import { type SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+import { isAwsError } from "../aws-errors.ts";
 import { executionArnFor } from "../timer/ticker.ts";
 
 export interface StartRequest {
@@ -21,7 +22,7 @@ export interface Executions {
 export class ExecutionStartError extends Error {
   override readonly name = "ExecutionStartError";
 
-  constructor(name: string, options?: { cause?: unknown }) {
+  constructor(name: string, options?: ErrorOptions) {
     const why = options?.cause instanceof Error ? `: ${options.cause.name}: ${options.cause.message}` : "";
     super(`StartExecution ${name} failed${why}`, options);
   }
@@ -49,7 +50,7 @@ export class SfnExecutions implements Executions {
         executionArn: out.executionArn ?? executionArnFor(request.stateMachineArn, request.name),
       };
     } catch (error) {
-      if (error instanceof ExecutionAlreadyExists || (error as Error)?.name === "ExecutionAlreadyExists") {
+      if (isAwsError(error, "ExecutionAlreadyExists")) {
         return {
           status: "already-exists",
           executionArn: executionArnFor(request.stateMachineArn, request.name),

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Activity } from "../asl/activity.ts";
 import type { InvokeOutcome } from "../asl/engine.ts";
 import { lambdaErrorPayload } from "../asl/errors.ts";
-import { LOCAL_ACCOUNT, LOCAL_REGION, localFunctionArn } from "../asl/intrinsics.ts";
+import { localFunctionArn } from "../asl/intrinsics.ts";
 import { withEnv } from "./scoped-env.ts";
 
 /** The Lambda context object handed to in-process handlers (the fields handlers actually read). */
@@ -34,11 +34,6 @@ export interface LocalFunction {
    */
   load: (env: Readonly<Record<string, string>>) => LambdaHandler | Promise<LambdaHandler>;
   timeoutSeconds?: number;
-}
-
-/** No function by that name or ARN (`ResourceNotFoundException` on AWS). */
-export class FunctionNotFoundError extends Error {
-  override readonly name = "ResourceNotFoundException";
 }
 
 interface Registered {
@@ -145,6 +140,3 @@ export class LocalLambda {
     return qualified?.[1] === undefined ? undefined : this.#functions.get(qualified[1]);
   }
 }
-
-/** The region and account of local ARNs, re-exported for the façade's answers. */
-export const LOCAL_IDENTITY = { region: LOCAL_REGION, account: LOCAL_ACCOUNT } as const;

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
+import { formatIssues } from "../../statemachine/problems.ts";
 
 /**
  * An error the façade answers in the AWS shape the SDK parses: `x-amzn-errortype` header and a
@@ -34,10 +35,7 @@ export function parseJson<T extends z.ZodType>(schema: T, body: Buffer): z.infer
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map(
-      (issue) => `${issue.path.join(".") || "(body)"}: ${issue.message}`,
-    );
-    throw new AwsApiError("ValidationException", issues.join("; "));
+    throw new AwsApiError("ValidationException", formatIssues(parsed.error, "(body)"));
   }
   return parsed.data;
 }

@@ -56,9 +56,6 @@ const schemas = {
 
 type Operation = keyof typeof schemas;
 
-/** The Step Functions operations the façade answers (AWS JSON 1.0, `AWSStepFunctions.<Operation>`). */
-export const SFN_OPERATIONS = Object.keys(schemas) as Operation[];
-
 /**
  * Answers one Step Functions call against the local engine. `parse` validates the body with the
  * operation's zod schema (the façade's protocol layer supplies it).

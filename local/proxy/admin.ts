@@ -1,4 +1,5 @@
 import type http from "node:http";
+import { formatIssues } from "../../statemachine/problems.ts";
 import { contentTypeRefusal, crossOriginRefusal, sendRefusal } from "../http-guard.ts";
 import { ProxyConfigSchema, ProxyConfigUpdateSchema } from "./config.ts";
 import type { TrafficMetrics } from "./metrics.ts";
@@ -86,12 +87,12 @@ async function config(state: ProxyState, req: http.IncomingMessage, res: http.Se
   }
   const update = ProxyConfigUpdateSchema.safeParse(raw);
   if (!update.success) {
-    sendJson(res, 400, { error: formatIssues(update.error.issues) });
+    sendJson(res, 400, { error: formatIssues(update.error, "(body)") });
     return;
   }
   const merged = ProxyConfigSchema.safeParse({ ...(state.config ?? {}), ...stripUndefined(update.data) });
   if (!merged.success) {
-    sendJson(res, 400, { error: formatIssues(merged.error.issues) });
+    sendJson(res, 400, { error: formatIssues(merged.error, "(body)") });
     return;
   }
   state.apply(merged.data);
@@ -124,12 +125,6 @@ async function readBody(req: http.IncomingMessage): Promise<string> {
 export function sendJson(res: http.ServerResponse, code: number, body: unknown): void {
   res.writeHead(code, { "content-type": "application/json" });
   res.end(`${JSON.stringify(body)}\n`);
-}
-
-function formatIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
-  return issues
-    .map((i) => `${i.path.length ? i.path.map(String).join(".") : "(body)"}: ${i.message}`)
-    .join("; ");
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

@@ -65,7 +65,6 @@ export const ProxyConfigUpdateSchema = z
 
 export type ProxyConfig = z.infer<typeof ProxyConfigSchema>;
 export type ProxyConfigInput = z.input<typeof ProxyConfigSchema>;
-export type ProxyConfigUpdate = z.infer<typeof ProxyConfigUpdateSchema>;
 export type ProxyHeaderRoute = z.infer<typeof ProxyHeaderRouteSchema>;
 
 /** True when `headers` satisfy every condition of `route` (header names are case-insensitive). */

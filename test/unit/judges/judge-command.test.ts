@@ -215,7 +215,7 @@ describe("rollouts judge FILE [--json]", () => {
     [
       "a wrong test name",
       { checks: [{ name: "x", test: "t-test", candidate: [], primary: [] }] },
-      "checks.0.test",
+      "checks[0].test",
     ],
     [
       "bad above n",
@@ -224,12 +224,12 @@ describe("rollouts judge FILE [--json]", () => {
           { name: "x", test: "two-proportion", candidate: { bad: 5, n: 2 }, primary: { bad: 0, n: 1 } },
         ],
       },
-      "checks.0.candidate.bad",
+      "checks[0].candidate.bad",
     ],
     [
       "a string among the samples",
       { checks: [{ name: "x", test: "mann-whitney", candidate: [1, "2"], primary: [1] }] },
-      "checks.0.candidate.1",
+      "checks[0].candidate[1]",
     ],
     [
       "a misspelt field",
@@ -239,12 +239,12 @@ describe("rollouts judge FILE [--json]", () => {
     [
       "alpha out of range",
       { checks: [{ name: "x", test: "mann-whitney", candidate: [1], primary: [1], alpha: 5 }] },
-      "checks.0.alpha",
+      "checks[0].alpha",
     ],
     [
       "a zero latency for the log test",
       { checks: [{ name: "x", test: "sequential-latency", candidate: [0], primary: [1] }] },
-      "checks.0.candidate.0",
+      "checks[0].candidate[0]",
     ],
     ["no checks", { checks: [] }, "checks"],
     [
@@ -260,7 +260,7 @@ describe("rollouts judge FILE [--json]", () => {
           },
         ],
       },
-      "checks.0.alternative",
+      "checks[0].alternative",
     ],
   ])("exits 2 on %s, naming the field path", async (_, content, path) => {
     const result = await run("judge", file("invalid.json", content));
