@@ -9,6 +9,22 @@ export {
   PHASE_ORDER,
   worst,
 } from "./assess.ts";
+export {
+  boundJudgeState,
+  boundMeasurement,
+  jsonBytes,
+  MAX_MEASUREMENT_BYTES,
+  MAX_MESSAGE_BYTES,
+  MAX_METADATA_ENTRIES,
+  MAX_METADATA_VALUE_BYTES,
+  MAX_REASON_BYTES,
+  MAX_RETAINED_MEASUREMENTS,
+  MAX_VALUE_BYTES,
+  retentionOf,
+  shrinkToFit,
+  trimMeasurements,
+  truncateText,
+} from "./bounds.ts";
 export { evaluateResult, type Verdict } from "./evaluate.ts";
 export { type ArgoRunJson, toArgoJson } from "./json.ts";
 export { type GateSummary, gatesOf, type JudgeOutcome, judgeLook, type Look, percent } from "./judge.ts";

@@ -1,6 +1,7 @@
 import type { AnalysisSpec, Metric } from "../../statemachine/spec.ts";
 import type { MetricProvider, ProviderResult } from "../metrics/port.ts";
 import { assessRun, effectiveCount, isTerminating } from "./assess.ts";
+import { boundJudgeState, boundMeasurement, trimMeasurements } from "./bounds.ts";
 import { evaluateResult } from "./evaluate.ts";
 import { judgeLook } from "./judge.ts";
 import {
@@ -174,8 +175,12 @@ function plainMeasurement(metric: Metric, answer: ProviderResult, at: string): M
   };
 }
 
-/** Records a measurement on its metric's counters, exactly as Argo's `runMeasurements` does. */
-export function recordMeasurement(run: AnalysisRun, metric: Metric, measurement: Measurement): void {
+/**
+ * Records a measurement on its metric's counters, exactly as Argo's `runMeasurements` does; the
+ * measurement is kept within its bound (`boundMeasurement`: a large answer is cut and flagged).
+ */
+export function recordMeasurement(run: AnalysisRun, metric: Metric, taken: Measurement): void {
+  const measurement = boundMeasurement(taken);
   let result = resultOf(run, metric.name);
   if (!result) {
     result = {
@@ -234,15 +239,6 @@ export function measurementsRecorded(r: MetricResult): number {
   return r.successful + r.failed + r.inconclusive + r.error + r.held;
 }
 
-/** Keeps the last `measurementRetention` measurements per metric (Argo's garbage collection). */
-function trimMeasurements(run: AnalysisRun): void {
-  for (const result of run.metricResults) {
-    const metric = run.metrics.find((m) => m.name === result.name);
-    const limit = metric?.measurementRetention ?? 10;
-    if (result.measurements.length > limit) result.measurements = result.measurements.slice(-limit);
-  }
-}
-
 async function measureSafely(
   provider: MetricProvider,
   metric: Metric,
@@ -259,7 +255,7 @@ async function measureSafely(
 
 /**
  * Advances a run to `now`: measures every due metric (in parallel, as Argo does), records the
- * verdicts, assesses the metrics and the run, trims history. Returns a new value; the input is not
+ * verdicts, assesses the metrics and the run, trims history to the run's bound. Returns a new value; the input is not
  * modified. Calling it before anything is due only re-assesses.
  */
 export async function tick(run: AnalysisRun, now: Date, provider: MetricProvider): Promise<AnalysisRun> {
@@ -273,7 +269,7 @@ export async function tick(run: AnalysisRun, now: Date, provider: MetricProvider
     const { measurement, judge } = toMeasurement(metric, answers[i] as ProviderResult, now, before);
     recordMeasurement(next, metric, measurement);
     const after = resultOf(next, metric.name);
-    if (judge && after) after.judge = judge;
+    if (judge && after) after.judge = boundJudgeState(judge);
   });
   assessRun(next, now);
   trimMeasurements(next);
