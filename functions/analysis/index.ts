@@ -37,8 +37,17 @@ export {
   metricDueAt,
   nextTickAt,
   recordMeasurement,
+  recordStoreFailure,
   terminate,
   tick,
+  unstorableRun,
   validateMetrics,
 } from "./run.ts";
 export * from "./types.ts";
+export {
+  expireStale,
+  type Staleness,
+  staleness,
+  WATCHDOG_GRACE_SECONDS,
+  WATCHDOG_INTERVALS,
+} from "./watchdog.ts";

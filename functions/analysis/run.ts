@@ -1,7 +1,7 @@
 import type { AnalysisSpec, Metric } from "../../statemachine/spec.ts";
 import type { MetricProvider, ProviderResult } from "../metrics/port.ts";
 import { assessRun, effectiveCount, isTerminating } from "./assess.ts";
-import { boundJudgeState, boundMeasurement, trimMeasurements } from "./bounds.ts";
+import { boundJudgeState, boundMeasurement, trimMeasurements, truncateText } from "./bounds.ts";
 import { evaluateResult } from "./evaluate.ts";
 import { judgeLook } from "./judge.ts";
 import {
@@ -304,4 +304,51 @@ export function measurementsTaken(
     }
   }
   return out;
+}
+
+/**
+ * The run after its store refused to save it (too large, or refused for another reason retrying
+ * cannot fix): `before` (the last value that was saved) with an Error measurement, carrying
+ * `message`, for each metric measured in the refused tick (or each running metric when none
+ * was), assessed as Argo assesses errors — so the tick chain goes on (the next measurement is due
+ * 10 s later) and `consecutiveErrorLimit` ends the metric if the store keeps refusing.
+ */
+export function recordStoreFailure(
+  before: AnalysisRun,
+  measured: readonly string[],
+  now: Date,
+  message: string,
+): AnalysisRun {
+  const next = structuredClone(before);
+  if (isCompleted(next.phase)) return next;
+  const at = now.toISOString();
+  const running = next.metrics.filter((m) => metricDueAt(next, m) !== undefined);
+  const metrics = measured.length > 0 ? next.metrics.filter((m) => measured.includes(m.name)) : running;
+  for (const metric of metrics) {
+    recordMeasurement(next, metric, { phase: "Error", message, startedAt: at, finishedAt: at });
+  }
+  assessRun(next, now);
+  trimMeasurements(next);
+  return next;
+}
+
+/**
+ * A run that cannot be stored even so (its metrics' spec alone is past the item limit): ended in
+ * Error with `message`, without its metrics' spec, measurements or judge state (the counters
+ * stay), so that it fits and its outcome can be delivered.
+ */
+export function unstorableRun(run: AnalysisRun, now: Date, message: string): AnalysisRun {
+  return {
+    ...run,
+    metrics: [],
+    metricResults: run.metricResults.map(({ judge: _judge, metadata: _metadata, ...r }) => ({
+      ...r,
+      phase: isCompleted(r.phase) ? r.phase : "Error",
+      measurements: [],
+      ...(r.message === undefined ? {} : { message: truncateText(r.message, 1024).text }),
+    })),
+    phase: "Error",
+    message,
+    completedAt: run.completedAt ?? now.toISOString(),
+  };
 }

@@ -22,6 +22,6 @@ export type {
   StoredRun,
 } from "./port.ts";
 export * from "./schema.ts";
-export { formatBytes, itemBytes, MAX_ITEM_BYTES, utf8Bytes, valueBytes } from "./size.ts";
+export { formatBytes, itemBytes, MAX_ITEM_BYTES, runItemBytes, utf8Bytes, valueBytes } from "./size.ts";
 export { type Mutation, type UpdateOptions, update, upsert } from "./update.ts";
 export { parseWith } from "./validate.ts";

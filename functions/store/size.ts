@@ -7,6 +7,8 @@
  * dynalite and DynamoDB Local enforce it too.
  */
 
+import { rolloutPk, runSk, TABLE } from "./keys.ts";
+
 /** DynamoDB's item size limit: 400 KB. */
 export const MAX_ITEM_BYTES = 400 * 1024;
 
@@ -81,4 +83,23 @@ export function itemBytes(item: Record<string, unknown>): number {
 /** Text that would not fit as-is, for messages: `412,345 bytes`. */
 export function formatBytes(bytes: number): string {
   return `${bytes.toLocaleString("en-US")} bytes`;
+}
+
+/**
+ * The size of an analysis-run item as the adapters write it (keys, bookkeeping, TTL and the run),
+ * counting each number at its largest, so that a run this says fits is never refused for size.
+ */
+export function runItemBytes(rollout: string, runId: string, run: unknown): number {
+  const largest = Number.MAX_SAFE_INTEGER;
+  return itemBytes({
+    pk: rolloutPk(rollout),
+    sk: runSk(runId),
+    run: JSON.parse(JSON.stringify(run ?? null)),
+    version: largest,
+    updatedAt: largest,
+    createdAt: largest,
+    rollout,
+    runId,
+    [TABLE.ttlAttribute]: largest,
+  });
 }
