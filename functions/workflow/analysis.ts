@@ -491,21 +491,17 @@ export async function watchRun(deps: WorkflowDeps, rollout: string, runId: strin
     }
     const expired = expireStale(current.run.run, new Date(deps.clock.now()));
     if (expired === current.run.run) return false;
+    let ended: { stored: StoredAnalysis; saved: StoredRun };
     try {
-      const { stored, saved } = await saveStored(
-        deps,
-        rollout,
-        runId,
-        { ...current.run, run: expired },
-        current.version,
-      );
-      deps.metrics.put({ name: METRICS.analysisRuns, value: 1, rollout, dimensions: { Phase: "Error" } });
-      await finish(deps, stored, runId, saved.version);
-      return true;
+      ended = await saveStored(deps, rollout, runId, { ...current.run, run: expired }, current.version);
     } catch (error) {
       // A tick landed meanwhile: look again (it is not stale then).
       if (!(error instanceof ConcurrentUpdateError)) throw error;
+      continue;
     }
+    deps.metrics.put({ name: METRICS.analysisRuns, value: 1, rollout, dimensions: { Phase: "Error" } });
+    await finish(deps, ended.stored, runId, ended.saved.version);
+    return true;
   }
   return false;
 }

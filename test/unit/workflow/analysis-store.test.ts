@@ -281,4 +281,34 @@ describe("the watchdog: a background analysis whose timer firings were lost", ()
       }),
     ).rejects.toMatchObject({ name: "RolloutAborted" });
   });
+
+  it("delivers a failed run whose outcome was never delivered, once its own retries had their time", async () => {
+    current = await world({ measure: async () => ({ ok: true, result: [0.2], value: "[0.2]" }) });
+    await background(analysis({ interval: 60 }));
+    const runId = runIdFor(CONTEXT, 0, true);
+    const failed = await current.store.getRun(NAME, runId, StoredAnalysisSchema);
+    expect(failed?.run.run.phase).toBe("Failed");
+    // As if the tick that ended it had died before delivering, and its retry firing was lost.
+    const item = await current.store.get(NAME);
+    if (!item || !failed) throw new Error("seeded above");
+    await current.store.save(
+      { ...item, abortRequested: false, abortReason: null, abortExecutionArn: null },
+      item.version,
+    );
+    await current.store.saveRun(NAME, runId, { ...failed.run, answered: false }, failed.version);
+    const step = {
+      context: CONTEXT,
+      rollout: ROLLOUT,
+      stepIndex: 2,
+      step: { kind: "setWeight" as const, weight: 50 },
+    };
+    current.clock.set(T0 + 4 * 60_000);
+    await expect(setWeight(current.deps, step)).rejects.toThrow(/no traffic change is expected here/);
+    current.clock.set(T0 + 6 * 60_000);
+    await expect(setWeight(current.deps, step)).rejects.toMatchObject({ name: "RolloutAborted" });
+    expect((await current.store.get(NAME))?.abortReason).toBe(
+      'Metric "success-rate" assessed Failed due to failed (1) > failureLimit (0)',
+    );
+    expect((await storedRun(current, runId)).run.answered).toBe(true);
+  });
 });
