@@ -5,9 +5,10 @@ import {
   StoredItemInvalidError,
   StoreUnavailableError,
 } from "../../functions/store/errors.ts";
-import type { RolloutItem } from "../../functions/store/schema.ts";
+import { type RolloutItem, RolloutItemSchema } from "../../functions/store/schema.ts";
 import { ExecutionStartError } from "../../functions/trigger/executions.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
+import { executionName } from "../../functions/workflow/item.ts";
 import {
   abortRollout,
   type OperateDeps,
@@ -21,6 +22,7 @@ import { Exit, STATUS_EXIT } from "../exit-codes.ts";
 import { type Io, processIo } from "../io.ts";
 import {
   currentGates,
+  MEASUREMENTS_SHOWN,
   type RolloutView,
   renderList,
   renderRollout,
@@ -123,8 +125,64 @@ export const onSigint: Interrupt = (controller) => {
   return () => process.off("SIGINT", stop);
 };
 
-/** The item, its runs and the shown runs' measurements: one frame's worth of reads. */
-export async function loadView(deps: Pick<OperateDeps, "store">, name: string): Promise<RolloutView> {
+/**
+ * The rollout item's fields a frame of `rollouts get` does not show: a frame does not read them
+ * (the revision history for `undo`, the rollbacks for the cooldown, the trigger's record, the
+ * target's state, the task token). They read as their defaults in the frame's item.
+ */
+const NOT_SHOWN = new Set<keyof RolloutItem>([
+  "history",
+  "rollbacks",
+  "trigger",
+  "targetState",
+  "currentTaskToken",
+]);
+const SHOWN_FIELDS = RolloutItemSchema.keyof().options.filter((field) => !NOT_SHOWN.has(field));
+
+/**
+ * One frame's worth of reads, and no more, since `--watch` repeats them every interval: the item
+ * without the fields a frame does not show, the current execution's runs only (their ids start
+ * with its name; older executions' runs are not shown), and of each shown run's stored
+ * measurements only the last `MEASUREMENTS_SHOWN` per metric (read newest first, one query each).
+ * `whole` reads everything instead, for `--json`, which prints all of it.
+ */
+export async function loadView(
+  deps: Pick<OperateDeps, "store">,
+  name: string,
+  options: { whole?: boolean } = {},
+): Promise<RolloutView> {
+  if (options.whole) return loadWholeView(deps, name);
+  const item = await deps.store.get(name, { fields: SHOWN_FIELDS });
+  if (!item) throw new RolloutMissingError(name);
+  const runs =
+    item.executionArn === null
+      ? []
+      : await deps.store.listRuns(name, StoredAnalysisSchema, {
+          prefix: `${executionName(item.executionArn)}.`,
+        });
+  const measurements: RolloutView["measurements"] = {};
+  for (const run of runsOfCurrentExecution({ item, runs })) {
+    const metrics = new Set([
+      ...run.run.run.metrics.map((m) => m.name),
+      ...run.run.run.metricResults.map((r) => r.name),
+    ]);
+    const lists = await Promise.all(
+      [...metrics].map((metric) =>
+        deps.store.listMeasurements(name, run.runId, StoredMeasurementValueSchema, {
+          prefix: `${metric}#`,
+          last: MEASUREMENTS_SHOWN,
+          // `a#` also starts the ids of a metric named `a#b`: only `a#<sequence>` is this metric's.
+          match: (id) => /^\d+$/.test(id.slice(metric.length + 1)),
+        }),
+      ),
+    );
+    measurements[run.runId] = lists.flat();
+  }
+  return { item, runs, measurements };
+}
+
+/** The whole item, every run of the rollout and every stored measurement of the shown runs. */
+async function loadWholeView(deps: Pick<OperateDeps, "store">, name: string): Promise<RolloutView> {
   const item = await deps.store.get(name);
   if (!item) throw new RolloutMissingError(name);
   const runs = await deps.store.listRuns(name, StoredAnalysisSchema);
@@ -243,8 +301,9 @@ export function getAction(io: Io, name: string, options: WatchCommandOptions) {
       options.json
         ? printableJson({ ...view, gates: currentGates(view) }, options.watch ? undefined : 2)
         : renderRollout(view);
+    const load = () => loadView(deps, name, { whole: options.json === true });
     if (!options.watch) {
-      io.out(draw(await loadView(deps, name)));
+      io.out(draw(await load()));
       return Exit.ok;
     }
     const controller = new AbortController();
@@ -252,7 +311,7 @@ export function getAction(io: Io, name: string, options: WatchCommandOptions) {
     const write = options.json ? (text: string) => io.out(text) : frameWriter(io);
     try {
       await poll(
-        () => loadView(deps, name),
+        load,
         draw,
         (text, _view, index) => write(text, index),
         (view) => isSettled(view.item),

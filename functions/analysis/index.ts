@@ -1,8 +1,14 @@
 /** The analysis domain: conditions, measurements, assessment and the run lifecycle. */
-
+export {
+  boundMeasurement,
+  MAX_MEASUREMENT_BYTES,
+  MAX_RETAINED_MEASUREMENTS,
+  retentionOf,
+  shrinkToFit,
+  truncateText,
+} from "./bounds.ts";
 export { evaluateResult } from "./evaluate.ts";
 export { toArgoJson } from "./json.ts";
-
 export {
   createRun,
   measurementsTaken,
@@ -11,3 +17,7 @@ export {
   tick,
 } from "./run.ts";
 export * from "./types.ts";
+export {
+  expireStale,
+  staleness,
+} from "./watchdog.ts";

@@ -1,7 +1,7 @@
-import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import type { AnalysisSpec, Metric } from "../../statemachine/spec.ts";
 import type { MetricProvider, ProviderResult } from "../metrics/port.ts";
 import { assessRun, effectiveCount, isTerminating } from "./assess.ts";
+import { boundJudgeState, boundMeasurement, trimMeasurements, truncateText } from "./bounds.ts";
 import { evaluateResult } from "./evaluate.ts";
 import { judgeLook } from "./judge.ts";
 import {
@@ -175,8 +175,12 @@ function plainMeasurement(metric: Metric, answer: ProviderResult, at: string): M
   };
 }
 
-/** Records a measurement on its metric's counters, exactly as Argo's `runMeasurements` does. */
-export function recordMeasurement(run: AnalysisRun, metric: Metric, measurement: Measurement): void {
+/**
+ * Records a measurement on its metric's counters, exactly as Argo's `runMeasurements` does; the
+ * measurement is kept within its bound (`boundMeasurement`: a large answer is cut and flagged).
+ */
+export function recordMeasurement(run: AnalysisRun, metric: Metric, taken: Measurement): void {
+  const measurement = boundMeasurement(taken);
   let result = resultOf(run, metric.name);
   if (!result) {
     result = {
@@ -235,15 +239,6 @@ export function measurementsRecorded(r: MetricResult): number {
   return r.successful + r.failed + r.inconclusive + r.error + r.held;
 }
 
-/** Keeps the last `measurementRetention` measurements per metric (Argo's garbage collection). */
-function trimMeasurements(run: AnalysisRun): void {
-  for (const result of run.metricResults) {
-    const metric = run.metrics.find((m) => m.name === result.name);
-    const limit = metric?.measurementRetention ?? ARGO_DEFAULTS.metric.measurementRetention;
-    if (result.measurements.length > limit) result.measurements = result.measurements.slice(-limit);
-  }
-}
-
 async function measureSafely(
   provider: MetricProvider,
   metric: Metric,
@@ -260,7 +255,7 @@ async function measureSafely(
 
 /**
  * Advances a run to `now`: measures every due metric (in parallel, as Argo does), records the
- * verdicts, assesses the metrics and the run, trims history. Returns a new value; the input is not
+ * verdicts, assesses the metrics and the run, trims history to the run's bound. Returns a new value; the input is not
  * modified. Calling it before anything is due only re-assesses.
  */
 export async function tick(run: AnalysisRun, now: Date, provider: MetricProvider): Promise<AnalysisRun> {
@@ -274,7 +269,7 @@ export async function tick(run: AnalysisRun, now: Date, provider: MetricProvider
     const { measurement, judge } = toMeasurement(metric, answers[i] as ProviderResult, now, before);
     recordMeasurement(next, metric, measurement);
     const after = resultOf(next, metric.name);
-    if (judge && after) after.judge = judge;
+    if (judge && after) after.judge = boundJudgeState(judge);
   });
   assessRun(next, now);
   trimMeasurements(next);
@@ -309,4 +304,51 @@ export function measurementsTaken(
     }
   }
   return out;
+}
+
+/**
+ * The run after its store refused to save it (too large, or refused for another reason retrying
+ * cannot fix): `before` (the last value that was saved) with an Error measurement, carrying
+ * `message`, for each metric measured in the refused tick (or each running metric when none
+ * was), assessed as Argo assesses errors — so the tick chain goes on (the next measurement is due
+ * 10 s later) and `consecutiveErrorLimit` ends the metric if the store keeps refusing.
+ */
+export function recordStoreFailure(
+  before: AnalysisRun,
+  measured: readonly string[],
+  now: Date,
+  message: string,
+): AnalysisRun {
+  const next = structuredClone(before);
+  if (isCompleted(next.phase)) return next;
+  const at = now.toISOString();
+  const running = next.metrics.filter((m) => metricDueAt(next, m) !== undefined);
+  const metrics = measured.length > 0 ? next.metrics.filter((m) => measured.includes(m.name)) : running;
+  for (const metric of metrics) {
+    recordMeasurement(next, metric, { phase: "Error", message, startedAt: at, finishedAt: at });
+  }
+  assessRun(next, now);
+  trimMeasurements(next);
+  return next;
+}
+
+/**
+ * A run that cannot be stored even so (its metrics' spec alone is past the item limit): ended in
+ * Error with `message`, without its metrics' spec, measurements or judge state (the counters
+ * stay), so that it fits and its outcome can be delivered.
+ */
+export function unstorableRun(run: AnalysisRun, now: Date, message: string): AnalysisRun {
+  return {
+    ...run,
+    metrics: [],
+    metricResults: run.metricResults.map(({ judge: _judge, metadata: _metadata, ...r }) => ({
+      ...r,
+      phase: isCompleted(r.phase) ? r.phase : "Error",
+      measurements: [],
+      ...(r.message === undefined ? {} : { message: truncateText(r.message, 1024).text }),
+    })),
+    phase: "Error",
+    message,
+    completedAt: run.completedAt ?? now.toISOString(),
+  };
 }

@@ -106,6 +106,11 @@ export const MeasurementSchema = z
     metadata: z.record(z.string(), z.string()).optional(),
     /** A judge's decision at this look. */
     judge: GateFiguresSchema.optional(),
+    /**
+     * Fields cut to keep the measurement within its bound (`bounds.ts`), each with its original
+     * size in bytes: `{value: 1048576}`. The cut text ends with `… [truncated: N bytes]`.
+     */
+    truncated: z.record(z.string(), z.number().int().nonnegative()).optional(),
   })
   .strict();
 export type Measurement = z.infer<typeof MeasurementSchema>;
@@ -126,7 +131,7 @@ export const MetricResultSchema = z
     held: z.number().int().default(0),
     consecutiveError: z.number().int(),
     consecutiveSuccess: z.number().int(),
-    /** The last `measurementRetention` measurements; the counters above keep counting. */
+    /** The last `measurementRetention` measurements (bounded: `bounds.ts`); the counters keep counting. */
     measurements: z.array(MeasurementSchema),
     metadata: z.record(z.string(), z.string()).optional(),
     /** A judge's state between looks. */

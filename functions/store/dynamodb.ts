@@ -10,20 +10,34 @@ import {
 import { z } from "zod";
 import { isAwsError } from "../aws-errors.ts";
 import { type Clock, systemClock } from "../clock.ts";
-import { ConcurrentUpdateError, StoredItemInvalidError, StoreUnavailableError } from "./errors.ts";
+import {
+  ConcurrentUpdateError,
+  ItemTooLargeError,
+  StoredItemInvalidError,
+  StoreUnavailableError,
+  WriteRejectedError,
+} from "./errors.ts";
 import {
   describeKey,
   measurementSk,
   measurementSkPrefix,
   ROLLOUT_KIND,
-  RUN_SK_PREFIX,
   rolloutPk,
   runSk,
   STATE_SK,
   TABLE,
   toJson,
 } from "./keys.ts";
-import type { PutMeasurementInput, RolloutStore, StoredMeasurement, StoredRun } from "./port.ts";
+import type {
+  GetOptions,
+  ListMeasurementsOptions,
+  ListRunsOptions,
+  PutMeasurementInput,
+  RolloutStore,
+  SaveRunOptions,
+  StoredMeasurement,
+  StoredRun,
+} from "./port.ts";
 import { type RolloutItem, type RolloutItemInput, RolloutItemSchema } from "./schema.ts";
 import { parseWith } from "./validate.ts";
 
@@ -60,9 +74,9 @@ export class DynamoRolloutStore implements RolloutStore {
     this.#clock = options.clock ?? systemClock;
   }
 
-  async get(name: string): Promise<RolloutItem | undefined> {
+  async get(name: string, options: GetOptions = {}): Promise<RolloutItem | undefined> {
     const key = { pk: rolloutPk(name), sk: STATE_SK };
-    const raw = await this.#getRaw(key);
+    const raw = await this.#getRaw(key, options.fields);
     return raw === undefined ? undefined : parseRollout(raw, key);
   }
 
@@ -118,6 +132,7 @@ export class DynamoRolloutStore implements RolloutStore {
     runId: string,
     run: unknown,
     expectedVersion: number | null,
+    options: SaveRunOptions = {},
   ): Promise<StoredRun> {
     const key = { pk: rolloutPk(rollout), sk: runSk(runId) };
     const where = describeKey(key.pk, key.sk);
@@ -133,8 +148,7 @@ export class DynamoRolloutStore implements RolloutStore {
         new UpdateCommand({
           TableName: this.#table,
           Key: key,
-          UpdateExpression:
-            "SET #run = :run, #version = :next, #updatedAt = :now, #createdAt = if_not_exists(#createdAt, :now), #rollout = :rollout, #runId = :runId",
+          UpdateExpression: `SET #run = :run, #version = :next, #updatedAt = :now, #createdAt = if_not_exists(#createdAt, :now), #rollout = :rollout, #runId = :runId${options.expiresAt === undefined ? "" : ", #expiresAt = :expiresAt"}`,
           ...condition,
           ExpressionAttributeNames: {
             ...(expectedVersion === null ? { "#pk": TABLE.partitionKey } : {}),
@@ -144,6 +158,7 @@ export class DynamoRolloutStore implements RolloutStore {
             "#createdAt": "createdAt",
             "#rollout": "rollout",
             "#runId": "runId",
+            ...(options.expiresAt === undefined ? {} : { "#expiresAt": TABLE.ttlAttribute }),
           },
           ExpressionAttributeValues: {
             ":run": toJson(run),
@@ -151,6 +166,7 @@ export class DynamoRolloutStore implements RolloutStore {
             ":now": now,
             ":rollout": rollout,
             ":runId": runId,
+            ...(options.expiresAt === undefined ? {} : { ":expiresAt": options.expiresAt }),
             ...(expectedVersion === null ? {} : { ":expected": expectedVersion }),
           },
           ReturnValues: "ALL_NEW",
@@ -161,13 +177,20 @@ export class DynamoRolloutStore implements RolloutStore {
       if (isConditionalCheckFailed(error))
         throw new ConcurrentUpdateError(where, expectedVersion, { cause: error });
       if (error instanceof StoredItemInvalidError) throw error;
-      throw new StoreUnavailableError("UpdateItem", where, { cause: error });
+      throw refusedOrUnavailable("UpdateItem", where, error);
     }
   }
 
-  async listRuns<T>(rollout: string, schema: z.ZodType<T>): Promise<StoredRun<T>[]> {
-    const raws = await this.#queryPrefix(rolloutPk(rollout), RUN_SK_PREFIX);
-    return raws.map((raw) => parseRun(raw, { pk: String(raw.pk), sk: String(raw.sk) }, schema));
+  async listRuns<T>(
+    rollout: string,
+    schema: z.ZodType<T>,
+    options: ListRunsOptions = {},
+  ): Promise<StoredRun<T>[]> {
+    const nowSeconds = Math.floor(this.#clock.now() / 1000);
+    const raws = await this.#queryPrefix(rolloutPk(rollout), runSk(options.prefix ?? ""));
+    return raws
+      .map((raw) => parseRun(raw, { pk: String(raw.pk), sk: String(raw.sk) }, schema))
+      .filter((run) => typeof run.expiresAt !== "number" || run.expiresAt > nowSeconds);
   }
 
   async putMeasurement(input: PutMeasurementInput): Promise<boolean> {
@@ -193,9 +216,24 @@ export class DynamoRolloutStore implements RolloutStore {
     rollout: string,
     runId: string,
     schema: z.ZodType<T>,
+    options: ListMeasurementsOptions = {},
   ): Promise<StoredMeasurement<T>[]> {
     const nowSeconds = Math.floor(this.#clock.now() / 1000);
-    const raws = await this.#queryPrefix(rolloutPk(rollout), measurementSkPrefix(runId));
+    const prefix = `${measurementSkPrefix(runId)}${options.prefix ?? ""}`;
+    const unexpired = (raw: Record<string, unknown>) => {
+      const expiresAt = raw[TABLE.ttlAttribute];
+      return typeof expiresAt !== "number" || expiresAt > nowSeconds;
+    };
+    const wanted = (raw: Record<string, unknown>) =>
+      unexpired(raw) &&
+      (!options.match || (typeof raw.measurementId === "string" && options.match(raw.measurementId)));
+    // The newest few: read backwards a page the size of what is wanted, until that many are found.
+    const raws =
+      options.last === undefined
+        ? await this.#queryPrefix(rolloutPk(rollout), prefix)
+        : (
+            await this.#queryPrefix(rolloutPk(rollout), prefix, { newest: options.last, keep: wanted })
+          ).reverse();
     const out: StoredMeasurement<T>[] = [];
     for (const raw of raws) {
       const where = describeKey(String(raw.pk), String(raw.sk));
@@ -220,16 +258,35 @@ export class DynamoRolloutStore implements RolloutStore {
     return out;
   }
 
-  async #getRaw(key: Key): Promise<Record<string, unknown> | undefined> {
+  async #getRaw(key: Key, fields?: readonly string[]): Promise<Record<string, unknown> | undefined> {
+    // A projection reads only the attributes named (and bills only their size).
+    const projection =
+      fields === undefined
+        ? {}
+        : {
+            ProjectionExpression: fields.map((_, i) => `#f${i}`).join(", "),
+            ExpressionAttributeNames: Object.fromEntries(fields.map((f, i) => [`#f${i}`, f])),
+          };
     const out = await this.#send("GetItem", describeKey(key.pk, key.sk), () =>
-      this.#doc.send(new GetCommand({ TableName: this.#table, Key: key, ConsistentRead: true })),
+      this.#doc.send(
+        new GetCommand({ TableName: this.#table, Key: key, ConsistentRead: true, ...projection }),
+      ),
     );
     return out.Item;
   }
 
-  async #queryPrefix(pk: string, prefix: string): Promise<Record<string, unknown>[]> {
+  /**
+   * Every item of the partition whose sort key starts with `prefix`, in key order; with `newest`,
+   * only the last `newest` that `keep` accepts, read backwards (newest first) page by page.
+   */
+  async #queryPrefix(
+    pk: string,
+    prefix: string,
+    backwards?: { newest: number; keep: (raw: Record<string, unknown>) => boolean },
+  ): Promise<Record<string, unknown>[]> {
     const items: Record<string, unknown>[] = [];
     let startKey: Record<string, unknown> | undefined;
+    if (backwards && backwards.newest <= 0) return items;
     do {
       const page = await this.#send("Query", describeKey(pk, `${prefix}*`), () =>
         this.#doc.send(
@@ -240,12 +297,16 @@ export class DynamoRolloutStore implements RolloutStore {
             ExpressionAttributeValues: { ":pk": pk, ":prefix": prefix },
             ConsistentRead: true,
             ExclusiveStartKey: startKey,
+            ...(backwards ? { ScanIndexForward: false, Limit: backwards.newest } : {}),
           }),
         ),
       );
-      items.push(...(page.Items ?? []));
+      for (const raw of page.Items ?? []) {
+        if (!backwards) items.push(raw);
+        else if (backwards.keep(raw) && items.length < backwards.newest) items.push(raw);
+      }
       startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
+    } while (startKey !== undefined && (!backwards || items.length < backwards.newest));
     return items;
   }
 
@@ -278,7 +339,7 @@ export class DynamoRolloutStore implements RolloutStore {
       if (isConditionalCheckFailed(error)) {
         throw new ConcurrentUpdateError(where, expectedVersion, { cause: error });
       }
-      throw new StoreUnavailableError("PutItem", where, { cause: error });
+      throw refusedOrUnavailable("PutItem", where, error);
     }
   }
 
@@ -293,6 +354,19 @@ export class DynamoRolloutStore implements RolloutStore {
 
 function isConditionalCheckFailed(error: unknown): boolean {
   return isAwsError(error, "ConditionalCheckFailedException");
+}
+
+/**
+ * A `ValidationException` refuses the write for what it holds (too large: "Item size has exceeded
+ * the maximum allowed size", "Item size to update has exceeded ..."): the same write fails again,
+ * so it is not a `StoreUnavailableError`, which the workflow retries.
+ */
+function refusedOrUnavailable(operation: string, where: string, error: unknown): Error {
+  if (error instanceof Error && error.name === "ValidationException") {
+    if (/item size/i.test(error.message)) return new ItemTooLargeError(where, undefined, { cause: error });
+    return new WriteRejectedError(where, `${operation}: ${error.message}`, { cause: error });
+  }
+  return new StoreUnavailableError(operation, where, { cause: error });
 }
 
 function parseRollout(raw: Record<string, unknown>, key: Key): RolloutItem {
@@ -311,6 +385,7 @@ function parseRun<T>(raw: Record<string, unknown>, key: Key, schema: z.ZodType<T
   ) {
     throw new StoredItemInvalidError(where, "run lacks rollout, runId, version, createdAt or updatedAt");
   }
+  const expiresAt = raw[TABLE.ttlAttribute];
   return {
     rollout: raw.rollout,
     runId: raw.runId,
@@ -318,5 +393,6 @@ function parseRun<T>(raw: Record<string, unknown>, key: Key, schema: z.ZodType<T
     version: raw.version,
     createdAt: raw.createdAt,
     updatedAt: raw.updatedAt,
+    expiresAt: typeof expiresAt === "number" ? expiresAt : null,
   };
 }

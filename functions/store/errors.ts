@@ -53,3 +53,42 @@ export class StoreUnavailableError extends Error {
     super(`${operation} ${key} failed${why}`, options);
   }
 }
+
+/**
+ * The store refused the write for what it holds, not for a passing condition: retrying the same
+ * write fails the same way (DynamoDB's `ValidationException`). The caller must write something else.
+ */
+export class WriteRejectedError extends Error {
+  override readonly name: string = "WriteRejectedError";
+  readonly key: string;
+
+  constructor(key: string, details: string, options?: { cause?: unknown }) {
+    super(`${key}: write refused: ${details}`, options);
+    this.key = key;
+  }
+}
+
+/** The item would be larger than DynamoDB's 400 KB item limit: the write is refused, every time. */
+export class ItemTooLargeError extends WriteRejectedError {
+  override readonly name: string = "ItemTooLarge";
+  /** The item's size as DynamoDB counts it, when known (the in-memory store computes it). */
+  readonly bytes: number | undefined;
+
+  constructor(key: string, bytes: number | undefined, options?: { cause?: unknown }) {
+    super(
+      key,
+      `the item${bytes === undefined ? "" : ` (${bytes.toLocaleString("en-US")} bytes)`} is larger than DynamoDB's 400 KB item limit (409,600 bytes)`,
+      options,
+    );
+    this.bytes = bytes;
+  }
+}
+
+/**
+ * A write that retrying cannot fix: the item is too large or otherwise refused, or it does not
+ * match its schema. A handler that can write something smaller instead must do so; rethrowing
+ * would only make every retry fail the same way.
+ */
+export function isPermanentWriteError(error: unknown): error is Error {
+  return error instanceof WriteRejectedError || error instanceof StoredItemInvalidError;
+}

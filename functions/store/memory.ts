@@ -1,23 +1,37 @@
 import type { z } from "zod";
 import { type Clock, systemClock } from "../clock.ts";
-import { ConcurrentUpdateError } from "./errors.ts";
+import { ConcurrentUpdateError, ItemTooLargeError } from "./errors.ts";
 import {
   describeKey,
   measurementSk,
   measurementSkPrefix,
+  ROLLOUT_KIND,
   rolloutPk,
   runSk,
   STATE_SK,
+  TABLE,
   toJson,
 } from "./keys.ts";
-import type { PutMeasurementInput, RolloutStore, StoredMeasurement, StoredRun } from "./port.ts";
+import type {
+  GetOptions,
+  ListMeasurementsOptions,
+  ListRunsOptions,
+  PutMeasurementInput,
+  RolloutStore,
+  SaveRunOptions,
+  StoredMeasurement,
+  StoredRun,
+} from "./port.ts";
 import { type RolloutItem, type RolloutItemInput, RolloutItemSchema } from "./schema.ts";
+import { itemBytes, MAX_ITEM_BYTES } from "./size.ts";
 import { parseWith } from "./validate.ts";
 
 /**
  * The rollout store in a Map, with the same conditional-write semantics as DynamoDB (same
- * `ConcurrentUpdateError`, same JSON normalisation, same validation on read), for handler tests
- * and anything else that should not start dynalite.
+ * `ConcurrentUpdateError`, same JSON normalisation, same validation on read) and the same 400 KB
+ * item limit (`ItemTooLargeError`, the item's size counted as DynamoDB counts it, key and
+ * bookkeeping attributes included), for handler tests and anything else that should not start
+ * dynalite.
  */
 export class MemoryRolloutStore implements RolloutStore {
   readonly #items = new Map<string, Record<string, unknown>>();
@@ -29,14 +43,18 @@ export class MemoryRolloutStore implements RolloutStore {
     this.#clock = options.clock ?? systemClock;
   }
 
-  async get(name: string): Promise<RolloutItem | undefined> {
+  async get(name: string, options: GetOptions = {}): Promise<RolloutItem | undefined> {
     const key = keyOf(rolloutPk(name), STATE_SK);
     const raw = this.#items.get(key);
-    return raw === undefined ? undefined : parseWith(RolloutItemSchema, structuredClone(raw), key, "");
+    if (raw === undefined) return undefined;
+    const fields = options.fields;
+    const read = fields ? Object.fromEntries(fields.filter((f) => f in raw).map((f) => [f, raw[f]])) : raw;
+    return parseWith(RolloutItemSchema, structuredClone(read), key, "");
   }
 
   async save(item: RolloutItemInput, expectedVersion: number | null): Promise<RolloutItem> {
-    const key = keyOf(rolloutPk(item.name), STATE_SK);
+    const pk = rolloutPk(item.name);
+    const key = keyOf(pk, STATE_SK);
     this.#check(key, expectedVersion);
     const next = parseWith(
       RolloutItemSchema,
@@ -48,6 +66,7 @@ export class MemoryRolloutStore implements RolloutStore {
       key,
       "",
     );
+    checkSize(key, { ...next, kind: ROLLOUT_KIND, pk, sk: STATE_SK });
     this.#items.set(key, structuredClone(next));
     return next;
   }
@@ -72,8 +91,10 @@ export class MemoryRolloutStore implements RolloutStore {
     runId: string,
     run: unknown,
     expectedVersion: number | null,
+    options: SaveRunOptions = {},
   ): Promise<StoredRun> {
-    const key = keyOf(rolloutPk(rollout), runSk(runId));
+    const pk = rolloutPk(rollout);
+    const key = keyOf(pk, runSk(runId));
     this.#check(key, expectedVersion);
     const now = this.#clock.now();
     const previous = this.#items.get(key) as unknown as StoredRun | undefined;
@@ -84,23 +105,39 @@ export class MemoryRolloutStore implements RolloutStore {
       version: expectedVersion === null ? 1 : expectedVersion + 1,
       createdAt: previous?.createdAt ?? now,
       updatedAt: now,
+      expiresAt: options.expiresAt ?? previous?.expiresAt ?? null,
     };
+    const { expiresAt, ...attributes } = stored;
+    checkSize(key, {
+      ...attributes,
+      ...(typeof expiresAt === "number" ? { [TABLE.ttlAttribute]: expiresAt } : {}),
+      pk,
+      sk: runSk(runId),
+    });
     this.#items.set(key, structuredClone(stored) as unknown as Record<string, unknown>);
     return stored;
   }
 
-  async listRuns<T>(rollout: string, schema: z.ZodType<T>): Promise<StoredRun<T>[]> {
-    const prefix = keyOf(rolloutPk(rollout), runSk(""));
+  async listRuns<T>(
+    rollout: string,
+    schema: z.ZodType<T>,
+    options: ListRunsOptions = {},
+  ): Promise<StoredRun<T>[]> {
+    const prefix = keyOf(rolloutPk(rollout), runSk(options.prefix ?? ""));
+    const nowSeconds = Math.floor(this.#clock.now() / 1000);
     const out: StoredRun<T>[] = [];
     for (const key of [...this.#items.keys()].filter((k) => k.startsWith(prefix)).sort()) {
       const raw = this.#items.get(key) as unknown as StoredRun;
+      if (typeof raw.expiresAt === "number" && raw.expiresAt <= nowSeconds) continue;
       out.push({ ...raw, run: parseWith(schema, structuredClone(raw.run), key, "run") });
     }
     return out;
   }
 
   async putMeasurement(input: PutMeasurementInput): Promise<boolean> {
-    const key = keyOf(rolloutPk(input.rollout), measurementSk(input.runId, input.measurementId));
+    const pk = rolloutPk(input.rollout);
+    const sk = measurementSk(input.runId, input.measurementId);
+    const key = keyOf(pk, sk);
     if (this.#items.has(key)) return false;
     const stored: StoredMeasurement = {
       rollout: input.rollout,
@@ -110,6 +147,7 @@ export class MemoryRolloutStore implements RolloutStore {
       at: input.at,
       expiresAt: Math.floor(input.at / 1000) + Math.max(0, Math.ceil(input.ttlSeconds)),
     };
+    checkSize(key, { ...stored, pk, sk });
     this.#items.set(key, stored as unknown as Record<string, unknown>);
     return true;
   }
@@ -118,16 +156,29 @@ export class MemoryRolloutStore implements RolloutStore {
     rollout: string,
     runId: string,
     schema: z.ZodType<T>,
+    options: ListMeasurementsOptions = {},
   ): Promise<StoredMeasurement<T>[]> {
     const prefix = keyOf(rolloutPk(rollout), measurementSkPrefix(runId));
     const nowSeconds = Math.floor(this.#clock.now() / 1000);
-    const out: StoredMeasurement<T>[] = [];
-    for (const key of [...this.#items.keys()].filter((k) => k.startsWith(prefix)).sort()) {
+    let kept: StoredMeasurement[] = [];
+    for (const key of [...this.#items.keys()]
+      .filter((k) => k.startsWith(prefix + (options.prefix ?? "")))
+      .sort()) {
       const raw = this.#items.get(key) as unknown as StoredMeasurement;
       if (raw.expiresAt <= nowSeconds) continue;
-      out.push({ ...raw, value: parseWith(schema, structuredClone(raw.value), key, "value") });
+      if (options.match && !options.match(raw.measurementId)) continue;
+      kept.push(raw);
     }
-    return out;
+    if (options.last !== undefined) kept = kept.slice(-Math.max(0, options.last));
+    return kept.map((raw) => ({
+      ...raw,
+      value: parseWith(
+        schema,
+        structuredClone(raw.value),
+        keyOf(rolloutPk(rollout), measurementSk(runId, raw.measurementId)),
+        "value",
+      ),
+    }));
   }
 
   #check(key: string, expectedVersion: number | null): void {
@@ -138,6 +189,12 @@ export class MemoryRolloutStore implements RolloutStore {
       throw new ConcurrentUpdateError(key, expectedVersion);
     }
   }
+}
+
+/** Refuses, as DynamoDB does, an item larger than 400 KB. */
+function checkSize(key: string, attributes: Record<string, unknown>): void {
+  const bytes = itemBytes(attributes);
+  if (bytes > MAX_ITEM_BYTES) throw new ItemTooLargeError(key, bytes);
 }
 
 const keyOf = (pk: string, sk: string): string => describeKey(pk, sk);

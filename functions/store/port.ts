@@ -13,6 +13,8 @@ export interface StoredRun<T = unknown> {
   version: number;
   createdAt: number;
   updatedAt: number;
+  /** Epoch seconds after which DynamoDB TTL may delete the run (the TTL attribute); null: kept. */
+  expiresAt?: number | null;
 }
 
 /** One measurement of a run, kept until `expiresAt` (DynamoDB TTL deletes it some time after). */
@@ -48,8 +50,37 @@ export interface PutMeasurementInput {
  * Adapters: `DynamoRolloutStore` (AWS, dynalite, DynamoDB Local) and `MemoryRolloutStore` (tests).
  * For read-modify-write, use `update`/`upsert` from `./update.ts` rather than `save` directly.
  */
+/** What a run write may say besides the run itself. */
+export interface SaveRunOptions {
+  /** Epoch seconds after which the run may be deleted (DynamoDB TTL); absent: never. */
+  expiresAt?: number;
+}
+
+/** Which runs a listing reads. */
+export interface ListRunsOptions {
+  /** Only runs whose id starts with this (one execution's runs: its name and a dot). */
+  prefix?: string;
+}
+
+/** Which measurements a listing reads. */
+export interface ListMeasurementsOptions {
+  /** Only measurements whose id starts with this (one metric's: `<metric>#`). */
+  prefix?: string;
+  /** Of those (and `match`), only the newest `last` by id, still returned oldest first. */
+  last?: number;
+  /** Keeps only the ids it accepts (a prefix `a#` also matches the ids of a metric `a#b`). */
+  match?: (measurementId: string) => boolean;
+}
+
+/** Which parts of the rollout item a read needs; the rest reads as its schema's default. */
+export interface GetOptions {
+  /** Top-level fields to read (a DynamoDB projection); absent: the whole item. */
+  fields?: readonly (keyof RolloutItem)[];
+}
+
 export interface RolloutStore {
-  get(name: string): Promise<RolloutItem | undefined>;
+  /** The rollout item, or only `options.fields` of it (the others take their defaults). */
+  get(name: string, options?: GetOptions): Promise<RolloutItem | undefined>;
   /**
    * Writes the whole item if its stored version is `expectedVersion` (`null`: only if absent),
    * and returns it as stored (version incremented, `updatedAt` stamped).
@@ -59,16 +90,31 @@ export interface RolloutStore {
   list(): Promise<RolloutItem[]>;
 
   getRun<T>(rollout: string, runId: string, schema: z.ZodType<T>): Promise<StoredRun<T> | undefined>;
-  /** Conditional like `save`: `expectedVersion` `null` creates the run, a number updates it. */
-  saveRun(rollout: string, runId: string, run: unknown, expectedVersion: number | null): Promise<StoredRun>;
-  /** The rollout's runs, sorted by run id. */
-  listRuns<T>(rollout: string, schema: z.ZodType<T>): Promise<StoredRun<T>[]>;
+  /**
+   * Conditional like `save`: `expectedVersion` `null` creates the run, a number updates it. An item
+   * larger than DynamoDB's 400 KB limit throws `ItemTooLargeError`, another refused write
+   * `WriteRejectedError`: retrying them cannot help.
+   */
+  saveRun(
+    rollout: string,
+    runId: string,
+    run: unknown,
+    expectedVersion: number | null,
+    options?: SaveRunOptions,
+  ): Promise<StoredRun>;
+  /** The rollout's unexpired runs (those `options.prefix` selects), sorted by run id. */
+  listRuns<T>(rollout: string, schema: z.ZodType<T>, options?: ListRunsOptions): Promise<StoredRun<T>[]>;
 
   /**
    * Records a measurement once: returns `false` (and writes nothing) if that id already exists, so
    * a duplicated timer firing cannot count one measurement twice.
    */
   putMeasurement(input: PutMeasurementInput): Promise<boolean>;
-  /** The run's unexpired measurements, sorted by measurement id. */
-  listMeasurements<T>(rollout: string, runId: string, schema: z.ZodType<T>): Promise<StoredMeasurement<T>[]>;
+  /** The run's unexpired measurements (those `options` select), sorted by measurement id. */
+  listMeasurements<T>(
+    rollout: string,
+    runId: string,
+    schema: z.ZodType<T>,
+    options?: ListMeasurementsOptions,
+  ): Promise<StoredMeasurement<T>[]>;
 }

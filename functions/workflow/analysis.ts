@@ -3,20 +3,25 @@ import type { AnalysisSpec } from "../../statemachine/spec.ts";
 import { PauseRequestedError } from "../abort/errors.ts";
 import { requestAbort } from "../abort/request-abort.ts";
 import { requestHold } from "../abort/request-hold.ts";
+import { MAX_MESSAGE_BYTES, shrinkToFit, truncateText } from "../analysis/bounds.ts";
 import { gatesOf } from "../analysis/judge.ts";
 import {
   createRun,
   measurementsRecorded,
   measurementsTaken,
   nextTickAt,
+  recordStoreFailure,
   terminate,
   tick,
+  unstorableRun,
 } from "../analysis/run.ts";
 import { type AnalysisRun, AnalysisRunSchema, isCompleted } from "../analysis/types.ts";
+import { expireStale, staleness, WATCHDOG_GRACE_SECONDS } from "../analysis/watchdog.ts";
 import { METRICS } from "../config.ts";
-import { ConcurrentUpdateError } from "../store/errors.ts";
+import { ConcurrentUpdateError, isPermanentWriteError } from "../store/errors.ts";
 import type { StoredRun } from "../store/port.ts";
 import { isRunning } from "../store/schema.ts";
+import { MAX_ITEM_BYTES, runItemBytes } from "../store/size.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { drivingItem, executionName, publish, recordStep, withEvent } from "./item.ts";
 import type { StartAnalysisPayload, WorkflowContext } from "./payloads.ts";
@@ -25,6 +30,19 @@ import { resolveRuntimeArgs, versionLabel } from "./runtime-args.ts";
 
 /** Measurements are kept a week after they are taken (DynamoDB TTL). */
 export const MEASUREMENT_TTL_SECONDS = 7 * 24 * 3600;
+
+/**
+ * Runs are kept 30 days after their last write, or after their next due measurement when that is
+ * later (DynamoDB TTL): a run that is still measuring is written at every measurement, so it
+ * never expires while it runs, and a finished one outlives the measurements it summarizes.
+ */
+export const RUN_TTL_SECONDS = 30 * 24 * 3600;
+
+/**
+ * Bytes kept free under DynamoDB's 400 KB when fitting a run into its item: the size is computed
+ * as DynamoDB computes it, with every number at its largest, and this covers any difference.
+ */
+const ITEM_MARGIN_BYTES = 1024;
 
 /**
  * An analysis run as stored: the engine's run value plus what the workflow needs to finish it —
@@ -74,6 +92,8 @@ export async function startAnalysis(
   else throw new RangeError(`step ${stepIndex + 1}: a ${payload.step.kind} step is not an analysis`);
   const token = "taskToken" in payload ? payload.taskToken : null;
   const runId = runIdFor(context, stepIndex, background);
+  // The next step's analysis does not start while the background analysis has silently stopped.
+  if (!background) await watchBackground(deps, context);
   // Refuse before creating anything: an aborted or superseded execution must not leave a run
   // behind that stays Pending forever.
   const driving = await drivingItem(deps, context);
@@ -96,10 +116,14 @@ export async function startAnalysis(
   };
   let created = true;
   try {
-    await deps.store.saveRun(context.rollout, runId, stored, null);
+    await saveStored(deps, context.rollout, runId, stored, null);
   } catch (error) {
-    if (!(error instanceof ConcurrentUpdateError)) throw error;
-    created = false;
+    if (error instanceof ConcurrentUpdateError) created = false;
+    else if (isPermanentWriteError(error)) {
+      // The analysis alone is past the item limit: the run ends in Error, answered like any other.
+      const ended = unstorableRun(stored.run, new Date(now), unstorableMessage(error));
+      await saveStored(deps, context.rollout, runId, { ...stored, run: ended }, null);
+    } else throw error;
   }
   const label = background ? "background analysis" : `analysis (step ${stepIndex + 1})`;
   try {
@@ -166,7 +190,7 @@ async function adoptToken(
     // after a hold): an answer given to the old one must be given again.
     const adopted = { ...latest.run, token, answered: false };
     try {
-      const saved = await deps.store.saveRun(latest.rollout, runId, adopted, latest.version);
+      const { saved } = await saveStored(deps, latest.rollout, runId, adopted, latest.version);
       return { ...latest, run: adopted, version: saved.version };
     } catch (error) {
       if (!(error instanceof ConcurrentUpdateError)) throw error;
@@ -206,6 +230,8 @@ async function advance(
 ): Promise<StoredAnalysis | undefined> {
   const stored = current.run;
   const { context } = stored;
+  // While a step's analysis runs, its ticks watch the background analysis too (nothing else reads it then).
+  if (!stored.background) await watchBackground(deps, context);
   const item = await deps.store.get(context.rollout);
   const now = new Date(deps.clock.now());
   // The execution moved on (aborted, superseded, promoted): close the run, take nothing more.
@@ -215,25 +241,34 @@ async function advance(
     !item || item.executionArn !== context.executionArn || item.abortRequested || !isRunning(item);
   const before = stored.run;
   const after = orphaned ? terminate(before, now) : await tick(before, now, deps.providers);
-  const next: StoredAnalysis = { ...stored, run: after, tick: stored.tick + 1 };
+  let next: StoredAnalysis = { ...stored, run: after, tick: stored.tick + 1 };
   let saved: StoredRun;
   try {
-    saved = await deps.store.saveRun(context.rollout, runId, next, current.version);
+    ({ stored: next, saved } = await saveStored(deps, context.rollout, runId, next, current.version));
   } catch (error) {
     if (error instanceof ConcurrentUpdateError) return undefined;
-    throw error;
+    if (!isPermanentWriteError(error)) throw error;
+    // Rethrowing would fail every retry the same way and end the tick chain: record it instead.
+    const refused = await saveRefused(deps, current, runId, after, orphaned, error);
+    if (!refused) return undefined;
+    ({ stored: next, saved } = refused);
   }
-  for (const { metric, measurement } of measurementsTaken(before, after)) {
-    const n = after.metricResults.find((r) => r.name === metric);
+  for (const { metric, measurement } of measurementsTaken(before, next.run)) {
+    const n = next.run.metricResults.find((r) => r.name === metric);
     const seq = n ? measurementsRecorded(n) : 0;
-    await deps.store.putMeasurement({
-      rollout: context.rollout,
-      runId,
-      measurementId: `${metric}#${String(seq).padStart(6, "0")}`,
-      value: { metric, ...measurement },
-      at: Date.parse(measurement.finishedAt),
-      ttlSeconds: MEASUREMENT_TTL_SECONDS,
-    });
+    await deps.store
+      .putMeasurement({
+        rollout: context.rollout,
+        runId,
+        measurementId: `${metric}#${String(seq).padStart(6, "0")}`,
+        value: { metric, ...measurement },
+        at: Date.parse(measurement.finishedAt),
+        ttlSeconds: MEASUREMENT_TTL_SECONDS,
+      })
+      .catch((error: unknown) => {
+        // The run holds the measurement already; a copy the store refuses must not end the chain.
+        if (!isPermanentWriteError(error)) throw error;
+      });
     deps.metrics.put({
       name: METRICS.measurements,
       value: 1,
@@ -241,12 +276,12 @@ async function advance(
       dimensions: { Phase: measurement.phase },
     });
   }
-  if (isCompleted(after.phase)) {
+  if (isCompleted(next.run.phase)) {
     deps.metrics.put({
       name: METRICS.analysisRuns,
       value: 1,
       rollout: context.rollout,
-      dimensions: { Phase: after.phase },
+      dimensions: { Phase: next.run.phase },
     });
     if (orphaned) return next;
     await finish(deps, next, runId, saved.version);
@@ -254,6 +289,75 @@ async function advance(
   }
   await scheduleNext(deps, next, runId, now);
   return next;
+}
+
+/**
+ * Saves a run with its TTL, within the item limit: when its measurements would not fit (a run of
+ * many metrics, whose spec and results leave less room than the retention bound assumes), the
+ * oldest are dropped first, each metric keeping its last. Returns what was saved.
+ */
+async function saveStored(
+  deps: WorkflowDeps,
+  rollout: string,
+  runId: string,
+  stored: StoredAnalysis,
+  expectedVersion: number | null,
+): Promise<{ stored: StoredAnalysis; saved: StoredRun }> {
+  const fits = (run: AnalysisRun) =>
+    runItemBytes(rollout, runId, { ...stored, run }) <= MAX_ITEM_BYTES - ITEM_MARGIN_BYTES;
+  const run = shrinkToFit(stored.run, fits);
+  const value = run === stored.run ? stored : { ...stored, run };
+  const due = nextTickAt(run)?.getTime() ?? 0;
+  const expiresAt = Math.floor(Math.max(deps.clock.now(), due) / 1000) + RUN_TTL_SECONDS;
+  const saved = await deps.store.saveRun(rollout, runId, value, expectedVersion, { expiresAt });
+  return { stored: value, saved };
+}
+
+const unstorableMessage = (error: Error) =>
+  truncateText(`the analysis run cannot be stored: ${error.message}`, MAX_MESSAGE_BYTES).text;
+
+/**
+ * The store refused a tick's run for good (too large, or refused for another reason retrying
+ * cannot fix). The measurements of that tick become Error measurements saying why, on the run as
+ * last saved, so the tick chain goes on and `consecutiveErrorLimit` applies as it does to a
+ * provider's errors. If even that cannot be saved (the analysis's spec alone is past the limit),
+ * the run ends in Error without its spec. Undefined when another writer won meanwhile.
+ */
+async function saveRefused(
+  deps: WorkflowDeps,
+  current: StoredRun<StoredAnalysis>,
+  runId: string,
+  after: AnalysisRun,
+  orphaned: boolean,
+  error: Error,
+): Promise<{ stored: StoredAnalysis; saved: StoredRun } | undefined> {
+  const { rollout } = current.run.context;
+  const before = current.run.run;
+  const now = new Date(deps.clock.now());
+  const measured = [...new Set(measurementsTaken(before, after).map((m) => m.metric))];
+  const message = truncateText(
+    `the analysis run could not be stored, so this measurement is an Error: ${error.message}`,
+    MAX_MESSAGE_BYTES,
+  ).text;
+  const attempts: AnalysisRun[] = orphaned ? [] : [recordStoreFailure(before, measured, now, message)];
+  attempts.push(unstorableRun(before, now, unstorableMessage(error)));
+  let last: Error = error;
+  for (const run of attempts) {
+    try {
+      return await saveStored(
+        deps,
+        rollout,
+        runId,
+        { ...current.run, run, tick: current.run.tick + 1 },
+        current.version,
+      );
+    } catch (again) {
+      if (again instanceof ConcurrentUpdateError) return undefined;
+      if (!isPermanentWriteError(again)) throw again;
+      last = again;
+    }
+  }
+  throw last;
 }
 
 /** Schedules the run's next due tick; the key is the due time, so scheduling it again is a no-op. */
@@ -339,7 +443,7 @@ async function finish(
     });
   }
   try {
-    await deps.store.saveRun(context.rollout, runId, { ...stored, answered: true }, version);
+    await saveStored(deps, context.rollout, runId, { ...stored, answered: true }, version);
   } catch (error) {
     if (!(error instanceof ConcurrentUpdateError)) throw error;
   }
@@ -350,14 +454,66 @@ export function terminateBackground(deps: WorkflowDeps, context: WorkflowContext
   return terminateRun(deps, context.rollout, runIdFor(context, 0, true));
 }
 
-/** Ends a run that nothing will wait for; a no-op when it is absent or already completed. */
+/**
+ * Ends a run that nothing will wait for; a no-op when it is absent or already completed. A stale
+ * run (its timer firings were lost) ends in Error, never Successful.
+ */
 async function terminateRun(deps: WorkflowDeps, rollout: string, runId: string): Promise<void> {
   const current = await deps.store.getRun(rollout, runId, StoredAnalysisSchema);
   if (!current || isCompleted(current.run.run.phase)) return;
-  const run = terminate(current.run.run, new Date(deps.clock.now()));
+  const now = new Date(deps.clock.now());
+  const run = staleness(current.run.run, now)
+    ? expireStale(current.run.run, now)
+    : terminate(current.run.run, now);
   try {
-    await deps.store.saveRun(rollout, runId, { ...current.run, run }, current.version);
+    await saveStored(deps, rollout, runId, { ...current.run, run }, current.version);
   } catch (error) {
     if (!(error instanceof ConcurrentUpdateError)) throw error;
   }
+}
+
+/**
+ * The watchdog (`functions/analysis/watchdog.ts`) applied to a stored run: a run whose timer
+ * firings were lost — no measurement for `max(3 intervals, interval + 5 minutes)` — ends in
+ * Error, and its outcome is delivered as a tick's would be (a step's token is answered; a
+ * background analysis aborts the rollout). A run that ended but whose outcome was never
+ * delivered (the firing that would have retried it was lost too) is delivered. Returns true when
+ * it ended or delivered something.
+ */
+export async function watchRun(deps: WorkflowDeps, rollout: string, runId: string): Promise<boolean> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const current = await deps.store.getRun(rollout, runId, StoredAnalysisSchema);
+    if (!current) return false;
+    if (isCompleted(current.run.run.phase)) {
+      // Left to the tick that ended it while its own retries may still deliver.
+      const endedAt = Date.parse(current.run.run.completedAt ?? current.run.run.startedAt);
+      if (current.run.answered || deps.clock.now() - endedAt <= WATCHDOG_GRACE_SECONDS * 1000) return false;
+      await finish(deps, current.run, runId, current.version);
+      return true;
+    }
+    const expired = expireStale(current.run.run, new Date(deps.clock.now()));
+    if (expired === current.run.run) return false;
+    let ended: { stored: StoredAnalysis; saved: StoredRun };
+    try {
+      ended = await saveStored(deps, rollout, runId, { ...current.run, run: expired }, current.version);
+    } catch (error) {
+      // A tick landed meanwhile: look again (it is not stale then).
+      if (!(error instanceof ConcurrentUpdateError)) throw error;
+      continue;
+    }
+    deps.metrics.put({ name: METRICS.analysisRuns, value: 1, rollout, dimensions: { Phase: "Error" } });
+    await finish(deps, ended.stored, runId, ended.saved.version);
+    return true;
+  }
+  return false;
+}
+
+/**
+ * The watchdog on the execution's background analysis, which nothing waits for: every step that
+ * reads the rollout applies it (set-weight, await, the next analysis's start, a step analysis's
+ * ticks, promote), so a background analysis whose firings were lost aborts the rollout at the
+ * next step instead of being marked Successful at promotion. A no-op without a background run.
+ */
+export function watchBackground(deps: WorkflowDeps, context: WorkflowContext): Promise<boolean> {
+  return watchRun(deps, context.rollout, runIdFor(context, 0, true));
 }

@@ -1,7 +1,7 @@
 import { formatDuration } from "../../statemachine/duration.ts";
 import { gatesOf } from "../analysis/judge.ts";
 import type { PauseReason } from "../store/schema.ts";
-import { runIdFor, StoredAnalysisSchema } from "./analysis.ts";
+import { runIdFor, StoredAnalysisSchema, watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { publish, recordStep, withEvent } from "./item.ts";
 import type { AwaitPayload } from "./payloads.ts";
@@ -19,6 +19,7 @@ export function pauseKey(rollout: string, executionArn: string, stepIndex: numbe
  */
 export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Promise<Record<string, never>> {
   const { context, step, stepIndex, taskToken } = payload;
+  await watchBackground(deps, context); // a background analysis whose firings were lost aborts here
   let reason: PauseReason;
   let message: string;
   let until: number | null = null;

@@ -1,7 +1,7 @@
 import { METRICS } from "../config.ts";
 import { pushHistory } from "../store/schema.ts";
 import type { RouterState } from "../traffic/port.ts";
-import { terminateBackground } from "./analysis.ts";
+import { terminateBackground, watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { drivingItem, publish, recordStep, withEvent } from "./item.ts";
 import type { PromotePayload } from "./payloads.ts";
@@ -17,6 +17,7 @@ export const scaleDownKey = (rollout: string, executionArn: string, attempt: num
  */
 export async function promote(deps: WorkflowDeps, payload: PromotePayload): Promise<{ phase: "Healthy" }> {
   const { context } = payload;
+  await watchBackground(deps, context); // a stale background analysis aborts, never promoted
   const item = await drivingItem(deps, context);
   const router = deps.routerFor(payload.target);
   const restaging = item.stableRevision?.digest === context.digest;

@@ -1,6 +1,7 @@
 import { METRICS } from "../config.ts";
 import { TargetConfigurationError } from "../traffic/errors.ts";
 import type { RouterState } from "../traffic/port.ts";
+import { watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { drivingItem, publish, recordStep, withEvent } from "./item.ts";
 import type { StepPayload } from "./payloads.ts";
@@ -19,6 +20,7 @@ export interface SetWeightResult {
  */
 export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promise<SetWeightResult> {
   const { context, step, stepIndex } = payload;
+  await watchBackground(deps, context); // a background analysis whose firings were lost aborts here
   const item = await drivingItem(deps, context);
   const router = deps.routerFor(payload.target);
   const state = item.targetState as RouterState;

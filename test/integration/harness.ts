@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
 import { ManualClock } from "../../functions/clock.ts";
 import { startDemoApp } from "../../local/demo/app.ts";
@@ -33,7 +35,10 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
   }
   const proxy = await startProxy({ now: () => clock.now() });
   const dead = `http://127.0.0.1:${await freePort()}`;
-  const metricsUrl = options.providerDown ? dead : proxy.adminUrl;
+  const padding = options.answerPadding
+    ? await startPadding(proxy.adminUrl, options.answerPadding)
+    : undefined;
+  const metricsUrl = options.providerDown ? dead : (padding?.url ?? proxy.adminUrl);
   const stack = await startLocalStack({
     specFiles: writeDemoSpec(
       { kind: "proxy", url: metricsUrl },
@@ -125,9 +130,44 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
     close: async () => {
       sfn.destroy();
       await stack.close();
+      await padding?.close();
       await proxy.close();
       for (const app of Object.values(apps)) await app.close();
     },
   };
   return scenario;
+}
+
+/**
+ * A metrics endpoint in front of the proxy whose `/admin/stats` answers carry `bytes` more: the
+ * proxy's `result` (`[rate]`) becomes `[rate, "xxx…"]`, so conditions on `result[0]` still decide.
+ */
+async function startPadding(
+  upstream: string,
+  bytes: number,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const pad = "x".repeat(bytes);
+  const server = createServer((req, res) => {
+    fetch(`${upstream}${req.url ?? "/"}`)
+      .then(async (answer) => {
+        const body = (await answer.json()) as { result?: unknown[] };
+        const padded = { ...body, result: [...(body.result ?? []), pad] };
+        res.writeHead(answer.status, { "content-type": "application/json" });
+        res.end(JSON.stringify(padded));
+      })
+      .catch((error: unknown) => {
+        res.writeHead(502, { "content-type": "text/plain" });
+        res.end(String(error));
+      });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }

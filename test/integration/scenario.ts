@@ -36,6 +36,11 @@ export interface ScenarioOptions {
   judge?: DemoJudge;
   /** Point only the judge at a port nothing listens on: its readings fail, the threshold still reads. */
   judgeDown?: boolean;
+  /**
+   * Pad every answer the analysis reads with this many bytes (`result` becomes `[rate, "xxx…"]`):
+   * a provider whose answers are far larger than a DynamoDB item (the embedded runtime only).
+   */
+  answerPadding?: number;
   /** Wraps each handler in-process (the embedded runtime only). */
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
 }

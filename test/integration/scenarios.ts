@@ -26,6 +26,23 @@ async function stable(s: Scenario): Promise<void> {
 }
 
 let thrown = 0;
+/** Background analysis ticks let through before the Timer "loses" the rest (lost timer firings). */
+let backgroundTicks = 0;
+const BACKGROUND = { successCondition: "result[0] >= 0.95", failureCondition: "result[0] < 0.5" };
+
+/** What `rollouts get --json` shows of the current execution's analysis runs. */
+interface ShownRuns {
+  runs: Array<{
+    runId: string;
+    run: { run: { phase: string; metricResults: Array<{ measurements: ShownMeasurement[] }> } };
+  }>;
+  measurements: Record<string, Array<{ value: ShownMeasurement }>>;
+}
+interface ShownMeasurement {
+  phase: string;
+  value?: string;
+  truncated?: Record<string, number>;
+}
 
 /**
  * The `errors-vs-stable` judge at the 50% step: a look every 2 s, 200 requests per side before any
@@ -363,6 +380,75 @@ export const SCENARIOS: ScenarioCase[] = [
         expect((await gates(s)).map((g) => g.decision)).toEqual(["promote"]);
       }
       expect((await s.item())?.events.filter((e) => e.type === "RolloutAborted")).toEqual([]);
+    },
+  },
+  {
+    name: "a provider's 600 KB answers are cut to a measurement's bound and flagged; the runs stay under 400 KB and the rollout goes on",
+    inProcess: true,
+    options: { answerPadding: 600_000, background: BACKGROUND },
+    timeout: 90_000,
+    async run(s) {
+      await stable(s);
+      await s.push("v2");
+      const item = await s.drive(done("v2"), { maxSeconds: 120 });
+      expect(item).toMatchObject({ phase: "Healthy", weight: 100 });
+      expect(item?.events.filter((e) => e.type === "AnalysisRunSuccessful")).toHaveLength(2);
+      const shown = await s.cli("get", s.name, "--json");
+      expect(shown.code).toBe(0);
+      const view = JSON.parse(shown.out) as ShownRuns;
+      // Both step analyses and the background analysis, each stored whole, far under 400 KB.
+      expect(view.runs.map((r) => r.runId.split(".").at(-1))).toEqual(["background", "step01", "step04"]);
+      for (const run of view.runs) {
+        expect(Buffer.byteLength(JSON.stringify(run))).toBeLessThan(100_000);
+        const kept = run.run.run.metricResults.flatMap((r) => r.measurements);
+        expect(kept.length).toBeGreaterThan(0);
+        for (const m of kept) {
+          expect(m.phase).toBe("Successful");
+          expect(Buffer.byteLength(m.value ?? "")).toBeLessThanOrEqual(2048);
+          expect(m.value).toMatch(/… \[truncated: 600,0\d\d bytes\]$/);
+          expect(m.truncated?.value).toBeGreaterThan(600_000);
+        }
+      }
+      const stored = Object.values(view.measurements).flat();
+      expect(stored.length).toBeGreaterThan(0);
+      for (const m of stored) expect(Buffer.byteLength(JSON.stringify(m.value))).toBeLessThanOrEqual(4096);
+    },
+  },
+  {
+    name: "a background analysis whose timer firings were lost aborts the rollout at its next step instead of being promoted",
+    inProcess: true,
+    options: {
+      pause: "{}",
+      background: BACKGROUND,
+      // The Timer "loses" every background tick after the first two (its retries exhausted).
+      wrap: (name, handler) => async (event, context) => {
+        const payload = (event as { payload?: { kind?: string; runId?: string } }).payload;
+        if (name === "resume" && payload?.kind === "tick" && payload.runId?.endsWith(".background")) {
+          if (++backgroundTicks > 2) return { result: "lost" };
+        }
+        return handler(event, context);
+      },
+    },
+    async run(s) {
+      backgroundTicks = 0;
+      await stable(s);
+      await s.push("v2");
+      const paused = await s.drive(at("v2", ["Paused"]));
+      expect(paused).toMatchObject({ waitingFor: "pause", weight: 50 });
+      // A person comes back after ten minutes and promotes the pause.
+      await s.idle(600_000);
+      // The background run was due again meanwhile, and its firing was lost.
+      expect(backgroundTicks).toBeGreaterThan(2);
+      expect((await s.cli("promote", s.name)).code).toBe(0);
+      const item = await s.drive(done("v2"));
+      expect(item).toMatchObject({ phase: "Degraded", weight: 0 });
+      expect(item?.message).toMatch(
+        /^RolloutAborted: Rollout aborted update to revision 2: Metric "success-rate" assessed Error due to no measurement for \d+m\d*s? \(\d+ intervals\): its timer firings were lost$/,
+      );
+      const completed = item?.events.filter((e) => e.type === "RolloutCompleted").map((e) => e.message);
+      expect(completed).toEqual(["Rollout completed: revision 1 (v1) is stable"]);
+      expect(item?.stableRevision?.tag).toBe("v1");
+      expect(s.proxy.config()).toMatchObject({ stable: s.apps.v1.url, weight: 0 });
     },
   },
 ];

@@ -13,10 +13,12 @@ import { ManualClock } from "../../../functions/clock.ts";
 import {
   ConcurrentUpdateError,
   DynamoRolloutStore,
+  ItemTooLargeError,
   newRolloutItem,
   StoredItemInvalidError,
   StoreUnavailableError,
   update,
+  WriteRejectedError,
 } from "../../../functions/store/index.ts";
 
 const doc = mockClient(DynamoDBDocumentClient);
@@ -196,5 +198,35 @@ describe("DynamoRolloutStore calls", () => {
       },
     });
     await expect(store().getRun("web", "r1", z.object({ phase: z.string() }))).rejects.toThrow(/run\.phase/);
+  });
+
+  it("names a ValidationException a refused write, ItemTooLarge for size: never a retryable outage", async () => {
+    const validation = (message: string) =>
+      Object.assign(new Error(message), { name: "ValidationException" });
+    doc.on(UpdateCommand).rejects(validation("Item size to update has exceeded the maximum allowed size"));
+    const refused = store().saveRun("web", "r1", { phase: "Running" }, 1);
+    await expect(refused).rejects.toBeInstanceOf(ItemTooLargeError);
+    await expect(refused).rejects.toThrow(
+      "ROLLOUT#web/RUN#r1: write refused: the item is larger than DynamoDB's 400 KB item limit (409,600 bytes)",
+    );
+    doc.on(PutCommand).rejects(validation("Item size has exceeded the maximum allowed size"));
+    await expect(store().save(newRolloutItem("web", T0), 3)).rejects.toBeInstanceOf(ItemTooLargeError);
+    doc.on(UpdateCommand).rejects(validation("One or more parameter values were invalid: an empty string"));
+    const other = store().saveRun("web", "r1", { phase: "Running" }, 1);
+    await expect(other).rejects.toBeInstanceOf(WriteRejectedError);
+    await expect(other).rejects.not.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it("reads one execution's runs with begins_with, and a metric's newest measurements backwards", async () => {
+    doc.on(QueryCommand).resolves({ Items: [] });
+    await store().listRuns("web", z.unknown(), { prefix: "web-1111-g1." });
+    await store().listMeasurements("web", "web-1111-g1.step01", z.unknown(), { prefix: "rate#", last: 3 });
+    const [runs, measurements] = doc.commandCalls(QueryCommand).map((c) => c.args[0].input);
+    expect(runs?.ExpressionAttributeValues).toEqual({ ":pk": "ROLLOUT#web", ":prefix": "RUN#web-1111-g1." });
+    expect(measurements).toMatchObject({
+      ExpressionAttributeValues: { ":pk": "ROLLOUT#web", ":prefix": "MEAS#web-1111-g1.step01#rate#" },
+      ScanIndexForward: false,
+      Limit: 3,
+    });
   });
 });

@@ -4,6 +4,9 @@ import { ManualClock } from "../../../functions/clock.ts";
 import {
   ConcurrentUpdateError,
   DynamoRolloutStore,
+  ItemTooLargeError,
+  itemBytes,
+  MAX_ITEM_BYTES,
   MemoryRolloutStore,
   newRolloutItem,
   type RolloutStore,
@@ -214,5 +217,103 @@ describe.each(adapters)("RolloutStore contract: %s", (_label, make) => {
     expect((await a.listRuns(rollout, RunSchema)).map((r) => r.runId)).toEqual(["r1"]);
     clock.advance(3600 * 1000);
     expect(await a.listMeasurements(rollout, "r1", schema)).toEqual([]);
+  });
+
+  it("refuses a run past DynamoDB's 400 KB item limit at the byte DynamoDB does, as ItemTooLarge", async () => {
+    const { a, clock } = make();
+    const rollout = unique("size");
+    // The item as the adapters write it: keys, bookkeeping and the run, counted as DynamoDB counts.
+    const sizeWith = (pad: string) =>
+      itemBytes({
+        pk: `ROLLOUT#${rollout}`,
+        sk: "RUN#big",
+        run: { phase: "Running", count: 0, pad },
+        version: 1,
+        updatedAt: clock.now(),
+        createdAt: clock.now(),
+        rollout,
+        runId: "big",
+      });
+    const fits = "x".repeat(MAX_ITEM_BYTES - sizeWith(""));
+    expect(sizeWith(fits)).toBe(MAX_ITEM_BYTES);
+    await expect(
+      a.saveRun(rollout, "big", { phase: "Running", count: 0, pad: `${fits}x` }, null),
+    ).rejects.toBeInstanceOf(ItemTooLargeError);
+    await expect(
+      a.saveRun(rollout, "big", { phase: "Running", count: 0, pad: `${fits}x` }, null),
+    ).rejects.toMatchObject({ name: "ItemTooLarge" });
+    // Exactly at the limit is accepted: the same count as DynamoDB's, not an approximation.
+    const saved = await a.saveRun(rollout, "big", { phase: "Running", count: 0, pad: fits }, null);
+    expect(saved.version).toBe(1);
+    // Multi-byte text counts its UTF-8 bytes, as DynamoDB counts it: 3 bytes for "€" (dynalite
+    // counts UTF-16 code units, one here, so it is checked on the in-memory store only).
+    if (_label === "memory") {
+      await expect(
+        a.saveRun(rollout, "big", { phase: "Running", count: 0, pad: `${fits.slice(2)}€` }, 1),
+      ).rejects.toBeInstanceOf(ItemTooLargeError);
+    }
+    await expect(
+      a.putMeasurement({
+        rollout,
+        runId: "big",
+        measurementId: "m#000001",
+        value: { pad: `${fits}${"x".repeat(1000)}` },
+        at: clock.now(),
+        ttlSeconds: 60,
+      }),
+    ).rejects.toBeInstanceOf(ItemTooLargeError);
+  });
+
+  it("gives runs a TTL, hides expired ones from listings, and lists one execution's runs by prefix", async () => {
+    const { a, clock } = make();
+    const rollout = unique("ttl");
+    const nowSeconds = Math.floor(clock.now() / 1000);
+    await a.saveRun(rollout, "exec-1.step01", { phase: "Successful", count: 1 }, null, {
+      expiresAt: nowSeconds + 60,
+    });
+    await a.saveRun(rollout, "exec-2.step01", { phase: "Running", count: 1 }, null, {
+      expiresAt: nowSeconds + 3600,
+    });
+    await a.saveRun(rollout, "exec-2.background", { phase: "Running", count: 1 }, null, {
+      expiresAt: nowSeconds + 3600,
+    });
+    expect((await a.getRun(rollout, "exec-1.step01", RunSchema))?.expiresAt).toBe(nowSeconds + 60);
+    expect((await a.listRuns(rollout, RunSchema, { prefix: "exec-2." })).map((r) => r.runId)).toEqual([
+      "exec-2.background",
+      "exec-2.step01",
+    ]);
+    // A later write moves the TTL on.
+    const updated = await a.saveRun(rollout, "exec-2.step01", { phase: "Running", count: 2 }, 1, {
+      expiresAt: nowSeconds + 7200,
+    });
+    expect(updated.expiresAt).toBe(nowSeconds + 7200);
+    clock.advance(61_000);
+    expect((await a.listRuns(rollout, RunSchema)).map((r) => r.runId)).toEqual([
+      "exec-2.background",
+      "exec-2.step01",
+    ]);
+  });
+
+  it("reads only the newest measurements of one metric when asked", async () => {
+    const { a, clock } = make();
+    const rollout = unique("newest");
+    const put = (measurementId: string, v: number, ttlSeconds = 3600) =>
+      a.putMeasurement({ rollout, runId: "r1", measurementId, value: { v }, at: clock.now(), ttlSeconds });
+    for (let i = 1; i <= 7; i++) await put(`rate#${String(i).padStart(6, "0")}`, i);
+    await put("rate#000008", 8, 1);
+    await put("rate#b#000001", 100);
+    await put("zeta#000001", 200);
+    clock.advance(2000);
+    const schema = z.object({ v: z.number() });
+    const newest = await a.listMeasurements(rollout, "r1", schema, {
+      prefix: "rate#",
+      last: 3,
+      match: (id) => /^rate#\d+$/.test(id),
+    });
+    // The expired rate#000008 and the other metrics' measurements are skipped.
+    expect(newest.map((m) => m.value.v)).toEqual([5, 6, 7]);
+    expect((await a.listMeasurements(rollout, "r1", schema, { last: 2 })).map((m) => m.value.v)).toEqual([
+      100, 200,
+    ]);
   });
 });

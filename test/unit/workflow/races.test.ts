@@ -270,6 +270,8 @@ describe("conditional-write conflicts", () => {
       return store.save(next, expected);
     };
     racing.get = (name) => store.get(name);
+    // The step also reads the background run (the watchdog): there is none here.
+    racing.getRun = (rollout, runId, schema) => store.getRun(rollout, runId, schema);
     w.deps.store = racing;
     const result = await setWeight(w.deps, { ...base, stepIndex: 0, step: weightStep(25) });
     expect(result).toMatchObject({ drift: false, weight: 25 });
