@@ -78,6 +78,14 @@ describe.each(Object.entries(EXAMPLES))("the %s example", (name, files) => {
         stateName,
       ).toEqual(["Superseded", "Abort", "Abort"]);
     }
+    // Begin has no context for Abort: a newer push makes it Superseded, anything else BeginFailed.
+    const begin = states(definition).Begin as State;
+    expect(
+      (begin.Catch as Array<{ ErrorEquals: string[]; Next: string }>).map((c) => [c.ErrorEquals[0], c.Next]),
+    ).toEqual([
+      ["ExecutionSuperseded", "Superseded"],
+      ["States.ALL", "BeginFailed"],
+    ]);
   });
 
   it("is deterministic", async () => {

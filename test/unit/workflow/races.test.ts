@@ -278,7 +278,7 @@ describe("a superseded execution", () => {
     });
     const old = w.executionArnOf(await w.push(v2));
     const next = w.executionArnOf(await w.push(v3));
-    await w.run(old);
+    expect(await w.run(old)).toEqual({ state: "Superseded" });
     expect(await w.run(next)).toEqual({ state: "Waiting", at: "Step02-Pause" });
     expect(seen?.after).toEqual(seen?.before);
     expect(seen?.calls).toEqual([]);
