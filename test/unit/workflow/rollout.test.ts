@@ -271,6 +271,17 @@ describe("pauses", () => {
     expect(w.resumed).toContain("pause ended");
     const paused = w.events.ofType("RolloutPaused")[0];
     expect(paused?.detail).toMatchObject({ step: 1, message: "CanaryPauseStep: paused for 5m" });
+    // The item records the end of the pause, though Promote follows as soon as the token is answered.
+    const done = await w.item();
+    const resumed = done.events.find((e) => e.type === "RolloutResumed");
+    const pausedAt = done.events.find((e) => e.type === "RolloutPaused");
+    expect(resumed?.message).toBe("pause ended");
+    expect((resumed?.at ?? 0) - (pausedAt?.at ?? 0)).toBe(300_000);
+    expect(done.events.map((e) => e.type).slice(-3)).toEqual([
+      "RolloutPaused",
+      "RolloutResumed",
+      "RolloutCompleted",
+    ]);
   });
 
   it("an indefinite pause waits for rollouts promote", async () => {
