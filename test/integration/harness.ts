@@ -6,7 +6,7 @@ import { writeDemoSpec } from "../../local/demo/spec.ts";
 import type { LocalDynamo } from "../../local/dynamo.ts";
 import { startProxy } from "../../local/proxy/server.ts";
 import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { run } from "../cli/run.ts";
+import { run } from "../support/cli.ts";
 import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } from "./scenario.ts";
 
 /** A scenario on the embedded runtime: the generic one, plus the stack for benchmarks. */

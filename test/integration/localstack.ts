@@ -11,7 +11,7 @@ import { startLoad } from "../../local/demo/load.ts";
 import { freePort } from "../../local/demo/prometheus.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
-import { run } from "../cli/run.ts";
+import { run } from "../support/cli.ts";
 import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } from "./scenario.ts";
 
 /**

@@ -35,6 +35,7 @@ import {
   type RolloutSpec,
   type StateMachineDefinition,
 } from "../../statemachine/index.ts";
+import { ecrPush } from "./ecr.ts";
 
 /** The functions a compiled rollout calls, plus `resume` (the Timer's target). */
 export type RolloutFunction = keyof typeof FUNCTION_PLACEHOLDERS | "resume";
@@ -315,23 +316,16 @@ export async function startEmbeddedRollout(options: EmbeddedRolloutOptions): Pro
   };
   const push: EmbeddedRollout["push"] = async (image) => {
     const n = ++pushes;
-    const result = await startRollout(triggerDeps, {
-      version: "0",
-      id: `push-${n}`,
-      "detail-type": "ECR Image Action",
-      source: "aws.ecr",
-      account: "123456789012",
-      time: new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
-      region: "us-east-1",
-      resources: [],
-      detail: {
-        result: "SUCCESS",
-        "repository-name": repository,
-        "image-digest": image.digest,
-        "action-type": "PUSH",
-        ...(image.tag === null ? {} : { "image-tag": image.tag }),
-      },
-    });
+    const result = await startRollout(
+      triggerDeps,
+      ecrPush({
+        id: `push-${n}`,
+        time: new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
+        repository,
+        digest: image.digest,
+        tag: image.tag,
+      }),
+    );
     if (result.kind !== "handled" || result.rollouts.length !== 1)
       throw new Error(`the push was not handled: ${JSON.stringify(result)}`);
     return result.rollouts[0] as RolloutTriggerOutcome;
