@@ -318,9 +318,13 @@ class DefinitionBuilder {
       Error: "AbortFailed",
       Cause: "The abort could not put the traffic back: check the target by hand.",
     };
-    // Begin runs before any context exists, so its failures go to a Fail state directly.
+    // Begin runs before any context exists, so its failures go to a Fail state directly; a Begin
+    // refused because a newer push was accepted first ends as superseded, like any other Task.
     if (states.Begin) {
-      states.Begin.Catch = [{ ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "BeginFailed" }];
+      states.Begin.Catch = [
+        { ErrorEquals: [EXECUTION_SUPERSEDED], ResultPath: "$.error", Next: "Superseded" },
+        { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "BeginFailed" },
+      ];
     }
     states.BeginFailed = {
       Type: "Fail",

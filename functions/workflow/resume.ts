@@ -18,17 +18,18 @@ export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: st
     case "pause": {
       const item = await deps.store.get(payload.rollout);
       if (!item || item.currentTaskToken !== payload.token) return "pause already ended";
-      // Answer first, then clear: a crash in between is repaired by the retry (a used token is stale).
-      const delivery = await deps.tokens.sendSuccess(payload.token, { outcome: "continue" });
+      // Record the end first: once the token is answered the execution's next step runs at once
+      // and may clear the wait before this function would, leaving the resumption unrecorded. The
+      // token stays on the item until it is answered, so a crash in between is repaired by the
+      // retry (which then finds the pause recorded as ended and a used token stale). An abort
+      // requested first fails the token: the Abort state records the outcome, not "resumed".
       await update(deps.store, payload.rollout, "latest", (latest) =>
-        // An abort failed this token first: the Abort state records the outcome, not "resumed".
-        latest.currentTaskToken === payload.token && !(latest.abortRequested && !delivery.delivered)
+        latest.currentTaskToken === payload.token && latest.waitingFor === "pause" && !latest.abortRequested
           ? withEvent(
               {
                 ...latest,
                 phase: "Progressing",
                 message: "",
-                currentTaskToken: null,
                 waitingFor: null,
                 waitingSince: null,
                 pause: null,
@@ -38,6 +39,12 @@ export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: st
               "pause ended",
               latest.stepIndex,
             )
+          : null,
+      );
+      const delivery = await deps.tokens.sendSuccess(payload.token, { outcome: "continue" });
+      await update(deps.store, payload.rollout, "latest", (latest) =>
+        latest.currentTaskToken === payload.token && latest.waitingFor === null
+          ? { ...latest, currentTaskToken: null }
           : null,
       );
       return delivery.delivered ? "pause ended" : `pause token stale (${delivery.reason})`;

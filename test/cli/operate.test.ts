@@ -21,8 +21,8 @@ import { update } from "../../functions/store/update.ts";
 import { executionName } from "../../functions/trigger/decide.ts";
 import { localFunctionArn } from "../../local/asl/intrinsics.ts";
 import { type Runtime, startRuntime } from "../../local/runtime.ts";
-import { type DynaliteHarness, startDynalite } from "../unit/store/dynalite-harness.ts";
-import { run } from "./run.ts";
+import { run } from "../support/cli.ts";
+import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
 
 /**
  * The operating commands end to end: the real SDK clients of the CLI, configured only through

@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import validator from "asl-validator";
 import { describe, expect, it } from "vitest";
-import { run } from "./run.ts";
+import { run } from "../support/cli.ts";
 
 const SEED = ["examples/rollout.yaml", "examples/analysis-success-rate.yaml"];
 

@@ -10,7 +10,7 @@ import type { RolloutStore } from "../../functions/store/port.ts";
 import { newRolloutItem } from "../../functions/store/schema.ts";
 import type { StoredAnalysis } from "../../functions/workflow/analysis.ts";
 import { MetricSchema } from "../../statemachine/spec.ts";
-import { type DynaliteHarness, startDynalite } from "../unit/store/dynalite-harness.ts";
+import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
 
 /**
  * What one frame of `rollouts get` (and so every refresh of `--watch`) reads: only what it shows.

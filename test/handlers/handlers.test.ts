@@ -41,7 +41,7 @@ import type { TickerInput } from "../../functions/timer/ticker.ts";
 import type { WorkflowDeps } from "../../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../../functions/workflow/metrics.ts";
 import type { WorkflowContext } from "../../functions/workflow/payloads.ts";
-import { createRolloutsTable, type DynaliteHarness, startDynalite } from "../unit/store/dynalite-harness.ts";
+import { createRolloutsTable, type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
 
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
 const ACCOUNT = "123456789012";

@@ -8,7 +8,8 @@ import { writeDemoSpec } from "../../local/demo/spec.ts";
 import type { LocalDynamo } from "../../local/dynamo.ts";
 import { startProxy } from "../../local/proxy/server.ts";
 import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../../local/stack.ts";
-import { run } from "../cli/run.ts";
+import { runWithEnv } from "../support/cli.ts";
+import { listExecutions } from "../support/executions.ts";
 import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } from "./scenario.ts";
 
 /** A scenario on the embedded runtime: the generic one, plus the stack for benchmarks. */
@@ -101,32 +102,12 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
       }
       return stack.item();
     },
-    cli: async (...argv) => {
-      const keys = CLI_ENV_KEYS;
-      const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
-      for (const k of keys) if (stack.env[k] !== undefined) process.env[k] = stack.env[k];
-      try {
-        return await run(...argv);
-      } finally {
-        for (const k of keys) {
-          if (saved[k] === undefined) delete process.env[k];
-          else process.env[k] = saved[k];
-        }
-      }
-    },
+    cli: (...argv) => runWithEnv(Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, stack.env[k]])), ...argv),
     lifecycle: () =>
       stack.runtime.bus.events
         .filter((e) => e.event.source === "sfn-rollouts")
         .map((e) => ({ type: e.event["detail-type"], detail: e.event.detail as Record<string, unknown> })),
-    executions: async () => {
-      const list = await sfn.send(new ListExecutionsCommand({ stateMachineArn: stack.stateMachineArn }));
-      const out: Array<{ name: string; status: string; error?: string }> = [];
-      for (const e of list.executions ?? []) {
-        const d = await sfn.send(new DescribeExecutionCommand({ executionArn: e.executionArn }));
-        out.push({ name: e.name ?? "", status: d.status ?? "", ...(d.error ? { error: d.error } : {}) });
-      }
-      return out.sort((a, b) => a.name.localeCompare(b.name));
-    },
+    executions: () => listExecutions(sfn, stack.stateMachineArn),
     close: async () => {
       sfn.destroy();
       await stack.close();

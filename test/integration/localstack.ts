@@ -4,14 +4,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
-import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
+import { SFNClient } from "@aws-sdk/client-sfn";
 import { DynamoRolloutStore } from "../../functions/store/dynamodb.ts";
 import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
 import { startLoad } from "../../local/demo/load.ts";
 import { freePort } from "../../local/demo/prometheus.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
-import { run } from "../cli/run.ts";
+import { runWithEnv } from "../support/cli.ts";
+import { listExecutions } from "../support/executions.ts";
 import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } from "./scenario.ts";
 
 /**
@@ -149,34 +150,18 @@ export async function deployToLocalStack(cases: ScenarioOptions[]): Promise<Loca
       },
       idle: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 5_000))),
       item: () => store.get(name),
-      cli: async (...argv) => {
-        const set: Record<string, string> = {
-          ROLLOUTS_TABLE: tableName,
-          AWS_ENDPOINT_URL: endpoint(),
-          AWS_REGION: region,
-          AWS_ACCESS_KEY_ID: credentials.accessKeyId,
-          AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
-        };
-        const saved = Object.fromEntries(Object.keys(set).map((k) => [k, process.env[k]]));
-        Object.assign(process.env, set);
-        try {
-          return await run(...argv);
-        } finally {
-          for (const [k, v] of Object.entries(saved)) {
-            if (v === undefined) delete process.env[k];
-            else process.env[k] = v;
-          }
-        }
-      },
-      executions: async () => {
-        const list = await sfn.send(new ListExecutionsCommand({ stateMachineArn }));
-        const out: Array<{ name: string; status: string; error?: string }> = [];
-        for (const e of list.executions ?? []) {
-          const d = await sfn.send(new DescribeExecutionCommand({ executionArn: e.executionArn }));
-          out.push({ name: e.name ?? "", status: d.status ?? "", ...(d.error ? { error: d.error } : {}) });
-        }
-        return out.sort((a, b) => a.name.localeCompare(b.name));
-      },
+      cli: (...argv) =>
+        runWithEnv(
+          {
+            ROLLOUTS_TABLE: tableName,
+            AWS_ENDPOINT_URL: endpoint(),
+            AWS_REGION: region,
+            AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+            AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+          },
+          ...argv,
+        ),
+      executions: () => listExecutions(sfn, stateMachineArn),
       close: async () => undefined,
     };
   };

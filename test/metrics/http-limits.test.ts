@@ -5,7 +5,7 @@ import { PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts"
 import { SamplesMetricProvider } from "../../functions/metrics/samples.ts";
 import { WebMetricProvider } from "../../functions/metrics/web.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { type Recorded, startServer } from "./server.ts";
+import { type Recorded, startServer } from "../support/http-server.ts";
 
 /**
  * What an HTTP provider does with an answer it must not trust: a body past the limit (declared

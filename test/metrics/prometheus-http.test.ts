@@ -3,7 +3,7 @@ import { SignatureV4 } from "@smithy/signature-v4";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { interpret, isAmpHost, PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { closedPort, startServer } from "./server.ts";
+import { closedPort, startServer } from "../support/http-server.ts";
 
 /**
  * The Prometheus adapter's HTTP behaviour that a real Prometheus does not show on demand: the POST

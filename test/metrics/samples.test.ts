@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRun, tick } from "../../functions/analysis/index.ts";
 import { SamplesMetricProvider } from "../../functions/metrics/samples.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { startServer } from "./server.ts";
+import { startServer } from "../support/http-server.ts";
 
 let server: Awaited<ReturnType<typeof startServer>>;
 let answer: { status: number; body: string };

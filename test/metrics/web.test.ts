@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRun, tick } from "../../functions/analysis/index.ts";
 import { toJsonPath, WebMetricProvider } from "../../functions/metrics/web.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { closedPort, startServer } from "./server.ts";
+import { closedPort, startServer } from "../support/http-server.ts";
 
 let server: Awaited<ReturnType<typeof startServer>>;
 

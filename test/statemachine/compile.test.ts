@@ -1,4 +1,3 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import validator from "asl-validator";
 import { describe, expect, it } from "vitest";
 import {
@@ -10,6 +9,7 @@ import {
   type StateMachineDefinition,
   stepStateName,
 } from "../../statemachine/index.ts";
+import { expectGolden } from "../support/golden.ts";
 
 /** Every example, compiled as the construct does for an ALB target with pods. */
 const EXAMPLES: Record<string, string[]> = {
@@ -54,9 +54,7 @@ describe.each(Object.entries(EXAMPLES))("the %s example", (name, files) => {
     const result = validator(definition);
     expect(result.errors).toEqual([]);
     expect(result.isValid).toBe(true);
-    const text = `${JSON.stringify(definition, null, 2)}\n`;
-    if (process.env.UPDATE_GOLDEN === "1" || !existsSync(golden(name))) writeFileSync(golden(name), text);
-    expect(text).toBe(readFileSync(golden(name), "utf8"));
+    expectGolden(golden(name), `${JSON.stringify(definition, null, 2)}\n`);
   });
 
   it("reaches every state; every Task but Abort is caught into Abort, a superseded execution into Superseded", async () => {
@@ -78,6 +76,14 @@ describe.each(Object.entries(EXAMPLES))("the %s example", (name, files) => {
         stateName,
       ).toEqual(["Superseded", "Abort", "Abort"]);
     }
+    // Begin has no context for Abort: a newer push makes it Superseded, anything else BeginFailed.
+    const begin = states(definition).Begin as State;
+    expect(
+      (begin.Catch as Array<{ ErrorEquals: string[]; Next: string }>).map((c) => [c.ErrorEquals[0], c.Next]),
+    ).toEqual([
+      ["ExecutionSuperseded", "Superseded"],
+      ["States.ALL", "BeginFailed"],
+    ]);
   });
 
   it("is deterministic", async () => {

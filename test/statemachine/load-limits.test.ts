@@ -11,7 +11,7 @@ import {
   readSources,
   SpecError,
 } from "../../statemachine/index.ts";
-import { run } from "../cli/run.ts";
+import { run } from "../support/cli.ts";
 
 /** The problems' lines of a load that must fail. */
 function problemsOf(text: string, file = "in.yaml"): string[] {

@@ -11,7 +11,7 @@ import {
   rolloutNameProblem,
   SpecError,
 } from "../../statemachine/index.ts";
-import { run } from "../cli/run.ts";
+import { run } from "../support/cli.ts";
 
 const argo = (name: string, extra = "") => `
 apiVersion: argoproj.io/v1alpha1

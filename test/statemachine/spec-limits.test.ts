@@ -12,7 +12,7 @@ import {
   RolloutSpecSchema,
   SpecError,
 } from "../../statemachine/index.ts";
-import { run } from "../cli/run.ts";
+import { run } from "../support/cli.ts";
 
 const rollout = (strategy: string, replicas = "1") => `
 apiVersion: argoproj.io/v1alpha1

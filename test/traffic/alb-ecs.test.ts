@@ -19,6 +19,7 @@ import {
 } from "@aws-sdk/client-elastic-load-balancing-v2";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
+import { ManualClock } from "../../functions/clock.ts";
 import { AlbEcsRouter, type AlbEcsState, slotWeights } from "../../functions/traffic/alb-ecs.ts";
 import {
   ListenerChangedError,
@@ -133,17 +134,7 @@ function settings(extra: Record<string, unknown> = {}) {
   };
 }
 
-class FakeClock {
-  constructor(public t = Date.UTC(2026, 0, 1)) {}
-  now(): number {
-    return this.t;
-  }
-  advance(seconds: number): void {
-    this.t += seconds * 1000;
-  }
-}
-
-let clock: FakeClock;
+let clock: ManualClock;
 function router(extra: Record<string, unknown> = {}): AlbEcsRouter {
   return new AlbEcsRouter(
     {
@@ -160,7 +151,7 @@ const asAlb = (s: RouterState): AlbEcsState => s as AlbEcsState;
 beforeEach(() => {
   elb.reset();
   ecs.reset();
-  clock = new FakeClock();
+  clock = new ManualClock(Date.UTC(2026, 0, 1));
   world = {
     rules: [
       {
@@ -376,9 +367,9 @@ describe("AlbEcsRouter", () => {
     const r = router();
     const { state } = await r.prepare();
     const s = await r.deployCandidate(state, { image: IMAGE });
-    clock.advance(599);
+    clock.advance(599_000);
     expect((await r.checkReadiness(s)).ready).toBe(false);
-    clock.advance(1);
+    clock.advance(1_000);
     const err = await r.checkReadiness(s).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TargetNotReadyError);
     expect((err as Error).name).toBe("TargetNotReadyError");
@@ -603,13 +594,13 @@ describe("AlbEcsRouter", () => {
     expect(ecs.commandCalls(RegisterTaskDefinitionCommand)).toHaveLength(registered);
     expect(ecs.commandCalls(UpdateServiceCommand)).toHaveLength(updates);
 
-    clock.advance(1799);
+    clock.advance(1_799_000);
     const early = await r.scaleDown(s);
     expect(early.ready).toBe(false);
     expect(early.ready === false && early.retryAfterSeconds).toBe(1);
     expect(ecs.commandCalls(UpdateServiceCommand)).toHaveLength(updates);
 
-    clock.advance(1);
+    clock.advance(1_000);
     const done = await r.scaleDown(early.state);
     expect(done.ready).toBe(true);
     const last = ecs.commandCalls(UpdateServiceCommand).at(-1)?.args[0].input;
@@ -621,7 +612,7 @@ describe("AlbEcsRouter", () => {
     const r = router();
     let s = await r.promote(await deployed(r), { scaleDownDelaySeconds: 60 });
     defaultRule().Actions = [OIDC, forward(100, 0)];
-    clock.advance(60);
+    clock.advance(60_000);
     const res = await r.scaleDown(s);
     expect(res.ready).toBe(true);
     expect(res.message).toContain("touching nothing");
@@ -646,7 +637,7 @@ describe("AlbEcsRouter", () => {
     s = aborted.state;
     expect(asAlb(s)).toMatchObject({ phase: "aborted", stableSlot: "a" });
     expect((await r.scaleDown(s)).ready).toBe(false);
-    clock.advance(30);
+    clock.advance(30_000);
     await r.scaleDown(s);
     expect(ecs.commandCalls(UpdateServiceCommand).at(-1)?.args[0].input).toEqual({
       cluster: "prod",
@@ -659,7 +650,7 @@ describe("AlbEcsRouter", () => {
     const r = router();
     let s = await r.promote(await deployed(r), { scaleDownDelaySeconds: 1800 });
     const ecsCalls = ecs.calls().length;
-    clock.advance(600);
+    clock.advance(600_000);
     const aborted = await r.abort(s, { abortScaleDownDelaySeconds: 30 });
     expect(aborted.ready).toBe(true);
     expect(lastListenerWeights()).toEqual({ [TG_A]: 100, [TG_B]: 0 });
@@ -673,7 +664,7 @@ describe("AlbEcsRouter", () => {
   it("aborts after the scale-down window by scaling the old slot back up before moving traffic", async () => {
     const r = router();
     let s = await r.promote(await deployed(r), { scaleDownDelaySeconds: 60 });
-    clock.advance(60);
+    clock.advance(60_000);
     s = (await r.scaleDown(s)).state;
     const listenerWrites = elb.commandCalls(ModifyListenerCommand).length;
 
@@ -708,7 +699,7 @@ describe("AlbEcsRouter", () => {
     let s = await r.promote(await deployed(r), { scaleDownDelaySeconds: 0 });
     s = (await r.scaleDown(s)).state;
     const first = await r.abort(s, { abortScaleDownDelaySeconds: 30, progressDeadlineSeconds: 120 });
-    clock.advance(120);
+    clock.advance(120_000);
     await expect(r.abort(first.state, { abortScaleDownDelaySeconds: 30 })).rejects.toThrow(
       /old stable slot on shop-a did not become steady before its progress deadline/,
     );

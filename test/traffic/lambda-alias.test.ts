@@ -9,6 +9,7 @@ import {
 } from "@aws-sdk/client-lambda";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
+import { ManualClock } from "../../functions/clock.ts";
 import { AliasChangedError, RouterStateError, TargetNotReadyError } from "../../functions/traffic/errors.ts";
 import {
   LambdaAliasRouter,
@@ -40,16 +41,7 @@ interface World {
 let world: World;
 const rev = () => `rev-${++world.revisions}`;
 
-class FakeClock {
-  constructor(public t = Date.UTC(2026, 0, 1)) {}
-  now(): number {
-    return this.t;
-  }
-  advance(seconds: number): void {
-    this.t += seconds * 1000;
-  }
-}
-let clock: FakeClock;
+let clock: ManualClock;
 
 function router(extra: Record<string, unknown> = {}): LambdaAliasRouter {
   return new LambdaAliasRouter(
@@ -62,7 +54,7 @@ const asLambda = (s: RouterState): LambdaAliasState => s as LambdaAliasState;
 
 beforeEach(() => {
   lambda.reset();
-  clock = new FakeClock();
+  clock = new ManualClock(Date.UTC(2026, 0, 1));
   world = {
     alias: { FunctionVersion: "7", RevisionId: "rev-alias-0" },
     latest: { CodeSha256: "old-sha", LastUpdateStatus: "Successful", RevisionId: "rev-0" },
@@ -228,9 +220,9 @@ describe("LambdaAliasRouter", () => {
     const r = router();
     const { state } = await r.prepare();
     const s = await r.deployCandidate(state, { image: IMAGE });
-    clock.advance(299);
+    clock.advance(299_000);
     expect((await r.checkReadiness(s)).ready).toBe(false);
-    clock.advance(1);
+    clock.advance(1_000);
     await expect(r.checkReadiness(s)).rejects.toThrow(/checkout was not ready before its progress deadline/);
   });
 
@@ -325,7 +317,7 @@ describe("LambdaAliasRouter", () => {
   it("aborts after promotion by pointing the alias back at the previous version", async () => {
     const r = router();
     const s = await r.promote(await ready(r), { scaleDownDelaySeconds: 30 });
-    clock.advance(3600);
+    clock.advance(3_600_000);
     const res = await r.abort(s, { abortScaleDownDelaySeconds: 30 });
     expect(res.ready).toBe(true);
     expect(world.alias.FunctionVersion).toBe("7");

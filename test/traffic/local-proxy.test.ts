@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { ManualClock } from "../../functions/clock.ts";
 import { TargetNotReadyError } from "../../functions/traffic/errors.ts";
 import { createTrafficRouter, type LocalProxyState } from "../../functions/traffic/index.ts";
 import type { RouterState, TrafficRouter } from "../../functions/traffic/port.ts";
@@ -27,25 +28,18 @@ async function upstream(version: string): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-class FakeClock {
-  t = 1_000_000;
-  now(): number {
-    return this.t;
-  }
-}
-
 async function setup(): Promise<{
   proxy: RunningProxy;
   router: TrafficRouter;
   v1: string;
   v2: string;
-  clock: FakeClock;
+  clock: ManualClock;
 }> {
   const v1 = await upstream("v1");
   const v2 = await upstream("v2");
   const proxy = await startProxy({ config: { stable: v1, stableVersion: "v1" } });
   closers.push(proxy.close);
-  const clock = new FakeClock();
+  const clock = new ManualClock(1_000_000);
   const router = createTrafficRouter(
     { type: "local-proxy", adminUrl: proxy.adminUrl, progressDeadlineSeconds: 10 },
     {},
@@ -128,7 +122,7 @@ describe("LocalProxyRouter against a real proxy", () => {
     const s = await router.deployCandidate(state, { upstream: "http://127.0.0.1:9", version: "v2" });
     const first = await router.checkReadiness(s);
     expect(first.ready).toBe(false);
-    clock.t += 10_000;
+    clock.advance(10_000);
     await expect(router.checkReadiness(s)).rejects.toBeInstanceOf(TargetNotReadyError);
   });
 });
@@ -153,7 +147,7 @@ describe("an admin API that accepts the connection and never answers", () => {
     const router = createTrafficRouter(
       { type: "local-proxy", adminUrl, requestTimeoutSeconds: 1 },
       {},
-      new FakeClock(),
+      new ManualClock(0),
     );
     const error = await router.prepare().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TargetNotReadyError);

@@ -4,7 +4,8 @@ import type { ManualClock } from "../../../functions/clock.ts";
 import { atExpression } from "../../../functions/timer/scheduler.ts";
 import { localFunctionArn } from "../../../local/asl/intrinsics.ts";
 import type { RuntimeFunction } from "../../../local/runtime.ts";
-import { compile, FUNCTION_PLACEHOLDERS, loadRollout } from "../../../statemachine/index.ts";
+import { compile, loadRollout } from "../../../statemachine/index.ts";
+import { functionSubstitutions } from "../../support/embedded-rollout.ts";
 
 /** The reference canary, compiled as the construct does (no readiness checks: a Lambda target). */
 export async function canaryDefinition(): Promise<Record<string, unknown>> {
@@ -13,11 +14,7 @@ export async function canaryDefinition(): Promise<Record<string, unknown>> {
 }
 
 /** `definitionSubstitutions` pointing every placeholder at the fake function of that role. */
-export function substitutions(): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(FUNCTION_PLACEHOLDERS).map(([role, placeholder]) => [placeholder, localFunctionArn(role)]),
-  );
-}
+export const substitutions = functionSubstitutions;
 
 /** What the fakes saw, for assertions. */
 export interface FakeLog {

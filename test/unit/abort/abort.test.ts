@@ -23,7 +23,7 @@ import {
 } from "../../../functions/abort/index.ts";
 import { ConcurrentUpdateError, MemoryRolloutStore, update } from "../../../functions/store/index.ts";
 import type { RolloutItemInput } from "../../../functions/store/schema.ts";
-import { EXEC, runningRollout, T0 } from "./fixtures.ts";
+import { EXEC, runningRollout, T0 } from "../../support/running-rollout.ts";
 
 const sfnMock = mockClient(SFNClient);
 const tokens = () => new SfnTaskTokens(new SFNClient({ region: "us-east-1" }));

@@ -7,7 +7,7 @@ import { type AnalyzeDeps, analyzeCommand } from "../../../cli/commands/analyze.
 import { UsageError } from "../../../cli/io.ts";
 import { main } from "../../../cli/main.ts";
 import { defaultProviders } from "../../../functions/metrics/index.ts";
-import { startServer } from "../../metrics/server.ts";
+import { startServer } from "../../support/http-server.ts";
 
 /**
  * `rollouts analyze` end to end against a local web metric, in virtual time: the clock moves when

@@ -14,7 +14,7 @@ import {
   update,
   upsert,
 } from "../../../functions/store/index.ts";
-import { type DynaliteHarness, startDynalite } from "./dynalite-harness.ts";
+import { type DynaliteHarness, startDynalite } from "../../support/dynalite.ts";
 
 /**
  * The same behaviour is required of every adapter, so the same tests run against the in-memory

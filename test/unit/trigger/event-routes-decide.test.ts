@@ -12,7 +12,7 @@ import {
   registryHost,
   TriggerRoutesSchema,
 } from "../../../functions/trigger/index.ts";
-import { DIGEST_A, DIGEST_B, ecrPush, SM } from "./fixtures.ts";
+import { DIGEST_A, DIGEST_B, ecrPush, SM } from "../../support/ecr.ts";
 
 describe("parseEcrEvent", () => {
   it("reads the AWS documentation's sample push event (its digest completed to 64 hex digits: the docs shorten it)", () => {

@@ -21,7 +21,7 @@ import {
   startRollout,
   type TriggerDeps,
 } from "../../../functions/trigger/index.ts";
-import { DIGEST_A, DIGEST_B, ecrPush, SM } from "./fixtures.ts";
+import { DIGEST_A, DIGEST_B, ecrPush, SM } from "../../support/ecr.ts";
 
 const sfn = mockClient(SFNClient);
 const NOW = Date.UTC(2026, 11, 1, 9, 0, 0);

@@ -1,152 +1,158 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { z } from "zod";
 import { requestAbort } from "../../../functions/abort/request-abort.ts";
 import { ConcurrentUpdateError } from "../../../functions/store/errors.ts";
-import type { RolloutStore } from "../../../functions/store/port.ts";
 import { update } from "../../../functions/store/update.ts";
 import type { TimerFiring } from "../../../functions/timer/port.ts";
-import { abort } from "../../../functions/workflow/abort.ts";
-import { analysisTick, StoredAnalysisSchema, startAnalysis } from "../../../functions/workflow/analysis.ts";
-import { awaitStep } from "../../../functions/workflow/await.ts";
-import { artifactFor, begin } from "../../../functions/workflow/begin.ts";
-import { checkReady } from "../../../functions/workflow/check-ready.ts";
+import { executionName } from "../../../functions/trigger/decide.ts";
+import { StoredAnalysisSchema } from "../../../functions/workflow/analysis.ts";
+import { artifactFor, type BeginResult } from "../../../functions/workflow/begin.ts";
 import { promoteRollout } from "../../../functions/workflow/operate.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
 import { promote } from "../../../functions/workflow/promote.ts";
-import { resume } from "../../../functions/workflow/resume.ts";
 import { setWeight } from "../../../functions/workflow/set-weight.ts";
+import type { LambdaHandler } from "../../../local/aws/lambda.ts";
 import type { Step } from "../../../statemachine/spec.ts";
+import type { RolloutFunction } from "../../support/embedded-rollout.ts";
 import {
-  acceptPush,
-  analysisSpec,
   digest,
-  item,
-  liveToken,
-  metric,
-  NAME,
-  rolloutRef,
-  runExecution,
-  TARGET,
-  type World,
-  world,
-} from "./harness.ts";
+  type FakeRollout,
+  type FakeRolloutOptions,
+  startStableRollout,
+} from "../../support/fake-rollout.ts";
+import { analysisSpec, metric } from "../../support/rollout-spec.ts";
+import { interceptSaves } from "../../support/store.ts";
 
-async function withStable(scripts: Record<string, Array<number | "E">> = {}): Promise<World> {
-  const w = world(scripts);
-  expect(await runExecution(w, await acceptPush(w, { digest: digest(1), tag: "v1", generation: 1 }))).toEqual(
-    {
-      state: "Healthy",
-    },
-  );
-  await w.timer.runUntilIdle();
-  w.router.calls.length = 0;
-  w.events.published.length = 0;
-  w.metrics.points.length = 0;
-  w.resumed.length = 0;
+/**
+ * Races and redeliveries on the compiled workflow in the embedded runtime: each test arranges the
+ * interleaving by wrapping a function (the Lambda) or a port, and lets the state machine do the rest.
+ */
+
+const NAME = "checkout";
+const v2 = { digest: digest(2), tag: "v2" };
+const v3 = { digest: digest(3), tag: "v3" };
+
+type Wrap = (name: RolloutFunction, handler: LambdaHandler) => LambdaHandler;
+
+async function withStable(options: FakeRolloutOptions = {}): Promise<FakeRollout> {
+  const w = await startStableRollout(options);
+  onTestFinished(() => w.close());
   return w;
 }
 
-/** Begin of revision 2 (generation 2) and the Task body every later state receives. */
-async function begun(w: World, generation = 2, d = digest(2)) {
-  const payload = await acceptPush(w, { digest: d, tag: `v${generation}`, generation });
-  const { context, firstRevision } = await begin(w.deps, payload);
-  expect(firstRevision).toBe(false);
-  return { context, base: { context, rollout: rolloutRef(), target: TARGET } };
-}
+/** Wraps the handler of one function only. */
+const only =
+  (fn: RolloutFunction, wrap: (handler: LambdaHandler) => LambdaHandler): Wrap =>
+  (name, handler) =>
+    name === fn ? wrap(handler) : handler;
+
+/** The history's failed Task attempts, as `state: error`. */
+const failedTasks = (w: FakeRollout, executionArn: string): string[] =>
+  w.failedTasks(executionArn).map((f) => `${f.state}: ${f.error}`);
+
+/** What Begin answered, from the execution's history. */
+const begun = (w: FakeRollout, executionArn: string): WorkflowContext =>
+  (w.stateOutput(executionArn, "Begin") as { begin: { context: WorkflowContext } }).begin.context;
 
 const weightStep = (weight: number): Step => ({ kind: "setWeight", weight });
-const abortError = { Error: "RolloutAborted", Cause: "" };
+const forever: Step = { kind: "pause", reason: "CanaryPauseStep" };
 
 describe("abortRequested seen mid-step", () => {
-  it("a step that starts after an abort was recorded throws RolloutAborted and moves no traffic", async () => {
-    const w = await withStable();
-    const { base } = await begun(w);
-    const outcome = await requestAbort({
-      store: w.store,
-      sfn: w.tokens,
-      name: NAME,
-      reason: "stop it",
-      clock: w.clock,
-    });
-    expect(outcome.status).toBe("recorded");
-    w.router.calls.length = 0;
-    await expect(setWeight(w.deps, { ...base, stepIndex: 0, step: weightStep(25) })).rejects.toMatchObject({
-      name: "RolloutAborted",
-      message: "stop it",
-    });
-    await expect(checkReady(w.deps, { ...base, stepIndex: null })).rejects.toMatchObject({
-      name: "RolloutAborted",
-    });
-    await expect(promote(w.deps, { ...base, scaleDownDelaySeconds: 30 })).rejects.toMatchObject({
-      name: "RolloutAborted",
-    });
-    expect(w.router.calls).toEqual([]);
-    // A wait refuses to store its token: the abort can never fall between "checked" and "waiting".
-    const token = liveToken(w);
-    await expect(
-      awaitStep(w.deps, {
-        ...base,
-        stepIndex: 1,
-        step: { kind: "pause", reason: "CanaryPauseStep" },
-        taskToken: token,
-      }),
-    ).rejects.toMatchObject({ name: "RolloutAborted" });
-    await expect(
-      startAnalysis(w.deps, {
-        ...base,
-        stepIndex: 1,
-        step: { kind: "analysis", origin: "step", analysis: analysisSpec() },
-        taskToken: token,
-      }),
-    ).rejects.toMatchObject({ name: "RolloutAborted" });
-    expect((await item(w)).currentTaskToken).toBeNull();
-    // No run is left behind Pending for an analysis that never started.
-    expect(await w.store.listRuns(NAME, StoredAnalysisSchema)).toEqual([]);
-    // The Catch goes to Abort, which takes the requested reason.
-    const out = await abort(w.deps, {
-      ...base,
-      error: {
-        Error: "RolloutAborted",
-        Cause: JSON.stringify({ errorType: "RolloutAborted", errorMessage: "stop it" }),
-      },
-      onFailure: "rollback",
-      abortScaleDownDelaySeconds: 30,
-    });
-    expect(out.message).toBe("RolloutAborted: Rollout aborted update to revision 2: stop it");
-    expect(await item(w)).toMatchObject({ phase: "Degraded", abortRequested: false, weight: 0 });
-  });
+  /** An abort recorded (no wait to fail) just before this function runs, in these steps. */
+  const cases: Array<{ fn: RolloutFunction; steps: Step[]; at: string }> = [
+    { fn: "checkReady", steps: [weightStep(25)], at: "Candidate-CheckReady" },
+    { fn: "setWeight", steps: [weightStep(25)], at: "Step01-SetWeight-25" },
+    { fn: "await", steps: [forever], at: "Step01-Pause" },
+    {
+      fn: "startAnalysis",
+      steps: [{ kind: "analysis", origin: "step", analysis: analysisSpec() }],
+      at: "Step01-Analysis",
+    },
+    { fn: "promote", steps: [], at: "Promote" },
+  ];
+  it.each(cases)(
+    "$fn, started after an abort was recorded, throws RolloutAborted and moves no traffic",
+    async ({ fn, steps, at }) => {
+      let armed = true;
+      let outcome: unknown;
+      const w = await withStable({
+        steps,
+        wrap: only(fn, (handler) => async (event, context) => {
+          if (armed) {
+            armed = false;
+            outcome = await requestAbort({
+              store: w.store,
+              sfn: w.tokens,
+              name: NAME,
+              reason: "stop it",
+              clock: w.clock,
+            });
+            w.router.calls.length = 0;
+          }
+          return handler(event, context);
+        }),
+      });
+      armed = true;
+      const arn = w.executionArnOf(await w.push(v2));
+      const ending = await w.run(arn);
+      expect(outcome).toMatchObject({ status: "recorded" });
+      // The Catch goes to Abort, which takes the requested reason.
+      expect(ending).toEqual({
+        state: "Aborted",
+        message: "RolloutAborted: Rollout aborted update to revision 2: stop it",
+      });
+      expect(failedTasks(w, arn)).toEqual([`${at}: RolloutAborted`]);
+      // Only Abort touched the target.
+      expect(w.router.calls).toEqual(["abort"]);
+      // A wait refuses to store its token: the abort can never fall between "checked" and "waiting".
+      expect(await w.item()).toMatchObject({
+        phase: "Degraded",
+        abortRequested: false,
+        weight: 0,
+        currentTaskToken: null,
+      });
+      // No run is left behind Pending for an analysis that never started.
+      expect(await w.store.listRuns(NAME, StoredAnalysisSchema)).toEqual([]);
+    },
+  );
 
   it("an abort that lands while the router moves traffic is seen by the step's conditional write", async () => {
-    const w = await withStable();
-    const { base } = await begun(w);
+    const w = await withStable({ steps: [weightStep(25), forever] });
     const original = w.router.setWeight.bind(w.router);
     w.router.setWeight = async (state, percent, options) => {
       const change = await original(state, percent, options);
-      await requestAbort({ store: w.store, sfn: w.tokens, name: NAME, reason: "mid-step", clock: w.clock });
+      if (percent === 25)
+        await requestAbort({ store: w.store, sfn: w.tokens, name: NAME, reason: "mid-step", clock: w.clock });
       return change;
     };
-    await expect(setWeight(w.deps, { ...base, stepIndex: 0, step: weightStep(25) })).rejects.toMatchObject({
-      name: "RolloutAborted",
+    const arn = w.executionArnOf(await w.push(v2));
+    expect(await w.run(arn)).toEqual({
+      state: "Aborted",
+      message: "RolloutAborted: Rollout aborted update to revision 2: mid-step",
     });
-    const after = await item(w);
+    expect(failedTasks(w, arn)).toEqual(["Step01-SetWeight-25: RolloutAborted"]);
+    const after = await w.item();
     expect(after.stepIndex).toBe(0);
     expect(after.events.map((e) => e.type)).not.toContain("RolloutStepCompleted");
-    expect(w.events.published).toEqual([]);
-    await abort(w.deps, { ...base, error: abortError, onFailure: "rollback", abortScaleDownDelaySeconds: 0 });
+    expect(w.events.types()).toEqual(["RolloutAborted"]);
     expect(w.router.canary).toBe(0);
-    expect((await item(w)).message).toBe("RolloutAborted: Rollout aborted update to revision 2: mid-step");
   });
 
   it("a timed pause whose token was failed by an abort does not resume the rollout", async () => {
-    const w = await withStable();
-    const { base } = await begun(w);
-    const token = liveToken(w);
-    await awaitStep(w.deps, {
-      ...base,
-      stepIndex: 0,
-      step: { kind: "pause", duration: 60, reason: "CanaryPauseStep" },
-      taskToken: token,
+    let seen: { resumed: string[]; phase: string; events: string[] } | undefined;
+    const w: FakeRollout = await withStable({
+      steps: [{ kind: "pause", duration: 60, reason: "CanaryPauseStep" }],
+      wrap: only("abort", (handler) => async (event, context) => {
+        // The Timer fires before the Abort state runs.
+        await w.runtime.timer.advanceTo(w.clock.now() + 60_000);
+        const item = await w.item();
+        seen = { resumed: [...w.resumed], phase: item.phase, events: item.events.map((e) => e.type) };
+        return handler(event, context);
+      }),
     });
+    const arn = w.executionArnOf(await w.push(v2));
+    await w.runtime.settle();
+    expect(w.currentState(arn)).toBe("Step01-Pause-1m");
     const outcome = await requestAbort({
       store: w.store,
       sfn: w.tokens,
@@ -155,100 +161,150 @@ describe("abortRequested seen mid-step", () => {
       clock: w.clock,
     });
     expect(outcome.status).toBe("signalled");
-    // The Timer fires before the Abort state ran.
-    await w.timer.runUntilIdle();
-    expect(w.resumed).toEqual(["pause token stale (TaskDoesNotExist)"]);
-    const now = await item(w);
-    expect(now.phase).toBe("Paused");
-    expect(now.events.map((e) => e.type)).not.toContain("RolloutResumed");
-    await abort(w.deps, {
-      ...base,
-      error: { Error: "RolloutAborted", Cause: "no" },
-      onFailure: "rollback",
-      abortScaleDownDelaySeconds: 0,
-    });
-    expect(await item(w)).toMatchObject({ phase: "Degraded", currentTaskToken: null, pause: null });
+    expect(await w.run(arn)).toMatchObject({ state: "Aborted" });
+    expect(seen?.resumed).toEqual(["pause token stale (TaskDoesNotExist)"]);
+    expect(seen?.phase).toBe("Paused");
+    expect(seen?.events).not.toContain("RolloutResumed");
+    expect(await w.item()).toMatchObject({ phase: "Degraded", currentTaskToken: null, pause: null });
   });
 });
 
 describe("a superseded execution", () => {
   it("a newer push takes over: the old execution's Lambdas throw ExecutionSuperseded and its Abort touches nothing", async () => {
-    const w = await withStable();
-    const old = await begun(w, 2, digest(2));
-    await setWeight(w.deps, { ...old.base, stepIndex: 0, step: weightStep(25) });
-    const pauseToken = liveToken(w);
-    await awaitStep(w.deps, {
-      ...old.base,
-      stepIndex: 1,
-      step: { kind: "pause", reason: "CanaryPauseStep" },
-      taskToken: pauseToken,
+    let takenOver: () => void = () => undefined;
+    const takeover = new Promise<void>((resolve) => {
+      takenOver = resolve;
     });
+    const revision3 = executionName(NAME, digest(3), 3);
+    let abortSaw: { calls: string[]; item: unknown } | undefined;
+    const w: FakeRollout = await withStable({
+      steps: [weightStep(25), forever, weightStep(50)],
+      wrap: (name, handler) => {
+        if (name === "begin")
+          return async (event, context) => {
+            const out = await handler(event, context);
+            if (
+              (event as { input: { trigger: { executionName: string } } }).input.trigger.executionName ===
+              revision3
+            )
+              takenOver();
+            return out;
+          };
+        if (name === "abort")
+          return async (event, context) => {
+            // The old execution's Abort runs after the newer Begin has taken over.
+            await takeover;
+            const before = await w.item();
+            const calls = w.router.calls.length;
+            try {
+              return await handler(event, context);
+            } finally {
+              abortSaw = {
+                calls: w.router.calls.slice(calls),
+                item: (await w.item()) === undefined ? null : before,
+              };
+              expect(await w.item()).toEqual(before);
+            }
+          };
+        return handler;
+      },
+    });
+    const old = w.executionArnOf(await w.push(v2));
+    expect(await w.run(old)).toEqual({ state: "Waiting", at: "Step02-Pause" });
     // The trigger accepts a newer push and aborts the old execution through the abort channel.
-    const payload3 = await acceptPush(w, { digest: digest(3), tag: "v3", generation: 3 });
-    const superseding = await requestAbort({
-      store: w.store,
-      sfn: w.tokens,
-      name: NAME,
-      reason: "superseded by a newer revision",
-      clock: w.clock,
-      executionArn: old.context.executionArn,
-    });
-    expect(superseding.status).toBe("signalled");
+    const pushed = await w.push(v3);
+    expect(pushed).toMatchObject({ outcome: "started", superseded: { status: "signalled" } });
+    const next = w.executionArnOf(pushed);
+    expect(await w.run(old)).toEqual({ state: "Superseded" });
+    expect(failedTasks(w, old)).toEqual(["Step02-Pause: RolloutAborted", "Abort: ExecutionSuperseded"]);
+    expect(abortSaw?.calls).toEqual([]);
+    expect(await w.run(next)).toEqual({ state: "Waiting", at: "Step02-Pause" });
     // The newer execution's Begin takes over, putting traffic back on stable first.
-    const next = await begin(w.deps, payload3);
-    expect(next.context.revision).toBe(3);
-    expect(w.router.canary).toBe(0);
-    expect(w.router.calls.slice(-3)).toEqual(["setWeight 0 overwrite", "prepare", "deployCandidate v3"]);
-    await setWeight(w.deps, {
-      context: next.context,
-      rollout: rolloutRef(),
-      target: TARGET,
-      stepIndex: 0,
-      step: weightStep(10),
-    });
-    const before = await item(w);
+    expect(begun(w, next).revision).toBe(3);
+    const takeoverAt = w.router.calls.indexOf("setWeight 0 overwrite");
+    expect(w.router.calls.slice(takeoverAt, takeoverAt + 4)).toEqual([
+      "setWeight 0 overwrite",
+      "prepare",
+      "deployCandidate v3",
+      "checkReadiness",
+    ]);
+    const before = await w.item();
     w.router.calls.length = 0;
-    // The old execution reaches its Abort state (the token failure), and any Lambda it still runs.
-    await expect(
-      abort(w.deps, {
-        ...old.base,
-        error: { Error: "RolloutAborted", Cause: "superseded" },
-        onFailure: "rollback",
-        abortScaleDownDelaySeconds: 0,
-      }),
-    ).rejects.toMatchObject({ name: "ExecutionSuperseded" });
-    await expect(
-      setWeight(w.deps, { ...old.base, stepIndex: 2, step: weightStep(50) }),
-    ).rejects.toMatchObject({
-      name: "ExecutionSuperseded",
-    });
-    await expect(promote(w.deps, { ...old.base, scaleDownDelaySeconds: 0 })).rejects.toMatchObject({
+    // A Lambda of the old execution still in flight (a retry, say) changes nothing either.
+    const oldBase = {
+      context: begun(w, old),
+      rollout: { name: NAME, revision: "74a0fb7474", strategy: "canary" as const, stepCount: 3 },
+      target: w.targets[0],
+    };
+    await expect(setWeight(w.deps, { ...oldBase, stepIndex: 2, step: weightStep(50) })).rejects.toMatchObject(
+      {
+        name: "ExecutionSuperseded",
+      },
+    );
+    await expect(promote(w.deps, { ...oldBase, scaleDownDelaySeconds: 0 })).rejects.toMatchObject({
       name: "ExecutionSuperseded",
     });
     expect(w.router.calls).toEqual([]);
-    expect(await item(w)).toEqual(before);
-    expect(w.router.canary).toBe(10);
+    expect(await w.item()).toEqual(before);
+    expect(w.router.canary).toBe(25);
   });
 
   it("a late Begin of an older push is refused without touching the rollout", async () => {
-    const w = await withStable();
-    const stale = await acceptPush(w, { digest: digest(2), tag: "v2", generation: 2 });
-    await acceptPush(w, { digest: digest(3), tag: "v3", generation: 3 });
-    const before = await item(w);
-    await expect(begin(w.deps, stale)).rejects.toMatchObject({ name: "ExecutionSuperseded" });
-    expect(await item(w)).toEqual(before);
-    expect(w.router.calls).toEqual([]);
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let seen: { before: unknown; after: unknown; calls: string[] } | undefined;
+    const stale = executionName(NAME, digest(2), 2);
+    const w: FakeRollout = await withStable({
+      steps: [weightStep(25), forever],
+      wrap: only("begin", (handler) => async (event, context) => {
+        const name = (event as { input: { trigger: { executionName: string } } }).input.trigger.executionName;
+        if (name !== stale) {
+          // The newer execution's Begin runs first; then the older one's, late.
+          const out = await handler(event, context);
+          if (name === executionName(NAME, digest(3), 3)) release();
+          return out;
+        }
+        await gate;
+        const before = await w.item();
+        const calls = w.router.calls.length;
+        try {
+          return await handler(event, context);
+        } finally {
+          seen = { before, after: await w.item(), calls: w.router.calls.slice(calls) };
+        }
+      }),
+    });
+    const old = w.executionArnOf(await w.push(v2));
+    const next = w.executionArnOf(await w.push(v3));
+    expect(await w.run(old)).toEqual({ state: "Superseded" });
+    expect(await w.run(next)).toEqual({ state: "Waiting", at: "Step02-Pause" });
+    expect(seen?.after).toEqual(seen?.before);
+    expect(seen?.calls).toEqual([]);
+    expect(failedTasks(w, old)).toEqual(["Begin: ExecutionSuperseded"]);
   });
 });
 
 describe("conditional-write conflicts", () => {
   it("two Begins of one execution (a Lambda retry racing the first attempt) record it once", async () => {
-    const w = await withStable();
-    const payload = await acceptPush(w, { digest: digest(2), tag: "v2", generation: 2 });
-    const [a, b] = await Promise.all([begin(w.deps, payload), begin(w.deps, payload)]);
-    expect(a.context).toEqual(b.context);
-    expect(a.context.revision).toBe(2);
-    const now = await item(w);
+    const results: BeginResult[] = [];
+    const w = await withStable({
+      steps: [weightStep(25)],
+      wrap: only("begin", (handler) => async (event, context) => {
+        const [a, b] = (await Promise.all([
+          handler(event, context),
+          handler(event, context),
+        ])) as BeginResult[];
+        results.push(a as BeginResult, b as BeginResult);
+        return a;
+      }),
+    });
+    expect(await w.rollOut(v2)).toEqual({ state: "Healthy" });
+    const [a, b] = results.slice(-2);
+    expect(a?.context).toEqual(b?.context);
+    expect(a?.context.revision).toBe(2);
+    const now = await w.item();
     expect(now.events.filter((e) => e.type === "RolloutUpdated").map((e) => e.message)).toEqual([
       expect.stringContaining("revision 1"),
       expect.stringContaining("revision 2"),
@@ -256,32 +312,37 @@ describe("conditional-write conflicts", () => {
   });
 
   it("a step whose write loses a race re-reads the item and decides again", async () => {
-    const w = await withStable();
-    const { base } = await begun(w);
+    let armed = false;
+    const w: FakeRollout = await withStable({
+      steps: [weightStep(25), forever],
+      wrap: only("setWeight", (handler) => async (event, context) => {
+        armed = true;
+        return handler(event, context);
+      }),
+    });
     // Another writer (the CLI) slips in before the step's first save attempt.
-    let injected = false;
     const store = w.deps.store;
-    const racing: RolloutStore = Object.create(store);
-    racing.save = async (next, expected) => {
-      if (!injected) {
-        injected = true;
+    w.deps.store = interceptSaves(store, async () => {
+      if (armed) {
+        armed = false;
         await update(store, NAME, "latest", (latest) => ({ ...latest, message: "touched by someone else" }));
       }
-      return store.save(next, expected);
-    };
-    racing.get = (name) => store.get(name);
-    // The step also reads the background run (the watchdog): there is none here.
-    racing.getRun = (rollout, runId, schema) => store.getRun(rollout, runId, schema);
-    w.deps.store = racing;
-    const result = await setWeight(w.deps, { ...base, stepIndex: 0, step: weightStep(25) });
-    expect(result).toMatchObject({ drift: false, weight: 25 });
+    });
+    const arn = w.executionArnOf(await w.push(v2));
+    expect(await w.run(arn)).toEqual({ state: "Waiting", at: "Step02-Pause" });
+    expect(w.stateOutput(arn, "Step01-SetWeight-25")?.last).toMatchObject({
+      value: {
+        drift: false,
+        weight: 25,
+      },
+    });
     expect(w.store.conflicts).toBeGreaterThanOrEqual(1);
-    expect(await item(w)).toMatchObject({ weight: 25, stepIndex: 1 });
+    expect(await w.item()).toMatchObject({ weight: 25, stepIndex: 1 });
   });
 
   it("a strict compare-and-set loses to a concurrent write", async () => {
     const w = await withStable();
-    const seen = await item(w);
+    const seen = await w.item();
     await update(w.store, NAME, "latest", (latest) => ({ ...latest, message: "first" }));
     await expect(
       update(w.store, NAME, seen.version, (latest) => ({ ...latest, message: "second" })),
@@ -291,26 +352,20 @@ describe("conditional-write conflicts", () => {
 
 describe("the Timer", () => {
   it("a duplicated tick firing does not count a measurement twice nor fork the tick chain", async () => {
-    const w = await withStable();
     const deliveries: string[] = [];
     // Every firing is delivered twice (Scheduler and the ticker are at-least-once).
-    w.timer.setHandler(async (firing: TimerFiring) => {
-      const payload = firing.payload as Parameters<typeof resume>[1];
-      for (let i = 0; i < 2; i++) {
-        deliveries.push(firing.key);
-        w.resumed.push(await resume(w.deps, payload, firing.key));
-      }
+    const w = await withStable({
+      steps: [weightStep(10), { kind: "analysis", origin: "step", analysis: analysisSpec() }],
+      wrap: only("resume", (handler) => async (event, context) => {
+        deliveries.push((event as TimerFiring).key);
+        await handler(event, context);
+        deliveries.push((event as TimerFiring).key);
+        return handler(event, context);
+      }),
     });
-    const ending = await runExecution(
-      w,
-      await acceptPush(w, { digest: digest(2), tag: "v2", generation: 2 }),
-      {
-        steps: [weightStep(10), { kind: "analysis", origin: "step", analysis: analysisSpec() }],
-      },
-    );
-    expect(ending).toEqual({ state: "Healthy" });
+    expect(await w.rollOut(v2)).toEqual({ state: "Healthy" });
     expect(w.provider.calls).toHaveLength(2);
-    const runId = `${NAME}-222222222222-g2.step01`;
+    const runId = `${executionName(NAME, digest(2), 2)}.step01`;
     const measurements = await w.store.listMeasurements(NAME, runId, z.unknown());
     expect(measurements.map((m) => m.measurementId)).toEqual(["success-rate#000001", "success-rate#000002"]);
     const ticks = deliveries.filter((k) => k.includes("/tick-"));
@@ -321,242 +376,365 @@ describe("the Timer", () => {
   });
 
   it("two concurrent deliveries of one tick: one wins the run's conditional write, the other stops", async () => {
-    const w = await withStable();
-    const { base } = await begun(w);
-    const token = liveToken(w);
-    const one = metric({ count: 1, interval: undefined, initialDelay: 5 });
-    const { runId } = await startAnalysis(w.deps, {
-      ...base,
-      stepIndex: 0,
-      step: { kind: "analysis", origin: "step", analysis: analysisSpec(one) },
-      taskToken: token,
+    const results: string[] = [];
+    const w = await withStable({
+      steps: [
+        {
+          kind: "analysis",
+          origin: "step",
+          analysis: analysisSpec(metric({ count: 1, interval: undefined, initialDelay: 5 })),
+        },
+      ],
+      wrap: only("resume", (handler) => async (event, context) => {
+        const both = (await Promise.all([handler(event, context), handler(event, context)])) as Array<{
+          result: string;
+        }>;
+        results.push(...both.map((r) => r.result));
+        return both[0];
+      }),
     });
-    w.clock.advance(5_000);
-    const results = await Promise.all([analysisTick(w.deps, NAME, runId), analysisTick(w.deps, NAME, runId)]);
-    // The loser of the run's conditional write stops (undefined) and records nothing.
-    expect(results.map((r) => r?.phase ?? "lost").sort()).toEqual(["Successful", "lost"]);
+    const arn = w.executionArnOf(await w.push(v2));
+    await w.runtime.settle();
+    const token = (await w.item()).currentTaskToken;
+    expect(await w.run(arn)).toEqual({ state: "Healthy" });
+    const runId = `${executionName(NAME, digest(2), 2)}.step00`;
+    // The loser of the run's conditional write stops and records nothing.
+    expect(results.filter((r) => r.includes("/tick-") || r.startsWith("run ")).sort()).toEqual([
+      `run ${runId} not found`,
+      `run ${runId}: Successful`,
+    ]);
     expect(await w.store.listMeasurements(NAME, runId, z.unknown())).toHaveLength(1);
     expect(w.tokens.successes.filter((s) => s.token === token)).toHaveLength(1);
     expect((await w.store.getRun(NAME, runId, StoredAnalysisSchema))?.run.answered).toBe(true);
   });
 
-  it("a start-analysis retried after its first tick could not be scheduled schedules it", async () => {
-    const w = await withStable();
-    const { base } = await begun(w);
-    const token = liveToken(w);
-    const body = {
-      ...base,
-      stepIndex: 1,
-      step: { kind: "analysis" as const, origin: "step" as const, analysis: analysisSpec() },
-      taskToken: token,
+  /**
+   * startAnalysis whose first attempt for revision 2 ends with `fail` (the Lambda service then
+   * reports it failed, and Step Functions retries the Task); `attempts` gets each attempt's token
+   * and the tick firings pending when it returned.
+   */
+  const failingOnce =
+    (
+      fail: (handler: LambdaHandler, event: unknown, context: unknown) => Promise<void>,
+      attempts: Array<{ token: string; ticks?: number }>,
+      firings: () => TimerFiring[],
+    ): Wrap =>
+    (name, handler) => {
+      if (name !== "startAnalysis") return handler;
+      return async (event, context) => {
+        const attempt: { token: string; ticks?: number } = {
+          token: (event as { taskToken: string }).taskToken,
+        };
+        attempts.push(attempt);
+        if (attempts.length === 1) await fail(handler, event, context);
+        const out = await handler(event, context);
+        attempt.ticks = firings().filter((f) => f.key.includes("/tick-")).length;
+        return out;
+      };
     };
-    const schedule = w.deps.timer.schedule.bind(w.deps.timer);
+
+  it("a start-analysis whose first tick could not be scheduled aborts the rollout (wait Tasks are not retried)", async () => {
     let fail = true;
+    const w = await withStable({
+      steps: [weightStep(10), { kind: "analysis", origin: "step", analysis: analysisSpec() }],
+    });
+    const timer = w.deps.timer;
     w.deps.timer = {
       schedule: async (request) => {
-        if (fail) {
+        if (fail && (request.payload as { kind: string }).kind === "tick") {
           fail = false;
           throw new Error("Scheduler throttled");
         }
-        return schedule(request);
+        return timer.schedule(request);
       },
-      cancel: (key) => w.timer.cancel(key),
+      cancel: (key) => timer.cancel(key),
     };
-    await expect(startAnalysis(w.deps, body)).rejects.toThrow("Scheduler throttled");
-    // Step Functions retries the Task (same input).
-    await startAnalysis(w.deps, body);
-    expect(w.timer.pending().filter((f) => f.key.includes("/tick-"))).toHaveLength(1);
-    await w.timer.runUntilIdle();
-    expect(w.tokens.successes.find((s) => s.token === token)?.output).toMatchObject({ phase: "Successful" });
+    const arn = w.executionArnOf(await w.push(v2));
+    const ending = await w.run(arn);
+    expect(ending).toMatchObject({ state: "Aborted" });
+    expect(failedTasks(w, arn)).toEqual(["Step02-Analysis: Error"]);
+    expect((await w.item()).message).toContain("Scheduler throttled");
+  });
+
+  it("a start-analysis retried after its first tick could not be scheduled schedules it", async () => {
+    let fail = true;
+    const attempts: Array<{ token: string; ticks?: number }> = [];
+    const ref: { w?: FakeRollout } = {};
+    const w = await withStable({
+      steps: [weightStep(10), { kind: "analysis", origin: "step", analysis: analysisSpec() }],
+      wrap: failingOnce(
+        async (handler, event, context) => {
+          // The first attempt runs until the Timer refuses; the Lambda service reports it failed.
+          await expect(handler(event, context as never)).rejects.toThrow("Scheduler throttled");
+          throw Object.assign(new Error("the invocation failed"), { name: "Lambda.ServiceException" });
+        },
+        attempts,
+        () => ref.w?.firings() ?? [],
+      ),
+    });
+    ref.w = w;
+    const timer = w.deps.timer;
+    w.deps.timer = {
+      schedule: async (request) => {
+        if (fail && (request.payload as { kind: string }).kind === "tick") {
+          fail = false;
+          throw new Error("Scheduler throttled");
+        }
+        return timer.schedule(request);
+      },
+      cancel: (key) => timer.cancel(key),
+    };
+    const arn = w.executionArnOf(await w.push(v2));
+    expect(await w.run(arn)).toEqual({ state: "Healthy" });
+    // Step Functions retried the Task (same input): the retry scheduled the one first tick.
+    expect(failedTasks(w, arn)).toEqual(["Step02-Analysis: Lambda.ServiceException"]);
+    expect(attempts).toHaveLength(2);
+    expect(attempts[1]?.ticks).toBe(1);
+    expect(w.provider.calls).toHaveLength(2);
+    expect(w.tokens.successes.find((s) => s.token === attempts[1]?.token)?.output).toMatchObject({
+      phase: "Successful",
+    });
   });
 
   it("a start-analysis retried with a new task token answers the new token", async () => {
-    const w = await withStable();
-    const { base } = await begun(w);
-    const first = liveToken(w);
-    const body = {
-      ...base,
-      stepIndex: 1,
-      step: { kind: "analysis" as const, origin: "step" as const, analysis: analysisSpec() },
+    const attempts: Array<{ token: string; ticks?: number }> = [];
+    const w = await withStable({
+      steps: [weightStep(10), { kind: "analysis", origin: "step", analysis: analysisSpec() }],
+      wrap: failingOnce(
+        async (handler, event, context) => {
+          // The first attempt stores its token, then the invocation is reported failed.
+          await handler(event, context as never);
+          throw Object.assign(new Error("the invocation failed"), { name: "Lambda.ServiceException" });
+        },
+        attempts,
+        () => [],
+      ),
+    });
+    const seen: Array<string | null> = [];
+    const timer = w.deps.timer;
+    w.deps.timer = {
+      schedule: async (request) => {
+        if ((request.payload as { kind: string }).kind === "tick")
+          seen.push((await w.item()).currentTaskToken);
+        return timer.schedule(request);
+      },
+      cancel: (key) => timer.cancel(key),
     };
-    await startAnalysis(w.deps, { ...body, taskToken: first });
-    w.tokens.live.delete(first);
-    const second = liveToken(w);
-    await startAnalysis(w.deps, { ...body, taskToken: second });
-    expect((await item(w)).currentTaskToken).toBe(second);
-    await w.timer.runUntilIdle();
+    const arn = w.executionArnOf(await w.push(v2));
+    expect(await w.run(arn)).toEqual({ state: "Healthy" });
+    expect(attempts).toHaveLength(2);
+    const [first, second] = attempts.map((a) => a.token);
+    expect(second).not.toBe(first);
+    // After the retry, the item waits on the new token, and only the new token is answered.
+    expect(seen.at(-1)).toBe(second);
     expect(w.tokens.successes.map((s) => s.token)).toEqual([second]);
   });
 });
 
 describe("runs of an execution that moved on", () => {
   it("a step analysis still scheduled when the Abort state ran is closed at its next tick, not measured", async () => {
-    const w = await withStable();
-    const { base } = await begun(w);
-    const token = liveToken(w);
-    const { runId } = await startAnalysis(w.deps, {
-      ...base,
-      stepIndex: 0,
-      step: { kind: "analysis", origin: "step", analysis: analysisSpec(metric({ count: 3, interval: 30 })) },
-      taskToken: token,
+    const w = await withStable({
+      steps: [
+        { kind: "analysis", origin: "step", analysis: analysisSpec(metric({ count: 3, interval: 30 })) },
+      ],
     });
-    // The token is failed by a Lambda timeout, say, and the Abort state runs.
-    w.tokens.live.delete(token);
-    await abort(w.deps, {
-      ...base,
-      error: { Error: "States.Timeout" },
-      onFailure: "rollback",
-      abortScaleDownDelaySeconds: 0,
+    const arn = w.executionArnOf(await w.push(v2));
+    await w.runtime.settle();
+    const token = (await w.item()).currentTaskToken as string;
+    // The wait fails for another reason than an abort (a time-out, say): the Abort state runs.
+    expect(await w.tokens.sendFailure(token, "States.Timeout", "the wait timed out")).toEqual({
+      delivered: true,
     });
-    const degraded = await item(w);
-    await w.timer.runUntilIdle();
+    expect(await w.run(arn)).toMatchObject({ state: "Aborted" });
+    const degraded = await w.item();
+    await w.idle();
     expect(w.provider.calls).toEqual([]);
+    const runId = `${executionName(NAME, digest(2), 2)}.step00`;
     const run = await w.store.getRun(NAME, runId, StoredAnalysisSchema);
     expect(run?.run.run).toMatchObject({ phase: "Successful", message: "Run Terminated" });
-    expect((await item(w)).events).toEqual(degraded.events);
+    expect((await w.item()).events).toEqual(degraded.events);
   });
 });
 
 describe("a token already used", () => {
   it("a pause promoted by a person before its timer fires: the firing does nothing", async () => {
-    const w = await withStable();
-    const { base } = await begun(w);
-    const token = liveToken(w);
-    await awaitStep(w.deps, {
-      ...base,
-      stepIndex: 0,
-      step: { kind: "pause", duration: 120, reason: "CanaryPauseStep" },
-      taskToken: token,
-    });
+    const w = await withStable({ steps: [{ kind: "pause", duration: 120, reason: "CanaryPauseStep" }] });
+    const arn = w.executionArnOf(await w.push(v2));
+    await w.runtime.settle();
+    const token = (await w.item()).currentTaskToken;
     const promoted = await promoteRollout(
       { store: w.store, tokens: w.tokens, clock: w.clock, executions: {} as never },
       NAME,
       false,
     );
     expect(promoted.ok).toBe(true);
-    await w.timer.runUntilIdle();
-    expect(w.resumed).toEqual(["pause already ended"]);
+    expect(await w.run(arn)).toEqual({ state: "Healthy" });
+    await w.idle();
+    expect(w.resumed.filter((r) => r.startsWith("pause"))).toEqual(["pause already ended"]);
     expect(w.tokens.successes.filter((s) => s.token === token)).toHaveLength(1);
   });
 
   it("a pause firing whose token Step Functions no longer knows (crash after answering) clears the wait", async () => {
-    const w = await withStable();
-    const { base } = await begun(w);
-    const token = liveToken(w);
-    await awaitStep(w.deps, {
-      ...base,
-      stepIndex: 0,
-      step: { kind: "pause", duration: 1, reason: "CanaryPauseStep" },
-      taskToken: token,
+    let crash = false;
+    let crashed = false;
+    let redelivered: { result: unknown; item: unknown } | undefined;
+    let firing: TimerFiring | undefined;
+    const w: FakeRollout = await withStable({
+      steps: [{ kind: "pause", duration: 1, reason: "CanaryPauseStep" }],
+      wrap: (name, handler) => {
+        if (name === "resume")
+          return async (event, context) => {
+            if ((event as { payload: { kind: string } }).payload.kind === "pause")
+              firing ??= event as TimerFiring;
+            return handler(event, context);
+          };
+        if (name === "promote")
+          return async (event, context) => {
+            // The Timer delivers the firing again before the next step runs.
+            if (firing && !redelivered) {
+              const again = await w.runtime.lambda.invoke("resume", firing);
+              redelivered = { result: again.ok ? again.payload : again.error, item: await w.item() };
+            }
+            return handler(event, context);
+          };
+        return handler;
+      },
     });
-    w.tokens.live.delete(token); // answered by a first delivery that crashed before clearing
-    const result = await resume(
-      w.deps,
-      { kind: "pause", rollout: NAME, executionArn: base.context.executionArn, token },
-      "k",
-    );
-    expect(result).toBe("pause token stale (TaskDoesNotExist)");
-    expect(await item(w)).toMatchObject({ phase: "Progressing", currentTaskToken: null, pause: null });
+    const tokens = w.deps.tokens;
+    w.deps.tokens = {
+      sendSuccess: async (token, output) => {
+        const delivery = await tokens.sendSuccess(token, output);
+        if ((output as { outcome?: string }).outcome === "continue" && !crashed) {
+          crashed = true;
+          crash = true;
+        }
+        return delivery;
+      },
+      sendFailure: (token, error, cause) => tokens.sendFailure(token, error, cause),
+    };
+    w.deps.store = interceptSaves(w.deps.store, () => {
+      if (crash) {
+        crash = false;
+        throw new Error("the function crashed");
+      }
+    });
+    expect(await w.rollOut(v2)).toEqual({ state: "Healthy" });
+    expect(w.resumed[0]).toMatch(/^error .*the function crashed/);
+    expect(redelivered?.result).toEqual({ result: "pause token stale (TaskDoesNotExist)" });
+    expect(redelivered?.item).toMatchObject({ phase: "Progressing", currentTaskToken: null, pause: null });
   });
 
   it("an analysis whose token is no longer waited on ends without a crash and answers once", async () => {
-    const w = await withStable({ "success-rate": [0.1] });
-    const { base } = await begun(w);
-    const token = liveToken(w);
-    w.tokens.live.delete(token); // the Task timed out, say
-    const one = metric({ count: 1, interval: undefined, initialDelay: 0 });
-    const { runId } = await startAnalysis(w.deps, {
-      ...base,
-      stepIndex: 0,
-      step: { kind: "analysis", origin: "step", analysis: analysisSpec(one) },
-      taskToken: token,
+    let runId = "";
+    const w: FakeRollout = await withStable({
+      scripts: { "success-rate": [0.1] },
+      steps: [
+        {
+          kind: "analysis",
+          origin: "step",
+          analysis: analysisSpec(metric({ count: 1, interval: undefined, initialDelay: 0 })),
+        },
+      ],
+      wrap: only("startAnalysis", (handler) => async (event, context) => {
+        // The Task timed out, say, before the function ran.
+        const token = (event as { taskToken: string }).taskToken;
+        await w.tokens.sendFailure(token, "States.Timeout", "the wait timed out");
+        w.tokens.failures.length = 0;
+        const out = (await handler(event, context)) as { runId: string };
+        runId = out.runId;
+        return out;
+      }),
     });
+    expect(await w.rollOut(v2)).toMatchObject({ state: "Aborted" });
     expect(w.tokens.successes).toEqual([]);
     const stored = await w.store.getRun(NAME, runId, StoredAnalysisSchema);
     expect(stored?.run).toMatchObject({ answered: true, run: { phase: "Failed" } });
     // Delivered again (a redelivered tick): the run is answered already, nothing is sent again.
-    w.tokens.live.add(token);
-    const again = await analysisTick(w.deps, NAME, runId);
-    expect(again?.phase).toBe("Failed");
+    const again = await w.runtime.lambda.invoke("resume", {
+      key: `${NAME}/${runId}/tick-again`,
+      at: w.clock.now(),
+      payload: { kind: "tick", rollout: NAME, runId },
+    });
+    expect(again).toEqual({ ok: true, payload: { result: `run ${runId}: Failed` } });
     expect(w.tokens.successes).toEqual([]);
   });
 });
 
 describe("background analysis", () => {
+  const bg = metric({ name: "bg", interval: 60, initialDelay: 0, count: undefined });
+
   it("a failing background analysis aborts the rollout through the abort channel", async () => {
-    const w = await withStable({ bg: [1, 1, 0.2] });
-    const { base } = await begun(w);
-    const bg = metric({ name: "bg", interval: 60, initialDelay: 0, count: undefined });
-    await setWeight(w.deps, { ...base, stepIndex: 0, step: weightStep(20) });
-    await startAnalysis(w.deps, { ...base, stepIndex: 0, background: true, analysis: analysisSpec(bg) });
-    const token = liveToken(w);
-    await awaitStep(w.deps, {
-      ...base,
-      stepIndex: 1,
-      step: { kind: "pause", reason: "CanaryPauseStep" },
-      taskToken: token,
+    const w = await withStable({
+      scripts: { bg: [1, 1, 0.2] },
+      steps: [weightStep(20), forever],
+      spec: { backgroundAnalysis: { startingStep: 0, analysis: analysisSpec(bg) } },
     });
-    await w.timer.runUntilIdle();
-    const failure = w.tokens.failures.find((f) => f.token === token);
-    expect(failure).toEqual({
+    const arn = w.executionArnOf(await w.push(v2));
+    await w.runtime.settle();
+    expect(w.currentState(arn)).toBe("Step02-Pause");
+    const token = (await w.item()).currentTaskToken;
+    const ending = await w.run(arn);
+    const cause = 'Metric "bg" assessed Failed due to failed (1) > failureLimit (0)';
+    expect(w.tokens.failures.find((f) => f.token === token)).toEqual({
       token,
       error: "RolloutAborted",
-      cause: 'Metric "bg" assessed Failed due to failed (1) > failureLimit (0)',
+      cause,
     });
     expect(w.events.types()).toContain("AnalysisRunFailed");
-    const out = await abort(w.deps, {
-      ...base,
-      error: { Error: "RolloutAborted", Cause: failure?.cause ?? "" },
-      onFailure: "rollback",
-      abortScaleDownDelaySeconds: 0,
+    expect(ending).toEqual({
+      state: "Aborted",
+      message: `RolloutAborted: Rollout aborted update to revision 2: ${cause}`,
     });
-    expect(out.message).toBe(
-      'RolloutAborted: Rollout aborted update to revision 2: Metric "bg" assessed Failed due to failed (1) > failureLimit (0)',
-    );
-    expect(await item(w)).toMatchObject({ phase: "Degraded", weight: 0 });
+    expect(await w.item()).toMatchObject({ phase: "Degraded", weight: 0 });
   });
 
   it("ends when the rollout is promoted", async () => {
-    const w = await withStable();
-    const { base, context } = await begun(w);
-    const bg = metric({ name: "bg", interval: 60, initialDelay: 0, count: undefined });
-    const { runId } = await startAnalysis(w.deps, {
-      ...base,
-      stepIndex: 0,
-      background: true,
-      analysis: analysisSpec(bg),
+    const w = await withStable({
+      steps: [weightStep(20)],
+      spec: { backgroundAnalysis: { startingStep: 0, analysis: analysisSpec(bg) } },
     });
-    await promote(w.deps, { ...base, scaleDownDelaySeconds: 0 });
+    const arn = w.executionArnOf(await w.push(v2));
+    expect(await w.run(arn)).toEqual({ state: "Healthy" });
+    const runId = `${arn.split(":").at(-1)}.background`;
     const run = await w.store.getRun(NAME, runId, StoredAnalysisSchema);
     expect(run?.run.run.phase).toBe("Successful");
     expect(run?.run.run.message).toBe("Run Terminated");
-    expect(runId).toBe(`${(context as WorkflowContext).executionArn.split(":").at(-1)}.background`);
     const calls = w.provider.calls.length;
-    await w.timer.runUntilIdle();
+    await w.idle();
     expect(w.provider.calls.length).toBe(calls);
   });
 });
 
 describe("Begin", () => {
   it("a local-proxy target with no upstream for the image fails before the rollout is recorded", async () => {
-    const w = await withStable();
-    const before = await item(w);
-    const payload = await acceptPush(w, { digest: digest(2), tag: "v2", generation: 2 });
-    const afterTrigger = await item(w);
-    await expect(
-      begin(w.deps, {
-        ...payload,
-        target: {
-          type: "local-proxy",
-          adminUrl: "http://127.0.0.1:1",
-          upstreams: { v1: "http://127.0.0.1:2" },
-        },
+    let afterTrigger: unknown;
+    let armed = false;
+    const w: FakeRollout = await withStable({
+      target: {
+        type: "local-proxy",
+        adminUrl: "http://127.0.0.1:1",
+        upstreams: { v1: "http://127.0.0.1:2" },
+      },
+      wrap: only("begin", (handler) => async (event, context) => {
+        if (armed) afterTrigger ??= await w.item();
+        return handler(event, context);
       }),
-    ).rejects.toThrow(/no upstream for image tag "v2"/);
-    expect(await item(w)).toEqual(afterTrigger);
-    expect(afterTrigger.phase).toBe(before.phase);
+    });
+    armed = true;
+    const before = await w.item();
+    const arn = w.executionArnOf(await w.push(v2));
+    expect(await w.run(arn)).toEqual({
+      state: "Failed",
+      error: "BeginFailed",
+      cause: "The rollout could not start: see the execution's events.",
+    });
+    expect(failedTasks(w, arn)).toEqual(["Begin: RangeError", "Begin: RangeError", "Begin: RangeError"]);
+    expect(w.failedTasks(arn)[0]?.message).toMatch(/no upstream for image tag "v2"/);
+    expect(await w.item()).toEqual(afterTrigger);
+    expect((afterTrigger as { phase: string }).phase).toBe(before.phase);
     expect(w.router.calls).toEqual([]);
   });
+
   it('runs an image with no upstream of its own on the local-proxy target\'s "*" upstream', () => {
     const settings = {
       type: "local-proxy",
@@ -570,9 +748,21 @@ describe("Begin", () => {
       version: "v1",
     });
   });
+
   it("records a target failure after taking over as Degraded, and a retry that succeeds undoes it", async () => {
-    const w = await withStable();
-    const payload = await acceptPush(w, { digest: digest(2), tag: "v2", generation: 2 });
+    const seen: unknown[] = [];
+    let armed = false;
+    const w: FakeRollout = await withStable({
+      steps: [weightStep(25), forever],
+      wrap: only("begin", (handler) => async (event, context) => {
+        try {
+          return await handler(event, context);
+        } finally {
+          if (armed) seen.push(await w.item());
+        }
+      }),
+    });
+    armed = true;
     const deploy = w.router.deployCandidate.bind(w.router);
     let failures = 1;
     w.router.deployCandidate = async (state, artifact) => {
@@ -582,17 +772,18 @@ describe("Begin", () => {
         });
       return deploy(state, artifact);
     };
-    await expect(begin(w.deps, payload)).rejects.toThrow("draining");
-    const failed = await item(w);
-    expect(failed).toMatchObject({
+    const arn = w.executionArnOf(await w.push(v2));
+    expect(await w.run(arn)).toEqual({ state: "Waiting", at: "Step02-Pause" });
+    // Step Functions retried Begin (same input).
+    expect(failedTasks(w, arn)).toEqual(["Begin: TargetNotReadyError"]);
+    expect(seen[0]).toMatchObject({
       phase: "Degraded",
       message:
         "RolloutAborted: Rollout aborted update to revision 2: TargetNotReadyError: the free slot's service is draining",
-      executionArn: payload.executionId,
+      executionArn: arn,
     });
-    expect(failed.events.at(-1)?.type).toBe("BeginFailed");
-    const retried = await begin(w.deps, payload);
-    expect(retried.context.revision).toBe(2);
-    expect(await item(w)).toMatchObject({ phase: "Progressing", message: "" });
+    expect((seen[0] as { events: Array<{ type: string }> }).events.at(-1)?.type).toBe("BeginFailed");
+    expect(seen[1]).toMatchObject({ phase: "Progressing", message: "" });
+    expect(begun(w, arn).revision).toBe(2);
   });
 });

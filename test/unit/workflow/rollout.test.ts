@@ -1,27 +1,30 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { z } from "zod";
 import { METRICS } from "../../../functions/config.ts";
+import { executionName } from "../../../functions/trigger/decide.ts";
 import { StoredAnalysisSchema } from "../../../functions/workflow/analysis.ts";
 import { abortRollout, type OperateDeps, promoteRollout } from "../../../functions/workflow/operate.ts";
 import type { Step } from "../../../statemachine/spec.ts";
+import { T0 } from "../../support/embedded-rollout.ts";
 import {
-  acceptPush,
-  analysisSpec,
   digest,
-  execArn,
-  item,
-  metric,
-  NAME,
-  runExecution,
-  T0,
-  type World,
-  world,
-} from "./harness.ts";
+  type FakeRollout,
+  type FakeRolloutOptions,
+  startFakeRollout,
+  startStableRollout,
+} from "../../support/fake-rollout.ts";
+import { analysisSpec, metric } from "../../support/rollout-spec.ts";
 
+/**
+ * Whole rollouts of the compiled workflow (`compile()`) in the embedded runtime, in virtual time:
+ * the shipped handlers over in-memory adapters, a router in memory and scripted metrics.
+ */
+
+const NAME = "checkout";
 const FAILED_MESSAGE = 'Metric "success-rate" assessed Failed due to failed (1) > failureLimit (0)';
 
-/** What `rollouts promote` / `rollouts abort` do (the CLI domain), against the same fakes. */
-function person(w: World): OperateDeps {
+/** What `rollouts promote` / `rollouts abort` do (the CLI domain), against the same adapters. */
+function person(w: FakeRollout): OperateDeps {
   return {
     store: w.store,
     tokens: w.tokens,
@@ -34,31 +37,31 @@ function person(w: World): OperateDeps {
   };
 }
 
-/** Revision 1 made stable, so the next push runs the steps. */
-async function withStable(scripts: Record<string, Array<number | "E">> = {}): Promise<World> {
-  const w = world(scripts);
-  const ending = await runExecution(w, await acceptPush(w, { digest: digest(1), tag: "v1", generation: 1 }));
-  expect(ending).toEqual({ state: "Healthy" });
-  w.router.calls.length = 0;
-  w.events.published.length = 0;
-  w.metrics.points.length = 0;
-  await w.timer.runUntilIdle();
-  w.resumed.length = 0;
-  w.router.calls.length = 0;
+async function fresh(options: FakeRolloutOptions = {}): Promise<FakeRollout> {
+  const w = await startFakeRollout(options);
+  onTestFinished(() => w.close());
   return w;
 }
 
-const push2 = (w: World) => acceptPush(w, { digest: digest(2), tag: "v2", generation: 2 });
+/** Revision 1 made stable, so the next push runs the steps. */
+async function withStable(options: FakeRolloutOptions = {}): Promise<FakeRollout> {
+  const w = await startStableRollout(options);
+  onTestFinished(() => w.close());
+  return w;
+}
+
+const v2 = { digest: digest(2), tag: "v2" };
+/** The execution the trigger starts for push `generation` of `digest(n)`. */
+const execution = (n: number, generation = n) => executionName(NAME, digest(n), generation);
+const executionArn = (w: FakeRollout, name: string) =>
+  `${w.stateMachineArn.replace(":stateMachine:", ":execution:")}:${name}`;
 
 describe("the first revision", () => {
   it("skips the steps, promotes, records the stable revision and is Healthy", async () => {
-    const w = world();
-    const ending = await runExecution(
-      w,
-      await acceptPush(w, { digest: digest(1), tag: "v1", generation: 1 }),
-    );
+    const w = await fresh();
+    const ending = await w.rollOut({ digest: digest(1), tag: "v1" });
     expect(ending).toEqual({ state: "Healthy" });
-    const it1 = await item(w);
+    const it1 = await w.item();
     expect(it1).toMatchObject({
       phase: "Healthy",
       message: "",
@@ -67,12 +70,13 @@ describe("the first revision", () => {
       stepCount: 5,
       currentRevision: { revision: 1, digest: digest(1), tag: "v1" },
       stableRevision: { revision: 1, digest: digest(1), tag: "v1" },
-      executionArn: execArn(`${NAME}-111111111111-g1`),
+      executionArn: executionArn(w, execution(1)),
       currentTaskToken: null,
     });
     expect(it1.history.map((h) => h.revision)).toEqual([1]);
-    expect(it1.events.map((e) => e.type)).toEqual(["RolloutUpdated", "RolloutCompleted"]);
-    expect(w.router.calls).toEqual(["prepare", "deployCandidate v1", "promote"]);
+    expect(it1.events.map((e) => e.type)).toEqual(["Triggered", "RolloutUpdated", "RolloutCompleted"]);
+    // Begin deploys the candidate; the Candidate readiness loop checks it once before Promote.
+    expect(w.router.calls).toEqual(["prepare", "deployCandidate v1", "checkReadiness", "promote"]);
     expect(w.events.types()).toEqual(["RolloutCompleted"]);
     expect(w.events.published[0]?.detail).toMatchObject({
       rollout: NAME,
@@ -86,9 +90,7 @@ describe("the first revision", () => {
       { name: METRICS.promotions, value: 1, rollout: NAME },
     ]);
     // The old side is scaled down after scaleDownDelaySeconds.
-    expect(w.timer.pending()).toMatchObject([
-      { at: T0 + 30_000, payload: { kind: "scale-down", attempt: 0 } },
-    ]);
+    expect(w.firings()).toMatchObject([{ at: T0 + 30_000, payload: { kind: "scale-down", attempt: 0 } }]);
   });
 });
 
@@ -96,23 +98,23 @@ describe("a healthy second revision", () => {
   it("walks every step, keeps the step index current at each wait, and promotes", async () => {
     const w = await withStable();
     const seen: Array<{ at: string; stepIndex: number; phase: string; waitingFor: string | null }> = [];
-    const original = w.deps.timer.schedule.bind(w.deps.timer);
+    const timer = w.deps.timer;
     w.deps.timer = {
       schedule: async (request) => {
-        const now = await item(w);
+        const now = await w.item();
         seen.push({
           at: (request.payload as { kind: string }).kind,
           stepIndex: now.stepIndex,
           phase: now.phase,
           waitingFor: now.waitingFor,
         });
-        return original(request);
+        return timer.schedule(request);
       },
-      cancel: (key) => w.timer.cancel(key),
+      cancel: (key) => timer.cancel(key),
     };
-    const ending = await runExecution(w, await push2(w));
+    const ending = await w.rollOut(v2);
     expect(ending).toEqual({ state: "Healthy" });
-    const done = await item(w);
+    const done = await w.item();
     expect(done).toMatchObject({
       phase: "Healthy",
       weight: 100,
@@ -128,6 +130,7 @@ describe("a healthy second revision", () => {
     expect(w.router.calls).toEqual([
       "prepare",
       "deployCandidate v2",
+      "checkReadiness",
       "setWeight 25",
       "setWeight 50",
       "promote",
@@ -161,23 +164,24 @@ describe("a healthy second revision", () => {
   it("stores each analysis run and its measurements, once each", async () => {
     const w = await withStable();
     const start = w.clock.now();
-    await runExecution(w, await push2(w));
+    expect(await w.rollOut(v2)).toEqual({ state: "Healthy" });
     const runs = await w.store.listRuns(NAME, StoredAnalysisSchema);
     expect(runs.map((r) => [r.runId, r.run.run.phase, r.run.answered])).toEqual([
-      [`${NAME}-222222222222-g2.step01`, "Successful", true],
-      [`${NAME}-222222222222-g2.step04`, "Successful", true],
+      [`${execution(2)}.step01`, "Successful", true],
+      [`${execution(2)}.step04`, "Successful", true],
     ]);
-    const measurements = await w.store.listMeasurements(NAME, `${NAME}-222222222222-g2.step01`, z.unknown());
+    const measurements = await w.store.listMeasurements(NAME, `${execution(2)}.step01`, z.unknown());
     expect(measurements.map((m) => m.measurementId)).toEqual(["success-rate#000001", "success-rate#000002"]);
-    // initialDelay 5 s, interval 3 s: measurements at +5 s and +8 s of the run.
+    // initialDelay 5 s, interval 3 s: measurements at +5 s and +8 s of the run; the 2 s pause
+    // starts the second analysis at +10 s.
     expect(w.provider.calls.map((c) => c.at - start)).toEqual([5_000, 8_000, 15_000, 18_000]);
   });
 });
 
 describe("a failing analysis", () => {
   it("answers the token Failed with Argo's message, aborts, and leaves the rollout Degraded at weight 0", async () => {
-    const w = await withStable({ "success-rate": [0.5] });
-    const ending = await runExecution(w, await push2(w));
+    const w = await withStable({ scripts: { "success-rate": [0.5] } });
+    const ending = await w.rollOut(v2);
     expect(ending).toEqual({
       state: "Aborted",
       message: `RolloutAborted: Rollout aborted update to revision 2: ${FAILED_MESSAGE}`,
@@ -186,9 +190,9 @@ describe("a failing analysis", () => {
     expect(token?.output).toEqual({
       phase: "Failed",
       message: FAILED_MESSAGE,
-      runId: `${NAME}-222222222222-g2.step01`,
+      runId: `${execution(2)}.step01`,
     });
-    const aborted = await item(w);
+    const aborted = await w.item();
     expect(aborted).toMatchObject({
       phase: "Degraded",
       message: `RolloutAborted: Rollout aborted update to revision 2: ${FAILED_MESSAGE}`,
@@ -200,7 +204,13 @@ describe("a failing analysis", () => {
       abortRequested: false,
     });
     expect(w.router.canary).toBe(0);
-    expect(w.router.calls).toEqual(["prepare", "deployCandidate v2", "setWeight 25", "abort"]);
+    expect(w.router.calls).toEqual([
+      "prepare",
+      "deployCandidate v2",
+      "checkReadiness",
+      "setWeight 25",
+      "abort",
+    ]);
     expect(w.events.types()).toEqual(["RolloutStepCompleted", "AnalysisRunFailed", "RolloutAborted"]);
     expect(w.events.ofType("AnalysisRunFailed")[0]?.detail).toMatchObject({ step: 1, revision: 2 });
     expect(w.events.ofType("RolloutAborted")[0]?.detail.message).toBe(aborted.message);
@@ -210,16 +220,16 @@ describe("a failing analysis", () => {
       25, 0,
     ]);
     // The candidate is scaled down after abortScaleDownDelaySeconds.
-    expect(w.timer.pending()).toMatchObject([{ payload: { kind: "scale-down" } }]);
-    await w.timer.runUntilIdle();
+    expect(w.firings()).toMatchObject([{ payload: { kind: "scale-down" } }]);
+    await w.idle();
     expect(w.router.calls.at(-1)).toBe("scaleDown");
   });
 
   it("onFailure: stop leaves the weights as they were", async () => {
-    const w = await withStable({ "success-rate": [0.5] });
-    const ending = await runExecution(w, await push2(w), { onFailure: "stop" });
+    const w = await withStable({ scripts: { "success-rate": [0.5] }, spec: { onFailure: "stop" } });
+    const ending = await w.rollOut(v2);
     expect(ending.state).toBe("Aborted");
-    const aborted = await item(w);
+    const aborted = await w.item();
     expect(aborted.phase).toBe("Degraded");
     expect(aborted.weight).toBe(25);
     expect(aborted.message).toBe(
@@ -227,50 +237,59 @@ describe("a failing analysis", () => {
     );
     expect(w.router.canary).toBe(25);
     expect(w.router.calls).not.toContain("abort");
-    expect(w.timer.pending()).toEqual([]);
+    expect(w.firings()).toEqual([]);
   });
 
   it("a run whose queries keep failing ends Error after consecutiveErrorLimit and aborts", async () => {
-    const w = await withStable({ "success-rate": ["E", "E", "E", "E", "E"] });
-    const ending = await runExecution(w, await push2(w));
+    const w = await withStable({ scripts: { "success-rate": ["E", "E", "E", "E", "E"] } });
+    const ending = await w.rollOut(v2);
     expect(ending.state).toBe("Aborted");
-    expect((await item(w)).message).toMatch(
+    expect((await w.item()).message).toMatch(
       /^RolloutAborted: Rollout aborted update to revision 2: Metric "success-rate" assessed Error due to consecutiveErrors \(5\) > consecutiveErrorLimit \(4\)/,
     );
     // Argo retries an errored measurement 10 s later.
-    expect(w.provider.calls.map((c) => (c.at - w.provider.calls[0]!.at) / 1000)).toEqual([0, 10, 20, 30, 40]);
+    const first = w.provider.calls[0]?.at ?? Number.NaN;
+    expect(w.provider.calls.map((c) => (c.at - first) / 1000)).toEqual([0, 10, 20, 30, 40]);
   });
 });
 
 describe("pauses", () => {
+  const untilPromoted: Step[] = [
+    { kind: "setWeight", weight: 10 },
+    { kind: "pause", reason: "CanaryPauseStep" },
+    { kind: "setWeight", weight: 60 },
+  ];
+
   it("a timed pause is resumed by the Timer at its end", async () => {
-    const w = await withStable();
     const steps: Step[] = [
       { kind: "setWeight", weight: 10 },
       { kind: "pause", duration: 300, reason: "CanaryPauseStep" },
     ];
-    const ending = await runExecution(w, await push2(w), { steps });
+    const w = await withStable({ steps });
+    const ending = await w.rollOut(v2);
     expect(ending).toEqual({ state: "Healthy" });
     expect(w.resumed).toContain("pause ended");
     const paused = w.events.ofType("RolloutPaused")[0];
     expect(paused?.detail).toMatchObject({ step: 1, message: "CanaryPauseStep: paused for 5m" });
-    const done = await item(w);
+    // The item records the end of the pause, though Promote follows as soon as the token is answered.
+    const done = await w.item();
     const resumed = done.events.find((e) => e.type === "RolloutResumed");
     const pausedAt = done.events.find((e) => e.type === "RolloutPaused");
+    expect(resumed?.message).toBe("pause ended");
     expect((resumed?.at ?? 0) - (pausedAt?.at ?? 0)).toBe(300_000);
+    expect(done.events.map((e) => e.type).slice(-3)).toEqual([
+      "RolloutPaused",
+      "RolloutResumed",
+      "RolloutCompleted",
+    ]);
   });
 
   it("an indefinite pause waits for rollouts promote", async () => {
-    const w = await withStable();
-    const steps: Step[] = [
-      { kind: "setWeight", weight: 10 },
-      { kind: "pause", reason: "CanaryPauseStep" },
-      { kind: "setWeight", weight: 60 },
-    ];
-    const begun = await push2(w);
-    const waiting = await runExecution(w, begun, { steps });
-    expect(waiting).toMatchObject({ state: "Waiting", at: "Step2-Pause" });
-    const paused = await item(w);
+    const w = await withStable({ steps: untilPromoted });
+    const arn = w.executionArnOf(await w.push(v2));
+    const waiting = await w.run(arn);
+    expect(waiting).toEqual({ state: "Waiting", at: "Step02-Pause" });
+    const paused = await w.item();
     expect(paused).toMatchObject({
       phase: "Paused",
       message: "CanaryPauseStep: waiting for rollouts promote",
@@ -279,34 +298,24 @@ describe("pauses", () => {
       pause: { reason: "CanaryPauseStep", until: null },
       weight: 10,
     });
-    expect(w.timer.pending()).toEqual([]);
+    expect(w.firings()).toEqual([]);
     // A person promotes: the run continues to the end.
-    const w2 = await withStable();
-    const ending = await runExecution(w2, await push2(w2), {
-      steps,
-      decide: async () => (await promoteRollout(person(w2), NAME, false)).ok,
-    });
-    expect(ending).toEqual({ state: "Healthy" });
-    expect(w2.router.calls).toContain("setWeight 60");
+    expect((await promoteRollout(person(w), NAME, false)).ok).toBe(true);
+    expect(await w.run(arn)).toEqual({ state: "Healthy" });
+    expect(w.router.calls).toContain("setWeight 60");
   });
 
   it("promote --full at a pause skips the remaining steps", async () => {
-    const w = await withStable();
-    const steps: Step[] = [
-      { kind: "setWeight", weight: 10 },
-      { kind: "pause", reason: "CanaryPauseStep" },
-      { kind: "setWeight", weight: 60 },
-    ];
-    const ending = await runExecution(w, await push2(w), {
-      steps,
+    const w = await withStable({ steps: untilPromoted });
+    const ending = await w.rollOut(v2, {
       decide: async () => (await promoteRollout(person(w), NAME, true)).ok,
     });
     expect(ending).toEqual({ state: "Healthy" });
     expect(w.router.calls).not.toContain("setWeight 60");
+    expect(w.router.calls.at(-1)).toBe("promote");
   });
 
   it("an Inconclusive analysis pauses for a person with the analysis message", async () => {
-    const w = await withStable({ "success-rate": [0.7] });
     const inconclusive = metric({
       successCondition: "result[0] >= 0.9",
       failureCondition: "result[0] < 0.5",
@@ -319,9 +328,11 @@ describe("pauses", () => {
       { kind: "analysis", origin: "step", analysis: analysisSpec(inconclusive) },
       { kind: "setWeight", weight: 40 },
     ];
-    const waiting = await runExecution(w, await push2(w), { steps });
-    expect(waiting).toMatchObject({ state: "Waiting", at: "Step2-Inconclusive" });
-    const paused = await item(w);
+    const w = await withStable({ steps, scripts: { "success-rate": [0.7] } });
+    const arn = w.executionArnOf(await w.push(v2));
+    const waiting = await w.run(arn);
+    expect(waiting).toEqual({ state: "Waiting", at: "Step02-Analysis-Inconclusive" });
+    const paused = await w.item();
     expect(paused).toMatchObject({
       phase: "Paused",
       waitingFor: "approval",
@@ -333,39 +344,36 @@ describe("pauses", () => {
     );
     expect(w.events.types()).toContain("RolloutPaused");
     // promote accepts the Inconclusive run.
-    const w2 = await withStable({ "success-rate": [0.7] });
-    const ending = await runExecution(w2, await push2(w2), {
-      steps,
-      decide: async () => (await promoteRollout(person(w2), NAME, false)).ok,
-    });
-    expect(ending).toEqual({ state: "Healthy" });
-    expect(w2.router.calls).toContain("setWeight 40");
+    expect((await promoteRollout(person(w), NAME, false)).ok).toBe(true);
+    expect(await w.run(arn)).toEqual({ state: "Healthy" });
+    expect(w.router.calls).toContain("setWeight 40");
   });
 });
 
 describe("weight drift", () => {
   it("pauses on drift, and after promote the step overwrites the weights", async () => {
-    const w = await withStable();
     const steps: Step[] = [
       { kind: "setWeight", weight: 10 },
       { kind: "setWeight", weight: 30 },
     ];
+    const w = await withStable({ steps });
     // Someone moves the weights after the first step.
     const original = w.router.setWeight.bind(w.router);
     w.router.setWeight = async (state, percent, options) => {
       if (percent === 30 && !options?.overwriteDrift) w.router.canary = 77;
       return original(state, percent, options);
     };
-    let seen: Awaited<ReturnType<typeof item>> | undefined;
-    const ending = await runExecution(w, await push2(w), {
-      steps,
+    let seen: Awaited<ReturnType<typeof w.item>> | undefined;
+    const decided: string[] = [];
+    const ending = await w.rollOut(v2, {
       decide: async (at) => {
-        expect(at).toBe("Step2-Drift");
-        seen = await item(w);
+        decided.push(at);
+        seen = await w.item();
         return (await promoteRollout(person(w), NAME, false)).ok;
       },
     });
     expect(ending).toEqual({ state: "Healthy" });
+    expect(decided).toEqual(["Step02-SetWeight-30-Drift"]);
     expect(seen).toMatchObject({
       phase: "Paused",
       waitingFor: "approval",
@@ -380,60 +388,62 @@ describe("weight drift", () => {
     expect(w.router.calls).toEqual([
       "prepare",
       "deployCandidate v2",
+      "checkReadiness",
       "setWeight 10",
       "setWeight 30",
       "setWeight 30 overwrite",
       "promote",
     ]);
-    const done = await item(w);
+    const done = await w.item();
     expect(done.drift).toBeNull();
     expect(done.events.map((e) => e.type)).toContain("WeightDrift");
   });
 
   it("abort at a drift pause goes back to stable", async () => {
-    const w = await withStable();
-    const steps: Step[] = [{ kind: "setWeight", weight: 10 }];
+    const w = await withStable({ steps: [{ kind: "setWeight", weight: 10 }] });
     const original = w.router.setWeight.bind(w.router);
     w.router.setWeight = async (state, percent, options) => {
       if (!options?.overwriteDrift) w.router.canary = 5; // someone moved the weights
       return original(state, percent, options);
     };
-    const ending = await runExecution(w, await push2(w), {
-      steps,
-      decide: async () => (await abortRollout(person(w), NAME, "drift not expected")).ok,
+    const decided: string[] = [];
+    const ending = await w.rollOut(v2, {
+      decide: async (at) => {
+        decided.push(at);
+        return (await abortRollout(person(w), NAME, "drift not expected")).ok;
+      },
     });
     expect(ending).toEqual({
       state: "Aborted",
       message: "RolloutAborted: Rollout aborted update to revision 2: drift not expected",
     });
-    expect((await item(w)).drift).toBeNull();
+    expect(decided).toEqual(["Step01-SetWeight-10-Drift"]);
+    expect((await w.item()).drift).toBeNull();
     expect(w.router.canary).toBe(0);
   });
 });
 
 describe("rollouts abort", () => {
   it("during an analysis: the token fails with RolloutAborted, the run is terminated, the rollout Degraded", async () => {
-    const w2 = await withStable();
-    const begun = await acceptPush(w2, { digest: digest(2), tag: "v2", generation: 2 });
-    const original = w2.timer.advanceTo.bind(w2.timer);
-    let aborted = false;
-    w2.timer.advanceTo = async (at, options) => {
-      if (!aborted && (await item(w2)).waitingFor === "analysis") {
-        aborted = true;
-        const outcome = await abortRollout(person(w2), NAME, "bad latency");
-        expect(outcome.message).toMatch(/^aborting checkout: the execution was waiting on analysis/);
-      }
-      return original(at, options);
-    };
-    const end2 = await runExecution(w2, begun);
-    expect(end2).toEqual({
+    const w = await withStable();
+    const arn = w.executionArnOf(await w.push(v2));
+    // The execution runs until it waits on the analysis's first tick (5 s away).
+    await w.runtime.settle();
+    expect(w.currentState(arn)).toBe("Step02-Analysis");
+    expect((await w.item()).waitingFor).toBe("analysis");
+    const outcome = await abortRollout(person(w), NAME, "bad latency");
+    expect(outcome.message).toMatch(/^aborting checkout: the execution was waiting on analysis/);
+    expect(await w.run(arn)).toEqual({
       state: "Aborted",
       message: "RolloutAborted: Rollout aborted update to revision 2: bad latency",
     });
-    const runs = await w2.store.listRuns(NAME, StoredAnalysisSchema);
+    // The run's next tick finds it aborted: it is terminated, not measured.
+    await w.idle();
+    const runs = await w.store.listRuns(NAME, StoredAnalysisSchema);
     expect(runs.map((r) => r.run.run.phase)).toEqual(["Successful"]);
     expect(runs[0]?.run.run.message).toBe("Run Terminated");
-    expect(w2.provider.calls).toEqual([]);
-    expect(w2.tokens.failures).toMatchObject([{ error: "RolloutAborted", cause: "bad latency" }]);
+    expect(w.provider.calls).toEqual([]);
+    expect(w.tokens.failures).toMatchObject([{ error: "RolloutAborted", cause: "bad latency" }]);
+    expect(await w.item()).toMatchObject({ phase: "Degraded", weight: 0, abortRequested: false });
   });
 });

@@ -1,6 +1,6 @@
-import { ManualClock } from "../../../functions/clock.ts";
-import { MemoryRolloutStore } from "../../../functions/store/memory.ts";
-import { newRolloutItem, type RolloutItem, type RolloutItemInput } from "../../../functions/store/schema.ts";
+import { ManualClock } from "../../functions/clock.ts";
+import { MemoryRolloutStore } from "../../functions/store/memory.ts";
+import { newRolloutItem, type RolloutItem, type RolloutItemInput } from "../../functions/store/schema.ts";
 
 export const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
 export const EXEC = "arn:aws:states:us-east-1:123456789012:execution:web:web-abc-g1";

@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import dynalite from "dynalite";
-import { TABLE } from "../../../functions/store/keys.ts";
+import { TABLE } from "../../functions/store/keys.ts";
 
 /** A real in-process DynamoDB (dynalite) with the rollouts table, for the store's tests. */
 export interface DynaliteHarness {
