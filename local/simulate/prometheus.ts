@@ -40,12 +40,17 @@ export async function startSimulatedPrometheus(options: {
     { labels: Record<string, string>; samples: WriteSeries["samples"][number][] }
   >();
   const counts = { written: 0, queries: 0 };
-  const flush = async () => {
-    if (pending.size === 0) return;
+  // Writes are chained: a query waits for every write queued before it, including one another
+  // query started (a judge reads both versions at once).
+  let written: Promise<void> = Promise.resolve();
+  const flush = (): Promise<void> => {
     const batch = [...pending.values()];
     pending = new Map();
-    counts.written += batch.reduce((n, s) => n + s.samples.length, 0);
-    await remoteWrite(prometheus.url, batch);
+    if (batch.length > 0) {
+      counts.written += batch.reduce((n, s) => n + s.samples.length, 0);
+      written = written.then(() => remoteWrite(prometheus.url, batch));
+    }
+    return written;
   };
   const server: Server = createServer((req, res) => {
     void (async () => {
