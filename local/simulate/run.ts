@@ -264,10 +264,15 @@ async function runPlan(input: {
     let message: string | null = null;
     const series: SecondRecord[] = [];
     const totals = { newRequests: 0, newErrors: 0, oldRequests: 0 };
+    // The item changes only when something runs: the push, then timers. A second in which no
+    // timer was due is not read back (the state and the weights are those of the second before).
+    let changed = true;
     for (let t = 0; t < duration; t++) {
+      const due = running.runtime.timer.nextDueAt();
+      if (due !== undefined && due <= t0 + t * 1000) changed = true;
       await running.runtime.advanceTo(t0 + t * 1000);
-      const item = await running.item();
-      if (outcome === "running" || outcome === "paused") {
+      const item = changed ? await running.item() : undefined;
+      if (changed && (outcome === "running" || outcome === "paused")) {
         if (item?.phase === "Degraded") {
           outcome = "aborted";
           at = t;
@@ -283,6 +288,7 @@ async function runPlan(input: {
           message = item.message ?? null;
         }
       }
+      changed = false;
       const config = proxy.config();
       const stableIsNew = config?.stableVersion === CANDIDATE_TAG;
       const weight = stableIsNew
