@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { formatDollars } from "../../local/simulate/cost.ts";
 import { PlanError, parsePlan, type ShortStep } from "../../local/simulate/plan.ts";
 import { type SimulationRow, simulate } from "../../local/simulate/run.ts";
 import { SimulationInputError } from "../../local/simulate/spec-files.ts";
@@ -154,10 +155,10 @@ export const registerSimulate: RegisterCommand = (program: Command, io, done) =>
     });
 };
 
-/** `plan  outcome  at  new  errors  share`, the reference's columns. */
+/** `plan  outcome  at  new  errors  share`, the reference's columns, and what the rollout costs on AWS. */
 export function renderRows(rows: readonly SimulationRow[]): string[] {
   return columns(
-    ["plan", "outcome", "at", "new", "errors", "share"],
+    ["plan", "outcome", "at", "new", "errors", "share", "cost"],
     rows.map((r) => [
       r.plan,
       r.outcome,
@@ -165,6 +166,7 @@ export function renderRows(rows: readonly SimulationRow[]): string[] {
       r.newRequests.toLocaleString("en-US"),
       r.newErrors.toLocaleString("en-US"),
       `${(100 * r.share).toFixed(1)}%`,
+      formatDollars(r.cost.total),
     ]),
   );
 }

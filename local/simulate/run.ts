@@ -10,6 +10,8 @@ import type { RolloutSpec } from "../../statemachine/index.ts";
 import { type LocalDynamo, startDynamo } from "../dynamo.ts";
 import { startProxy } from "../proxy/index.ts";
 import { type LocalStack, startLocalStack } from "../stack.ts";
+import { type CostCounts, costOf, waitLoopCost } from "./cost.ts";
+import { type MeteredDynamo, meterDynamo } from "./dynamo-meter.ts";
 import { formatPlan, type ShortStep } from "./plan.ts";
 import { type SimulatedPrometheus, startSimulatedPrometheus } from "./prometheus.ts";
 import {
@@ -71,13 +73,9 @@ export interface SecondRecord {
   oldErrors: number;
 }
 
-/** Billable work of one run, counted by the runtime (the cost module prices it). */
-export interface RunCounts {
-  stateTransitions: number;
-  lambdaInvocations: number;
-  /** Invocations per handler. */
+/** Billable work of the candidate's rollout, counted as it ran, and the Lambdas by name. */
+export interface RunCounts extends CostCounts {
   byHandler: Partial<Record<HandlerName, number>>;
-  providerQueries: number;
 }
 
 export interface SimulationRow {
@@ -94,6 +92,8 @@ export interface SimulationRow {
   /** newRequests / totalRequests over the rows' time (to the decision for an abort). */
   share: number;
   counts: RunCounts;
+  /** Dollars at the published on-demand prices (`cost.ts`), and the same analysis as a Wait loop. */
+  cost: { total: number; waitLoop: number };
   series?: SecondRecord[];
 }
 
@@ -166,10 +166,12 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
   let clockNow = () => EPOCH;
   let prometheus: SimulatedPrometheus | undefined;
   let dynamo: LocalDynamo | undefined;
+  let metered: MeteredDynamo | undefined;
   const rows: SimulationRow[] = [];
   try {
     prometheus = await startSimulatedPrometheus({ now: () => clockNow() });
     dynamo = await startDynamo("dynalite");
+    metered = await meterDynamo(dynamo);
     for (const [i, plan] of plans.entries()) {
       const clock = new ManualClock(EPOCH + i * PLAN_SPACING_MS);
       clockNow = () => clock.now();
@@ -187,13 +189,14 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
           label: plan ? formatPlan(plan) : shortFormOf(spec),
           spec,
           clock,
-          dynamo,
+          dynamo: metered,
           prometheus,
           index: i,
         }),
       );
     }
   } finally {
+    await metered?.close();
     await dynamo?.close();
     await prometheus?.close();
     rmSync(dir, { recursive: true, force: true });
@@ -208,7 +211,7 @@ async function runPlan(input: {
   label: string;
   spec: RolloutSpec;
   clock: ManualClock;
-  dynamo: LocalDynamo;
+  dynamo: MeteredDynamo;
   prometheus: SimulatedPrometheus;
   index: number;
 }): Promise<SimulationRow> {
@@ -216,6 +219,7 @@ async function runPlan(input: {
   const upstream = await startUpstream();
   const proxy = await startProxy({ now: () => clock.now() });
   const byHandler: Partial<Record<HandlerName, number>> = {};
+  let lambdaMs = 0;
   let stack: LocalStack | undefined;
   try {
     stack = await startLocalStack({
@@ -226,24 +230,52 @@ async function runPlan(input: {
       tableName: `simulate-${input.index}`,
       wrap: (name, handler) => async (event, context) => {
         byHandler[name] = (byHandler[name] ?? 0) + 1;
-        return handler(event, context);
+        const started = performance.now();
+        try {
+          return await handler(event, context);
+        } finally {
+          lambdaMs += Math.max(1, Math.ceil(performance.now() - started));
+        }
       },
     });
     const running = stack;
+    const dynamo = input.dynamo;
+    // The simulation's own reads of the rollout are not the workflow's: they are not billed.
+    const readItem = async () => {
+      dynamo.paused = true;
+      try {
+        return await running.item();
+      } finally {
+        dynamo.paused = false;
+      }
+    };
+    let schedulerInvocations = 0;
+    const scheduler = running.runtime.scheduler;
+    const deliver = scheduler.deliver.bind(scheduler);
+    scheduler.deliver = async (firing) => {
+      const delivered = await deliver(firing);
+      if (delivered) schedulerInvocations++;
+      return delivered;
+    };
     // The stable version first: a first revision skips the steps and is promoted at once.
     await running.push(STABLE_TAG, digestOf(STABLE_TAG));
     for (let i = 0; ; i++) {
       await running.runtime.settle();
-      const item = await running.item();
+      const item = await readItem();
       if (item?.phase === "Healthy" && item.stableRevision?.tag === STABLE_TAG) break;
       if (i > 600) throw new Error(`the stable version ${STABLE_TAG} did not become Healthy: ${item?.phase}`);
       await running.runtime.advanceBy(1000);
     }
+    // Whatever v1's promotion left scheduled (its scale-down) runs before the candidate's push.
+    await running.runtime.runUntilIdle();
     const t0 = Math.ceil(clock.now() / 1000) * 1000 + 1000;
     await running.runtime.advanceTo(t0);
     for (const key of Object.keys(byHandler)) delete byHandler[key as HandlerName];
+    lambdaMs = 0;
+    schedulerInvocations = 0;
+    const unitsBefore = { ...dynamo.units };
     const queriesAtPush = prometheus.counts.queries;
-    const transitionsBefore = stateTransitions(running);
+    const transitionsBefore = new Set(executionsOf(running));
     await running.push(CANDIDATE_TAG, digestOf(CANDIDATE_TAG));
 
     const requests = new RequestClock(options.rps);
@@ -271,7 +303,7 @@ async function runPlan(input: {
       const due = running.runtime.timer.nextDueAt();
       if (due !== undefined && due <= t0 + t * 1000) changed = true;
       await running.runtime.advanceTo(t0 + t * 1000);
-      const item = changed ? await running.item() : undefined;
+      const item = changed ? await readItem() : undefined;
       if (changed && (outcome === "running" || outcome === "paused")) {
         if (item?.phase === "Degraded") {
           outcome = "aborted";
@@ -338,7 +370,7 @@ async function runPlan(input: {
     if (outcome === "running" || outcome === "paused") {
       // The last second's decision, if any.
       await running.runtime.advanceTo(t0 + duration * 1000);
-      const item = await running.item();
+      const item = await readItem();
       if (item?.phase === "Degraded") {
         outcome = "aborted";
         at = duration;
@@ -353,6 +385,19 @@ async function runPlan(input: {
       }
     }
     const total = totals.newRequests + totals.oldRequests;
+    const transitions = stateTransitions(running, transitionsBefore);
+    const counts: RunCounts = {
+      rolloutTransitions: transitions.rollout,
+      tickerTransitions: transitions.other,
+      lambdaInvocations: Object.values(byHandler).reduce((a, b) => a + (b ?? 0), 0),
+      lambdaMs,
+      ticks: byHandler.resume ?? 0,
+      dynamoReadUnits: dynamo.units.read - unitsBefore.read,
+      dynamoWriteUnits: dynamo.units.write - unitsBefore.write,
+      schedulerInvocations,
+      providerQueries: prometheus.counts.queries - queriesAtPush,
+      byHandler: { ...byHandler },
+    };
     return {
       plan: input.label,
       outcome,
@@ -362,12 +407,8 @@ async function runPlan(input: {
       newErrors: totals.newErrors,
       totalRequests: total,
       share: total === 0 ? 0 : totals.newRequests / total,
-      counts: {
-        stateTransitions: stateTransitions(running) - transitionsBefore,
-        lambdaInvocations: Object.values(byHandler).reduce((a, b) => a + (b ?? 0), 0),
-        byHandler: { ...byHandler },
-        providerQueries: prometheus.counts.queries - queriesAtPush,
-      },
+      counts,
+      cost: { total: costOf(counts).total, waitLoop: waitLoopCost(counts).total },
       ...(options.series ? { series } : {}),
     };
   } finally {
@@ -377,14 +418,26 @@ async function runPlan(input: {
   }
 }
 
-/** State transitions of the candidate's executions (every state machine: the rollout's and the ticker's). */
-function stateTransitions(stack: LocalStack): number {
-  let n = 0;
+/** Every execution of every state machine of the stack, by ARN. */
+function executionsOf(stack: LocalStack): string[] {
+  return stack.runtime.sfn
+    .listStateMachines()
+    .flatMap((m) => stack.runtime.sfn.listExecutions({ stateMachineArn: m.stateMachineArn }))
+    .map((e) => e.executionArn);
+}
+
+/** State transitions of the executions started since `before`: the rollout's and the others (the ticker's). */
+function stateTransitions(stack: LocalStack, before: Set<string>): { rollout: number; other: number } {
+  const out = { rollout: 0, other: 0 };
   for (const machine of stack.runtime.sfn.listStateMachines()) {
     for (const execution of stack.runtime.sfn.listExecutions({ stateMachineArn: machine.stateMachineArn })) {
-      const history = stack.runtime.sfn.getExecutionHistory(execution.executionArn);
-      n += history.filter((e) => e.type.endsWith("StateEntered")).length;
+      if (before.has(execution.executionArn)) continue;
+      const n = stack.runtime.sfn
+        .getExecutionHistory(execution.executionArn)
+        .filter((e) => e.type.endsWith("StateEntered")).length;
+      if (machine.stateMachineArn === stack.stateMachineArn) out.rollout += n;
+      else out.other += n;
     }
   }
-  return n;
+  return out;
 }

@@ -68,7 +68,9 @@ describe("rollouts simulate", () => {
     expect(paused?.share).toBeCloseTo(0.9, 10);
     // What ran: the workflow's transitions and Lambdas, and the template's queries.
     expect(own?.counts.providerQueries).toBe(1);
-    expect(own?.counts.stateTransitions).toBeGreaterThan(5);
+    expect(own?.counts.rolloutTransitions).toBeGreaterThan(5);
+    expect(own?.counts.dynamoWriteUnits).toBeGreaterThan(0);
+    expect(own?.cost.total).toBeGreaterThan(0);
     expect(own?.counts.byHandler).toMatchObject({ setWeight: 1, startAnalysis: 1, abort: 1 });
   }, 180_000);
 
