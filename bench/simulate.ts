@@ -8,6 +8,7 @@
  * seeds per regression; `BENCH_SIMULATE_COMPARE=0` skips the comparison.
  */
 import { prometheusVersion } from "../local/demo/prometheus.ts";
+import { formatDollars } from "../local/simulate/cost.ts";
 import { parsePlan } from "../local/simulate/plan.ts";
 import { type SimulationRow, simulate } from "../local/simulate/run.ts";
 import type { Bench } from "./run.ts";
@@ -68,7 +69,11 @@ async function compare(design: string, files: string[], aa: number, seeds: numbe
   const rolledBack = aaRows.filter((r) => r.outcome === "aborted").length;
   const unfinished = aaRows.filter((r) => r.outcome === "running" || r.outcome === "paused").length;
   cells.push(`${rolledBack}/${aa}${unfinished ? ` (${unfinished} undecided)` : ""}`);
-  return [`  ${design.padEnd(10)}  ${cells.join("  |  ")}`];
+  const promoted = aaRows.filter((r) => r.outcome === "promoted");
+  return [
+    `  ${design.padEnd(10)}  ${cells.join("  |  ")}`,
+    `  ${"".padEnd(10)}  cost of a promoted A/A rollout (median of ${promoted.length}): ${formatDollars(median(promoted.map((r) => r.cost.total)))}, as a Wait loop ${formatDollars(median(promoted.map((r) => r.cost.waitLoop)))}; ${median(promoted.map((r) => r.counts.ticks))} Timer firings`,
+  ];
 }
 
 export const bench: Bench = {
@@ -90,7 +95,7 @@ export const bench: Bench = {
       });
       const seconds = (performance.now() - started) / 1000;
       lines.push(
-        `  ${(row?.plan ?? "").padEnd(36)}  ${row?.outcome} at ${row?.at} s, ${row?.newRequests} new requests  ${seconds.toFixed(1)} s wall`,
+        `  ${(row?.plan ?? "").padEnd(36)}  ${row?.outcome} at ${row?.at} s, ${row?.newRequests} new requests  ${seconds.toFixed(1)} s wall  cost ${formatDollars(row?.cost.total ?? 0)} (a Wait loop: ${formatDollars(row?.cost.waitLoop ?? 0)})`,
       );
     }
     if (process.env.BENCH_SIMULATE_COMPARE === "0") return lines;
