@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { ManualClock } from "../../functions/clock.ts";
 import type { HandlerName } from "../../functions/config.ts";
 import type { RolloutSpec } from "../../statemachine/index.ts";
+import { prometheusVersion } from "../demo/prometheus.ts";
 import { type LocalDynamo, startDynamo } from "../dynamo.ts";
 import { startProxy } from "../proxy/index.ts";
 import { type LocalStack, startLocalStack } from "../stack.ts";
@@ -142,6 +143,11 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
   const duration = options.durationSeconds ?? DEFAULT_DURATION;
   if (!Number.isInteger(duration) || duration < 1) {
     throw new SimulationInputError(`the duration must be a whole number of seconds >= 1, got ${duration}`);
+  }
+  if (!prometheusVersion()) {
+    throw new SimulationInputError(
+      "simulate evaluates the templates' PromQL on a real Prometheus: install the prometheus binary (apt-get install -y --no-install-recommends prometheus)",
+    );
   }
   const plans = options.plans && options.plans.length > 0 ? options.plans : [undefined];
   const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-simulate-"));
@@ -328,17 +334,16 @@ async function runPlan(input: {
         : config?.canary && config.canaryVersion === CANDIDATE_TAG
           ? config.weight
           : 0;
+      // Once promoted everyone meets the new version; before, the weight or the ready pods decide.
       let numerator = weight;
       let denominator = 100;
-      if (pods && !stableIsNew) {
+      if (stableIsNew) {
+        numerator = 1;
+        denominator = 1;
+      } else if (pods) {
         const ready = pods.at(weight, t);
         numerator = ready.canary;
         denominator = Math.max(1, ready.canary + ready.stable);
-        if (ready.canary + ready.stable === 0) numerator = 0;
-      } else if (pods) pods.at(100, t);
-      if (pods && stableIsNew) {
-        numerator = 1;
-        denominator = 1;
       }
       if (!split.same(numerator, denominator)) split = new ExactSplit(numerator, denominator);
       const record: SecondRecord = {
