@@ -22,7 +22,12 @@ interface Doc {
 function readDocs(files: readonly string[]): Doc[] {
   const docs: Doc[] = [];
   for (const file of files) {
-    const text = readFileSync(file, "utf8");
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      throw new SimulationInputError(`${file}: cannot be read: ${(error as Error).message}`);
+    }
     parseAllDocuments(text).forEach((doc, index) => {
       if ("errors" in doc && doc.errors.length > 0) {
         throw new SimulationInputError(`${file}: document ${index + 1}: ${doc.errors[0]?.message}`);
