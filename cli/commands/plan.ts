@@ -18,7 +18,14 @@ const positiveNumber = (flag: string) => (value: string) => {
   return n;
 };
 
-/** `rollouts plan FILE... [--replicas N] [--rps R] [--json]`: the steps, pods and exposure before a rollout runs. */
+interface PlanOptions {
+  replicas?: number;
+  rps?: number;
+  errorRate?: number;
+  json?: boolean;
+}
+
+/** `rollouts plan FILE... [--replicas N] [--rps R] [--error-rate E] [--json]`: the steps, pods and exposure before a rollout runs. */
 export const registerPlan: RegisterCommand = (program: Command, io, done) => {
   program
     .command("plan")
@@ -34,64 +41,59 @@ export const registerPlan: RegisterCommand = (program: Command, io, done) => {
       positiveNumber("--error-rate"),
     )
     .option("--json", "print the plan as JSON")
-    .action(
-      async (
-        files: string[],
-        opts: { replicas?: number; rps?: number; errorRate?: number; json?: boolean },
-      ) => {
-        const spec = await loadSpecOrReport(files, io);
-        if (!spec) return done(Exit.badInput);
-        if (opts.replicas !== undefined && !Number.isInteger(opts.replicas)) {
-          throw new UsageError(`--replicas must be a whole number, got ${opts.replicas}`);
-        }
-        if (opts.replicas !== undefined && opts.replicas > MAX_REPLICAS) {
-          throw new UsageError(`--replicas ${LIMIT_MESSAGES.replicas}`);
-        }
-        if (opts.errorRate !== undefined && (opts.errorRate > 1 || opts.rps === undefined)) {
-          throw new UsageError(
-            opts.rps === undefined
-              ? "--error-rate needs --rps (the exposure is requests)"
-              : `--error-rate must be a share between 0 and 1, got ${opts.errorRate}`,
-          );
-        }
-        const result = plan(opts.replicas === undefined ? spec : { ...spec, replicas: opts.replicas }, {
-          ...(opts.rps !== undefined ? { rps: opts.rps } : {}),
-        });
-        const exposure =
-          opts.rps !== undefined && opts.errorRate !== undefined
-            ? exposures(spec, result.steps, opts.rps, opts.errorRate)
-            : undefined;
-        if (opts.json) {
-          io.out(
-            printableJson(
-              exposure
-                ? {
-                    ...result,
-                    steps: result.steps.map((s, i) => ({
-                      ...s,
-                      ...(exposure[i] ? { exposure: exposure[i] } : {}),
-                    })),
-                  }
-                : result,
-              2,
-            ),
-          );
-          return done(Exit.ok);
-        }
-        io.out(
-          `rollout ${result.name} (revision ${result.revision}): ${result.strategy}, ${result.replicas} replicas, ${
-            result.trafficRouting ? "exact weights (traffic router)" : "whole pods behind one Service"
-          }`,
+    .action(async (files: string[], opts: PlanOptions) => {
+      const spec = await loadSpecOrReport(files, io);
+      if (!spec) return done(Exit.badInput);
+      if (opts.replicas !== undefined && !Number.isInteger(opts.replicas)) {
+        throw new UsageError(`--replicas must be a whole number, got ${opts.replicas}`);
+      }
+      if (opts.replicas !== undefined && opts.replicas > MAX_REPLICAS) {
+        throw new UsageError(`--replicas ${LIMIT_MESSAGES.replicas}`);
+      }
+      if (opts.errorRate !== undefined && (opts.errorRate > 1 || opts.rps === undefined)) {
+        throw new UsageError(
+          opts.rps === undefined
+            ? "--error-rate needs --rps (the exposure is requests)"
+            : `--error-rate must be a share between 0 and 1, got ${opts.errorRate}`,
         );
-        // Details quote the files (queries, names): printed without their control characters.
-        io.out(printable(table(result.steps, opts.rps !== undefined, exposure), { multiline: true }));
-        if (result.backgroundAnalysis) {
-          io.out(`background analysis from step ${result.backgroundAnalysis.startingStep}:`);
-          for (const line of result.backgroundAnalysis.analysis) io.out(printable(`    ${line}`));
-        }
-        done(Exit.ok);
-      },
-    );
+      }
+      const result = plan(opts.replicas === undefined ? spec : { ...spec, replicas: opts.replicas }, {
+        ...(opts.rps !== undefined ? { rps: opts.rps } : {}),
+      });
+      const exposure =
+        opts.rps !== undefined && opts.errorRate !== undefined
+          ? exposures(spec, result.steps, opts.rps, opts.errorRate)
+          : undefined;
+      if (opts.json) {
+        io.out(
+          printableJson(
+            exposure
+              ? {
+                  ...result,
+                  steps: result.steps.map((s, i) => ({
+                    ...s,
+                    ...(exposure[i] ? { exposure: exposure[i] } : {}),
+                  })),
+                }
+              : result,
+            2,
+          ),
+        );
+        return done(Exit.ok);
+      }
+      io.out(
+        `rollout ${result.name} (revision ${result.revision}): ${result.strategy}, ${result.replicas} replicas, ${
+          result.trafficRouting ? "exact weights (traffic router)" : "whole pods behind one Service"
+        }`,
+      );
+      // Details quote the files (queries, names): printed without their control characters.
+      io.out(printable(table(result.steps, opts.rps !== undefined, exposure), { multiline: true }));
+      if (result.backgroundAnalysis) {
+        io.out(`background analysis from step ${result.backgroundAnalysis.startingStep}:`);
+        for (const line of result.backgroundAnalysis.analysis) io.out(printable(`    ${line}`));
+      }
+      done(Exit.ok);
+    });
 };
 
 /** What a bad version meets if this step's analysis is the one that stops it, as early as it can. */
