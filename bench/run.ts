@@ -6,6 +6,7 @@
 import { bench as judged } from "./judged.ts";
 import { bench as judges } from "./judges.ts";
 import { bench as runtime } from "./runtime.ts";
+import { bench as simulate } from "./simulate.ts";
 
 /** One benchmark: a name and a run that returns the lines to print (and may set process.exitCode). */
 export interface Bench {
@@ -13,7 +14,7 @@ export interface Bench {
   run(): Promise<string[]> | string[];
 }
 
-const benches: Bench[] = [judges, judged, runtime];
+const benches: Bench[] = [judges, judged, runtime, simulate];
 
 const only = process.argv.slice(2);
 for (const bench of benches) {

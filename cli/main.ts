@@ -4,6 +4,7 @@ import { registerCompile } from "./commands/compile.ts";
 import { registerJudge } from "./commands/judge.ts";
 import { registerOperate } from "./commands/operate.ts";
 import { registerPlan } from "./commands/plan.ts";
+import { registerSimulate } from "./commands/simulate.ts";
 import { Exit, type Io, processIo, type RegisterCommand, UsageError } from "./io.ts";
 import { printable } from "./terminal.ts";
 
@@ -13,6 +14,7 @@ const commands: RegisterCommand[] = [
   registerJudge,
   registerAnalyze,
   registerOperate,
+  registerSimulate,
 ];
 
 /** Runs the `rollouts` command line and resolves to the process exit code. */

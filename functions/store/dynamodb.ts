@@ -68,7 +68,10 @@ export class DynamoRolloutStore implements RolloutStore {
 
   constructor(options: DynamoRolloutStoreOptions) {
     this.#doc = DynamoDBDocumentClient.from(options.client, {
-      marshallOptions: { removeUndefinedValues: true },
+      // Numbers above 2^53 (a Bayes factor) are doubles already; toJson keeps them in DynamoDB's range.
+      marshallOptions: { removeUndefinedValues: true, allowImpreciseNumbers: true },
+      // Every number the store holds came from a JS number: read it back as one, never a BigInt.
+      unmarshallOptions: { wrapNumbers: (value: string) => Number(value) },
     });
     this.#table = options.tableName;
     this.#clock = options.clock ?? systemClock;

@@ -34,6 +34,26 @@ export const describeKey = (pk: string, sk: string): string => `${pk}/${sk}`;
 /** JSON round trip: opaque values are stored exactly as JSON would carry them. */
 export function toJson(value: unknown): unknown {
   if (value === undefined) return null;
-  const text = JSON.stringify(value);
+  const text = JSON.stringify(value, (_key, v: unknown) => (typeof v === "number" ? storableNumber(v) : v));
   return text === undefined ? null : JSON.parse(text);
+}
+
+/** The largest double DynamoDB stores (its numbers end below 1e126). */
+const DYNAMO_MAX = 9.99999999999999e125;
+/** DynamoDB's smallest non-zero magnitude. */
+const DYNAMO_MIN = 1e-130;
+
+/**
+ * A number DynamoDB accepts: its numbers span 1e-130 to 1e126 in magnitude, so a finite double
+ * beyond saturates (a judge's Bayes factor of 1e300 is stored as 9.99999999999999e125, a p-value
+ * of 1e-300 as 0) instead of failing the whole write, which would leave the analysis unable to
+ * record the very measurement that rolls a bad version back. Non-finite numbers become null, as
+ * JSON makes them.
+ */
+export function storableNumber(n: number): number | null {
+  if (!Number.isFinite(n)) return null;
+  const magnitude = Math.abs(n);
+  if (magnitude > DYNAMO_MAX) return Math.sign(n) * DYNAMO_MAX;
+  if (magnitude !== 0 && magnitude < DYNAMO_MIN) return 0;
+  return n;
 }

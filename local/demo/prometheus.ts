@@ -38,6 +38,8 @@ export async function startPrometheus(options: {
   scrapeSeconds?: number;
   binary?: string;
   readyTimeoutMs?: number;
+  /** More flags, e.g. `--web.enable-remote-write-receiver` for a Prometheus fed by remote write. */
+  extraArgs?: string[];
 }): Promise<RunningPrometheus> {
   const binary = options.binary ?? "prometheus";
   const version = prometheusVersion(binary);
@@ -70,6 +72,7 @@ export async function startPrometheus(options: {
       `--storage.tsdb.path=${join(dir, "data")}`,
       `--web.listen-address=127.0.0.1:${port}`,
       "--log.level=warn",
+      ...(options.extraArgs ?? []),
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );

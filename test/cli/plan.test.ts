@@ -197,3 +197,32 @@ describe("rollouts plan with judges", () => {
     expect(plan.steps[3].warning).toBeUndefined();
   });
 });
+
+describe("rollouts plan --rps --error-rate", () => {
+  it("prints what a bad version meets before the earliest abort of each analysis", async () => {
+    const { code, out } = await run("plan", ...SEED, "--rps", "100", "--error-rate", "0.3");
+    expect(code).toBe(0);
+    // Step 1: 25% of 100 rps for initialDelay 5 s = 125 requests, 30% of them failed.
+    expect(out).toContain(
+      "    a bad version is aborted no earlier than 5s into this step (5s after the push): 125 requests to it, 38 failed",
+    );
+    // Step 4: the first analysis passed in full (8 s at 25%), the pause (2 s at 50%), then 5 s at 50%.
+    expect(out).toContain(
+      "    a bad version is aborted no earlier than 5s into this step (15s after the push): 550 requests to it, 165 failed",
+    );
+    const json = JSON.parse(
+      (await run("plan", ...SEED, "--rps", "100", "--error-rate", "0.3", "--json")).out,
+    );
+    expect(json.steps[1].exposure).toEqual({ abortAfter: 5, at: 5, requests: 125, failed: 38 });
+    expect(json.steps[0].exposure).toBeUndefined();
+  });
+
+  it("needs --rps for --error-rate and a share between 0 and 1", async () => {
+    const alone = await run("plan", ...SEED, "--error-rate", "0.3");
+    expect(alone.code).toBe(2);
+    expect(alone.err).toContain("--error-rate needs --rps");
+    const big = await run("plan", ...SEED, "--rps", "10", "--error-rate", "3");
+    expect(big.code).toBe(2);
+    expect(big.err).toContain("--error-rate must be a share between 0 and 1, got 3");
+  });
+});

@@ -194,6 +194,32 @@ describe.each(adapters)("RolloutStore contract: %s", (_label, make) => {
     expect(await a.getRun(rollout, "missing", RunSchema)).toBeUndefined();
   });
 
+  it("stores a run holding numbers beyond 2^53 (a judge's Bayes factor on a severe regression)", async () => {
+    const { a } = make();
+    const rollout = unique("huge");
+    const run = { phase: "Failed", count: 1, judge: { bayesFactor: 5.600552460129207e96, pValue: 1.6e-300 } };
+    await a.saveRun(rollout, "run-1", run, null);
+    // DynamoDB numbers span 1e-130 to 1e126: beyond, they saturate (a p-value of 1e-300 is 0).
+    expect((await a.getRun(rollout, "run-1", z.unknown()))?.run).toEqual({
+      ...run,
+      judge: { bayesFactor: 5.600552460129207e96, pValue: 0 },
+    });
+    const item = { ...newRolloutItem(rollout, T0), targetState: { big: 2 ** 60 } };
+    await a.save(item, null);
+    expect((await a.get(rollout))?.targetState).toEqual({ big: 2 ** 60 });
+    await a.putMeasurement({
+      rollout,
+      runId: "run-1",
+      at: T0,
+      ttlSeconds: 3600,
+      measurementId: "m#000001",
+      value: { f: 1e300 },
+    });
+    expect((await a.listMeasurements(rollout, "run-1", z.unknown())).map((m) => m.value)).toEqual([
+      { f: 9.99999999999999e125 },
+    ]);
+  });
+
   it("records a measurement once, sets its TTL and hides it after expiry", async () => {
     const { a, clock } = make();
     const rollout = unique("meas");

@@ -1,0 +1,448 @@
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ManualClock } from "../../functions/clock.ts";
+import type { HandlerName } from "../../functions/config.ts";
+import type { RolloutSpec } from "../../statemachine/index.ts";
+import { prometheusVersion } from "../demo/prometheus.ts";
+import { type LocalDynamo, startDynamo } from "../dynamo.ts";
+import { startProxy } from "../proxy/server.ts";
+import { type LocalStack, startLocalStack } from "../stack.ts";
+import { type CostCounts, costOf, waitLoopCost } from "./cost.ts";
+import { type MeteredDynamo, meterDynamo } from "./dynamo-meter.ts";
+import { formatPlan, type ShortStep } from "./plan.ts";
+import { type SimulatedPrometheus, startSimulatedPrometheus } from "./prometheus.ts";
+import {
+  loadSimulatedSpec,
+  SimulationInputError,
+  simulatedSpecText,
+  unsupportedProviders,
+} from "./spec-files.ts";
+import { ExactSplit, PodModel, RequestClock } from "./split.ts";
+import { type Behaviour, ServiceMetrics } from "./traffic.ts";
+
+/**
+ * `rollouts simulate`: how many requests a bad version reaches under a rollout, measured on the
+ * real thing. Each plan runs the synthesized stack in the embedded runtime in virtual time (the
+ * compiled workflow, the real handlers, the analysis with the templates' own queries against a
+ * real Prometheus); every virtual second the simulator sends `rps` requests, splits them by the
+ * weight the local proxy really has at that moment (or by its ready pods), fails the candidate's
+ * share of them, and writes the resulting series to Prometheus at that second's timestamp.
+ */
+
+/** The stable and the candidate, pushed as these image tags (the reference canary's own names). */
+export const STABLE_TAG = "v1";
+export const CANDIDATE_TAG = "v2";
+
+export interface SimulationOptions {
+  /** Rollout and AnalysisTemplate files. */
+  readonly files: readonly string[];
+  /** Plans to run, one row each; absent = the rollout's own steps. */
+  readonly plans?: ReadonlyArray<readonly ShortStep[] | undefined>;
+  readonly rps: number;
+  /** Share of the candidate's requests that fail. */
+  readonly errorRate: number;
+  /** Share of the stable version's requests that fail. */
+  readonly baselineErrorRate?: number;
+  /** The candidate's latency over the stable's (1 = the same). */
+  readonly latencyFactor?: number;
+  /** Whole pods behind one Service (Argo's rounding); absent = an exact traffic router. */
+  readonly replicas?: number;
+  /** Seconds a new pod takes to serve (with `replicas`). */
+  readonly readyDelay?: number;
+  /** Virtual seconds from the candidate's push to the end (the time until a person notices). */
+  readonly durationSeconds?: number;
+  readonly seed?: number;
+  /** Keep the per-second series in the result (the `--json` output). */
+  readonly series?: boolean;
+}
+
+/** One virtual second of traffic. */
+export interface SecondRecord {
+  /** Seconds since the candidate's push (this second is [t, t + 1)). */
+  t: number;
+  /** The proxy's weight for the candidate (100 once promoted). */
+  weight: number;
+  /** The share the candidate really received (pods when `replicas`). */
+  share: number;
+  newRequests: number;
+  newErrors: number;
+  oldRequests: number;
+  oldErrors: number;
+}
+
+/** Billable work of the candidate's rollout, counted as it ran, and the Lambdas by name. */
+export interface RunCounts extends CostCounts {
+  byHandler: Partial<Record<HandlerName, number>>;
+}
+
+export interface SimulationRow {
+  /** The short form of the plan, or the rollout's own steps written in it. */
+  plan: string;
+  outcome: "promoted" | "aborted" | "paused" | "running";
+  /** Virtual seconds from the push to the decision (null while running at the end). */
+  at: number | null;
+  /** What decided an abort (Argo's message). */
+  message: string | null;
+  newRequests: number;
+  newErrors: number;
+  totalRequests: number;
+  /** newRequests / totalRequests over the rows' time (to the decision for an abort). */
+  share: number;
+  counts: RunCounts;
+  /** Dollars at the published on-demand prices (`cost.ts`), and the same analysis as a Wait loop. */
+  cost: { total: number; waitLoop: number };
+  series?: SecondRecord[];
+}
+
+const DEFAULT_DURATION = 300;
+/** The virtual epoch of the first plan; each plan starts an hour after the previous one. */
+const EPOCH = Date.parse("2026-01-01T00:00:00Z");
+const PLAN_SPACING_MS = 3_600_000;
+const STABLE: Behaviour = { errorRate: 0, latencyMedian: 0.05, latencySigma: 0.5 };
+
+/** The rollout's steps in the short form, for the plan column. */
+export function shortFormOf(spec: RolloutSpec): string {
+  return spec.steps
+    .map((s) => {
+      if (s.kind === "setWeight") return `${s.weight}%`;
+      if (s.kind === "pause") return s.duration === undefined ? "pause" : `pause=${s.duration}s`;
+      if (s.kind === "analysis") return "analysis";
+      return s.kind;
+    })
+    .join(",");
+}
+
+/** A tiny upstream: the candidate and the stable both answer their readiness probe. */
+async function startUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const digestOf = (tag: string) => `sha256:${createHash("sha256").update(tag).digest("hex")}`;
+
+/**
+ * Runs every plan and returns one row each. Throws `SimulationInputError` for files or plans it
+ * cannot simulate (the CLI exits 2).
+ */
+export async function simulate(options: SimulationOptions): Promise<SimulationRow[]> {
+  const duration = options.durationSeconds ?? DEFAULT_DURATION;
+  if (!Number.isInteger(duration) || duration < 1) {
+    throw new SimulationInputError(`the duration must be a whole number of seconds >= 1, got ${duration}`);
+  }
+  if (!prometheusVersion()) {
+    throw new SimulationInputError(
+      "simulate evaluates the templates' PromQL on a real Prometheus: install the prometheus binary (apt-get install -y --no-install-recommends prometheus)",
+    );
+  }
+  const plans = options.plans && options.plans.length > 0 ? options.plans : [undefined];
+  const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-simulate-"));
+  // Check every plan's files before starting anything.
+  const placeholder = "http://127.0.0.1:9";
+  const specs: RolloutSpec[] = [];
+  for (const [i, plan] of plans.entries()) {
+    const file = join(dir, `check-${i}.yaml`);
+    writeFileSync(
+      file,
+      simulatedSpecText(options.files, { ...(plan ? { plan } : {}), prometheusUrl: placeholder }),
+    );
+    const spec = await loadSimulatedSpec(file);
+    const problems = unsupportedProviders(spec);
+    if (problems.length > 0) throw new SimulationInputError(problems.join("\n"));
+    if (spec.strategy !== "canary") {
+      throw new SimulationInputError(`simulate runs canary rollouts; ${spec.name} is ${spec.strategy}`);
+    }
+    specs.push(spec);
+  }
+
+  let clockNow = () => EPOCH;
+  let prometheus: SimulatedPrometheus | undefined;
+  let dynamo: LocalDynamo | undefined;
+  let metered: MeteredDynamo | undefined;
+  const rows: SimulationRow[] = [];
+  try {
+    prometheus = await startSimulatedPrometheus({ now: () => clockNow() });
+    dynamo = await startDynamo("dynalite");
+    metered = await meterDynamo(dynamo);
+    for (const [i, plan] of plans.entries()) {
+      const clock = new ManualClock(EPOCH + i * PLAN_SPACING_MS);
+      clockNow = () => clock.now();
+      const file = join(dir, `plan-${i}.yaml`);
+      writeFileSync(
+        file,
+        simulatedSpecText(options.files, { ...(plan ? { plan } : {}), prometheusUrl: prometheus.url }),
+      );
+      const spec = specs[i] as RolloutSpec;
+      rows.push(
+        await runPlan({
+          options,
+          duration,
+          file,
+          label: plan ? formatPlan(plan) : shortFormOf(spec),
+          spec,
+          clock,
+          dynamo: metered,
+          prometheus,
+          index: i,
+        }),
+      );
+    }
+  } finally {
+    await metered?.close();
+    await dynamo?.close();
+    await prometheus?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+async function runPlan(input: {
+  options: SimulationOptions;
+  duration: number;
+  file: string;
+  label: string;
+  spec: RolloutSpec;
+  clock: ManualClock;
+  dynamo: MeteredDynamo;
+  prometheus: SimulatedPrometheus;
+  index: number;
+}): Promise<SimulationRow> {
+  const { options, duration, clock, prometheus } = input;
+  const upstream = await startUpstream();
+  const proxy = await startProxy({ now: () => clock.now() });
+  const byHandler: Partial<Record<HandlerName, number>> = {};
+  let lambdaMs = 0;
+  let stack: LocalStack | undefined;
+  try {
+    stack = await startLocalStack({
+      specFiles: [input.file],
+      target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": upstream.url } },
+      clock,
+      dynamo: input.dynamo,
+      tableName: `simulate-${input.index}`,
+      wrap: (name, handler) => async (event, context) => {
+        byHandler[name] = (byHandler[name] ?? 0) + 1;
+        const started = performance.now();
+        try {
+          return await handler(event, context);
+        } finally {
+          lambdaMs += Math.max(1, Math.ceil(performance.now() - started));
+        }
+      },
+    });
+    const running = stack;
+    const dynamo = input.dynamo;
+    // The simulation's own reads of the rollout are not the workflow's: they are not billed.
+    const readItem = async () => {
+      dynamo.paused = true;
+      try {
+        return await running.item();
+      } finally {
+        dynamo.paused = false;
+      }
+    };
+    let schedulerInvocations = 0;
+    const scheduler = running.runtime.scheduler;
+    const deliver = scheduler.deliver.bind(scheduler);
+    scheduler.deliver = async (firing) => {
+      const delivered = await deliver(firing);
+      if (delivered) schedulerInvocations++;
+      return delivered;
+    };
+    // The stable version first: a first revision skips the steps and is promoted at once.
+    await running.push(STABLE_TAG, digestOf(STABLE_TAG));
+    for (let i = 0; ; i++) {
+      await running.runtime.settle();
+      const item = await readItem();
+      if (item?.phase === "Healthy" && item.stableRevision?.tag === STABLE_TAG) break;
+      if (i > 600) throw new Error(`the stable version ${STABLE_TAG} did not become Healthy: ${item?.phase}`);
+      await running.runtime.advanceBy(1000);
+    }
+    // Whatever v1's promotion left scheduled (its scale-down) runs before the candidate's push.
+    await running.runtime.runUntilIdle();
+    const t0 = Math.ceil(clock.now() / 1000) * 1000 + 1000;
+    await running.runtime.advanceTo(t0);
+    for (const key of Object.keys(byHandler)) delete byHandler[key as HandlerName];
+    lambdaMs = 0;
+    schedulerInvocations = 0;
+    const unitsBefore = { ...dynamo.units };
+    const queriesAtPush = prometheus.counts.queries;
+    const transitionsBefore = new Set(executionsOf(running));
+    await running.push(CANDIDATE_TAG, digestOf(CANDIDATE_TAG));
+
+    const requests = new RequestClock(options.rps);
+    const metrics = new ServiceMetrics(((options.seed ?? 0) * 0x9e3779b1 + input.index) >>> 0);
+    const bad: Behaviour = {
+      errorRate: options.errorRate,
+      latencyMedian: STABLE.latencyMedian * (options.latencyFactor ?? 1),
+      latencySigma: STABLE.latencySigma,
+    };
+    const good: Behaviour = { ...STABLE, errorRate: options.baselineErrorRate ?? 0 };
+    const pods =
+      options.replicas === undefined
+        ? undefined
+        : new PodModel(options.replicas, input.spec.maxSurge, options.readyDelay ?? 0);
+    let split = new ExactSplit(0, 1);
+    let outcome: SimulationRow["outcome"] = "running";
+    let at: number | null = null;
+    let message: string | null = null;
+    const series: SecondRecord[] = [];
+    const totals = { newRequests: 0, newErrors: 0, oldRequests: 0 };
+    // The item changes only when something runs: the push, then timers. A second in which no
+    // timer was due is not read back (the state and the weights are those of the second before).
+    let changed = true;
+    for (let t = 0; t < duration; t++) {
+      const due = running.runtime.timer.nextDueAt();
+      if (due !== undefined && due <= t0 + t * 1000) changed = true;
+      await running.runtime.advanceTo(t0 + t * 1000);
+      const item = changed ? await readItem() : undefined;
+      if (changed && (outcome === "running" || outcome === "paused")) {
+        if (item?.phase === "Degraded") {
+          outcome = "aborted";
+          at = t;
+          message = item.message ?? null;
+          break;
+        }
+        if (item?.phase === "Healthy" && item.stableRevision?.tag === CANDIDATE_TAG) {
+          outcome = "promoted";
+          at = t;
+        } else if (item?.phase === "Paused" && outcome !== "paused") {
+          outcome = "paused";
+          at = t;
+          message = item.message ?? null;
+        }
+      }
+      changed = false;
+      const config = proxy.config();
+      const stableIsNew = config?.stableVersion === CANDIDATE_TAG;
+      const weight = stableIsNew
+        ? 100
+        : config?.canary && config.canaryVersion === CANDIDATE_TAG
+          ? config.weight
+          : 0;
+      // Once promoted everyone meets the new version; before, the weight or the ready pods decide.
+      let numerator = weight;
+      let denominator = 100;
+      if (stableIsNew) {
+        numerator = 1;
+        denominator = 1;
+      } else if (pods) {
+        const ready = pods.at(weight, t);
+        numerator = ready.canary;
+        denominator = Math.max(1, ready.canary + ready.stable);
+      }
+      if (!split.same(numerator, denominator)) split = new ExactSplit(numerator, denominator);
+      const record: SecondRecord = {
+        t,
+        weight,
+        share: numerator / denominator,
+        newRequests: 0,
+        newErrors: 0,
+        oldRequests: 0,
+        oldErrors: 0,
+      };
+      for (let n = requests.next(); n > 0; n--) {
+        const toNew = split.next();
+        const failed = metrics.serve(toNew ? CANDIDATE_TAG : STABLE_TAG, toNew ? bad : good);
+        if (toNew) {
+          record.newRequests++;
+          if (failed) record.newErrors++;
+        } else {
+          record.oldRequests++;
+          if (failed) record.oldErrors++;
+        }
+      }
+      totals.newRequests += record.newRequests;
+      totals.newErrors += record.newErrors;
+      totals.oldRequests += record.oldRequests;
+      prometheus.append(metrics.sample(t0 + (t + 1) * 1000));
+      if (options.series) series.push(record);
+    }
+    if (outcome === "running" || outcome === "paused") {
+      // The last second's decision, if any.
+      await running.runtime.advanceTo(t0 + duration * 1000);
+      const item = await readItem();
+      if (item?.phase === "Degraded") {
+        outcome = "aborted";
+        at = duration;
+        message = item.message ?? null;
+      } else if (
+        outcome === "running" &&
+        item?.phase === "Healthy" &&
+        item.stableRevision?.tag === CANDIDATE_TAG
+      ) {
+        outcome = "promoted";
+        at = duration;
+      }
+    }
+    const total = totals.newRequests + totals.oldRequests;
+    const transitions = stateTransitions(running, transitionsBefore);
+    const counts: RunCounts = {
+      rolloutTransitions: transitions.rollout,
+      tickerTransitions: transitions.other,
+      lambdaInvocations: Object.values(byHandler).reduce((a, b) => a + (b ?? 0), 0),
+      lambdaMs,
+      ticks: byHandler.resume ?? 0,
+      dynamoReadUnits: dynamo.units.read - unitsBefore.read,
+      dynamoWriteUnits: dynamo.units.write - unitsBefore.write,
+      schedulerInvocations,
+      providerQueries: prometheus.counts.queries - queriesAtPush,
+      byHandler: { ...byHandler },
+    };
+    return {
+      plan: input.label,
+      outcome,
+      at,
+      message,
+      newRequests: totals.newRequests,
+      newErrors: totals.newErrors,
+      totalRequests: total,
+      share: total === 0 ? 0 : totals.newRequests / total,
+      counts,
+      cost: { total: costOf(counts).total, waitLoop: waitLoopCost(counts).total },
+      ...(options.series ? { series } : {}),
+    };
+  } finally {
+    await stack?.close();
+    await proxy.close();
+    await upstream.close();
+  }
+}
+
+/** Every execution of every state machine of the stack, by ARN. */
+function executionsOf(stack: LocalStack): string[] {
+  return stack.runtime.sfn
+    .listStateMachines()
+    .flatMap((m) => stack.runtime.sfn.listExecutions({ stateMachineArn: m.stateMachineArn }))
+    .map((e) => e.executionArn);
+}
+
+/** State transitions of the executions started since `before`: the rollout's and the others (the ticker's). */
+function stateTransitions(stack: LocalStack, before: Set<string>): { rollout: number; other: number } {
+  const out = { rollout: 0, other: 0 };
+  for (const machine of stack.runtime.sfn.listStateMachines()) {
+    for (const execution of stack.runtime.sfn.listExecutions({ stateMachineArn: machine.stateMachineArn })) {
+      if (before.has(execution.executionArn)) continue;
+      const n = stack.runtime.sfn
+        .getExecutionHistory(execution.executionArn)
+        .filter((e) => e.type.endsWith("StateEntered")).length;
+      if (machine.stateMachineArn === stack.stateMachineArn) out.rollout += n;
+      else out.other += n;
+    }
+  }
+  return out;
+}

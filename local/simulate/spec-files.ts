@@ -1,0 +1,155 @@
+import { readFileSync } from "node:fs";
+import { parseAllDocuments } from "yaml";
+import { loadRollout, providersRead, type RolloutSpec, SpecError } from "../../statemachine/index.ts";
+import { argoSteps, type ShortStep } from "./plan.ts";
+
+/**
+ * The files a simulation runs: the user's Rollout and AnalysisTemplates, with the steps replaced
+ * by a `--plan` and every Prometheus address pointed at the simulation's Prometheus (it stands for
+ * the user's). Queries, conditions, limits and args stay as written.
+ */
+
+export class SimulationInputError extends Error {
+  override name = "SimulationInputError";
+}
+
+interface Doc {
+  file: string;
+  index: number;
+  value: Record<string, unknown>;
+}
+
+function readDocs(files: readonly string[]): Doc[] {
+  const docs: Doc[] = [];
+  for (const file of files) {
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      throw new SimulationInputError(`${file}: cannot be read: ${(error as Error).message}`);
+    }
+    parseAllDocuments(text).forEach((doc, index) => {
+      if ("errors" in doc && doc.errors.length > 0) {
+        throw new SimulationInputError(`${file}: document ${index + 1}: ${doc.errors[0]?.message}`);
+      }
+      const value = doc.toJS() as unknown;
+      if (value && typeof value === "object" && !Array.isArray(value)) {
+        docs.push({ file, index, value: value as Record<string, unknown> });
+      }
+    });
+  }
+  return docs;
+}
+
+/** Points every `prometheus: {query}` of a template at `url`. */
+function pointPrometheus(node: unknown, url: string): void {
+  if (Array.isArray(node)) {
+    for (const item of node) pointPrometheus(item, url);
+    return;
+  }
+  if (!node || typeof node !== "object") return;
+  for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+    if (key === "prometheus" && value && typeof value === "object" && "query" in value) {
+      (value as Record<string, unknown>).address = url;
+    } else pointPrometheus(value, url);
+  }
+}
+
+const TEMPLATE_KINDS = new Set(["AnalysisTemplate", "ClusterAnalysisTemplate"]);
+
+/**
+ * The YAML text of the simulated rollout: the documents of `files`, the Rollout's canary steps
+ * replaced by `plan` when given, Prometheus addresses set to `prometheusUrl`.
+ */
+export function simulatedSpecText(
+  files: readonly string[],
+  options: { plan?: readonly ShortStep[]; prometheusUrl: string },
+): string {
+  const docs = readDocs(files);
+  const rollouts = docs.filter((d) => d.value.kind === "Rollout");
+  const templates = docs.filter((d) => TEMPLATE_KINDS.has(String(d.value.kind)));
+  if (rollouts.length !== 1) {
+    throw new SimulationInputError(
+      `simulate reads one Argo Rollout and its AnalysisTemplates; the files hold ${rollouts.length} Rollout object(s)`,
+    );
+  }
+  const rollout = rollouts[0] as Doc;
+  if (options.plan) {
+    const strategy = (rollout.value.spec as Record<string, unknown> | undefined)?.strategy as
+      | Record<string, unknown>
+      | undefined;
+    const canary = strategy?.canary as Record<string, unknown> | undefined;
+    if (!canary) {
+      throw new SimulationInputError(
+        `${rollout.file}: document ${rollout.index + 1}: --plan replaces canary steps, and spec.strategy has no canary`,
+      );
+    }
+    const own = Array.isArray(canary.steps)
+      ? (canary.steps as Array<Record<string, unknown>>).find(
+          (s) => s && typeof s === "object" && "analysis" in s,
+        )
+      : undefined;
+    const analysis =
+      own?.analysis ??
+      (templates.length > 0
+        ? {
+            templates: templates.map((t) => ({
+              templateName: (t.value.metadata as { name?: string } | undefined)?.name,
+              ...(t.value.kind === "ClusterAnalysisTemplate" ? { clusterScope: true } : {}),
+            })),
+          }
+        : undefined);
+    if (options.plan.some((s) => "analysis" in s) && analysis === undefined) {
+      throw new SimulationInputError(
+        "--plan has an analysis step, but the rollout has no analysis step and no AnalysisTemplate was given",
+      );
+    }
+    canary.steps = argoSteps(options.plan, analysis);
+  }
+  for (const t of templates) pointPrometheus(t.value.spec, options.prometheusUrl);
+  return docs
+    .filter((d) => d.value.kind === "Rollout" || TEMPLATE_KINDS.has(String(d.value.kind)))
+    .map((d) => JSON.stringify(d.value))
+    .join("\n---\n");
+}
+
+/** Each metric whose provider the simulation cannot feed, named: it only feeds Prometheus. */
+export function unsupportedProviders(spec: RolloutSpec): string[] {
+  const problems: string[] = [];
+  const analyses = [
+    ...spec.steps.flatMap((s, i) =>
+      s.kind === "analysis" ? [{ where: `step ${i + 1}`, analysis: s.analysis }] : [],
+    ),
+    ...(spec.backgroundAnalysis
+      ? [{ where: "background analysis", analysis: spec.backgroundAnalysis.analysis }]
+      : []),
+  ];
+  const seen = new Set<string>();
+  for (const { where, analysis } of analyses) {
+    for (const template of analysis.templates) {
+      for (const metric of template.metrics) {
+        const kinds = providersRead(metric.provider as never)
+          .map(
+            (p) =>
+              Object.keys(p as object).find((k) => (p as Record<string, unknown>)[k] !== undefined) ?? "?",
+          )
+          .filter((k) => k !== "prometheus");
+        if (kinds.length === 0) continue;
+        const line = `${where}: template ${template.name}, metric ${metric.name}: provider ${[...new Set(kinds)].join(", ")} cannot be simulated (the simulation feeds a Prometheus; use a prometheus query)`;
+        if (!seen.has(line)) problems.push(line);
+        seen.add(line);
+      }
+    }
+  }
+  return problems;
+}
+
+/** Loads the rewritten spec with the project's loader; its problems become one input error. */
+export async function loadSimulatedSpec(file: string): Promise<RolloutSpec> {
+  try {
+    return (await loadRollout([file])).spec;
+  } catch (error) {
+    if (error instanceof SpecError) throw new SimulationInputError(error.message);
+    throw error;
+  }
+}
