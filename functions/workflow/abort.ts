@@ -7,7 +7,7 @@ import type { RouterState } from "../traffic/port.ts";
 import { terminateBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { publish, withEvent } from "./item.ts";
-import type { AbortPayload } from "./payloads.ts";
+import type { AbortPayload, WorkflowContext } from "./payloads.ts";
 
 /** The Timer key of a continued abort. */
 export const abortKey = (rollout: string, executionArn: string, attempt: number) =>
@@ -93,19 +93,15 @@ export async function abort(
       payload: {
         kind: "abort-continue",
         rollout: context.rollout,
+        executionArn: context.executionArn,
+        revision: context.revision,
         target: payload.target ?? null,
         abortScaleDownDelaySeconds: payload.abortScaleDownDelaySeconds,
         attempt: 1,
       },
     });
   } else if (payload.onFailure === "rollback") {
-    await scheduleScaleDown(
-      deps,
-      context.rollout,
-      context.executionArn,
-      payload.target,
-      payload.abortScaleDownDelaySeconds,
-    );
+    await scheduleScaleDown(deps, context, payload.target, payload.abortScaleDownDelaySeconds);
   }
   if (payload.onFailure === "rollback")
     deps.metrics.put({ name: METRICS.canaryWeight, value: 0, rollout: context.rollout });
@@ -114,16 +110,17 @@ export async function abort(
   return { phase: "Degraded", message };
 }
 
+/** Schedules the aborted candidate's scale-down, for this execution and revision only. */
 export async function scheduleScaleDown(
   deps: WorkflowDeps,
-  rollout: string,
-  executionArn: string,
+  context: WorkflowContext,
   target: unknown,
   delaySeconds: number,
 ): Promise<void> {
+  const { rollout, executionArn, revision } = context;
   await deps.timer.schedule({
     at: deps.clock.now() + delaySeconds * 1000,
     key: `${rollout}/${executionArn.split(":").at(-1)}/abort-scale-down`,
-    payload: { kind: "scale-down", rollout, target: target ?? null, attempt: 0 },
+    payload: { kind: "scale-down", rollout, executionArn, revision, target: target ?? null, attempt: 0 },
   });
 }

@@ -267,7 +267,13 @@ async function scheduleNext(
   await deps.timer.schedule({
     at: Math.max(at.getTime(), now.getTime()),
     key: tickKey(stored.context.rollout, runId, at.getTime()),
-    payload: { kind: "tick", rollout: stored.context.rollout, runId },
+    payload: {
+      kind: "tick",
+      rollout: stored.context.rollout,
+      executionArn: stored.context.executionArn,
+      revision: stored.context.revision,
+      runId,
+    },
   });
 }
 

@@ -84,6 +84,7 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
         kind: "pause",
         rollout: context.rollout,
         executionArn: context.executionArn,
+        revision: context.revision,
         token: taskToken,
       },
     });

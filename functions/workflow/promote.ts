@@ -58,7 +58,14 @@ export async function promote(deps: WorkflowDeps, payload: PromotePayload): Prom
     await deps.timer.schedule({
       at: deps.clock.now() + payload.scaleDownDelaySeconds * 1000,
       key: scaleDownKey(context.rollout, context.executionArn, 0),
-      payload: { kind: "scale-down", rollout: context.rollout, target: payload.target ?? null, attempt: 0 },
+      payload: {
+        kind: "scale-down",
+        rollout: context.rollout,
+        executionArn: context.executionArn,
+        revision: context.revision,
+        target: payload.target ?? null,
+        attempt: 0,
+      },
     });
   }
   deps.metrics.put({ name: METRICS.canaryWeight, value: 100, rollout: context.rollout });

@@ -26,6 +26,8 @@ async function stable(s: Scenario): Promise<void> {
 }
 
 let thrown = 0;
+/** What each Timer firing's resume returned, in the scenarios that wrap it. */
+const resumed: string[] = [];
 
 /**
  * The `errors-vs-stable` judge at the 50% step: a look every 2 s, 200 requests per side before any
@@ -204,6 +206,46 @@ export const SCENARIOS: ScenarioCase[] = [
       const item = await s.drive(done("v2"));
       expect(thrown).toBe(1);
       expect(item).toMatchObject({ phase: "Healthy", weight: 100 });
+    },
+  },
+  {
+    name: "a promotion's delayed scale-down that falls due while a newer revision runs does nothing, and says so",
+    inProcess: true,
+    options: {
+      wrap: (name, handler) =>
+        name === "resume"
+          ? async (event, context) => {
+              const out = await handler(event, context);
+              resumed.push(String((out as { result?: unknown })?.result));
+              return out;
+            }
+          : handler,
+    },
+    async run(s) {
+      resumed.length = 0;
+      await stable(s);
+      await s.push("v2");
+      await s.drive(done("v2"));
+      // v2's promotion scheduled the scale-down of the old side 30 s from now; v3 starts at once.
+      await s.push("v3");
+      await s.drive(done("v3"));
+      await s.idle(60_000);
+      const skipped = (s.lifecycle?.() ?? [])
+        .filter((e) => e.type === "RolloutDelayedActionSkipped")
+        .map((e) => e.detail);
+      expect(skipped).toContainEqual(
+        expect.objectContaining({
+          revision: 2,
+          message: expect.stringMatching(
+            /^scale-down of revision 2 \(execution demo-2{24}-g2\) skipped: execution demo-2{24}-g2 no longer drives the rollout \(now demo-3{24}-g3, revision 3\)$/,
+          ),
+        }),
+      );
+      // No scale-down ran against the newer execution's target: every one that ran was its own.
+      expect(resumed.filter((r) => r.startsWith("nothing to scale down: the demo owns"))).toEqual([
+        expect.any(String),
+      ]);
+      expect(await s.item()).toMatchObject({ phase: "Degraded", weight: 0 });
     },
   },
   {

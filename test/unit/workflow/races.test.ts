@@ -450,7 +450,13 @@ describe("a token already used", () => {
     w.tokens.live.delete(token); // answered by a first delivery that crashed before clearing
     const result = await resume(
       w.deps,
-      { kind: "pause", rollout: NAME, executionArn: base.context.executionArn, token },
+      {
+        kind: "pause",
+        rollout: NAME,
+        executionArn: base.context.executionArn,
+        revision: base.context.revision,
+        token,
+      },
       "k",
     );
     expect(result).toBe("pause token stale (TaskDoesNotExist)");
