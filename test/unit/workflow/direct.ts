@@ -45,13 +45,13 @@ export class MemoryTarget implements TrafficRouter {
   canary = 0;
   /** `abort` answers not ready this many times (the old side is still scaling up). */
   abortPending = 0;
-  /** Throws once from the named method, after doing its work (a crash after the side effect). */
-  failAfter: string | undefined;
+  /** Throws once from `setWeight`: before changing anything, or after (a crash after the change). */
+  failSetWeight: "before" | "after" | undefined;
 
-  #fail(method: string): void {
-    if (this.failAfter === method) {
-      this.failAfter = undefined;
-      throw new Error(`${method} crashed`);
+  #fail(when: "before" | "after"): void {
+    if (this.failSetWeight === when) {
+      this.failSetWeight = undefined;
+      throw new Error(`setWeight crashed ${when} changing the weight`);
     }
   }
 
@@ -82,12 +82,13 @@ export class MemoryTarget implements TrafficRouter {
 
   async setWeight(state: RouterState, percent: number, options: { overwriteDrift?: boolean } = {}) {
     this.calls.push(`setWeight ${percent}`);
+    this.#fail("before");
     const weights = await this.readWeights(state);
     if (weights.drift && !options.overwriteDrift) {
       return { outcome: "drift", state, weights, message: "drift" } satisfies WeightChange;
     }
     this.canary = percent;
-    this.#fail("setWeight");
+    this.#fail("after");
     return { outcome: "applied", state: { ...state, expected: percent }, weights } satisfies WeightChange;
   }
 
@@ -121,7 +122,17 @@ export class MemoryTarget implements TrafficRouter {
   }
 }
 
+/**
+ * Faults to inject once into the ports, as a Lambda sees them: the call fails before it had any
+ * effect (`before`), or after it had it and only the answer was lost (`after`).
+ */
+export interface Faults {
+  publish?: "before" | "after";
+  schedule?: "before" | "after";
+}
+
 export interface Direct {
+  faults: Faults;
   deps: WorkflowDeps;
   store: MemoryRolloutStore;
   clock: ManualClock;
@@ -141,11 +152,23 @@ export function direct(): Direct {
   const events = new RecordingEventPublisher();
   const target = new MemoryTarget();
   const resumed: string[] = [];
+  const faults: Faults = {};
+  const once = async <T>(kind: keyof Faults, run: () => Promise<T>): Promise<T> => {
+    const when = faults[kind];
+    if (when === undefined) return run();
+    delete faults[kind];
+    if (when === "before") throw new Error(`${kind} failed`);
+    await run();
+    throw new Error(`${kind} answer lost`);
+  };
   const deps: WorkflowDeps = {
     store,
     tokens,
-    timer,
-    events,
+    timer: {
+      schedule: (request) => once("schedule", () => timer.schedule(request)),
+      cancel: (key) => timer.cancel(key),
+    },
+    events: { publish: (list) => once("publish", () => events.publish(list)) },
     clock,
     routerFor: () => target,
     providers: { measure: async () => ({ ok: true, result: [1], value: "[1]" }) },
@@ -155,7 +178,7 @@ export function direct(): Direct {
     const firing = TimerFiringSchema.parse(raw);
     resumed.push(await resume(deps, ResumePayloadSchema.parse(firing.payload), firing.key));
   });
-  return { deps, store, clock, tokens, timer, events, target, resumed };
+  return { faults, deps, store, clock, tokens, timer, events, target, resumed };
 }
 
 /** Records a push as the trigger does and runs Begin for it: the execution of revision `n`. */
