@@ -21,6 +21,7 @@ import {
   type StateMachineDefinition,
 } from "../statemachine/index.ts";
 import { rolloutDashboard } from "./dashboard.ts";
+import { type DeadLetters, deadLetters } from "./dead-letters.ts";
 import {
   BUNDLING,
   FUNCTION_DEFAULTS,
@@ -89,6 +90,13 @@ export class RolloutController extends Construct {
   readonly schedulerRole: iam.Role;
   /** Where the lifecycle events go. */
   readonly eventBus: events.IEventBus;
+  /**
+   * Timer firings lost after every retry: Scheduler's (`DeadLetterConfig` of each schedule) and
+   * the ticker's (its Catch). Each message is a rollout step that did not happen.
+   */
+  readonly timerDeadLetters: DeadLetters;
+  /** ECR push events the trigger function could not take after the rules' retries. */
+  readonly triggerDeadLetters: DeadLetters;
 
   readonly #rollouts = new Map<string, Rollout>();
   readonly #routes: Route[] = [];
@@ -109,18 +117,27 @@ export class RolloutController extends Construct {
 
     this.eventBus = props.eventBus ?? events.EventBus.fromEventBusName(this, "DefaultBus", "default");
     this.table = rolloutTable(this, props, this.#removalPolicy);
+    this.timerDeadLetters = deadLetters(this, "TimerDeadLetters", {
+      what: "Timer firings (a pause's end, an analysis tick, a scale-down, a continued abort)",
+      removalPolicy: this.#removalPolicy,
+    });
+    this.triggerDeadLetters = deadLetters(this, "TriggerDeadLetters", {
+      what: "ECR push events for the trigger",
+      removalPolicy: this.#removalPolicy,
+    });
 
     const timer = timerNames(this);
     this.scheduleGroupName = timer.scheduleGroupName;
     const scheduleGroup = new scheduler.CfnScheduleGroup(this, "ScheduleGroup", {
       name: this.scheduleGroupName,
     });
-    this.schedulerRole = schedulerRole(this, timer);
+    this.schedulerRole = schedulerRole(this, timer, this.timerDeadLetters.queue);
 
     this.functions = this.#createFunctions(timer, scheduleGroup);
     this.tickerStateMachine = tickerStateMachine(this, {
       name: timer.tickerName,
       resume: this.functions.resume,
+      deadLetters: this.timerDeadLetters.queue,
       logRetention: this.#logRetention,
       removalPolicy: this.#removalPolicy,
     });
@@ -172,7 +189,9 @@ export class RolloutController extends Construct {
                 ...environment,
                 [ENV.rollouts]: Lazy.string({ produce: () => stack.toJsonString(this.#routes) }),
               }
-            : environment,
+            : FUNCTION_NEEDS[name].includes("timer")
+              ? { ...environment, [ENV.timerDeadLetterArn]: this.timerDeadLetters.queue.queueArn }
+              : environment,
         ...(name === "resume" ? { functionName: timer.resumeName } : {}),
       });
       acknowledge(
@@ -390,7 +409,12 @@ export class RolloutController extends Construct {
         },
       },
     });
-    rule.addTarget(new eventTargets.LambdaFunction(this.functions.trigger, { retryAttempts: 8 }));
+    rule.addTarget(
+      new eventTargets.LambdaFunction(this.functions.trigger, {
+        retryAttempts: 8,
+        deadLetterQueue: this.triggerDeadLetters.queue,
+      }),
+    );
     return rule;
   }
 

@@ -2,6 +2,7 @@ import { ArnFormat, Names, type RemovalPolicy, Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import type { Construct } from "constructs";
 import { LAMBDA_SERVICE_RETRY } from "../statemachine/index.ts";
@@ -67,8 +68,11 @@ export function timerNames(scope: Construct): TimerNames {
   };
 }
 
-/** The role EventBridge Scheduler of this account and group assumes to invoke resume, and nothing else. */
-export function schedulerRole(scope: Construct, names: TimerNames): iam.Role {
+/**
+ * The role EventBridge Scheduler of this account and group assumes to invoke resume and, when a
+ * firing cannot be delivered after its retries, to put it in the dead-letter queue; nothing else.
+ */
+export function schedulerRole(scope: Construct, names: TimerNames, deadLetters: sqs.IQueue): iam.Role {
   const stack = Stack.of(scope);
   return new iam.Role(scope, "SchedulerRole", {
     description: "EventBridge Scheduler invokes the rollouts' resume function (the Timer)",
@@ -84,16 +88,26 @@ export function schedulerRole(scope: Construct, names: TimerNames): iam.Role {
           new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [names.resumeArn] }),
         ],
       }),
+      DeadLetters: new iam.PolicyDocument({
+        statements: [
+          new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [deadLetters.queueArn] }),
+        ],
+      }),
     },
   });
 }
 
-/** The ticker: delays under a minute, `{seconds, payload}` → Wait → invoke resume with `payload`. */
+/**
+ * The ticker: delays under a minute, `{seconds, payload}` → Wait → invoke resume with `payload`.
+ * A firing resume still refuses after the retries goes to the dead-letter queue (`{firing, error}`)
+ * and the execution fails (`TimerFiringLost`), so the firing is kept and the failure is seen.
+ */
 export function tickerStateMachine(
   scope: Construct,
   options: {
     name: string;
     resume: nodejs.NodejsFunction;
+    deadLetters: sqs.IQueue;
     logRetention: logs.RetentionDays;
     removalPolicy: RemovalPolicy;
   },
@@ -113,7 +127,23 @@ export function tickerStateMachine(
           LAMBDA_SERVICE_RETRY,
           { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
         ],
+        Catch: [{ ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "DeadLetter" }],
         End: true,
+      },
+      DeadLetter: {
+        Type: "Task",
+        Resource: "arn:aws:states:::sqs:sendMessage",
+        Parameters: {
+          QueueUrl: "${DeadLetterQueueUrl}",
+          MessageBody: { "firing.$": "$.payload", "error.$": "$.error", "execution.$": "$$.Execution.Id" },
+        },
+        Retry: [{ ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 5, BackoffRate: 2 }],
+        Next: "Lost",
+      },
+      Lost: {
+        Type: "Fail",
+        Error: "TimerFiringLost",
+        Cause: "resume refused the firing after every retry; it is in the dead-letter queue",
       },
     },
   };
@@ -126,12 +156,18 @@ export function tickerStateMachine(
     stateMachineName: name,
     stateMachineType: sfn.StateMachineType.STANDARD,
     definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),
-    definitionSubstitutions: { ResumeFunctionArn: resume.functionArn },
+    definitionSubstitutions: {
+      ResumeFunctionArn: resume.functionArn,
+      DeadLetterQueueUrl: options.deadLetters.queueUrl,
+    },
     logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
     tracingEnabled: true,
   });
   ticker.addToRolePolicy(
     new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [resume.functionArn] }),
+  );
+  ticker.addToRolePolicy(
+    new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [options.deadLetters.queueArn] }),
   );
   acknowledgeStateMachineRole(ticker);
   return ticker;
