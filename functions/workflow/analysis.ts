@@ -18,7 +18,8 @@ import { ConcurrentUpdateError } from "../store/errors.ts";
 import type { StoredRun } from "../store/port.ts";
 import { isRunning } from "../store/schema.ts";
 import type { WorkflowDeps } from "./deps.ts";
-import { drivingItem, executionName, publish, recordStep, withEvent } from "./item.ts";
+import { tokenId } from "./effects.ts";
+import { drivingItem, executionName, publish, recordStep, withEvent, withEventOnce } from "./item.ts";
 import type { StartAnalysisPayload, WorkflowContext } from "./payloads.ts";
 import { WorkflowContextSchema } from "./payloads.ts";
 import { resolveRuntimeArgs, versionLabel } from "./runtime-args.ts";
@@ -102,12 +103,14 @@ export async function startAnalysis(
     created = false;
   }
   const label = background ? "background analysis" : `analysis (step ${stepIndex + 1})`;
+  // The start is recorded once per run and token: a retry after the write adds no second event.
+  const withStart = withEventOnce(context, `analysis-${runId}-${tokenId(token)}`);
   try {
     await recordStep(
       deps,
       context,
       (latest, at) =>
-        withEvent(
+        withStart(
           {
             ...latest,
             ...(token
@@ -292,9 +295,11 @@ async function finish(
   const failed = run.phase === "Failed" || run.phase === "Error";
   const label = stored.background ? "background analysis" : `analysis (step ${stepIndex + 1})`;
   const item = await deps.store.get(context.rollout);
+  // The phase is recorded once per run and token: a retried delivery adds no second event.
+  const withAnswer = withEventOnce(context, `answer-${runId}-${tokenId(stored.token)}`);
   if (item && item.executionArn === context.executionArn) {
     await recordStep(deps, context, (latest, at) => ({
-      ...withEvent(
+      ...withAnswer(
         latest,
         at,
         failed ? "AnalysisRunFailed" : `AnalysisRun${run.phase}`,

@@ -26,6 +26,11 @@ function recordOf(item: Pick<RolloutItem, "effects">, executionArn: string): Sid
   return item.effects.executionArn === executionArn ? item.effects : fresh(executionArn);
 }
 
+/** A short, stable id for a task token (tokens are long): part of the id of a wait. */
+export function tokenId(token: string | null): string {
+  return token === null ? "none" : createHash("sha256").update(token).digest("hex").slice(0, 12);
+}
+
 /** Whether the step `id` of the execution in `context` already wrote its state. */
 export function isDone(item: Pick<RolloutItem, "effects">, context: WorkflowContext, id: string): boolean {
   return recordOf(item, context.executionArn).done.includes(id);

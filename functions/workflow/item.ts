@@ -5,7 +5,7 @@ import { RolloutNotFoundError } from "../store/errors.ts";
 import { appendEvent, type RolloutItem, type RolloutItemInput } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import type { WorkflowDeps } from "./deps.ts";
-import { publishOnce } from "./effects.ts";
+import { commit, isDone, publishOnce } from "./effects.ts";
 import type { WorkflowContext } from "./payloads.ts";
 
 /** Whether a hold on the execution stops this call (`refuse`: a step starting) or not (`allow`). */
@@ -62,6 +62,15 @@ export function withEvent(
     ...item,
     events: appendEvent(item.events, { at: now, type, message, ...(step != null ? { step } : {}) }),
   };
+}
+
+/**
+ * `withEvent` for a write a retried handler repeats: the item event is appended once per
+ * execution under `id` (recorded as done in the same write); a repeat adds nothing.
+ */
+export function withEventOnce(context: WorkflowContext, id: string): typeof withEvent {
+  return (item, ...event) =>
+    isDone(item, context, id) ? item : commit(withEvent(item, ...event), context, id, []);
 }
 
 /** A lifecycle event about the revision in `context`, as of now. */

@@ -1,9 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { abort } from "../../../functions/workflow/abort.ts";
+import { startAnalysis } from "../../../functions/workflow/analysis.ts";
 import { awaitStep } from "../../../functions/workflow/await.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
 import { promote } from "../../../functions/workflow/promote.ts";
+import { resume } from "../../../functions/workflow/resume.ts";
 import { setWeight } from "../../../functions/workflow/set-weight.ts";
+import { MetricSchema } from "../../../statemachine/spec.ts";
 import { type Direct, direct, itemOf, ROLLOUT, retried, startRevision, TARGET } from "./direct.ts";
 
 /**
@@ -25,6 +28,26 @@ async function atRevision2(): Promise<{ d: Direct; r2: WorkflowContext }> {
   d.resumed.length = 0;
   return { d, r2 };
 }
+
+const ANALYSIS = {
+  templates: [
+    {
+      name: "success-rate",
+      kind: "AnalysisTemplate" as const,
+      metrics: [
+        MetricSchema.parse({
+          name: "success-rate",
+          interval: 3,
+          initialDelay: 5,
+          count: 2,
+          successCondition: "result[0] >= 0.95",
+          provider: { web: { url: "http://127.0.0.1:1/unused" } },
+        }),
+      ],
+    },
+  ],
+  args: {},
+};
 
 const ofType = async (d: Direct, type: string) => (await itemOf(d)).events.filter((e) => e.type === type);
 
@@ -188,5 +211,54 @@ describe("a retried begin", () => {
     expect(d.target.canary).toBe(0);
     expect(d.target.calls).toEqual(["setWeight 0", "setWeight 0", "prepare", "deployCandidate v3"]);
     expect(await itemOf(d)).toMatchObject({ weight: 0, currentRevision: { revision: 3 } });
+  });
+});
+
+describe("a retried analysis answer", () => {
+  it("records the run's phase once when the first delivery of its answer failed", async () => {
+    const { d, r2 } = await atRevision2();
+    d.tokens.live.add("token-b");
+    await startAnalysis(d.deps, {
+      ...base(r2),
+      stepIndex: 1,
+      step: { kind: "analysis", origin: "step", analysis: ANALYSIS },
+      taskToken: "token-b",
+    });
+    const send = d.tokens.sendSuccess.bind(d.tokens);
+    let failures = 1;
+    d.deps.tokens = {
+      sendFailure: d.tokens.sendFailure.bind(d.tokens),
+      sendSuccess: async (token, output) => {
+        if (failures-- > 0) throw new Error("SendTaskSuccess throttled");
+        return send(token, output);
+      },
+    };
+    // The Timer delivers the tick again after the failure (Scheduler and the ticker retry).
+    await expect(d.timer.runUntilIdle()).rejects.toThrow("throttled");
+    const runId = `${r2.executionArn.split(":").at(-1)}.step01`;
+    await resume(
+      d.deps,
+      { kind: "tick", rollout: r2.rollout, executionArn: r2.executionArn, revision: 2, runId },
+      "again",
+    );
+    expect(d.tokens.successes.map((s) => s.token)).toEqual(["token-b"]);
+    expect(await ofType(d, "AnalysisRunSuccessful")).toHaveLength(1);
+  });
+});
+
+describe("a retried startAnalysis", () => {
+  it("records its start once when its first tick could not be scheduled", async () => {
+    const { d, r2 } = await atRevision2();
+    d.tokens.live.add("token-a");
+    d.faults.schedule = "before";
+    const payload = {
+      ...base(r2),
+      stepIndex: 1,
+      step: { kind: "analysis" as const, origin: "step" as const, analysis: ANALYSIS },
+      taskToken: "token-a",
+    };
+    await retried(() => startAnalysis(d.deps, payload));
+    expect(await ofType(d, "AnalysisRunStarted")).toHaveLength(1);
+    expect(d.timer.pending()).toMatchObject([{ payload: { kind: "tick", executionArn: r2.executionArn } }]);
   });
 });
