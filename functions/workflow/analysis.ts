@@ -19,7 +19,7 @@ import type { StoredRun } from "../store/port.ts";
 import { isRunning } from "../store/schema.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { tokenId } from "./effects.ts";
-import { drivingItem, executionName, publish, recordStep, withEvent, withEventOnce } from "./item.ts";
+import { drivingItem, executionName, publish, recordStep, withEventOnce } from "./item.ts";
 import type { StartAnalysisPayload, WorkflowContext } from "./payloads.ts";
 import { WorkflowContextSchema } from "./payloads.ts";
 import { resolveRuntimeArgs, versionLabel } from "./runtime-args.ts";

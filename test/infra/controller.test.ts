@@ -409,8 +409,10 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
         Properties: { Description: Match.stringLikeRegexp("EventBridge Scheduler") },
       }),
     );
-    const deadLetters = (role?.Properties.Policies as Json[]).find((p) => p.PolicyName === "DeadLetters");
-    expect((deadLetters?.PolicyDocument as { Statement: Statement[] }).Statement).toEqual([
+    const deadLetters = ((role?.Properties.Policies ?? []) as Json[]).find(
+      (p) => p.PolicyName === "DeadLetters",
+    );
+    expect((deadLetters?.PolicyDocument as { Statement: Statement[] } | undefined)?.Statement).toEqual([
       expect.objectContaining({ Action: "sqs:SendMessage", Resource: { "Fn::GetAtt": [timerQueue, "Arn"] } }),
     ]);
     const resume = Object.values(
@@ -446,7 +448,7 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
     });
     const policies = Object.values(template.findResources("AWS::SQS::QueuePolicy"));
     const triggerPolicy = policies.find((p) => JSON.stringify(p.Properties.Queues).includes(triggerQueue));
-    const allows = (triggerPolicy?.Properties.PolicyDocument.Statement as Array<Json>).filter(
+    const allows = ((triggerPolicy?.Properties.PolicyDocument.Statement ?? []) as Array<Json>).filter(
       (st) => st.Effect === "Allow",
     );
     expect(allows).toEqual([
