@@ -33,6 +33,8 @@ export const ENV = {
   resumeFunctionArn: "ROLLOUTS_RESUME_FUNCTION_ARN",
   /** The ticker state machine for delays under a minute. */
   tickerStateMachineArn: "ROLLOUTS_TICKER_STATE_MACHINE_ARN",
+  /** The SQS queue where Scheduler puts a timer firing it could not deliver (optional). */
+  timerDeadLetterArn: "ROLLOUTS_TIMER_DEAD_LETTER_ARN",
   /**
    * JSON: `[{"rollout", "stateMachineArn", "repository", "tagPattern"?}]`, the rollouts the trigger
    * starts on an ECR push.

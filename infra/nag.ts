@@ -38,3 +38,12 @@ export function flatten(node: unknown): string {
   if (o.Ref) return `<${flatten(o.Ref)}>`;
   return JSON.stringify(node);
 }
+
+/** The `*` statements CDK adds to a state machine's role for logging and tracing. */
+export function acknowledgeStateMachineRole(stateMachine: { role: IConstruct }): void {
+  acknowledgeWildcards(
+    stateMachine.role,
+    ["*"],
+    "added by CDK for logging level ALL and X-Ray: logs:CreateLogDelivery/GetLogDelivery/UpdateLogDelivery/DeleteLogDelivery/ListLogDeliveries/PutResourcePolicy/DescribeResourcePolicies/DescribeLogGroups and xray:PutTraceSegments/PutTelemetryRecords/GetSamplingRules/GetSamplingTargets have no resource-level permissions",
+  );
+}

@@ -1,6 +1,6 @@
 import { Annotations, ArnFormat, Lazy, Names, RemovalPolicy, Stack } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
-import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as events from "aws-cdk-lib/aws-events";
 import * as eventTargets from "aws-cdk-lib/aws-events-targets";
 import * as iam from "aws-cdk-lib/aws-iam";
@@ -16,12 +16,12 @@ import {
   FUNCTION_PLACEHOLDERS,
   type FunctionRole,
   formatProblem,
-  LAMBDA_SERVICE_RETRY,
   type RolloutSpec,
   SpecError,
   type StateMachineDefinition,
 } from "../statemachine/index.ts";
 import { rolloutDashboard } from "./dashboard.ts";
+import { type DeadLetters, deadLetters } from "./dead-letters.ts";
 import {
   BUNDLING,
   FUNCTION_DEFAULTS,
@@ -30,10 +30,12 @@ import {
   type Need,
   PROJECT_ROOT,
 } from "./functions.ts";
-import { acknowledge, acknowledgeWildcards } from "./nag.ts";
+import { acknowledge, acknowledgeStateMachineRole, acknowledgeWildcards } from "./nag.ts";
 import { EMBEDDED_CONTEXT, type RolloutControllerProps, type RolloutOptions } from "./props.ts";
+import { rolloutTable } from "./table.ts";
 import { imageTagFilter } from "./tag-pattern.ts";
 import { targetGrants } from "./target-grants.ts";
+import { schedulerRole, type TimerNames, tickerStateMachine, timerNames } from "./timer.ts";
 import {
   controllerProblems,
   PropsError,
@@ -88,6 +90,13 @@ export class RolloutController extends Construct {
   readonly schedulerRole: iam.Role;
   /** Where the lifecycle events go. */
   readonly eventBus: events.IEventBus;
+  /**
+   * Timer firings lost after every retry: Scheduler's (`DeadLetterConfig` of each schedule) and
+   * the ticker's (its Catch). Each message is a rollout step that did not happen.
+   */
+  readonly timerDeadLetters: DeadLetters;
+  /** ECR push events the trigger function could not take after the rules' retries. */
+  readonly triggerDeadLetters: DeadLetters;
 
   readonly #rollouts = new Map<string, Rollout>();
   readonly #routes: Route[] = [];
@@ -105,94 +114,48 @@ export class RolloutController extends Construct {
     this.#props = props;
     this.#logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
     this.#removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
-    const stack = Stack.of(this);
-    const unique = (suffix: string, max: number) =>
-      `${Names.uniqueResourceName(this, { maxLength: max - suffix.length - 1, separator: "-" })}-${suffix}`;
 
     this.eventBus = props.eventBus ?? events.EventBus.fromEventBusName(this, "DefaultBus", "default");
-
-    this.table = new dynamodb.Table(this, "Table", {
-      tableName: props.tableName,
-      partitionKey: { name: TABLE.partitionKey, type: dynamodb.AttributeType.STRING },
-      sortKey: { name: TABLE.sortKey, type: dynamodb.AttributeType.STRING },
-      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      timeToLiveAttribute: TABLE.ttlAttribute,
-      encryption: props.encryptionKey
-        ? dynamodb.TableEncryption.CUSTOMER_MANAGED
-        : dynamodb.TableEncryption.AWS_MANAGED,
-      encryptionKey: props.encryptionKey,
+    this.table = rolloutTable(this, props, this.#removalPolicy);
+    this.timerDeadLetters = deadLetters(this, "TimerDeadLetters", {
+      what: "Timer firings (a pause's end, an analysis tick, a scale-down, a continued abort)",
       removalPolicy: this.#removalPolicy,
     });
-    this.table.addGlobalSecondaryIndex({
-      indexName: TABLE.listIndex.name,
-      partitionKey: { name: TABLE.listIndex.partitionKey, type: dynamodb.AttributeType.STRING },
-      sortKey: { name: TABLE.listIndex.sortKey, type: dynamodb.AttributeType.STRING },
-      projectionType: dynamodb.ProjectionType.ALL,
+    this.triggerDeadLetters = deadLetters(this, "TriggerDeadLetters", {
+      what: "ECR push events for the trigger",
+      removalPolicy: this.#removalPolicy,
     });
 
-    // Physical names for the resume function and the ticker: their ARNs go into the functions'
-    // environment, and a reference (GetAtt) there would make the resume function depend on itself.
-    this.scheduleGroupName = unique("timers", 64);
-    const resumeName = unique("resume", 64);
-    const tickerName = unique("ticker", 80);
-    const resumeArn = stack.formatArn({
-      service: "lambda",
-      resource: "function",
-      resourceName: resumeName,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
-    const tickerArn = stack.formatArn({
-      service: "states",
-      resource: "stateMachine",
-      resourceName: tickerName,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
-    const tickerExecutions = stack.formatArn({
-      service: "states",
-      resource: "execution",
-      resourceName: `${tickerName}:*`,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
+    const timer = timerNames(this);
+    this.scheduleGroupName = timer.scheduleGroupName;
     const scheduleGroup = new scheduler.CfnScheduleGroup(this, "ScheduleGroup", {
       name: this.scheduleGroupName,
     });
-    const groupArn = stack.formatArn({
-      service: "scheduler",
-      resource: "schedule-group",
-      resourceName: this.scheduleGroupName,
-    });
-    const schedules = stack.formatArn({
-      service: "scheduler",
-      resource: "schedule",
-      resourceName: `${this.scheduleGroupName}/*`,
-    });
+    this.schedulerRole = schedulerRole(this, timer, this.timerDeadLetters.queue);
 
-    this.schedulerRole = new iam.Role(this, "SchedulerRole", {
-      description: "EventBridge Scheduler invokes the rollouts' resume function (the Timer)",
-      assumedBy: new iam.ServicePrincipal("scheduler.amazonaws.com", {
-        conditions: {
-          StringEquals: { "aws:SourceAccount": stack.account },
-          ArnEquals: { "aws:SourceArn": groupArn },
-        },
-      }),
-      inlinePolicies: {
-        InvokeResume: new iam.PolicyDocument({
-          statements: [
-            new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [resumeArn] }),
-          ],
-        }),
-      },
+    this.functions = this.#createFunctions(timer, scheduleGroup);
+    this.tickerStateMachine = tickerStateMachine(this, {
+      name: timer.tickerName,
+      resume: this.functions.resume,
+      deadLetters: this.timerDeadLetters.queue,
+      logRetention: this.#logRetention,
+      removalPolicy: this.#removalPolicy,
     });
+    this.#validateRoutesSize();
+    if (props.cloudWatchMetrics === true) this.#grantCloudWatch();
+  }
 
+  /** One function per handler, each with its own role and log group, the shared environment and grants. */
+  #createFunctions(timer: TimerNames, scheduleGroup: scheduler.CfnScheduleGroup): RolloutFunctions {
+    const stack = Stack.of(this);
     const prometheus = this.#prometheus();
     const environment: Record<string, string> = {
       [ENV.tableName]: this.table.tableName,
       [ENV.eventBusName]: this.eventBus.eventBusName,
       [ENV.scheduleGroup]: this.scheduleGroupName,
       [ENV.schedulerRoleArn]: this.schedulerRole.roleArn,
-      [ENV.resumeFunctionArn]: resumeArn,
-      [ENV.tickerStateMachineArn]: tickerArn,
+      [ENV.resumeFunctionArn]: timer.resumeArn,
+      [ENV.tickerStateMachineArn]: timer.tickerArn,
       ...(prometheus ? { [ENV.prometheusUrl]: prometheus.url } : {}),
       ...(prometheus?.region ? { [ENV.prometheusSigv4Region]: prometheus.region } : {}),
       NODE_OPTIONS: "--enable-source-maps",
@@ -226,8 +189,10 @@ export class RolloutController extends Construct {
                 ...environment,
                 [ENV.rollouts]: Lazy.string({ produce: () => stack.toJsonString(this.#routes) }),
               }
-            : environment,
-        ...(name === "resume" ? { functionName: resumeName } : {}),
+            : FUNCTION_NEEDS[name].includes("timer")
+              ? { ...environment, [ENV.timerDeadLetterArn]: this.timerDeadLetters.queue.queueArn }
+              : environment,
+        ...(name === "resume" ? { functionName: timer.resumeName } : {}),
       });
       acknowledge(
         functions[name],
@@ -235,13 +200,19 @@ export class RolloutController extends Construct {
         "Node.js 22 is the Lambda runtime the project deploys on; the bundle targets node20 so that the same code also runs in the embedded runtime on Node 20",
       );
       this.#roles[name] = role;
-      this.#grantShared(name, role, { schedules, tickerArn, tickerExecutions, prometheus });
+      this.#grantShared(name, role, {
+        schedules: timer.schedules,
+        tickerArn: timer.tickerArn,
+        tickerExecutions: timer.tickerExecutions,
+        prometheus,
+      });
       if (FUNCTION_NEEDS[name].includes("timer")) functions[name].node.addDependency(scheduleGroup);
     }
-    this.functions = functions;
+    return functions;
+  }
 
-    this.tickerStateMachine = this.#ticker(tickerName, functions.resume);
-    // Lambda's environment is limited to 4 KB in all: the routes grow with every rollout.
+  /** Lambda's environment is limited to 4 KB in all: the trigger's routes grow with every rollout. */
+  #validateRoutesSize(): void {
     this.node.addValidation({
       validate: () => {
         const size = JSON.stringify(
@@ -254,7 +225,6 @@ export class RolloutController extends Construct {
           : [];
       },
     });
-    if (props.cloudWatchMetrics === true) this.#grantCloudWatch();
   }
 
   /** Every rollout added so far, by the id given to `addRollout`. */
@@ -269,6 +239,51 @@ export class RolloutController extends Construct {
    * option is reported in one error.
    */
   addRollout(id: string, options: RolloutOptions): Rollout {
+    const { spec, definition } = this.#resolveRollout(id, options);
+    const { repository } = options.trigger;
+    const scope = new Construct(this, id);
+    const logGroup = new logs.LogGroup(scope, "Logs", {
+      logGroupName: `/aws/vendedlogs/states/${Names.uniqueResourceName(scope, { maxLength: 200, separator: "-" })}`,
+      retention: this.#logRetention,
+      removalPolicy: this.#removalPolicy,
+    });
+    const stateMachine = this.#rolloutStateMachine(scope, definition, logGroup);
+    const executions = executionsOf(stateMachine);
+    this.#grantTrigger(stateMachine, executions);
+    this.#grantTarget(scope, options, stateMachine);
+    if (usesCloudWatch(spec)) this.#grantCloudWatch();
+    const rule = this.#pushRule(scope, spec, options);
+    this.#routes.push({
+      rollout: spec.name,
+      stateMachineArn: stateMachine.stateMachineArn,
+      repository: repository.repositoryName,
+      ...(options.trigger.tagPattern !== undefined && options.trigger.tagPattern !== "*"
+        ? { tags: [options.trigger.tagPattern] }
+        : {}),
+      ...(spec.rollbackCooldown ? { cooldown: spec.rollbackCooldown } : {}),
+    });
+
+    const { dashboard, alarm } = rolloutDashboard(scope, spec.name, stateMachine);
+    for (const policy of this.#operators) this.#operateOn(policy, stateMachine, executions);
+
+    const rollout: Rollout = {
+      name: spec.name,
+      spec,
+      stateMachine,
+      rule,
+      logGroup,
+      dashboard,
+      failedExecutionsAlarm: alarm,
+    };
+    this.#rollouts.set(id, rollout);
+    return rollout;
+  }
+
+  /** The spec, the target's settings and the compiled definition; every bad option in one error. */
+  #resolveRollout(
+    id: string,
+    options: RolloutOptions,
+  ): { spec: RolloutSpec; target: ReturnType<typeof resolveTarget>; definition: StateMachineDefinition } {
     const { spec, problems } = resolveSpec(options.spec);
     const target = resolveTarget(options.target, this.node.tryGetContext(EMBEDDED_CONTEXT) === true);
     problems.push(...target.problems, ...triggerProblems(options));
@@ -285,14 +300,12 @@ export class RolloutController extends Construct {
       );
     }
     if (problems.length > 0 || !spec) throw new PropsError(`RolloutController.addRollout("${id}")`, problems);
-
-    const { repository, tagPattern } = options.trigger;
-    let definition: StateMachineDefinition;
     try {
-      definition = compile(spec, {
+      const definition = compile(spec, {
         target: target.settings,
         readinessChecks: options.target.type === "alb-ecs",
       });
+      return { spec, target, definition };
     } catch (error) {
       if (!(error instanceof SpecError)) throw error;
       throw new PropsError(
@@ -300,12 +313,14 @@ export class RolloutController extends Construct {
         error.problems.map((p) => `spec: ${formatProblem(p)}`),
       );
     }
-    const scope = new Construct(this, id);
-    const logGroup = new logs.LogGroup(scope, "Logs", {
-      logGroupName: `/aws/vendedlogs/states/${Names.uniqueResourceName(scope, { maxLength: 200, separator: "-" })}`,
-      retention: this.#logRetention,
-      removalPolicy: this.#removalPolicy,
-    });
+  }
+
+  /** The rollout's Standard state machine: the compiled definition with the functions' ARNs. */
+  #rolloutStateMachine(
+    scope: Construct,
+    definition: StateMachineDefinition,
+    logGroup: logs.LogGroup,
+  ): sfn.StateMachine {
     const invoked = (Object.keys(FUNCTION_PLACEHOLDERS) as FunctionRole[]).map(
       (role) => this.functions[role],
     );
@@ -330,8 +345,11 @@ export class RolloutController extends Construct {
       }),
     );
     acknowledgeStateMachineRole(stateMachine);
+    return stateMachine;
+  }
 
-    const executions = executionsOf(stateMachine);
+  /** The trigger starts this rollout's executions, and reads and stops them (supersede). */
+  #grantTrigger(stateMachine: sfn.StateMachine, executions: string): void {
     const triggerRole = this.#roles.trigger;
     triggerRole.addToPrincipalPolicy(
       new iam.PolicyStatement({
@@ -350,9 +368,11 @@ export class RolloutController extends Construct {
       [executions],
       "the trigger reads and stops this rollout's executions, whose names derive from each push",
     );
+  }
 
-    // The target's IAM, in its own policy so its acknowledgements say exactly what they cover.
-    const grants = targetGrants(scope, options.target, repository);
+  /** The target's IAM, in its own policy so its acknowledgements say exactly what they cover. */
+  #grantTarget(scope: Construct, options: RolloutOptions, stateMachine: sfn.StateMachine): void {
+    const grants = targetGrants(scope, options.target, options.trigger.repository);
     if (grants.statements.length > 0) {
       const targetPolicy = new iam.Policy(scope, "TargetPolicy", {
         statements: grants.statements,
@@ -370,9 +390,11 @@ export class RolloutController extends Construct {
         "target.passRoles is empty: RegisterTaskDefinition fails if the task definition names a task or execution role",
       );
     }
+  }
 
-    if (usesCloudWatch(spec)) this.#grantCloudWatch();
-
+  /** `aws.ecr` / `ECR Image Action` PUSH SUCCESS on the repository (and tag pattern) → the trigger. */
+  #pushRule(scope: Construct, spec: RolloutSpec, options: RolloutOptions): events.Rule {
+    const { repository, tagPattern } = options.trigger;
     const tagFilter = imageTagFilter(tagPattern);
     const rule = new events.Rule(scope, "OnPush", {
       description: `Starts rollout ${spec.name} on a push to ${repository.repositoryName}`,
@@ -387,29 +409,13 @@ export class RolloutController extends Construct {
         },
       },
     });
-    rule.addTarget(new eventTargets.LambdaFunction(this.functions.trigger, { retryAttempts: 8 }));
-    this.#routes.push({
-      rollout: spec.name,
-      stateMachineArn: stateMachine.stateMachineArn,
-      repository: repository.repositoryName,
-      ...(tagPattern !== undefined && tagPattern !== "*" ? { tags: [tagPattern] } : {}),
-      ...(spec.rollbackCooldown ? { cooldown: spec.rollbackCooldown } : {}),
-    });
-
-    const { dashboard, alarm } = rolloutDashboard(scope, spec.name, stateMachine);
-    for (const policy of this.#operators) this.#operateOn(policy, stateMachine, executions);
-
-    const rollout: Rollout = {
-      name: spec.name,
-      spec,
-      stateMachine,
-      rule,
-      logGroup,
-      dashboard,
-      failedExecutionsAlarm: alarm,
-    };
-    this.#rollouts.set(id, rollout);
-    return rollout;
+    rule.addTarget(
+      new eventTargets.LambdaFunction(this.functions.trigger, {
+        retryAttempts: 8,
+        deadLetterQueue: this.triggerDeadLetters.queue,
+      }),
+    );
+    return rule;
   }
 
   /**
@@ -586,45 +592,6 @@ export class RolloutController extends Construct {
       "cloudwatch:GetMetricData has no resource-level permissions (analysis metrics with the cloudWatch provider)",
     );
   }
-
-  #ticker(name: string, resume: nodejs.NodejsFunction): sfn.StateMachine {
-    const definition = {
-      Comment: "sfn-rollouts ticker: delays under a minute. Input {seconds, payload}.",
-      StartAt: "Wait",
-      States: {
-        Wait: { Type: "Wait", SecondsPath: "$.seconds", Next: "Resume" },
-        Resume: {
-          Type: "Task",
-          Resource: "arn:aws:states:::lambda:invoke",
-          Parameters: { FunctionName: "${ResumeFunctionArn}", "Payload.$": "$.payload" },
-          OutputPath: "$.Payload",
-          Retry: [
-            LAMBDA_SERVICE_RETRY,
-            { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
-          ],
-          End: true,
-        },
-      },
-    };
-    const logGroup = new logs.LogGroup(this, "TickerLogs", {
-      logGroupName: `/aws/vendedlogs/states/${name}`,
-      retention: this.#logRetention,
-      removalPolicy: this.#removalPolicy,
-    });
-    const ticker = new sfn.StateMachine(this, "Ticker", {
-      stateMachineName: name,
-      stateMachineType: sfn.StateMachineType.STANDARD,
-      definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),
-      definitionSubstitutions: { ResumeFunctionArn: resume.functionArn },
-      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
-      tracingEnabled: true,
-    });
-    ticker.addToRolePolicy(
-      new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: [resume.functionArn] }),
-    );
-    acknowledgeStateMachineRole(ticker);
-    return ticker;
-  }
 }
 
 /** The ARN pattern of a state machine's executions. */
@@ -635,15 +602,6 @@ function executionsOf(stateMachine: sfn.StateMachine): string {
     resourceName: `${stateMachine.stateMachineName}:*`,
     arnFormat: ArnFormat.COLON_RESOURCE_NAME,
   });
-}
-
-/** The `*` statements CDK adds to a state machine's role for logging and tracing. */
-function acknowledgeStateMachineRole(stateMachine: sfn.StateMachine): void {
-  acknowledgeWildcards(
-    stateMachine.role,
-    ["*"],
-    "added by CDK for logging level ALL and X-Ray: logs:CreateLogDelivery/GetLogDelivery/UpdateLogDelivery/DeleteLogDelivery/ListLogDeliveries/PutResourcePolicy/DescribeResourcePolicies/DescribeLogGroups and xray:PutTraceSegments/PutTelemetryRecords/GetSamplingRules/GetSamplingTargets have no resource-level permissions",
-  );
 }
 
 const pascal = (file: string) =>

@@ -13,6 +13,11 @@ export const LifecycleEventTypeSchema = z.enum([
   "RolloutCompleted",
   /** A push the trigger refused (a canary gate's rollback cooldown). */
   "RolloutPushRefused",
+  /**
+   * A Timer firing (a scale-down, a continued abort, a pause's end, an analysis tick) that did
+   * nothing because the execution or revision that scheduled it no longer drives the rollout.
+   */
+  "RolloutDelayedActionSkipped",
 ]);
 export type LifecycleEventType = z.infer<typeof LifecycleEventTypeSchema>;
 
@@ -21,6 +26,11 @@ export type LifecycleEventType = z.infer<typeof LifecycleEventTypeSchema>;
  * and Slack templates against it), so fields are only ever added.
  */
 export const LifecycleDetailSchema = z.object({
+  /**
+   * Deterministic: the same announcement gets the same id however often a retried handler
+   * publishes it (EventBridge does not deduplicate; consumers can, on this id).
+   */
+  id: z.string().min(1).optional(),
   rollout: z.string().min(1),
   /** Argo's revision number; null before the first revision is recorded. */
   revision: z.number().int().positive().nullable(),
@@ -75,8 +85,10 @@ export const MAX_DETAIL_MESSAGE = 4_000;
 export function lifecycleEvent(
   type: LifecycleEventType,
   input: {
+    /** Deterministic id of the announcement (see `LifecycleDetail.id`). */
+    id?: string;
     rollout: string;
-    revision?: { revision: number; image: string; digest: string } | null;
+    revision?: { revision: number; image?: string | null; digest?: string | null } | null;
     step?: number | null;
     message: string;
     atMs: number;
@@ -90,6 +102,7 @@ export function lifecycleEvent(
   return {
     type,
     detail: LifecycleDetailSchema.parse({
+      ...(input.id !== undefined ? { id: input.id } : {}),
       rollout: input.rollout,
       revision: input.revision?.revision ?? null,
       image: input.revision?.image ?? null,

@@ -70,6 +70,7 @@ export function depsFromEnv(
         groupName: env(ENV.scheduleGroup, source),
         targetArn: env(ENV.resumeFunctionArn, source),
         roleArn: env(ENV.schedulerRoleArn, source),
+        ...(source[ENV.timerDeadLetterArn] ? { deadLetterArn: source[ENV.timerDeadLetterArn] } : {}),
         clock,
       }),
       ticker: new TickerTimer({

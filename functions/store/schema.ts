@@ -97,6 +97,33 @@ export const TriggerRecordSchema = z.object({
   acceptedAt: z.number(),
 });
 
+/**
+ * A side effect a step committed to in its state write: performed after the write, and by a
+ * retried handler if the first attempt died before it (`functions/workflow/effects.ts`).
+ */
+export const SideEffectSchema = z.discriminatedUnion("kind", [
+  /** A lifecycle event, built when the state was written (so a retry publishes the same one). */
+  z.object({ kind: z.literal("publish"), id: z.string().min(1), event: z.unknown() }),
+  /** A Timer request (`{at, key, payload}`). */
+  z.object({
+    kind: z.literal("schedule"),
+    id: z.string().min(1),
+    at: z.number(),
+    key: z.string().min(1),
+    payload: z.unknown(),
+  }),
+]);
+export type SideEffect = z.infer<typeof SideEffectSchema>;
+
+/** Side effects done and pending, for one execution: Begin starts them afresh. */
+export const SideEffectsSchema = z.object({
+  executionArn: z.string().nullable(),
+  /** Ids of the steps whose state was written and of the side effects performed, newest last, bounded. */
+  done: z.array(z.string()),
+  pending: z.array(SideEffectSchema),
+});
+export type SideEffects = z.infer<typeof SideEffectsSchema>;
+
 /** The rollout item as the domain sees it (no `pk`/`sk`: those are the adapter's business). */
 export const RolloutItemSchema = z.object({
   name: z.string().min(1),
@@ -154,6 +181,12 @@ export const RolloutItemSchema = z.object({
    * canary gate's rollback cooldown, applied by the trigger, reads.
    */
   rollbacks: z.array(z.object({ digest: z.string().min(1), at: z.number() })).default([]),
+  /**
+   * What the driving execution's steps have done and still have to do after their state writes
+   * (schedule a timer, publish an event), so a retried Lambda resumes what is missing and repeats
+   * nothing (`functions/workflow/effects.ts`).
+   */
+  effects: SideEffectsSchema.default({ executionArn: null, done: [], pending: [] }),
   /** Epoch ms of the first write. */
   createdAt: z.number(),
   /** Epoch ms of the last write (stamped by the store). */

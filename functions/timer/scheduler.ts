@@ -26,6 +26,12 @@ export interface SchedulerTimerOptions {
   clock?: Clock;
   /** Retries Scheduler makes if the invoke fails (0–185). Default 3. */
   maximumRetryAttempts?: number;
+  /**
+   * The SQS queue Scheduler sends the firing to once its retries are exhausted (it writes with
+   * `roleArn`, which needs `sqs:SendMessage` on it). Without one a firing that cannot be
+   * delivered is dropped.
+   */
+  deadLetterArn?: string;
 }
 
 /**
@@ -67,6 +73,9 @@ export class SchedulerTimer implements Timer {
             RoleArn: this.#options.roleArn,
             Input: JSON.stringify(firing),
             RetryPolicy: { MaximumRetryAttempts: this.#options.maximumRetryAttempts ?? 3 },
+            ...(this.#options.deadLetterArn
+              ? { DeadLetterConfig: { Arn: this.#options.deadLetterArn } }
+              : {}),
           },
         }),
       );

@@ -1,13 +1,14 @@
 import { abortedStatusMessage, assertDrives } from "../abort/errors.ts";
 import { METRICS } from "../config.ts";
 import { RolloutNotFoundError } from "../store/errors.ts";
-import { MAX_ROLLBACKS } from "../store/schema.ts";
+import { MAX_ROLLBACKS, type SideEffect } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import type { RouterState } from "../traffic/port.ts";
 import { terminateBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
-import { publish, withEvent } from "./item.ts";
-import type { AbortPayload } from "./payloads.ts";
+import { commit, flush, isDone, publishEffect, scheduleEffect } from "./effects.ts";
+import { eventAbout, withEvent } from "./item.ts";
+import type { AbortPayload, WorkflowContext } from "./payloads.ts";
 
 /** The Timer key of a continued abort. */
 export const abortKey = (rollout: string, executionArn: string, attempt: number) =>
@@ -38,7 +39,9 @@ export function abortReason(error: AbortPayload["error"], requested: string | nu
  * The Abort state: traffic back to the stable version (unless `onFailure: stop`), background
  * analysis ended, the candidate scaled down after `abortScaleDownDelaySeconds`, and the rollout
  * Degraded with Argo's message, which stays until a new revision arrives. An execution that no
- * longer drives the rollout throws `ExecutionSuperseded` and touches nothing.
+ * longer drives the rollout throws `ExecutionSuperseded` and touches nothing. The state write
+ * records the continuation or scale-down and the `RolloutAborted` event as pending side effects:
+ * a retry performs what is missing and records no second rollback (the cooldown counts them).
  */
 export async function abort(
   deps: WorkflowDeps,
@@ -50,6 +53,11 @@ export async function abort(
   assertDrives(item, context.executionArn);
   const reason = abortReason(payload.error, item.abortReason);
   const message = abortedStatusMessage(context.revision, reason);
+  if (isDone(item, context, STEP)) {
+    // A retry: the abort is recorded; only its pending side effects may be missing.
+    await flush(deps, context);
+    return { phase: "Degraded", message };
+  }
   let state = item.targetState as RouterState;
   let pending: number | undefined;
   if (payload.onFailure === "rollback") {
@@ -61,69 +69,79 @@ export async function abort(
   }
   await terminateBackground(deps, context);
   const stopped = payload.onFailure === "stop" ? " (onFailure: stop: the weights are left as they were)" : "";
+  const effects = [
+    ...(pending !== undefined
+      ? [
+          scheduleEffect(STEP, {
+            at: deps.clock.now() + pending * 1000,
+            key: abortKey(context.rollout, context.executionArn, 1),
+            payload: {
+              kind: "abort-continue",
+              rollout: context.rollout,
+              executionArn: context.executionArn,
+              revision: context.revision,
+              target: payload.target ?? null,
+              abortScaleDownDelaySeconds: payload.abortScaleDownDelaySeconds,
+              attempt: 1,
+            },
+          }),
+        ]
+      : payload.onFailure === "rollback"
+        ? [scaleDownEffect(deps, context, payload.target, payload.abortScaleDownDelaySeconds)]
+        : []),
+    publishEffect(context, STEP, eventAbout(deps, context, "RolloutAborted", message, null)),
+  ];
   await update(deps.store, context.rollout, "latest", (latest) => {
     assertDrives(latest, context.executionArn);
     const now = deps.clock.now();
-    return withEvent(
-      {
-        ...latest,
-        phase: "Degraded",
-        message: `${message}${stopped}`,
-        targetState: state,
-        weight: payload.onFailure === "rollback" ? 0 : latest.weight,
-        currentTaskToken: null,
-        waitingFor: null,
-        waitingSince: null,
-        pause: null,
-        hold: null,
-        drift: null,
-        abortRequested: false,
-        abortExecutionArn: null,
-        rollbacks: [...latest.rollbacks, { digest: context.digest, at: now }].slice(-MAX_ROLLBACKS),
-      },
-      now,
-      "RolloutAborted",
-      `${message}${stopped}`,
+    return commit(
+      withEvent(
+        {
+          ...latest,
+          phase: "Degraded",
+          message: `${message}${stopped}`,
+          targetState: state,
+          weight: payload.onFailure === "rollback" ? 0 : latest.weight,
+          currentTaskToken: null,
+          waitingFor: null,
+          waitingSince: null,
+          pause: null,
+          hold: null,
+          drift: null,
+          abortRequested: false,
+          abortExecutionArn: null,
+          rollbacks: [...latest.rollbacks, { digest: context.digest, at: now }].slice(-MAX_ROLLBACKS),
+        },
+        now,
+        "RolloutAborted",
+        `${message}${stopped}`,
+      ),
+      context,
+      STEP,
+      effects,
     );
   });
-  if (pending !== undefined) {
-    await deps.timer.schedule({
-      at: deps.clock.now() + pending * 1000,
-      key: abortKey(context.rollout, context.executionArn, 1),
-      payload: {
-        kind: "abort-continue",
-        rollout: context.rollout,
-        target: payload.target ?? null,
-        abortScaleDownDelaySeconds: payload.abortScaleDownDelaySeconds,
-        attempt: 1,
-      },
-    });
-  } else if (payload.onFailure === "rollback") {
-    await scheduleScaleDown(
-      deps,
-      context.rollout,
-      context.executionArn,
-      payload.target,
-      payload.abortScaleDownDelaySeconds,
-    );
-  }
   if (payload.onFailure === "rollback")
     deps.metrics.put({ name: METRICS.canaryWeight, value: 0, rollout: context.rollout });
   deps.metrics.put({ name: METRICS.aborts, value: 1, rollout: context.rollout });
-  await publish(deps, context, "RolloutAborted", message, null);
+  await flush(deps, context);
   return { phase: "Degraded", message };
 }
 
-export async function scheduleScaleDown(
+/** The id under which Abort records its state write and its side effects. */
+const STEP = "abort";
+
+/** The aborted candidate's scale-down, for this execution and revision only. */
+function scaleDownEffect(
   deps: WorkflowDeps,
-  rollout: string,
-  executionArn: string,
+  context: WorkflowContext,
   target: unknown,
   delaySeconds: number,
-): Promise<void> {
-  await deps.timer.schedule({
+): SideEffect {
+  const { rollout, executionArn, revision } = context;
+  return scheduleEffect(STEP, {
     at: deps.clock.now() + delaySeconds * 1000,
     key: `${rollout}/${executionArn.split(":").at(-1)}/abort-scale-down`,
-    payload: { kind: "scale-down", rollout, target: target ?? null, attempt: 0 },
+    payload: { kind: "scale-down", rollout, executionArn, revision, target: target ?? null, attempt: 0 },
   });
 }

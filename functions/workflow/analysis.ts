@@ -23,7 +23,8 @@ import type { StoredRun } from "../store/port.ts";
 import { isRunning } from "../store/schema.ts";
 import { MAX_ITEM_BYTES, runItemBytes } from "../store/size.ts";
 import type { WorkflowDeps } from "./deps.ts";
-import { drivingItem, executionName, publish, recordStep, withEvent } from "./item.ts";
+import { tokenId } from "./effects.ts";
+import { drivingItem, executionName, publish, recordStep, withEventOnce } from "./item.ts";
 import type { StartAnalysisPayload, WorkflowContext } from "./payloads.ts";
 import { WorkflowContextSchema } from "./payloads.ts";
 import { resolveRuntimeArgs, versionLabel } from "./runtime-args.ts";
@@ -126,12 +127,14 @@ export async function startAnalysis(
     } else throw error;
   }
   const label = background ? "background analysis" : `analysis (step ${stepIndex + 1})`;
+  // The start is recorded once per run and token: a retry after the write adds no second event.
+  const withStart = withEventOnce(context, `analysis-${runId}-${tokenId(token)}`);
   try {
     await recordStep(
       deps,
       context,
       (latest, at) =>
-        withEvent(
+        withStart(
           {
             ...latest,
             ...(token
@@ -372,7 +375,13 @@ async function scheduleNext(
   await deps.timer.schedule({
     at: Math.max(at.getTime(), now.getTime()),
     key: tickKey(stored.context.rollout, runId, at.getTime()),
-    payload: { kind: "tick", rollout: stored.context.rollout, runId },
+    payload: {
+      kind: "tick",
+      rollout: stored.context.rollout,
+      executionArn: stored.context.executionArn,
+      revision: stored.context.revision,
+      runId,
+    },
   });
 }
 
@@ -391,9 +400,11 @@ async function finish(
   const failed = run.phase === "Failed" || run.phase === "Error";
   const label = stored.background ? "background analysis" : `analysis (step ${stepIndex + 1})`;
   const item = await deps.store.get(context.rollout);
+  // The phase is recorded once per run and token: a retried delivery adds no second event.
+  const withAnswer = withEventOnce(context, `answer-${runId}-${tokenId(stored.token)}`);
   if (item && item.executionArn === context.executionArn) {
     await recordStep(deps, context, (latest, at) => ({
-      ...withEvent(
+      ...withAnswer(
         latest,
         at,
         failed ? "AnalysisRunFailed" : `AnalysisRun${run.phase}`,

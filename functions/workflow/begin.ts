@@ -4,6 +4,7 @@ import { upsert } from "../store/update.ts";
 import type { CandidateArtifact, RouterState } from "../traffic/port.ts";
 import { TargetSettingsSchema } from "../traffic/settings.ts";
 import type { WorkflowDeps } from "./deps.ts";
+import { startEffects } from "./effects.ts";
 import type { BeginPayload, WorkflowContext } from "./payloads.ts";
 
 export interface BeginResult {
@@ -68,13 +69,16 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
       throw new ExecutionSupersededError(executionId, current.executionArn);
     }
     if (current?.executionArn === executionId) {
-      // A retried Begin: everything below is already recorded (a failed attempt is undone).
+      // A retried Begin: the takeover is recorded (a failed attempt is undone). The weight still on
+      // the superseded candidate is the item's until the target's state is written with 0 below,
+      // so a first attempt that died before taking it back has it taken back now.
       revision = current.currentRevision ?? undefined;
       firstRevision = current.stableRevision === null || current.stableRevision.digest === revision?.digest;
       targetState = current.targetState;
+      previousWeight = current.weight;
       return current.phase === "Degraded" ? { ...current, phase: "Progressing", message: "" } : null;
     }
-    const base = current ?? newRolloutItem(name, now);
+    const base = startEffects(current ?? newRolloutItem(name, now), executionId);
     revision = revisionFor(current, input.revision);
     firstRevision = base.stableRevision === null || base.stableRevision.digest === input.revision.digest;
     // A Healthy rollout's weight is the promoted side's (100): there is no candidate traffic to take back.
@@ -89,6 +93,8 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
       stepCount: payload.rollout.stepCount,
       strategy: payload.rollout.strategy,
       stepLabels: payload.stepLabels,
+      // What the candidate of the superseded execution still receives, until it is taken back.
+      weight: previousWeight,
       executionArn: executionId,
       abortRequested: false,
       abortReason: null,

@@ -1,10 +1,11 @@
 import { assertDrives, assertNotAborted, assertNotHeld } from "../abort/errors.ts";
-import type { LifecycleDetail, LifecycleEventType } from "../events/port.ts";
+import type { LifecycleDetail, LifecycleEvent, LifecycleEventType } from "../events/port.ts";
 import { lifecycleEvent } from "../events/port.ts";
 import { RolloutNotFoundError } from "../store/errors.ts";
 import { appendEvent, type RolloutItem, type RolloutItemInput } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import type { WorkflowDeps } from "./deps.ts";
+import { commit, isDone, publishOnce } from "./effects.ts";
 import type { WorkflowContext } from "./payloads.ts";
 
 /** Whether a hold on the execution stops this call (`refuse`: a step starting) or not (`allow`). */
@@ -70,7 +71,38 @@ export function withEvent(
   };
 }
 
-/** Publishes a lifecycle event about the revision in `context`, after the state write succeeded. */
+/**
+ * `withEvent` for a write a retried handler repeats: the item event is appended once per
+ * execution under `id` (recorded as done in the same write); a repeat adds nothing.
+ */
+export function withEventOnce(context: WorkflowContext, id: string): typeof withEvent {
+  return (item, ...event) =>
+    isDone(item, context, id) ? item : commit(withEvent(item, ...event), context, id, []);
+}
+
+/** A lifecycle event about the revision in `context`, as of now. */
+export function eventAbout(
+  deps: WorkflowDeps,
+  context: WorkflowContext,
+  type: LifecycleEventType,
+  message: string,
+  step: number | null,
+  gates?: LifecycleDetail["gates"],
+): LifecycleEvent {
+  return lifecycleEvent(type, {
+    rollout: context.rollout,
+    revision: { revision: context.revision, image: context.image, digest: context.digest },
+    step,
+    message,
+    atMs: deps.clock.now(),
+    ...(gates ? { gates } : {}),
+  });
+}
+
+/**
+ * Publishes a lifecycle event about the revision in `context`, after the state write succeeded,
+ * once per execution: a retried handler that already published it does not publish it again.
+ */
 export function publish(
   deps: WorkflowDeps,
   context: WorkflowContext,
@@ -79,16 +111,7 @@ export function publish(
   step: number | null,
   gates?: LifecycleDetail["gates"],
 ): Promise<void> {
-  return deps.events.publish(
-    lifecycleEvent(type, {
-      rollout: context.rollout,
-      revision: { revision: context.revision, image: context.image, digest: context.digest },
-      step,
-      message,
-      atMs: deps.clock.now(),
-      ...(gates ? { gates } : {}),
-    }),
-  );
+  return publishOnce(deps, context, eventAbout(deps, context, type, message, step, gates));
 }
 
 /** The execution's name: the last segment of its ARN; unique per rollout and revision attempt. */

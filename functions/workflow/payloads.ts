@@ -102,16 +102,29 @@ export const AbortPayloadSchema = Base.extend({
 });
 export type AbortPayload = z.infer<typeof AbortPayloadSchema>;
 
+/**
+ * The execution and revision a delayed action belongs to. A firing is delivered long after it
+ * was scheduled; by then a newer execution may drive the rollout (or the same execution may have
+ * moved on), so `resume` does the work only while both are still the item's current ones.
+ */
+const DelayedOwner = {
+  /** The execution that scheduled the action. */
+  executionArn: z.string().min(1),
+  /** Argo's revision number of that execution's candidate. */
+  revision: z.number().int().positive(),
+};
+
 /** What a Timer firing carries: every delayed piece of work of a rollout. */
 export const ResumePayloadSchema = z.discriminatedUnion("kind", [
   /** A timed pause is over: send its token. */
-  z.object({ kind: z.literal("pause"), rollout: z.string(), executionArn: z.string(), token: z.string() }),
+  z.object({ kind: z.literal("pause"), rollout: z.string(), ...DelayedOwner, token: z.string() }),
   /** An analysis run has measurements due. */
-  z.object({ kind: z.literal("tick"), rollout: z.string(), runId: z.string() }),
+  z.object({ kind: z.literal("tick"), rollout: z.string(), ...DelayedOwner, runId: z.string() }),
   /** The replaced (or aborted) side may be scaled down now, or later. */
   z.object({
     kind: z.literal("scale-down"),
     rollout: z.string(),
+    ...DelayedOwner,
     target: z.unknown(),
     attempt: z.number().int(),
   }),
@@ -119,6 +132,7 @@ export const ResumePayloadSchema = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("abort-continue"),
     rollout: z.string(),
+    ...DelayedOwner,
     target: z.unknown(),
     abortScaleDownDelaySeconds: z.number().int().nonnegative(),
     attempt: z.number().int(),

@@ -1,8 +1,10 @@
+import { lifecycleEvent } from "../events/port.ts";
+import type { RolloutItem } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import type { RouterState } from "../traffic/port.ts";
 import { analysisTick } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
-import { withEvent } from "./item.ts";
+import { executionName, withEvent } from "./item.ts";
 import type { ResumePayload } from "./payloads.ts";
 
 /** Longest the Timer keeps re-trying a scale-down or an abort that waits on the target. */
@@ -12,11 +14,23 @@ const MAX_ATTEMPTS = 200;
  * `resume`: the Timer fired. One entry point for every delayed piece of work, whatever woke it
  * (EventBridge Scheduler, the ticker state machine, or the in-process timer): a timed pause ends,
  * an analysis takes its due measurements, an old side is scaled down, an abort continues.
+ *
+ * Each firing belongs to the execution and revision that scheduled it. When either is no longer
+ * the item's current one (a newer revision took over, or the item was rewritten), the firing does
+ * nothing and says so with a `RolloutDelayedActionSkipped` event: a scale-down or an abort of an
+ * older execution would otherwise act on the newer execution's target state. (A skipped tick
+ * still closes its own run, which nothing will wait for any more.)
  */
 export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: string): Promise<string> {
+  const item = await deps.store.get(payload.rollout);
+  const stale = item ? staleReason(item, payload) : undefined;
+  if (stale !== undefined) {
+    await skip(deps, payload, key, stale);
+    if (payload.kind === "tick") await analysisTick(deps, payload.rollout, payload.runId);
+    return `skipped: ${stale}`;
+  }
   switch (payload.kind) {
     case "pause": {
-      const item = await deps.store.get(payload.rollout);
       if (!item || item.currentTaskToken !== payload.token) return "pause already ended";
       // Record the end first: once the token is answered the execution's next step runs at once
       // and may clear the wait before this function would, leaving the resumption unrecorded. The
@@ -54,7 +68,6 @@ export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: st
       return run ? `run ${payload.runId}: ${run.phase}` : `run ${payload.runId} not found`;
     }
     case "scale-down": {
-      const item = await deps.store.get(payload.rollout);
       if (!item || item.targetState === null) return "nothing to scale down";
       const readiness = await deps.routerFor(payload.target).scaleDown(item.targetState as RouterState);
       await saveTargetState(deps, payload.rollout, item.version, readiness.state);
@@ -68,14 +81,20 @@ export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: st
       return readiness.message;
     }
     case "abort-continue": {
-      const item = await deps.store.get(payload.rollout);
       if (!item || item.targetState === null) return "nothing to abort";
       const readiness = await deps.routerFor(payload.target).abort(item.targetState as RouterState, {
         abortScaleDownDelaySeconds: payload.abortScaleDownDelaySeconds,
       });
       await saveTargetState(deps, payload.rollout, item.version, readiness.state);
       const next = readiness.ready
-        ? { kind: "scale-down" as const, rollout: payload.rollout, target: payload.target, attempt: 0 }
+        ? {
+            kind: "scale-down" as const,
+            rollout: payload.rollout,
+            executionArn: payload.executionArn,
+            revision: payload.revision,
+            target: payload.target,
+            attempt: 0,
+          }
         : { ...payload, attempt: payload.attempt + 1 };
       if (payload.attempt < MAX_ATTEMPTS) {
         await deps.timer.schedule({
@@ -89,6 +108,40 @@ export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: st
       return readiness.message;
     }
   }
+}
+
+/**
+ * Why a firing no longer applies, or `undefined` when its execution and revision are still the
+ * item's current ones.
+ */
+export function staleReason(
+  item: Pick<RolloutItem, "executionArn" | "currentRevision">,
+  payload: Pick<ResumePayload, "executionArn" | "revision">,
+): string | undefined {
+  if (item.executionArn !== payload.executionArn) {
+    const now = item.executionArn === null ? "none" : executionName(item.executionArn);
+    const revision = item.currentRevision ? `, revision ${item.currentRevision.revision}` : "";
+    return `execution ${executionName(payload.executionArn)} no longer drives the rollout (now ${now}${revision})`;
+  }
+  const current = item.currentRevision?.revision ?? null;
+  if (current !== payload.revision) {
+    return `revision ${payload.revision} is not the rollout's current revision (${current ?? "none"})`;
+  }
+  return undefined;
+}
+
+/** Announces a skipped firing; its id is the firing's key, so a redelivered firing repeats it. */
+async function skip(deps: WorkflowDeps, payload: ResumePayload, key: string, reason: string): Promise<void> {
+  await deps.events.publish(
+    lifecycleEvent("RolloutDelayedActionSkipped", {
+      id: `${key}/skipped`,
+      rollout: payload.rollout,
+      revision: { revision: payload.revision },
+      step: null,
+      message: `${payload.kind} of revision ${payload.revision} (execution ${executionName(payload.executionArn)}) skipped: ${reason}`,
+      atMs: deps.clock.now(),
+    }),
+  );
 }
 
 /** The target's state after delayed work, written only if nothing else wrote the item meanwhile. */

@@ -3,7 +3,8 @@ import { TargetConfigurationError } from "../traffic/errors.ts";
 import type { RouterState } from "../traffic/port.ts";
 import { watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
-import { drivingItem, publish, recordStep, withEvent } from "./item.ts";
+import { commit, flush, isDone, publishEffect } from "./effects.ts";
+import { drivingItem, eventAbout, recordStep, withEvent } from "./item.ts";
 import type { StepPayload } from "./payloads.ts";
 
 export interface SetWeightResult {
@@ -17,11 +18,19 @@ export interface SetWeightResult {
  * The traffic steps: `setWeight`, `setHeaderRoute`, `setMirrorRoute` and blue/green's `preview`.
  * Weight drift found before a change is recorded and returned instead of overwritten; after a
  * person approves it (`rollouts promote`) the same step runs again and overwrites.
+ *
+ * The completed step is recorded with its `RolloutStepCompleted` event as a pending side effect:
+ * a retry after the state write publishes what is missing and changes nothing twice.
  */
 export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promise<SetWeightResult> {
   const { context, step, stepIndex } = payload;
   await watchBackground(deps, context); // a background analysis whose firings were lost aborts here
   const item = await drivingItem(deps, context);
+  const id = stepId(stepIndex);
+  if (isDone(item, context, id)) {
+    await flush(deps, context);
+    return { drift: false, weight: item.weight, message: "already applied" };
+  }
   const router = deps.routerFor(payload.target);
   const state = item.targetState as RouterState;
   let weight = item.weight;
@@ -72,17 +81,30 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
       throw new TargetConfigurationError(`step ${stepIndex + 1}: a ${step.kind} step is not a traffic step`);
   }
   const done = `Rollout step ${stepIndex + 1}/${payload.rollout.stepCount} completed (${message})`;
+  const announce = publishEffect(
+    context,
+    id,
+    eventAbout(deps, context, "RolloutStepCompleted", done, stepIndex),
+  );
   await recordStep(deps, context, (latest, now) =>
-    withEvent(
-      { ...latest, targetState: next, weight, stepIndex: stepIndex + 1, drift: null, message: "" },
-      now,
-      "RolloutStepCompleted",
-      done,
-      stepIndex,
-      message,
+    commit(
+      withEvent(
+        { ...latest, targetState: next, weight, stepIndex: stepIndex + 1, drift: null, message: "" },
+        now,
+        "RolloutStepCompleted",
+        done,
+        stepIndex,
+        message,
+      ),
+      context,
+      id,
+      [announce],
     ),
   );
   deps.metrics.put({ name: METRICS.canaryWeight, value: weight, rollout: context.rollout });
-  await publish(deps, context, "RolloutStepCompleted", done, stepIndex);
+  await flush(deps, context);
   return { drift: false, weight, message };
 }
+
+/** The id of a traffic step's completion: a step completes once per execution. */
+const stepId = (stepIndex: number) => `step-${String(stepIndex).padStart(2, "0")}`;

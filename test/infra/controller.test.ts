@@ -380,6 +380,86 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
     expect(ticker?.Properties.LoggingConfiguration.Level).toBe("ALL");
   });
 
+  it("keeps what the Timer and the trigger could not deliver in encrypted dead-letter queues, with an alarm each", () => {
+    const queues = template.findResources("AWS::SQS::Queue");
+    expect(Object.keys(queues).sort()).toEqual([
+      expect.stringMatching(/^ControllerTimerDeadLetters[0-9A-F]{8}$/),
+      expect.stringMatching(/^ControllerTriggerDeadLetters[0-9A-F]{8}$/),
+    ]);
+    const [timerQueue, triggerQueue] = Object.keys(queues).sort() as [string, string];
+    for (const queue of Object.values(queues)) {
+      expect(queue.Properties).toMatchObject({
+        SqsManagedSseEnabled: true,
+        MessageRetentionPeriod: 1_209_600,
+      });
+    }
+    for (const id of [timerQueue, triggerQueue]) {
+      template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+        Namespace: "AWS/SQS",
+        MetricName: "ApproximateNumberOfMessagesVisible",
+        Dimensions: [{ Name: "QueueName", Value: { "Fn::GetAtt": [id, "QueueName"] } }],
+        ComparisonOperator: "GreaterThanThreshold",
+        Threshold: 0,
+        TreatMissingData: "notBreaching",
+      });
+    }
+    // Scheduler writes lost firings with the role it invokes resume with; the schedules name the queue.
+    const [role] = Object.values(
+      template.findResources("AWS::IAM::Role", {
+        Properties: { Description: Match.stringLikeRegexp("EventBridge Scheduler") },
+      }),
+    );
+    const deadLetters = ((role?.Properties.Policies ?? []) as Json[]).find(
+      (p) => p.PolicyName === "DeadLetters",
+    );
+    expect((deadLetters?.PolicyDocument as { Statement: Statement[] } | undefined)?.Statement).toEqual([
+      expect.objectContaining({ Action: "sqs:SendMessage", Resource: { "Fn::GetAtt": [timerQueue, "Arn"] } }),
+    ]);
+    const resume = Object.values(
+      template.findResources("AWS::Lambda::Function", {
+        Properties: { Description: "sfn-rollouts: resume" },
+      }),
+    )[0];
+    expect(resume?.Properties.Environment.Variables[ENV.timerDeadLetterArn]).toEqual({
+      "Fn::GetAtt": [timerQueue, "Arn"],
+    });
+    // The ticker's Catch sends the firing to the same queue, then fails the execution.
+    const [ticker] = Object.values(
+      template.findResources("AWS::StepFunctions::StateMachine", {
+        Properties: { StateMachineName: Match.stringLikeRegexp("-ticker$") },
+      }),
+    );
+    const definition = JSON.parse(flat(ticker?.Properties.DefinitionString));
+    expect(definition.States.Resume.Catch).toEqual([
+      { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "DeadLetter" },
+    ]);
+    expect(definition.States.DeadLetter).toMatchObject({
+      Resource: "arn:aws:states:::sqs:sendMessage",
+      Parameters: { QueueUrl: "${DeadLetterQueueUrl}" },
+      Next: "Lost",
+    });
+    expect(definition.States.Lost).toMatchObject({ Type: "Fail", Error: "TimerFiringLost" });
+    expect(ticker?.Properties.DefinitionSubstitutions.DeadLetterQueueUrl).toEqual({ Ref: timerQueue });
+    // The push rule's target: 8 retries, then the trigger's queue, which lets only that rule write.
+    const [rule] = Object.values(template.findResources("AWS::Events::Rule"));
+    expect(rule?.Properties.Targets[0]).toMatchObject({
+      RetryPolicy: { MaximumRetryAttempts: 8 },
+      DeadLetterConfig: { Arn: { "Fn::GetAtt": [triggerQueue, "Arn"] } },
+    });
+    const policies = Object.values(template.findResources("AWS::SQS::QueuePolicy"));
+    const triggerPolicy = policies.find((p) => JSON.stringify(p.Properties.Queues).includes(triggerQueue));
+    const allows = ((triggerPolicy?.Properties.PolicyDocument.Statement ?? []) as Array<Json>).filter(
+      (st) => st.Effect === "Allow",
+    );
+    expect(allows).toEqual([
+      expect.objectContaining({
+        Action: "sqs:SendMessage",
+        Principal: { Service: "events.amazonaws.com" },
+        Condition: { ArnEquals: { "aws:SourceArn": expect.anything() } },
+      }),
+    ]);
+  });
+
   it("has a dashboard of weight, analysis runs and measurements by phase, executions, and an alarm on failures", () => {
     const { id } = rolloutStateMachine(template);
     template.hasResourceProperties("AWS::CloudWatch::Alarm", {

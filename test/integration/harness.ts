@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
+import { SFNClient } from "@aws-sdk/client-sfn";
 import { ManualClock } from "../../functions/clock.ts";
 import { startDemoApp } from "../../local/demo/app.ts";
 import { freePort } from "../../local/demo/prometheus.ts";

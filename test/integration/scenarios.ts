@@ -43,6 +43,10 @@ interface ShownMeasurement {
   value?: string;
   truncated?: Record<string, number>;
 }
+/** What each Timer firing's resume returned, in the scenarios that wrap it. */
+const resumed: string[] = [];
+/** Handlers that already lost one answer (they did all their work, then "timed out"). */
+const lostOnce = new Set<string>();
 
 /**
  * The `errors-vs-stable` judge at the 50% step: a look every 2 s, 200 requests per side before any
@@ -236,6 +240,97 @@ export const SCENARIOS: ScenarioCase[] = [
       const item = await s.drive(done("v2"));
       expect(thrown).toBe(1);
       expect(item).toMatchObject({ phase: "Healthy", weight: 100 });
+    },
+  },
+  {
+    name: "a promotion's delayed scale-down that falls due while a newer revision runs does nothing, and says so",
+    inProcess: true,
+    options: {
+      wrap: (name, handler) =>
+        name === "resume"
+          ? async (event, context) => {
+              const out = await handler(event, context);
+              resumed.push(String((out as { result?: unknown })?.result));
+              return out;
+            }
+          : handler,
+    },
+    async run(s) {
+      resumed.length = 0;
+      await stable(s);
+      await s.push("v2");
+      await s.drive(done("v2"));
+      // v2's promotion scheduled the scale-down of the old side 30 s from now; v3 starts at once.
+      await s.push("v3");
+      await s.drive(done("v3"));
+      await s.idle(60_000);
+      const skipped = (s.lifecycle?.() ?? [])
+        .filter((e) => e.type === "RolloutDelayedActionSkipped")
+        .map((e) => e.detail);
+      expect(skipped).toContainEqual(
+        expect.objectContaining({
+          revision: 2,
+          message: expect.stringMatching(
+            /^scale-down of revision 2 \(execution demo-2{24}-g2\) skipped: execution demo-2{24}-g2 no longer drives the rollout \(now demo-3{24}-g3, revision 3\)$/,
+          ),
+        }),
+      );
+      // No scale-down ran against the newer execution's target: every one that ran was its own.
+      expect(resumed.filter((r) => r.startsWith("nothing to scale down: the demo owns"))).toEqual([
+        expect.any(String),
+      ]);
+      expect(await s.item()).toMatchObject({ phase: "Degraded", weight: 0 });
+    },
+  },
+  {
+    name: "handlers whose answer is lost after all their work are retried without doing anything twice",
+    inProcess: true,
+    options: {
+      wrap: (name, handler) =>
+        ["setWeight", "await", "promote", "abort"].includes(name)
+          ? async (event, context) => {
+              const out = await handler(event, context);
+              if (!lostOnce.has(name)) {
+                lostOnce.add(name);
+                const error = new Error("the invocation's answer was lost");
+                error.name = "Lambda.ServiceException";
+                throw error;
+              }
+              return out;
+            }
+          : handler,
+    },
+    async run(s) {
+      lostOnce.clear();
+      await stable(s);
+      await s.push("v2");
+      expect(await s.drive(done("v2"))).toMatchObject({ phase: "Healthy", weight: 100 });
+      await s.push("v3");
+      const item = await s.drive(done("v3"));
+      expect(item).toMatchObject({ phase: "Degraded", message: FAILED_MESSAGE, weight: 0 });
+      expect([...lostOnce].sort()).toEqual(["abort", "await", "promote", "setWeight"]);
+      const recorded = (type: string) =>
+        item?.events.filter((e) => e.type === type).map((e) => e.message) ?? [];
+      expect(recorded("RolloutCompleted")).toEqual([
+        "Rollout completed: revision 1 (v1) is stable",
+        "Rollout completed: revision 2 (v2) is stable",
+      ]);
+      expect(recorded("RolloutStepCompleted").slice(0, 2)).toEqual([
+        "Rollout step 1/5 completed (weight 25%)",
+        "Rollout step 3/5 completed (weight 50%)",
+      ]);
+      expect(recorded("RolloutPaused")).toEqual(["CanaryPauseStep: paused for 2s"]);
+      expect(recorded("RolloutAborted")).toHaveLength(1);
+      expect(item?.rollbacks).toHaveLength(1);
+      const announced = s.lifecycle?.() ?? [];
+      const count = (type: string, revision: number) =>
+        announced.filter((e) => e.type === type && e.detail.revision === revision).length;
+      expect([count("RolloutCompleted", 1), count("RolloutCompleted", 2)]).toEqual([1, 1]);
+      expect(count("RolloutStepCompleted", 2)).toBe(2);
+      expect(count("RolloutPaused", 2)).toBe(1);
+      expect(count("RolloutAborted", 3)).toBe(1);
+      const ids = announced.map((e) => e.detail.id).filter((id) => id !== undefined);
+      expect(new Set(ids).size).toBe(ids.length);
     },
   },
   {

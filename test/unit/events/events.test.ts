@@ -130,3 +130,34 @@ describe("RecordingEventPublisher", () => {
     expect(recorder.ofType("RolloutCompleted")).toHaveLength(1);
   });
 });
+
+describe("an event's deterministic id", () => {
+  const withId = (id: string) => ({
+    ...lifecycleEvent("RolloutCompleted", { id, rollout: "web", revision, message: "done", atMs: AT }),
+  });
+
+  it("is sent once by EventBridgePublisher, however often a retry publishes it", async () => {
+    eventbridge.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "1" }] });
+    const p = publisher();
+    await p.publish([withId("x-g1/promote/RolloutCompleted"), withId("x-g1/promote/RolloutCompleted")]);
+    await p.publish(withId("x-g1/promote/RolloutCompleted"));
+    const sent = eventbridge.commandCalls(PutEventsCommand).flatMap((c) => c.args[0].input.Entries ?? []);
+    expect(sent).toHaveLength(1);
+    expect(JSON.parse(sent[0]?.Detail ?? "{}")).toMatchObject({ id: "x-g1/promote/RolloutCompleted" });
+  });
+
+  it("is sent again after a failed PutEvents (the retry must deliver it)", async () => {
+    eventbridge.on(PutEventsCommand).rejectsOnce(new Error("throttled")).resolves({ FailedEntryCount: 0 });
+    const p = publisher();
+    await expect(p.publish(withId("a"))).rejects.toThrow(EventPublishError);
+    await p.publish(withId("a"));
+    expect(eventbridge.commandCalls(PutEventsCommand)).toHaveLength(2);
+  });
+
+  it("is kept once by RecordingEventPublisher", async () => {
+    const r = new RecordingEventPublisher();
+    await r.publish(withId("a"));
+    await r.publish([withId("a"), withId("b")]);
+    expect(r.published.map((e) => e.detail.id)).toEqual(["a", "b"]);
+  });
+});

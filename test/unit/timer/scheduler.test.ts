@@ -63,6 +63,22 @@ describe("SchedulerTimer", () => {
     expect(firing).toEqual({ key: "checkout/run-1/tick-0001", at, payload: { runId: "run-1" } });
   });
 
+  it("names the dead-letter queue a firing goes to once Scheduler's retries are exhausted", async () => {
+    scheduler.on(CreateScheduleCommand).resolves({ ScheduleArn: "arn:s" });
+    const dlq = "arn:aws:sqs:us-east-1:123456789012:timer-dead-letters";
+    await new SchedulerTimer({
+      client: new SchedulerClient({ region: "us-east-1" }),
+      groupName: "sfn-rollouts",
+      targetArn: "arn:aws:lambda:us-east-1:123456789012:function:resume",
+      roleArn: "arn:aws:iam::123456789012:role/scheduler",
+      deadLetterArn: dlq,
+      clock,
+    }).schedule({ at: NOW + 120_000, key: "checkout/x/pause-1", payload: {} });
+    const input = scheduler.commandCalls(CreateScheduleCommand)[0]?.args[0].input;
+    expect(input?.Target?.DeadLetterConfig).toEqual({ Arn: dlq });
+    expect(input?.Target?.RetryPolicy).toEqual({ MaximumRetryAttempts: 3 });
+  });
+
   it("treats ConflictException (key already scheduled) as an idempotent no-op", async () => {
     scheduler
       .on(CreateScheduleCommand)

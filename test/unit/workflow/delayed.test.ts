@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest";
+import { abort } from "../../../functions/workflow/abort.ts";
+import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
+import { promote } from "../../../functions/workflow/promote.ts";
+import { setWeight } from "../../../functions/workflow/set-weight.ts";
+import { type Direct, direct, itemOf, ROLLOUT, startRevision, T0, TARGET } from "./direct.ts";
+
+/**
+ * Delayed work (a scale-down, an abort that waits for the old side) is delivered by the Timer long
+ * after it was scheduled. It belongs to the execution and revision that scheduled it, and must do
+ * nothing once another one drives the rollout.
+ */
+
+const base = (context: WorkflowContext) => ({ context, rollout: ROLLOUT, target: TARGET });
+
+async function stableRevision1(d: Direct): Promise<void> {
+  const context = await startRevision(d, 1);
+  await promote(d.deps, { ...base(context), scaleDownDelaySeconds: 0 });
+  await d.timer.runUntilIdle();
+  d.target.calls.length = 0;
+  d.events.published.length = 0;
+  d.resumed.length = 0;
+}
+
+const rollback = (context: WorkflowContext) => ({
+  ...base(context),
+  error: { Error: "AnalysisRunFailed", Cause: "the candidate failed" },
+  onFailure: "rollback" as const,
+  abortScaleDownDelaySeconds: 30,
+});
+
+describe("delayed work of an older execution", () => {
+  it("an abort continued after a newer revision set 50% moves no traffic and scales nothing down", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    await setWeight(d.deps, { ...base(r2), stepIndex: 0, step: { kind: "setWeight", weight: 25 } });
+    // The old side is not back yet: the abort continues from the Timer in 15 s.
+    d.target.abortPending = 1;
+    await abort(d.deps, rollback(r2));
+    expect(d.timer.pending()).toMatchObject([
+      { payload: { kind: "abort-continue", executionArn: r2.executionArn, revision: 2 } },
+    ]);
+
+    const r3 = await startRevision(d, 3);
+    await setWeight(d.deps, { ...base(r3), stepIndex: 0, step: { kind: "setWeight", weight: 50 } });
+    d.target.calls.length = 0;
+    await d.timer.advanceTo(T0 + 120_000);
+
+    expect(d.target.calls).toEqual([]);
+    expect(d.target.canary).toBe(50);
+    expect(await itemOf(d)).toMatchObject({
+      weight: 50,
+      executionArn: r3.executionArn,
+      phase: "Progressing",
+    });
+    const skipped = d.events.ofType("RolloutDelayedActionSkipped");
+    expect(skipped).toHaveLength(1);
+    expect(skipped[0]?.detail).toMatchObject({ rollout: "checkout", revision: 2 });
+    expect(skipped[0]?.detail.message).toMatch(
+      /^abort-continue of revision 2 \(execution checkout-222222222222-g2\) skipped: execution checkout-222222222222-g2 no longer drives the rollout \(now checkout-333333333333-g3, revision 3\)$/,
+    );
+    expect(d.resumed).toEqual([expect.stringMatching(/^skipped: /)]);
+  });
+
+  it("a promotion's scale-down due after a newer revision started does not scale down its candidate", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    await promote(d.deps, { ...base(r2), scaleDownDelaySeconds: 30 });
+    const r3 = await startRevision(d, 3);
+    await setWeight(d.deps, { ...base(r3), stepIndex: 0, step: { kind: "setWeight", weight: 25 } });
+    d.target.calls.length = 0;
+    await d.timer.runUntilIdle();
+    expect(d.target.calls).toEqual([]);
+    expect(d.events.ofType("RolloutDelayedActionSkipped")[0]?.detail.message).toMatch(
+      /^scale-down of revision 2 .* skipped: execution checkout-222222222222-g2 no longer drives the rollout/,
+    );
+  });
+
+  it("the execution's own delayed work still runs: the abort continues, then the candidate is scaled down", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    await setWeight(d.deps, { ...base(r2), stepIndex: 0, step: { kind: "setWeight", weight: 25 } });
+    d.target.abortPending = 1;
+    await abort(d.deps, rollback(r2));
+    d.target.calls.length = 0;
+    await d.timer.runUntilIdle();
+    expect(d.target.calls).toEqual(["abort", "scaleDown v2"]);
+    expect(d.target.canary).toBe(0);
+    expect(d.events.ofType("RolloutDelayedActionSkipped")).toEqual([]);
+  });
+
+  it("a firing whose revision is not the item's current one is skipped too", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    await promote(d.deps, { ...base(r2), scaleDownDelaySeconds: 30 });
+    // Same execution, but the item names another revision (someone rewrote it meanwhile).
+    const item = await itemOf(d);
+    await d.store.save(
+      {
+        ...item,
+        currentRevision: {
+          ...(item.currentRevision as NonNullable<typeof item.currentRevision>),
+          revision: 7,
+        },
+      },
+      item.version,
+    );
+    d.target.calls.length = 0;
+    await d.timer.runUntilIdle();
+    expect(d.target.calls).toEqual([]);
+    expect(d.events.ofType("RolloutDelayedActionSkipped")[0]?.detail.message).toMatch(
+      /skipped: revision 2 is not the rollout's current revision \(7\)$/,
+    );
+  });
+});
