@@ -649,11 +649,14 @@ describe("a token already used", () => {
     expect(w.tokens.successes).toEqual([]);
     const stored = await w.store.getRun(NAME, runId, StoredAnalysisSchema);
     expect(stored?.run).toMatchObject({ answered: true, run: { phase: "Failed" } });
-    // Delivered again (a redelivered tick): the run is answered already, nothing is sent again.
+    // Delivered again (a redelivered tick of the same execution): the run is answered already,
+    // nothing is sent again.
+    const { executionArn, currentRevision } = await w.item();
+    const revision = currentRevision?.revision;
     const again = await w.runtime.lambda.invoke("resume", {
       key: `${NAME}/${runId}/tick-again`,
       at: w.clock.now(),
-      payload: { kind: "tick", rollout: NAME, runId },
+      payload: { kind: "tick", rollout: NAME, executionArn, revision, runId },
     });
     expect(again).toEqual({ ok: true, payload: { result: `run ${runId}: Failed` } });
     expect(w.tokens.successes).toEqual([]);
