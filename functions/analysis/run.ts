@@ -175,6 +175,24 @@ function plainMeasurement(metric: Metric, answer: ProviderResult, at: string): M
   };
 }
 
+/** A metric's result before its first measurement: every counter at zero. */
+export function newMetricResult(name: string, dryRun: boolean, phase: MetricResult["phase"]): MetricResult {
+  return {
+    name,
+    phase,
+    dryRun,
+    count: 0,
+    successful: 0,
+    failed: 0,
+    inconclusive: 0,
+    error: 0,
+    held: 0,
+    consecutiveError: 0,
+    consecutiveSuccess: 0,
+    measurements: [],
+  };
+}
+
 /**
  * Records a measurement on its metric's counters, exactly as Argo's `runMeasurements` does; the
  * measurement is kept within its bound (`boundMeasurement`: a large answer is cut and flagged).
@@ -183,20 +201,7 @@ export function recordMeasurement(run: AnalysisRun, metric: Metric, taken: Measu
   const measurement = boundMeasurement(taken);
   let result = resultOf(run, metric.name);
   if (!result) {
-    result = {
-      name: metric.name,
-      phase: "Running",
-      dryRun: metric.dryRun,
-      count: 0,
-      successful: 0,
-      failed: 0,
-      inconclusive: 0,
-      error: 0,
-      held: 0,
-      consecutiveError: 0,
-      consecutiveSuccess: 0,
-      measurements: [],
-    };
+    result = newMetricResult(metric.name, metric.dryRun, "Running");
     run.metricResults.push(result);
   }
   switch (measurement.phase) {

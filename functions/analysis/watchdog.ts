@@ -1,7 +1,7 @@
 import { formatDuration } from "../../statemachine/duration.ts";
 import { isTerminating } from "./assess.ts";
-import { metricDueAt } from "./run.ts";
-import { type AnalysisRun, isCompleted, type MetricResult } from "./types.ts";
+import { metricDueAt, newMetricResult } from "./run.ts";
+import { type AnalysisRun, isCompleted } from "./types.ts";
 
 /**
  * The watchdog: a run whose measurements stopped coming. A run is driven by Timer firings, one
@@ -80,7 +80,7 @@ export function expireStale(run: AnalysisRun, now: Date): AnalysisRun {
   let result = next.metricResults.find((r) => r.name === stale.metric);
   if (!result) {
     const metric = next.metrics.find((m) => m.name === stale.metric);
-    result = emptyResult(stale.metric, metric?.dryRun ?? false);
+    result = newMetricResult(stale.metric, metric?.dryRun ?? false, "Error");
     next.metricResults.push(result);
   }
   for (const r of next.metricResults) {
@@ -95,21 +95,4 @@ export function expireStale(run: AnalysisRun, now: Date): AnalysisRun {
   next.message = `Metric "${stale.metric}" assessed Error due to ${stale.message}`;
   next.completedAt = now.toISOString();
   return next;
-}
-
-function emptyResult(name: string, dryRun: boolean): MetricResult {
-  return {
-    name,
-    phase: "Error",
-    dryRun,
-    count: 0,
-    successful: 0,
-    failed: 0,
-    inconclusive: 0,
-    error: 0,
-    held: 0,
-    consecutiveError: 0,
-    consecutiveSuccess: 0,
-    measurements: [],
-  };
 }

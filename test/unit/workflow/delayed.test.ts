@@ -3,7 +3,15 @@ import { abort } from "../../../functions/workflow/abort.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
 import { promote } from "../../../functions/workflow/promote.ts";
 import { setWeight } from "../../../functions/workflow/set-weight.ts";
-import { type Direct, direct, itemOf, ROLLOUT, startRevision, T0, TARGET } from "./direct.ts";
+import {
+  type Direct,
+  direct,
+  itemOf,
+  ROLLOUT,
+  startRevision,
+  T0,
+  TARGET,
+} from "../../support/direct-workflow.ts";
 
 /**
  * Delayed work (a scale-down, an abort that waits for the old side) is delivered by the Timer long

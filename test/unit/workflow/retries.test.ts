@@ -7,7 +7,15 @@ import { promote } from "../../../functions/workflow/promote.ts";
 import { resume } from "../../../functions/workflow/resume.ts";
 import { setWeight } from "../../../functions/workflow/set-weight.ts";
 import { MetricSchema } from "../../../statemachine/spec.ts";
-import { type Direct, direct, itemOf, ROLLOUT, retried, startRevision, TARGET } from "./direct.ts";
+import {
+  type Direct,
+  direct,
+  itemOf,
+  ROLLOUT,
+  retried,
+  startRevision,
+  TARGET,
+} from "../../support/direct-workflow.ts";
 
 /**
  * Lambda retries a handler that threw, from the start. A handler whose state write succeeded and

@@ -1,10 +1,10 @@
-import { RecordingTaskTokens } from "../../../functions/abort/task-tokens.ts";
-import { ManualClock } from "../../../functions/clock.ts";
-import { RecordingEventPublisher } from "../../../functions/events/memory.ts";
-import { MemoryRolloutStore } from "../../../functions/store/memory.ts";
-import { newRolloutItem, type RolloutItem } from "../../../functions/store/schema.ts";
-import { InProcessTimer } from "../../../functions/timer/in-process.ts";
-import { TimerFiringSchema } from "../../../functions/timer/port.ts";
+import { RecordingTaskTokens } from "../../functions/abort/task-tokens.ts";
+import { ManualClock } from "../../functions/clock.ts";
+import { RecordingEventPublisher } from "../../functions/events/memory.ts";
+import { MemoryRolloutStore } from "../../functions/store/memory.ts";
+import { newRolloutItem, type RolloutItem } from "../../functions/store/schema.ts";
+import { InProcessTimer } from "../../functions/timer/in-process.ts";
+import { TimerFiringSchema } from "../../functions/timer/port.ts";
 import type {
   AbortOptions,
   CandidateArtifact,
@@ -17,12 +17,12 @@ import type {
   RouterState,
   TrafficRouter,
   WeightChange,
-} from "../../../functions/traffic/port.ts";
-import { begin } from "../../../functions/workflow/begin.ts";
-import type { WorkflowDeps } from "../../../functions/workflow/deps.ts";
-import { RecordingMetricsSink } from "../../../functions/workflow/metrics.ts";
-import { ResumePayloadSchema, type WorkflowContext } from "../../../functions/workflow/payloads.ts";
-import { resume } from "../../../functions/workflow/resume.ts";
+} from "../../functions/traffic/port.ts";
+import { begin } from "../../functions/workflow/begin.ts";
+import type { WorkflowDeps } from "../../functions/workflow/deps.ts";
+import { RecordingMetricsSink } from "../../functions/workflow/metrics.ts";
+import { ResumePayloadSchema, type WorkflowContext } from "../../functions/workflow/payloads.ts";
+import { resume } from "../../functions/workflow/resume.ts";
 
 /**
  * The workflow's functions driven directly over the in-memory adapters, one call at a time, as
