@@ -30,7 +30,8 @@ import { type Behaviour, ServiceMetrics } from "./traffic.ts";
  * compiled workflow, the real handlers, the analysis with the templates' own queries against a
  * real Prometheus); every virtual second the simulator sends `rps` requests, splits them by the
  * weight the local proxy really has at that moment (or by its ready pods), fails the candidate's
- * share of them, and writes the resulting series to Prometheus at that second's timestamp.
+ * share of them, writes the resulting series to Prometheus at that second's timestamp and records
+ * each request in the proxy's own recorder (what the samples provider's `GET /compare` reads).
  */
 
 /** The stable and the candidate, pushed as these image tags (the reference canary's own names). */
@@ -158,7 +159,11 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
     const file = join(dir, `check-${i}.yaml`);
     writeFileSync(
       file,
-      simulatedSpecText(options.files, { ...(plan ? { plan } : {}), prometheusUrl: placeholder }),
+      simulatedSpecText(options.files, {
+        ...(plan ? { plan } : {}),
+        prometheusUrl: placeholder,
+        samplesUrl: placeholder,
+      }),
     );
     const spec = await loadSimulatedSpec(file);
     const problems = unsupportedProviders(spec);
@@ -182,16 +187,20 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
       const clock = new ManualClock(EPOCH + i * PLAN_SPACING_MS);
       clockNow = () => clock.now();
       const file = join(dir, `plan-${i}.yaml`);
-      writeFileSync(
-        file,
-        simulatedSpecText(options.files, { ...(plan ? { plan } : {}), prometheusUrl: prometheus.url }),
-      );
+      const prometheusUrl = prometheus.url;
+      // Written once the plan's proxy listens: its admin URL stands for the samples router.
+      const writeSpec = (samplesUrl: string) =>
+        writeFileSync(
+          file,
+          simulatedSpecText(options.files, { ...(plan ? { plan } : {}), prometheusUrl, samplesUrl }),
+        );
       const spec = specs[i] as RolloutSpec;
       rows.push(
         await runPlan({
           options,
           duration,
           file,
+          writeSpec,
           label: plan ? formatPlan(plan) : shortFormOf(spec),
           spec,
           clock,
@@ -214,6 +223,7 @@ async function runPlan(input: {
   options: SimulationOptions;
   duration: number;
   file: string;
+  writeSpec: (samplesUrl: string) => void;
   label: string;
   spec: RolloutSpec;
   clock: ManualClock;
@@ -228,6 +238,7 @@ async function runPlan(input: {
   let lambdaMs = 0;
   let stack: LocalStack | undefined;
   try {
+    input.writeSpec(proxy.adminUrl);
     stack = await startLocalStack({
       specFiles: [input.file],
       target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": upstream.url } },
@@ -357,7 +368,10 @@ async function runPlan(input: {
       };
       for (let n = requests.next(); n > 0; n--) {
         const toNew = split.next();
-        const failed = metrics.serve(toNew ? CANDIDATE_TAG : STABLE_TAG, toNew ? bad : good);
+        const version = toNew ? CANDIDATE_TAG : STABLE_TAG;
+        const { failed, code, seconds } = metrics.serve(version, toNew ? bad : good);
+        // The proxy's own recorder, at this virtual second: what the samples provider reads.
+        proxy.record(version, code, seconds);
         if (toNew) {
           record.newRequests++;
           if (failed) record.newErrors++;

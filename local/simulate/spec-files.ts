@@ -5,8 +5,9 @@ import { argoSteps, type ShortStep } from "./plan.ts";
 
 /**
  * The files a simulation runs: the user's Rollout and AnalysisTemplates, with the steps replaced
- * by a `--plan` and every Prometheus address pointed at the simulation's Prometheus (it stands for
- * the user's). Queries, conditions, limits and args stay as written.
+ * by a `--plan`, every Prometheus address pointed at the simulation's Prometheus (it stands for
+ * the user's) and every samples address at the local proxy's admin listener (it stands for the
+ * router). Queries, conditions, limits and args stay as written.
  */
 
 export class SimulationInputError extends Error {
@@ -41,17 +42,23 @@ function readDocs(files: readonly string[]): Doc[] {
   return docs;
 }
 
-/** Points every `prometheus: {query}` of a template at `url`. */
-function pointPrometheus(node: unknown, url: string): void {
+/**
+ * Points every `prometheus: {query}` of a template at `prometheusUrl`, and every
+ * `samples: {primary, candidate}` at `samplesUrl` (the local proxy's admin listener, whose
+ * `GET /compare` answers from the simulated requests).
+ */
+function pointProviders(node: unknown, urls: { prometheusUrl: string; samplesUrl: string }): void {
   if (Array.isArray(node)) {
-    for (const item of node) pointPrometheus(item, url);
+    for (const item of node) pointProviders(item, urls);
     return;
   }
   if (!node || typeof node !== "object") return;
   for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
     if (key === "prometheus" && value && typeof value === "object" && "query" in value) {
-      (value as Record<string, unknown>).address = url;
-    } else pointPrometheus(value, url);
+      (value as Record<string, unknown>).address = urls.prometheusUrl;
+    } else if (key === "samples" && value && typeof value === "object" && "candidate" in value) {
+      (value as Record<string, unknown>).address = urls.samplesUrl;
+    } else pointProviders(value, urls);
   }
 }
 
@@ -59,11 +66,12 @@ const TEMPLATE_KINDS = new Set(["AnalysisTemplate", "ClusterAnalysisTemplate"]);
 
 /**
  * The YAML text of the simulated rollout: the documents of `files`, the Rollout's canary steps
- * replaced by `plan` when given, Prometheus addresses set to `prometheusUrl`.
+ * replaced by `plan` when given, Prometheus addresses set to `prometheusUrl`, samples addresses
+ * to `samplesUrl`.
  */
 export function simulatedSpecText(
   files: readonly string[],
-  options: { plan?: readonly ShortStep[]; prometheusUrl: string },
+  options: { plan?: readonly ShortStep[]; prometheusUrl: string; samplesUrl: string },
 ): string {
   const docs = readDocs(files);
   const rollouts = docs.filter((d) => d.value.kind === "Rollout");
@@ -106,14 +114,17 @@ export function simulatedSpecText(
     }
     canary.steps = argoSteps(options.plan, analysis);
   }
-  for (const t of templates) pointPrometheus(t.value.spec, options.prometheusUrl);
+  for (const t of templates) pointProviders(t.value.spec, options);
   return docs
     .filter((d) => d.value.kind === "Rollout" || TEMPLATE_KINDS.has(String(d.value.kind)))
     .map((d) => JSON.stringify(d.value))
     .join("\n---\n");
 }
 
-/** Each metric whose provider the simulation cannot feed, named: it only feeds Prometheus. */
+/** The providers a simulation feeds: Prometheus by remote write, samples through the proxy's recorder. */
+const SIMULATED_PROVIDERS = new Set(["prometheus", "samples"]);
+
+/** Each metric whose provider the simulation cannot feed, named. */
 export function unsupportedProviders(spec: RolloutSpec): string[] {
   const problems: string[] = [];
   const analyses = [
@@ -133,9 +144,9 @@ export function unsupportedProviders(spec: RolloutSpec): string[] {
             (p) =>
               Object.keys(p as object).find((k) => (p as Record<string, unknown>)[k] !== undefined) ?? "?",
           )
-          .filter((k) => k !== "prometheus");
+          .filter((k) => !SIMULATED_PROVIDERS.has(k));
         if (kinds.length === 0) continue;
-        const line = `${where}: template ${template.name}, metric ${metric.name}: provider ${[...new Set(kinds)].join(", ")} cannot be simulated (the simulation feeds a Prometheus; use a prometheus query)`;
+        const line = `${where}: template ${template.name}, metric ${metric.name}: provider ${[...new Set(kinds)].join(", ")} cannot be simulated (the simulation feeds a Prometheus and the local proxy's samples; use a prometheus query or the samples provider)`;
         if (!seen.has(line)) problems.push(line);
         seen.add(line);
       }

@@ -140,6 +140,63 @@ describe("rollouts simulate", () => {
     expect(row).toMatchObject({ outcome: "aborted", at: 15, newRequests: 250 });
   }, 120_000);
 
+  it("evaluates a samples-provider template through the local proxy's recorder: aborts a bad version, promotes a good one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "simulate-samples-"));
+    const rollout = join(dir, "rollout.yaml");
+    writeFileSync(
+      rollout,
+      `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: samples}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: samples}}
+  template:
+    metadata: {labels: {app: samples}}
+    spec: {containers: [{name: app, image: app:v2}]}
+  strategy:
+    canary:
+      steps:
+        - setWeight: 25
+        - analysis: {templates: [{templateName: error-rate}]}
+        - setWeight: 50
+        - analysis: {templates: [{templateName: error-rate}]}
+`,
+    );
+    const template = join(dir, "error-rate.yaml");
+    writeFileSync(
+      template,
+      `apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: error-rate}
+spec:
+  metrics:
+    - name: error-rate
+      interval: 3s
+      count: 2
+      initialDelay: 5s
+      failureLimit: 0
+      successCondition: result.candidate.requests > 0 && result.candidate.error_rate <= result.primary.error_rate + 0.05
+      provider:
+        # The router's address: the simulation points it at the local proxy's admin listener.
+        samples: {address: "http://127.0.0.1:1", primary: stable, candidate: canary, window: 20s}
+`,
+    );
+    const options = { files: [rollout, template], rps: 100, seed: 0, durationSeconds: 60 };
+    const [bad] = await simulate({ ...options, errorRate: 0.3 });
+    // The first measurement, 5 s after 25%, reads 4 s of the candidate's requests (the window
+    // holds the current, still empty, second): about 30% errors against the stable's none.
+    expect(bad).toMatchObject({ outcome: "aborted", at: 5, newRequests: 125, share: 0.25 });
+    expect(bad?.message).toContain(
+      'Metric "error-rate" assessed Failed due to failed (1) > failureLimit (0)',
+    );
+    expect(bad?.counts.byHandler).toMatchObject({ setWeight: 1, abort: 1 });
+    const [good] = await simulate({ ...options, errorRate: 0 });
+    // Two passing measurements at 25% (5 s, 8 s), then 50% and two more (13 s, 16 s).
+    expect(good).toMatchObject({ outcome: "promoted", at: 16, newErrors: 0 });
+    expect(good?.newRequests).toBe(8 * 25 + 8 * 50 + 44 * 100);
+  }, 180_000);
+
   it("refuses a provider it cannot feed, a bad plan and a bad flag with exit 2, naming them", async () => {
     const dir = mkdtempSync(join(tmpdir(), "simulate-test-"));
     const template = join(dir, "web.yaml");
@@ -161,6 +218,7 @@ spec:
     expect(web.err).toContain(
       "step 2: template success-rate, metric success-rate: provider web cannot be simulated",
     );
+    expect(web.err).toContain("use a prometheus query or the samples provider");
     const plan = await run("simulate", ...SEED, "--plan", "25%,analysys");
     expect(plan.code).toBe(2);
     expect(plan.err).toContain('step 2 "analysys": expected a weight');
