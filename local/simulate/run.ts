@@ -105,8 +105,9 @@ const EPOCH = Date.parse("2026-01-01T00:00:00Z");
 const PLAN_SPACING_MS = 3_600_000;
 const STABLE: Behaviour = { errorRate: 0, latencyMedian: 0.05, latencySigma: 0.5 };
 
-/** The rollout's steps in the short form, for the plan column. */
+/** The rollout's steps in the short form, for the plan column; a blue/green rollout is `blueGreen`. */
 export function shortFormOf(spec: RolloutSpec): string {
+  if (spec.strategy === "blueGreen") return "blueGreen";
   return spec.steps
     .map((s) => {
       if (s.kind === "setWeight") return `${s.weight}%`;
@@ -168,9 +169,6 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
     const spec = await loadSimulatedSpec(file);
     const problems = unsupportedProviders(spec);
     if (problems.length > 0) throw new SimulationInputError(problems.join("\n"));
-    if (spec.strategy !== "canary") {
-      throw new SimulationInputError(`simulate runs canary rollouts; ${spec.name} is ${spec.strategy}`);
-    }
     specs.push(spec);
   }
 

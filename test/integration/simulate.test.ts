@@ -197,6 +197,65 @@ spec:
     expect(good?.newRequests).toBe(8 * 25 + 8 * 50 + 44 * 100);
   }, 180_000);
 
+  it("runs a blue/green rollout: nothing to the preview until the switch, then everyone; a failed post-promotion analysis switches back", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "simulate-bluegreen-"));
+    const rollout = join(dir, "rollout.yaml");
+    writeFileSync(
+      rollout,
+      `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: bluegreen}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: bluegreen}}
+  template:
+    metadata: {labels: {app: bluegreen}}
+    spec: {containers: [{name: app, image: app:v2}]}
+  strategy:
+    blueGreen:
+      activeService: active
+      previewService: preview
+      autoPromotionSeconds: 10
+      postPromotionAnalysis: {templates: [{templateName: error-rate}]}
+`,
+    );
+    const template = join(dir, "error-rate.yaml");
+    writeFileSync(
+      template,
+      `apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: error-rate}
+spec:
+  metrics:
+    - name: error-rate
+      interval: 3s
+      count: 2
+      initialDelay: 5s
+      failureLimit: 0
+      successCondition: result.candidate.requests > 0 && result.candidate.error_rate <= 0.05
+      provider:
+        samples: {address: "http://127.0.0.1:1", primary: v1, candidate: v2, window: 5s}
+`,
+    );
+    const options = { files: [rollout, template], rps: 100, seed: 0, durationSeconds: 60, series: true };
+    const [bad] = await simulate({ ...options, errorRate: 0.3 });
+    const switched = bad?.series?.findIndex((s) => s.weight === 100) ?? -1;
+    // The preview gets no traffic for autoPromotionSeconds, then the active service switches.
+    expect(switched).toBeGreaterThanOrEqual(10);
+    expect(bad?.series?.slice(0, switched).every((s) => s.weight === 0 && s.newRequests === 0)).toBe(true);
+    expect(bad?.series?.[switched]).toMatchObject({ share: 1, newRequests: 100, oldRequests: 0 });
+    // The post-promotion analysis' first measurement, 5 s after the switch, fails: switched back.
+    expect(bad).toMatchObject({ plan: "blueGreen", outcome: "aborted", at: switched + 5, newRequests: 500 });
+    expect(bad?.message).toContain('Metric "error-rate" assessed Failed');
+    const [good] = await simulate({ ...options, errorRate: 0 });
+    expect(good).toMatchObject({ outcome: "promoted", newErrors: 0 });
+    expect(good?.newRequests).toBe((60 - switched) * 100);
+    // A blue/green rollout has no steps for --plan to replace.
+    await expect(simulate({ ...options, errorRate: 0, plans: [parsePlan("100")] })).rejects.toThrow(
+      "--plan replaces canary steps, and spec.strategy has no canary",
+    );
+  }, 180_000);
+
   it("refuses a provider it cannot feed, a bad plan and a bad flag with exit 2, naming them", async () => {
     const dir = mkdtempSync(join(tmpdir(), "simulate-test-"));
     const template = join(dir, "web.yaml");
