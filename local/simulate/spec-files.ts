@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { loadRollout, providersRead, type RolloutSpec, SpecError } from "../../statemachine/index.ts";
+import { isNativeDocument } from "../../statemachine/native.ts";
 import { argoSteps, type ShortStep } from "./plan.ts";
 
 /**
@@ -65,60 +66,116 @@ function pointProviders(node: unknown, urls: { prometheusUrl: string; samplesUrl
 const TEMPLATE_KINDS = new Set(["AnalysisTemplate", "ClusterAnalysisTemplate"]);
 
 /**
- * The YAML text of the simulated rollout: the documents of `files`, the Rollout's canary steps
- * replaced by `plan` when given, Prometheus addresses set to `prometheusUrl`, samples addresses
- * to `samplesUrl`.
+ * The YAML text of the simulated rollout: the documents of `files` (an Argo Rollout and its
+ * AnalysisTemplates, or a native spec with its inline templates), the steps replaced by `plan` when
+ * given, Prometheus addresses set to `prometheusUrl`, samples addresses to `samplesUrl`.
  */
 export function simulatedSpecText(
   files: readonly string[],
   options: { plan?: readonly ShortStep[]; prometheusUrl: string; samplesUrl: string },
 ): string {
   const docs = readDocs(files);
-  const rollouts = docs.filter((d) => d.value.kind === "Rollout");
+  const isRollout = (d: Doc) => d.value.kind === "Rollout" || isNativeDocument(d.value);
+  const rollouts = docs.filter(isRollout);
   const templates = docs.filter((d) => TEMPLATE_KINDS.has(String(d.value.kind)));
   if (rollouts.length !== 1) {
     throw new SimulationInputError(
-      `simulate reads one Argo Rollout and its AnalysisTemplates; the files hold ${rollouts.length} Rollout object(s)`,
+      `simulate reads one Argo Rollout and its AnalysisTemplates, or one native spec; the files hold ${rollouts.length} rollout(s)`,
     );
   }
   const rollout = rollouts[0] as Doc;
-  if (options.plan) {
-    const strategy = (rollout.value.spec as Record<string, unknown> | undefined)?.strategy as
-      | Record<string, unknown>
-      | undefined;
-    const canary = strategy?.canary as Record<string, unknown> | undefined;
-    if (!canary) {
-      throw new SimulationInputError(
-        `${rollout.file}: document ${rollout.index + 1}: --plan replaces canary steps, and spec.strategy has no canary`,
-      );
-    }
-    const own = Array.isArray(canary.steps)
-      ? (canary.steps as Array<Record<string, unknown>>).find(
-          (s) => s && typeof s === "object" && "analysis" in s,
-        )
-      : undefined;
-    const analysis =
-      own?.analysis ??
-      (templates.length > 0
-        ? {
-            templates: templates.map((t) => ({
-              templateName: (t.value.metadata as { name?: string } | undefined)?.name,
-              ...(t.value.kind === "ClusterAnalysisTemplate" ? { clusterScope: true } : {}),
-            })),
-          }
-        : undefined);
-    if (options.plan.some((s) => "analysis" in s) && analysis === undefined) {
-      throw new SimulationInputError(
-        "--plan has an analysis step, but the rollout has no analysis step and no AnalysisTemplate was given",
-      );
-    }
-    canary.steps = argoSteps(options.plan, analysis);
-  }
+  const native = isNativeDocument(rollout.value);
+  if (options.plan && native) replaceNativeSteps(rollout, options.plan);
+  else if (options.plan) replaceArgoSteps(rollout, templates, options.plan);
   for (const t of templates) pointProviders(t.value.spec, options);
+  if (native) pointNative(rollout.value, options);
   return docs
-    .filter((d) => d.value.kind === "Rollout" || TEMPLATE_KINDS.has(String(d.value.kind)))
+    .filter((d) => isRollout(d) || TEMPLATE_KINDS.has(String(d.value.kind)))
     .map((d) => JSON.stringify(d.value))
     .join("\n---\n");
+}
+
+function replaceArgoSteps(rollout: Doc, templates: readonly Doc[], plan: readonly ShortStep[]): void {
+  const strategy = (rollout.value.spec as Record<string, unknown> | undefined)?.strategy as
+    | Record<string, unknown>
+    | undefined;
+  const canary = strategy?.canary as Record<string, unknown> | undefined;
+  if (!canary) {
+    throw new SimulationInputError(
+      `${rollout.file}: document ${rollout.index + 1}: --plan replaces canary steps, and spec.strategy has no canary`,
+    );
+  }
+  const own = Array.isArray(canary.steps)
+    ? (canary.steps as Array<Record<string, unknown>>).find(
+        (s) => s && typeof s === "object" && "analysis" in s,
+      )
+    : undefined;
+  const analysis =
+    own?.analysis ??
+    (templates.length > 0
+      ? {
+          templates: templates.map((t) => ({
+            templateName: (t.value.metadata as { name?: string } | undefined)?.name,
+            ...(t.value.kind === "ClusterAnalysisTemplate" ? { clusterScope: true } : {}),
+          })),
+        }
+      : undefined);
+  if (plan.some((s) => "analysis" in s) && analysis === undefined) {
+    throw new SimulationInputError(
+      "--plan has an analysis step, but the rollout has no analysis step and no AnalysisTemplate was given",
+    );
+  }
+  canary.steps = argoSteps(plan, analysis);
+}
+
+/**
+ * A native spec's `steps` become the plan as an explicit step list (Argo's step shapes, which the
+ * native spec reads as written). `bake`, `health` and `approvalsBetween` describe what each
+ * percentage step expands to, so they go with the percentages; a plan's `analysis` is the
+ * `analysis` block: every inline template, with the block's args.
+ */
+function replaceNativeSteps(rollout: Doc, plan: readonly ShortStep[]): void {
+  const n = rollout.value;
+  const where = `${rollout.file}: document ${rollout.index + 1}`;
+  if (n.strategy === "blueGreen") {
+    throw new SimulationInputError(
+      `${where}: --plan replaces canary steps, and the native spec's strategy is blueGreen`,
+    );
+  }
+  const block = n.analysis as { templates?: unknown; args?: unknown } | undefined;
+  const analysis =
+    block && Array.isArray(block.templates)
+      ? {
+          templates: (block.templates as Array<{ name?: unknown }>).map((t) => ({ templateName: t?.name })),
+          args: Object.entries((block.args as Record<string, unknown> | undefined) ?? {}).map(
+            ([name, value]) => ({
+              name,
+              value: String(value),
+            }),
+          ),
+        }
+      : undefined;
+  if (plan.some((s) => "analysis" in s) && analysis === undefined) {
+    throw new SimulationInputError(
+      `${where}: --plan has an analysis step, but the native spec has no analysis block (its templates are the plan's analysis)`,
+    );
+  }
+  delete n.bake;
+  delete n.health;
+  delete n.approvalsBetween;
+  n.steps = argoSteps(plan, analysis);
+}
+
+/** The native spec's inline templates and its health gates' Prometheus, pointed like a template's. */
+function pointNative(n: Record<string, unknown>, urls: { prometheusUrl: string; samplesUrl: string }): void {
+  pointProviders(n.analysis, urls);
+  const health = n.health;
+  if (health && typeof health === "object" && !Array.isArray(health)) {
+    const h = health as Record<string, unknown>;
+    pointProviders(h, urls);
+    const settings = h.prometheus && typeof h.prometheus === "object" ? h.prometheus : {};
+    h.prometheus = { ...settings, address: urls.prometheusUrl };
+  }
 }
 
 /** The providers a simulation feeds: Prometheus by remote write, samples through the proxy's recorder. */

@@ -256,6 +256,69 @@ spec:
     );
   }, 180_000);
 
+  it("rewrites a native spec's steps with --plan, its analysis block being the plan's analysis", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "simulate-native-"));
+    const native = (analysis: boolean) => `apiVersion: sfn-rollouts/v1
+kind: Rollout
+name: shop
+image: shop:v2
+steps: [1, 5, 25, 50, 100]
+bake: 10m
+approvalsBetween: ["25"]
+${
+  analysis
+    ? `analysis:
+  args: {prometheus: "https://prometheus.example"}
+  templates:
+    - name: success-rate
+      args: [{name: prometheus}]
+      metrics:
+        - name: success-rate
+          interval: 3s
+          count: 2
+          initialDelay: 5s
+          failureLimit: 0
+          successCondition: result[0] >= 0.95
+          provider:
+            prometheus:
+              address: "{{args.prometheus}}"
+              query: |
+                sum(rate(http_requests_total{version="v2",code=~"2.."}[20s]))
+                / sum(rate(http_requests_total{version="v2"}[20s]))
+`
+    : ""
+}`;
+    const file = join(dir, "native.yaml");
+    writeFileSync(file, native(true));
+    const rows = await simulate({
+      files: [file],
+      plans: [parsePlan("25%,analysis,50%,analysis"), parsePlan("50%,pause=1m,100%")],
+      rps: 100,
+      errorRate: 0.3,
+      seed: 0,
+      durationSeconds: 90,
+    });
+    const [analysed, paused] = rows;
+    // The same figures as the Argo reference canary's first step: the plan replaced the bakes
+    // (10 minutes) and the approval, and the analysis read the simulation's Prometheus.
+    expect(analysed).toMatchObject({
+      plan: "25%,analysis,50%,analysis",
+      outcome: "aborted",
+      at: 5,
+      newRequests: 125,
+    });
+    expect(analysed?.message).toContain(
+      'Metric "success-rate" assessed Failed due to failed (1) > failureLimit (0)',
+    );
+    expect(paused).toMatchObject({ plan: "50%,pause=1m,100%", outcome: "promoted", at: 60 });
+    expect(paused?.newRequests).toBe(60 * 50 + 30 * 100);
+    const bare = join(dir, "bare.yaml");
+    writeFileSync(bare, native(false));
+    await expect(
+      simulate({ files: [bare], plans: [parsePlan("25%,analysis")], rps: 100, errorRate: 0.3 }),
+    ).rejects.toThrow("--plan has an analysis step, but the native spec has no analysis block");
+  }, 180_000);
+
   it("refuses a provider it cannot feed, a bad plan and a bad flag with exit 2, naming them", async () => {
     const dir = mkdtempSync(join(tmpdir(), "simulate-test-"));
     const template = join(dir, "web.yaml");
