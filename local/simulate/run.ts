@@ -135,6 +135,46 @@ async function startUpstream(): Promise<{ url: string; close(): Promise<void> }>
   };
 }
 
+/**
+ * What the samples provider's `address` points at: a pass-through to the proxy's admin listener
+ * that counts the queries (`GET /compare`) for the cost, as the Prometheus forwarder counts its own.
+ */
+async function startSamplesCounter(
+  adminUrl: string,
+): Promise<{ url: string; readonly queries: number; close(): Promise<void> }> {
+  let queries = 0;
+  const server: Server = createServer((req, res) => {
+    queries += 1;
+    fetch(`${adminUrl}${req.url ?? "/"}`, { headers: { accept: "application/json" } })
+      .then(async (answer) => {
+        const body = await answer.text();
+        res
+          .writeHead(answer.status, {
+            "content-type": answer.headers.get("content-type") ?? "application/json",
+          })
+          .end(body);
+      })
+      .catch((error: unknown) => {
+        res
+          .writeHead(502, { "content-type": "text/plain" })
+          .end(`the local proxy did not answer: ${String(error)}`);
+      });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get queries() {
+      return queries;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 const digestOf = (tag: string) => `sha256:${createHash("sha256").update(tag).digest("hex")}`;
 
 /**
@@ -232,11 +272,12 @@ async function runPlan(input: {
   const { options, duration, clock, prometheus } = input;
   const upstream = await startUpstream();
   const proxy = await startProxy({ now: () => clock.now() });
+  const samples = await startSamplesCounter(proxy.adminUrl);
   const byHandler: Partial<Record<HandlerName, number>> = {};
   let lambdaMs = 0;
   let stack: LocalStack | undefined;
   try {
-    input.writeSpec(proxy.adminUrl);
+    input.writeSpec(samples.url);
     stack = await startLocalStack({
       specFiles: [input.file],
       target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": upstream.url } },
@@ -289,7 +330,7 @@ async function runPlan(input: {
     lambdaMs = 0;
     schedulerInvocations = 0;
     const unitsBefore = { ...dynamo.units };
-    const queriesAtPush = prometheus.counts.queries;
+    const queriesAtPush = prometheus.counts.queries + samples.queries;
     const transitionsBefore = new Set(executionsOf(running));
     await running.push(CANDIDATE_TAG, digestOf(CANDIDATE_TAG));
 
@@ -412,7 +453,7 @@ async function runPlan(input: {
       dynamoReadUnits: dynamo.units.read - unitsBefore.read,
       dynamoWriteUnits: dynamo.units.write - unitsBefore.write,
       schedulerInvocations,
-      providerQueries: prometheus.counts.queries - queriesAtPush,
+      providerQueries: prometheus.counts.queries + samples.queries - queriesAtPush,
       byHandler: { ...byHandler },
     };
     return {
@@ -430,6 +471,7 @@ async function runPlan(input: {
     };
   } finally {
     await stack?.close();
+    await samples.close();
     await proxy.close();
     await upstream.close();
   }

@@ -191,10 +191,13 @@ spec:
       'Metric "error-rate" assessed Failed due to failed (1) > failureLimit (0)',
     );
     expect(bad?.counts.byHandler).toMatchObject({ setWeight: 1, abort: 1 });
+    // One GET /compare, counted as a provider query like a PromQL one.
+    expect(bad?.counts.providerQueries).toBe(1);
     const [good] = await simulate({ ...options, errorRate: 0 });
     // Two passing measurements at 25% (5 s, 8 s), then 50% and two more (13 s, 16 s).
     expect(good).toMatchObject({ outcome: "promoted", at: 16, newErrors: 0 });
     expect(good?.newRequests).toBe(8 * 25 + 8 * 50 + 44 * 100);
+    expect(good?.counts.providerQueries).toBe(4);
   }, 180_000);
 
   it("runs a blue/green rollout: nothing to the preview until the switch, then everyone; a failed post-promotion analysis switches back", async () => {
