@@ -42,7 +42,7 @@ export const registerSimulate: RegisterCommand = (program: Command, io, done) =>
     .description(
       "run the rollout in virtual time against a bad version and count the requests it reaches (one row per --plan)",
     )
-    .argument("<file...>", "the Rollout file and its AnalysisTemplate files")
+    .argument("<file...>", "the Rollout file and its AnalysisTemplate files, or a native spec")
     .option(
       "--rps <r>",
       "requests per second in front of the rollout",
@@ -64,7 +64,7 @@ export const registerSimulate: RegisterCommand = (program: Command, io, done) =>
     )
     .option(
       "--plan <steps>",
-      "steps replacing the rollout's own, e.g. 25%,analysis,50%,pause=2s,analysis (repeatable)",
+      "steps replacing the rollout's own (canary, Argo or native), e.g. 25%,analysis,50%,pause=2s,analysis (repeatable)",
       (value: string, previous: string[]) => [...previous, value],
       [] as string[],
     )

@@ -14,6 +14,10 @@ const MAX_ADMIN_BODY = 64 * 1024;
  * - `POST /admin/config` (`Content-Type: application/json`) → merge a (partial) configuration;
  * - `GET /admin/stats?version=V&window=S` → the version's requests and success rate over the last
  *   S seconds from the proxy's own samples;
+ * - `GET /compare?primary=NAME&candidate=NAME&window=S` → a summary of each version over the last S
+ *   seconds (requests, errors, rates, latency), the contract of the samples provider
+ *   (`functions/metrics/samples.ts`); `stable`/`primary` and `canary`/`candidate` name the versions
+ *   the configuration routes to;
  * - `GET /metrics` → the Prometheus text, as on the traffic port.
  *
  * Every request from another origin is refused with 403, and a POST body that is not JSON with
@@ -40,12 +44,16 @@ export function adminHandler(
       stats(metrics, req, res);
       return;
     }
+    if (path === "/compare" && req.method === "GET") {
+      compare(state, metrics, req, res);
+      return;
+    }
     if (path === "/metrics" && req.method === "GET") {
       serveMetrics(metrics, res);
       return;
     }
     sendJson(res, 404, {
-      error: `${req.method} ${path} is not part of the admin API (GET/POST /admin/config, GET /admin/stats, GET /metrics)`,
+      error: `${req.method} ${path} is not part of the admin API (GET/POST /admin/config, GET /admin/stats, GET /compare, GET /metrics)`,
     });
   };
 }
@@ -108,6 +116,49 @@ function stats(metrics: TrafficMetrics, req: http.IncomingMessage, res: http.Ser
     return;
   }
   sendJson(res, 200, metrics.stats(version, seconds));
+}
+
+/** Argo's and the samples provider's words for the two sides, resolved through the configuration. */
+const ROLES: Record<string, "stableVersion" | "canaryVersion"> = {
+  stable: "stableVersion",
+  primary: "stableVersion",
+  canary: "canaryVersion",
+  candidate: "canaryVersion",
+};
+
+function compare(
+  state: ProxyState,
+  metrics: TrafficMetrics,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): void {
+  const query = new URL(req.url ?? "/", "http://proxy").searchParams;
+  const primary = query.get("primary");
+  const candidate = query.get("candidate");
+  const rawWindow = query.get("window") ?? "60";
+  const seconds = Number(rawWindow);
+  const missing = [primary ? undefined : "primary", candidate ? undefined : "candidate"].filter(Boolean);
+  if (missing.length > 0) {
+    sendJson(res, 400, {
+      error: `GET /compare needs ?${missing.join(" and ")}=NAME (give ?primary=NAME&candidate=NAME&window=SECONDS)`,
+    });
+    return;
+  }
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    sendJson(res, 400, {
+      error: `window must be a number of seconds above 0, got ${JSON.stringify(rawWindow)}`,
+    });
+    return;
+  }
+  const resolve = (name: string) => {
+    const role = ROLES[name];
+    return role && state.config ? state.config[role] : name;
+  };
+  sendJson(res, 200, {
+    window: seconds,
+    primary: metrics.window.summary(resolve(primary as string), seconds),
+    candidate: metrics.window.summary(resolve(candidate as string), seconds),
+  });
 }
 
 async function readBody(req: http.IncomingMessage): Promise<string> {

@@ -3,7 +3,7 @@ import { RequestWindow } from "./window.ts";
 
 /**
  * What the proxy records of each forwarded request: Prometheus counters and a latency histogram
- * (`GET /metrics`), and the recent samples `GET /admin/stats` answers from.
+ * (`GET /metrics`), and the recent samples `GET /admin/stats` and `GET /compare` answer from.
  */
 export class TrafficMetrics {
   readonly registry = new Registry();
@@ -29,7 +29,7 @@ export class TrafficMetrics {
   record(version: string, code: number, seconds: number): void {
     this.#requests.inc({ version, code: String(code) });
     this.#duration.observe({ version }, seconds);
-    this.window.record(version, code);
+    this.window.record(version, code, seconds);
   }
 
   /** `result` is a vector like Prometheus' answer, so `result[0] >= 0.95` reads the same; empty with no data. */

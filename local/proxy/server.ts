@@ -56,6 +56,11 @@ export interface RunningProxy {
   readonly adminPort: number;
   /** The current configuration (a copy). */
   config(): ProxyConfig | null;
+  /**
+   * Records one request as if the proxy had forwarded it, at the proxy's clock (`now`): how a
+   * simulation's requests reach `/admin/stats`, `/compare` and `/metrics` without a socket each.
+   */
+  record(version: string, code: number, seconds: number): void;
   /** Stops accepting connections, drops idle upstream sockets and resolves when both are closed. */
   close(): Promise<void>;
 }
@@ -89,6 +94,7 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
     adminUrl: adminAt.url,
     adminPort: adminAt.port,
     config: () => (state.config === null ? null : structuredClone(state.config)),
+    record: (version, code, seconds) => metrics.record(version, code, seconds),
     close: async () => {
       agent.destroy();
       await Promise.all([close(traffic), close(admin)]);

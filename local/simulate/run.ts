@@ -30,7 +30,8 @@ import { type Behaviour, ServiceMetrics } from "./traffic.ts";
  * compiled workflow, the real handlers, the analysis with the templates' own queries against a
  * real Prometheus); every virtual second the simulator sends `rps` requests, splits them by the
  * weight the local proxy really has at that moment (or by its ready pods), fails the candidate's
- * share of them, and writes the resulting series to Prometheus at that second's timestamp.
+ * share of them, writes the resulting series to Prometheus at that second's timestamp and records
+ * each request in the proxy's own recorder (what the samples provider's `GET /compare` reads).
  */
 
 /** The stable and the candidate, pushed as these image tags (the reference canary's own names). */
@@ -104,8 +105,9 @@ const EPOCH = Date.parse("2026-01-01T00:00:00Z");
 const PLAN_SPACING_MS = 3_600_000;
 const STABLE: Behaviour = { errorRate: 0, latencyMedian: 0.05, latencySigma: 0.5 };
 
-/** The rollout's steps in the short form, for the plan column. */
+/** The rollout's steps in the short form, for the plan column; a blue/green rollout is `blueGreen`. */
 export function shortFormOf(spec: RolloutSpec): string {
+  if (spec.strategy === "blueGreen") return "blueGreen";
   return spec.steps
     .map((s) => {
       if (s.kind === "setWeight") return `${s.weight}%`;
@@ -125,6 +127,46 @@ async function startUpstream(): Promise<{ url: string; close(): Promise<void> }>
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * What the samples provider's `address` points at: a pass-through to the proxy's admin listener
+ * that counts the queries (`GET /compare`) for the cost, as the Prometheus forwarder counts its own.
+ */
+async function startSamplesCounter(
+  adminUrl: string,
+): Promise<{ url: string; readonly queries: number; close(): Promise<void> }> {
+  let queries = 0;
+  const server: Server = createServer((req, res) => {
+    queries += 1;
+    fetch(`${adminUrl}${req.url ?? "/"}`, { headers: { accept: "application/json" } })
+      .then(async (answer) => {
+        const body = await answer.text();
+        res
+          .writeHead(answer.status, {
+            "content-type": answer.headers.get("content-type") ?? "application/json",
+          })
+          .end(body);
+      })
+      .catch((error: unknown) => {
+        res
+          .writeHead(502, { "content-type": "text/plain" })
+          .end(`the local proxy did not answer: ${String(error)}`);
+      });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get queries() {
+      return queries;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -158,14 +200,15 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
     const file = join(dir, `check-${i}.yaml`);
     writeFileSync(
       file,
-      simulatedSpecText(options.files, { ...(plan ? { plan } : {}), prometheusUrl: placeholder }),
+      simulatedSpecText(options.files, {
+        ...(plan ? { plan } : {}),
+        prometheusUrl: placeholder,
+        samplesUrl: placeholder,
+      }),
     );
     const spec = await loadSimulatedSpec(file);
     const problems = unsupportedProviders(spec);
     if (problems.length > 0) throw new SimulationInputError(problems.join("\n"));
-    if (spec.strategy !== "canary") {
-      throw new SimulationInputError(`simulate runs canary rollouts; ${spec.name} is ${spec.strategy}`);
-    }
     specs.push(spec);
   }
 
@@ -182,16 +225,20 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
       const clock = new ManualClock(EPOCH + i * PLAN_SPACING_MS);
       clockNow = () => clock.now();
       const file = join(dir, `plan-${i}.yaml`);
-      writeFileSync(
-        file,
-        simulatedSpecText(options.files, { ...(plan ? { plan } : {}), prometheusUrl: prometheus.url }),
-      );
+      const prometheusUrl = prometheus.url;
+      // Written once the plan's proxy listens: its admin URL stands for the samples router.
+      const writeSpec = (samplesUrl: string) =>
+        writeFileSync(
+          file,
+          simulatedSpecText(options.files, { ...(plan ? { plan } : {}), prometheusUrl, samplesUrl }),
+        );
       const spec = specs[i] as RolloutSpec;
       rows.push(
         await runPlan({
           options,
           duration,
           file,
+          writeSpec,
           label: plan ? formatPlan(plan) : shortFormOf(spec),
           spec,
           clock,
@@ -214,6 +261,7 @@ async function runPlan(input: {
   options: SimulationOptions;
   duration: number;
   file: string;
+  writeSpec: (samplesUrl: string) => void;
   label: string;
   spec: RolloutSpec;
   clock: ManualClock;
@@ -224,10 +272,12 @@ async function runPlan(input: {
   const { options, duration, clock, prometheus } = input;
   const upstream = await startUpstream();
   const proxy = await startProxy({ now: () => clock.now() });
+  const samples = await startSamplesCounter(proxy.adminUrl);
   const byHandler: Partial<Record<HandlerName, number>> = {};
   let lambdaMs = 0;
   let stack: LocalStack | undefined;
   try {
+    input.writeSpec(samples.url);
     stack = await startLocalStack({
       specFiles: [input.file],
       target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": upstream.url } },
@@ -280,7 +330,7 @@ async function runPlan(input: {
     lambdaMs = 0;
     schedulerInvocations = 0;
     const unitsBefore = { ...dynamo.units };
-    const queriesAtPush = prometheus.counts.queries;
+    const queriesAtPush = prometheus.counts.queries + samples.queries;
     const transitionsBefore = new Set(executionsOf(running));
     await running.push(CANDIDATE_TAG, digestOf(CANDIDATE_TAG));
 
@@ -357,7 +407,10 @@ async function runPlan(input: {
       };
       for (let n = requests.next(); n > 0; n--) {
         const toNew = split.next();
-        const failed = metrics.serve(toNew ? CANDIDATE_TAG : STABLE_TAG, toNew ? bad : good);
+        const version = toNew ? CANDIDATE_TAG : STABLE_TAG;
+        const { failed, code, seconds } = metrics.serve(version, toNew ? bad : good);
+        // The proxy's own recorder, at this virtual second: what the samples provider reads.
+        proxy.record(version, code, seconds);
         if (toNew) {
           record.newRequests++;
           if (failed) record.newErrors++;
@@ -400,7 +453,7 @@ async function runPlan(input: {
       dynamoReadUnits: dynamo.units.read - unitsBefore.read,
       dynamoWriteUnits: dynamo.units.write - unitsBefore.write,
       schedulerInvocations,
-      providerQueries: prometheus.counts.queries - queriesAtPush,
+      providerQueries: prometheus.counts.queries + samples.queries - queriesAtPush,
       byHandler: { ...byHandler },
     };
     return {
@@ -418,6 +471,7 @@ async function runPlan(input: {
     };
   } finally {
     await stack?.close();
+    await samples.close();
     await proxy.close();
     await upstream.close();
   }

@@ -40,8 +40,8 @@ export class ServiceMetrics {
     this.#normal = gaussian(this.#random);
   }
 
-  /** Serves one request of `version`; true when it failed. */
-  serve(version: string, behaviour: Behaviour): boolean {
+  /** Serves one request of `version`: whether it failed, its status code and its latency. */
+  serve(version: string, behaviour: Behaviour): { failed: boolean; code: number; seconds: number } {
     let v = this.#versions.get(version);
     if (!v) {
       v = { codes: new Map(), buckets: BUCKETS.map(() => 0), count: 0, sum: 0 };
@@ -56,7 +56,7 @@ export class ServiceMetrics {
     BUCKETS.forEach((le, i) => {
       if (seconds <= le) v.buckets[i] = (v.buckets[i] ?? 0) + 1;
     });
-    return failed;
+    return { failed, code: Number(code), seconds };
   }
 
   /** Every series that exists, with its value at `timestampMs` (what a scrape at that moment reads). */

@@ -140,6 +140,188 @@ describe("rollouts simulate", () => {
     expect(row).toMatchObject({ outcome: "aborted", at: 15, newRequests: 250 });
   }, 120_000);
 
+  it("evaluates a samples-provider template through the local proxy's recorder: aborts a bad version, promotes a good one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "simulate-samples-"));
+    const rollout = join(dir, "rollout.yaml");
+    writeFileSync(
+      rollout,
+      `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: samples}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: samples}}
+  template:
+    metadata: {labels: {app: samples}}
+    spec: {containers: [{name: app, image: app:v2}]}
+  strategy:
+    canary:
+      steps:
+        - setWeight: 25
+        - analysis: {templates: [{templateName: error-rate}]}
+        - setWeight: 50
+        - analysis: {templates: [{templateName: error-rate}]}
+`,
+    );
+    const template = join(dir, "error-rate.yaml");
+    writeFileSync(
+      template,
+      `apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: error-rate}
+spec:
+  metrics:
+    - name: error-rate
+      interval: 3s
+      count: 2
+      initialDelay: 5s
+      failureLimit: 0
+      successCondition: result.candidate.requests > 0 && result.candidate.error_rate <= result.primary.error_rate + 0.05
+      provider:
+        # The router's address: the simulation points it at the local proxy's admin listener.
+        samples: {address: "http://127.0.0.1:1", primary: stable, candidate: canary, window: 20s}
+`,
+    );
+    const options = { files: [rollout, template], rps: 100, seed: 0, durationSeconds: 60 };
+    const [bad] = await simulate({ ...options, errorRate: 0.3 });
+    // The first measurement, 5 s after 25%, reads 4 s of the candidate's requests (the window
+    // holds the current, still empty, second): about 30% errors against the stable's none.
+    expect(bad).toMatchObject({ outcome: "aborted", at: 5, newRequests: 125, share: 0.25 });
+    expect(bad?.message).toContain(
+      'Metric "error-rate" assessed Failed due to failed (1) > failureLimit (0)',
+    );
+    expect(bad?.counts.byHandler).toMatchObject({ setWeight: 1, abort: 1 });
+    // One GET /compare, counted as a provider query like a PromQL one.
+    expect(bad?.counts.providerQueries).toBe(1);
+    const [good] = await simulate({ ...options, errorRate: 0 });
+    // Two passing measurements at 25% (5 s, 8 s), then 50% and two more (13 s, 16 s).
+    expect(good).toMatchObject({ outcome: "promoted", at: 16, newErrors: 0 });
+    expect(good?.newRequests).toBe(8 * 25 + 8 * 50 + 44 * 100);
+    expect(good?.counts.providerQueries).toBe(4);
+  }, 180_000);
+
+  it("runs a blue/green rollout: nothing to the preview until the switch, then everyone; a failed post-promotion analysis switches back", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "simulate-bluegreen-"));
+    const rollout = join(dir, "rollout.yaml");
+    writeFileSync(
+      rollout,
+      `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: bluegreen}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: bluegreen}}
+  template:
+    metadata: {labels: {app: bluegreen}}
+    spec: {containers: [{name: app, image: app:v2}]}
+  strategy:
+    blueGreen:
+      activeService: active
+      previewService: preview
+      autoPromotionSeconds: 10
+      postPromotionAnalysis: {templates: [{templateName: error-rate}]}
+`,
+    );
+    const template = join(dir, "error-rate.yaml");
+    writeFileSync(
+      template,
+      `apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: error-rate}
+spec:
+  metrics:
+    - name: error-rate
+      interval: 3s
+      count: 2
+      initialDelay: 5s
+      failureLimit: 0
+      successCondition: result.candidate.requests > 0 && result.candidate.error_rate <= 0.05
+      provider:
+        samples: {address: "http://127.0.0.1:1", primary: v1, candidate: v2, window: 5s}
+`,
+    );
+    const options = { files: [rollout, template], rps: 100, seed: 0, durationSeconds: 60, series: true };
+    const [bad] = await simulate({ ...options, errorRate: 0.3 });
+    const switched = bad?.series?.findIndex((s) => s.weight === 100) ?? -1;
+    // The preview gets no traffic for autoPromotionSeconds, then the active service switches.
+    expect(switched).toBeGreaterThanOrEqual(10);
+    expect(bad?.series?.slice(0, switched).every((s) => s.weight === 0 && s.newRequests === 0)).toBe(true);
+    expect(bad?.series?.[switched]).toMatchObject({ share: 1, newRequests: 100, oldRequests: 0 });
+    // The post-promotion analysis' first measurement, 5 s after the switch, fails: switched back.
+    expect(bad).toMatchObject({ plan: "blueGreen", outcome: "aborted", at: switched + 5, newRequests: 500 });
+    expect(bad?.message).toContain('Metric "error-rate" assessed Failed');
+    const [good] = await simulate({ ...options, errorRate: 0 });
+    expect(good).toMatchObject({ outcome: "promoted", newErrors: 0 });
+    expect(good?.newRequests).toBe((60 - switched) * 100);
+    // A blue/green rollout has no steps for --plan to replace.
+    await expect(simulate({ ...options, errorRate: 0, plans: [parsePlan("100")] })).rejects.toThrow(
+      "--plan replaces canary steps, and spec.strategy has no canary",
+    );
+  }, 180_000);
+
+  it("rewrites a native spec's steps with --plan, its analysis block being the plan's analysis", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "simulate-native-"));
+    const native = (analysis: boolean) => `apiVersion: sfn-rollouts/v1
+kind: Rollout
+name: shop
+image: shop:v2
+steps: [1, 5, 25, 50, 100]
+bake: 10m
+approvalsBetween: ["25"]
+${
+  analysis
+    ? `analysis:
+  args: {prometheus: "https://prometheus.example"}
+  templates:
+    - name: success-rate
+      args: [{name: prometheus}]
+      metrics:
+        - name: success-rate
+          interval: 3s
+          count: 2
+          initialDelay: 5s
+          failureLimit: 0
+          successCondition: result[0] >= 0.95
+          provider:
+            prometheus:
+              address: "{{args.prometheus}}"
+              query: |
+                sum(rate(http_requests_total{version="v2",code=~"2.."}[20s]))
+                / sum(rate(http_requests_total{version="v2"}[20s]))
+`
+    : ""
+}`;
+    const file = join(dir, "native.yaml");
+    writeFileSync(file, native(true));
+    const rows = await simulate({
+      files: [file],
+      plans: [parsePlan("25%,analysis,50%,analysis"), parsePlan("50%,pause=1m,100%")],
+      rps: 100,
+      errorRate: 0.3,
+      seed: 0,
+      durationSeconds: 90,
+    });
+    const [analysed, paused] = rows;
+    // The same figures as the Argo reference canary's first step: the plan replaced the bakes
+    // (10 minutes) and the approval, and the analysis read the simulation's Prometheus.
+    expect(analysed).toMatchObject({
+      plan: "25%,analysis,50%,analysis",
+      outcome: "aborted",
+      at: 5,
+      newRequests: 125,
+    });
+    expect(analysed?.message).toContain(
+      'Metric "success-rate" assessed Failed due to failed (1) > failureLimit (0)',
+    );
+    expect(paused).toMatchObject({ plan: "50%,pause=1m,100%", outcome: "promoted", at: 60 });
+    expect(paused?.newRequests).toBe(60 * 50 + 30 * 100);
+    const bare = join(dir, "bare.yaml");
+    writeFileSync(bare, native(false));
+    await expect(
+      simulate({ files: [bare], plans: [parsePlan("25%,analysis")], rps: 100, errorRate: 0.3 }),
+    ).rejects.toThrow("--plan has an analysis step, but the native spec has no analysis block");
+  }, 180_000);
+
   it("refuses a provider it cannot feed, a bad plan and a bad flag with exit 2, naming them", async () => {
     const dir = mkdtempSync(join(tmpdir(), "simulate-test-"));
     const template = join(dir, "web.yaml");
@@ -161,6 +343,7 @@ spec:
     expect(web.err).toContain(
       "step 2: template success-rate, metric success-rate: provider web cannot be simulated",
     );
+    expect(web.err).toContain("use a prometheus query or the samples provider");
     const plan = await run("simulate", ...SEED, "--plan", "25%,analysys");
     expect(plan.code).toBe(2);
     expect(plan.err).toContain('step 2 "analysys": expected a weight');

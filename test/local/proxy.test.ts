@@ -229,6 +229,96 @@ describe("local proxy", () => {
     expect((await fetch(`${proxy.adminUrl}/admin/stats`)).status).toBe(400);
   });
 
+  it("answers GET /compare with a summary per version, for the samples provider", async () => {
+    const stable = await startUpstream("v1");
+    const canary = await startUpstream("v3", 500);
+    const proxy = await startProxy({
+      config: {
+        stable: stable.url,
+        canary: canary.url,
+        weight: 25,
+        stableVersion: "v1",
+        canaryVersion: "v3",
+      },
+    });
+    cleanups.push(stable.close, canary.close, proxy.close);
+    for (let i = 0; i < 20; i++) await get(`${proxy.url}/checkout`);
+    const res = await fetch(`${proxy.adminUrl}/compare?primary=v1&candidate=v3&window=60`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Record<string, Record<string, unknown>>;
+    expect(body.window).toBe(60);
+    expect(body.primary).toMatchObject({
+      version: "v1",
+      requests: 15,
+      errors: 0,
+      success_rate: 1,
+      error_rate: 0,
+    });
+    expect(body.candidate).toMatchObject({
+      version: "v3",
+      requests: 5,
+      errors: 5,
+      success_rate: 0,
+      error_rate: 1,
+    });
+    for (const side of [body.primary, body.candidate]) {
+      for (const field of ["mean_ms", "p50_ms", "p95_ms", "p99_ms"]) {
+        expect(typeof side?.[field]).toBe("number");
+        expect(side?.[field] as number).toBeGreaterThanOrEqual(0);
+      }
+    }
+    // Argo's role words name the versions the configuration routes to.
+    const roles = (await (
+      await fetch(`${proxy.adminUrl}/compare?primary=stable&candidate=canary`)
+    ).json()) as Record<string, Record<string, unknown>>;
+    expect(roles.primary).toMatchObject({ version: "v1", requests: 15 });
+    expect(roles.candidate).toMatchObject({ version: "v3", requests: 5 });
+    // A version nobody called has no rates, so no condition can pass it.
+    const none = (await (await fetch(`${proxy.adminUrl}/compare?primary=v1&candidate=v9`)).json()) as Record<
+      string,
+      Record<string, unknown>
+    >;
+    expect(none.candidate).toMatchObject({
+      requests: 0,
+      errors: 0,
+      success_rate: null,
+      error_rate: null,
+      p95_ms: null,
+    });
+    const missing = await fetch(`${proxy.adminUrl}/compare?primary=v1`);
+    expect(missing.status).toBe(400);
+    expect(JSON.stringify(await missing.json())).toContain("candidate");
+    const badWindow = await fetch(`${proxy.adminUrl}/compare?primary=v1&candidate=v3&window=-1`);
+    expect(badWindow.status).toBe(400);
+    // The admin API's guard holds for /compare too.
+    const crossSite = await fetch(`${proxy.adminUrl}/compare?primary=v1&candidate=v3`, {
+      headers: { origin: "http://evil.example" },
+    });
+    expect(crossSite.status).toBe(403);
+  });
+
+  it("feeds /compare from the samples the simulator records at its own virtual time", async () => {
+    let now = Date.parse("2026-01-01T00:00:00Z");
+    const proxy = await startProxy({ now: () => now });
+    cleanups.push(proxy.close);
+    for (let s = 0; s < 30; s++) {
+      for (let i = 0; i < 10; i++) proxy.record("v2", i < 3 ? 500 : 200, 0.1 * (i + 1));
+      now += 1000;
+    }
+    const body = (await (
+      await fetch(`${proxy.adminUrl}/compare?primary=v1&candidate=v2&window=10`)
+    ).json()) as Record<string, Record<string, unknown>>;
+    // The last 10 seconds, the current (empty) one included: 9 seconds of 10 requests.
+    expect(body.candidate).toMatchObject({
+      requests: 90,
+      errors: 27,
+      error_rate: 0.3,
+      p50_ms: 500,
+      p99_ms: 1000,
+    });
+    expect(body.candidate?.mean_ms).toBeCloseTo(550, 6);
+  });
+
   it("rejects invalid admin bodies with a 400 naming the field, keeping the old config", async () => {
     const { proxy, stable } = await setup();
     await postConfig(proxy, { stable: stable.url });
