@@ -93,6 +93,8 @@ export async function abort(
   ];
   await update(deps.store, context.rollout, "latest", (latest) => {
     assertDrives(latest, context.executionArn);
+    // A write that landed but whose answer was lost (the SDK sent it again): no second rollback.
+    if (isDone(latest, context, STEP)) return null;
     const now = deps.clock.now();
     return commit(
       withEvent(

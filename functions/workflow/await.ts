@@ -96,6 +96,8 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
     deps,
     context,
     (latest, at) => {
+      // A write that landed but whose answer was lost (the SDK sent it again): it is not redone.
+      if (isDone(latest, context, id)) return null;
       if (replacing) return commit({ ...latest, currentTaskToken: taskToken }, context, id, timer);
       const detail =
         step.kind === "approval" && step.reason === "paused-drift"

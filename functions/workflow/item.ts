@@ -35,11 +35,12 @@ export async function drivingItem(
  * Writes what a step did, with the same refusals checked again inside the conditional write, so
  * an abort or a newer execution landing between the read and the write is never overwritten. A
  * write that starts a wait passes `hold: "refuse"`, so a hold cannot fall between check and wait.
+ * `mutate` returns `null` to write nothing (the step's write is already there: see `committed`).
  */
 export function recordStep(
   deps: WorkflowDeps,
   context: WorkflowContext,
-  mutate: (item: RolloutItem, now: number) => RolloutItemInput,
+  mutate: (item: RolloutItem, now: number) => RolloutItemInput | null,
   options: HoldPolicy = {},
 ): Promise<RolloutItem> {
   return update(deps.store, context.rollout, "latest", (latest) => {

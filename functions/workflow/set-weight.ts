@@ -87,19 +87,22 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
     eventAbout(deps, context, "RolloutStepCompleted", done, stepIndex),
   );
   await recordStep(deps, context, (latest, now) =>
-    commit(
-      withEvent(
-        { ...latest, targetState: next, weight, stepIndex: stepIndex + 1, drift: null, message: "" },
-        now,
-        "RolloutStepCompleted",
-        done,
-        stepIndex,
-        message,
-      ),
-      context,
-      id,
-      [announce],
-    ),
+    // A write that landed but whose answer was lost (the SDK sent it again): it is not redone.
+    isDone(latest, context, id)
+      ? null
+      : commit(
+          withEvent(
+            { ...latest, targetState: next, weight, stepIndex: stepIndex + 1, drift: null, message: "" },
+            now,
+            "RolloutStepCompleted",
+            done,
+            stepIndex,
+            message,
+          ),
+          context,
+          id,
+          [announce],
+        ),
   );
   deps.metrics.put({ name: METRICS.canaryWeight, value: weight, rollout: context.rollout });
   await flush(deps, context);

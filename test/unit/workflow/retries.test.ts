@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ConcurrentUpdateError } from "../../../functions/store/errors.ts";
 import { abort } from "../../../functions/workflow/abort.ts";
 import { startAnalysis } from "../../../functions/workflow/analysis.ts";
 import { awaitStep } from "../../../functions/workflow/await.ts";
@@ -268,5 +269,77 @@ describe("a retried startAnalysis", () => {
     await retried(() => startAnalysis(d.deps, payload));
     expect(await ofType(d, "AnalysisRunStarted")).toHaveLength(1);
     expect(d.timer.pending()).toMatchObject([{ payload: { kind: "tick", executionArn: r2.executionArn } }]);
+  });
+});
+
+/**
+ * The SDK sends a conditional write again when its answer is lost (a timeout after DynamoDB
+ * applied it); the resend fails its condition, so `update` reads the item again and runs the
+ * mutation once more, on an item that already holds the step's write.
+ */
+function loseNextSaveAnswer(d: Direct): () => void {
+  const store = d.deps.store;
+  let armed = false;
+  d.deps.store = new Proxy(store, {
+    get(target, property) {
+      if (property === "save")
+        return async (...args: Parameters<typeof store.save>) => {
+          const saved = await target.save(...args);
+          if (!armed) return saved;
+          armed = false;
+          throw new ConcurrentUpdateError(`rollout "${saved.name}"`, args[1]);
+        };
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return () => {
+    armed = true;
+  };
+}
+
+describe("a state write whose answer was lost and that the SDK sent again", () => {
+  it("abort records one rollback and one item event", async () => {
+    const { d, r2 } = await atRevision2();
+    await setWeight(d.deps, { ...base(r2), stepIndex: 0, step: { kind: "setWeight", weight: 25 } });
+    loseNextSaveAnswer(d)();
+    await abort(d.deps, {
+      ...base(r2),
+      error: { Error: "AnalysisRunFailed", Cause: "failed" },
+      onFailure: "rollback",
+      abortScaleDownDelaySeconds: 30,
+    });
+    expect((await itemOf(d)).rollbacks).toHaveLength(1);
+    expect(await ofType(d, "RolloutAborted")).toHaveLength(1);
+  });
+
+  it("promote records the revision in the history once", async () => {
+    const { d, r2 } = await atRevision2();
+    const before = (await itemOf(d)).history.length;
+    loseNextSaveAnswer(d)();
+    await promote(d.deps, { ...base(r2), scaleDownDelaySeconds: 0 });
+    const item = await itemOf(d);
+    expect(item.history).toHaveLength(before + 1);
+    const completed = await ofType(d, "RolloutCompleted");
+    expect(completed.filter((e) => e.message.includes("revision 2"))).toHaveLength(1);
+  });
+
+  it("setWeight records its step once", async () => {
+    const { d, r2 } = await atRevision2();
+    loseNextSaveAnswer(d)();
+    await setWeight(d.deps, { ...base(r2), stepIndex: 0, step: { kind: "setWeight", weight: 25 } });
+    expect(await ofType(d, "RolloutStepCompleted")).toHaveLength(1);
+  });
+
+  it("await records its pause once", async () => {
+    const { d, r2 } = await atRevision2();
+    loseNextSaveAnswer(d)();
+    await awaitStep(d.deps, {
+      ...base(r2),
+      stepIndex: 0,
+      step: { kind: "pause", duration: 60, reason: "CanaryPauseStep" },
+      taskToken: "token-1",
+    });
+    expect(await ofType(d, "RolloutPaused")).toHaveLength(1);
   });
 });
