@@ -46,11 +46,21 @@ export function abortReason(error: AbortPayload["error"], requested: string | nu
 export async function abort(
   deps: WorkflowDeps,
   payload: AbortPayload,
-): Promise<{ phase: "Degraded"; message: string }> {
+): Promise<{ phase: "Degraded" | "Healthy"; message: string }> {
   const { context } = payload;
   const item = await deps.store.get(context.rollout);
   if (!item) throw new RolloutNotFoundError(context.rollout);
   assertDrives(item, context.executionArn);
+  if (isDone(item, context, PROMOTED)) {
+    // Promote wrote Healthy and only its side effects (the old side's scale-down, the event)
+    // failed past its retries: the release stands, nothing is rolled back or counted as a
+    // rollback; what is pending is tried again here, and a failure leaves it pending.
+    await flush(deps, context);
+    return {
+      phase: "Healthy",
+      message: `revision ${context.revision} was promoted before the abort: nothing was rolled back`,
+    };
+  }
   const reason = abortReason(payload.error, item.abortReason);
   const message = abortedStatusMessage(context.revision, reason);
   if (isDone(item, context, STEP)) {
@@ -132,6 +142,8 @@ export async function abort(
 
 /** The id under which Abort records its state write and its side effects. */
 const STEP = "abort";
+/** Promote's id (`promote.ts`): once written, the execution's release stands. */
+const PROMOTED = "promote";
 
 /** The aborted candidate's scale-down, for this execution and revision only. */
 function scaleDownEffect(

@@ -343,3 +343,27 @@ describe("a state write whose answer was lost and that the SDK sent again", () =
     expect(await ofType(d, "RolloutPaused")).toHaveLength(1);
   });
 });
+
+describe("an abort after a promotion whose side effects failed past its retries", () => {
+  it("rolls nothing back, records no rollback, and performs what promote left pending", async () => {
+    const { d, r2 } = await atRevision2();
+    d.faults.publish = "before";
+    await expect(promote(d.deps, { ...base(r2), scaleDownDelaySeconds: 30 })).rejects.toThrow(
+      "publish failed",
+    );
+    d.target.calls.length = 0;
+    // The Task's Catch sends the execution to Abort.
+    const result = await abort(d.deps, {
+      ...base(r2),
+      error: { Error: "Error", Cause: "publish failed" },
+      onFailure: "rollback",
+      abortScaleDownDelaySeconds: 30,
+    });
+    expect(result.phase).toBe("Healthy");
+    const item = await itemOf(d);
+    expect(item).toMatchObject({ phase: "Healthy", weight: 100 });
+    expect(item.rollbacks).toHaveLength(0);
+    expect(d.target.calls.filter((c) => c.startsWith("abort"))).toEqual([]);
+    expect(d.events.types()).toEqual(["RolloutCompleted"]);
+  });
+});
