@@ -106,12 +106,16 @@ export type AbortPayload = z.infer<typeof AbortPayloadSchema>;
  * The execution and revision a delayed action belongs to. A firing is delivered long after it
  * was scheduled; by then a newer execution may drive the rollout (or the same execution may have
  * moved on), so `resume` does the work only while both are still the item's current ones.
+ *
+ * Both are optional: firings scheduled by an earlier release, still pending across an upgrade,
+ * carry no revision, and a tick, a scale-down or a continued abort carried no execution either.
+ * `resume` checks what such a firing does carry (and, for a tick, its run's execution).
  */
 const DelayedOwner = {
   /** The execution that scheduled the action. */
-  executionArn: z.string().min(1),
+  executionArn: z.string().min(1).optional(),
   /** Argo's revision number of that execution's candidate. */
-  revision: z.number().int().positive(),
+  revision: z.number().int().positive().optional(),
 };
 
 /** What a Timer firing carries: every delayed piece of work of a rollout. */
