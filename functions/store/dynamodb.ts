@@ -85,14 +85,15 @@ export class DynamoRolloutStore implements RolloutStore {
 
   async save(item: RolloutItemInput, expectedVersion: number | null): Promise<RolloutItem> {
     const key = { pk: rolloutPk(item.name), sk: STATE_SK };
+    // The whole item, as the in-memory store does: opaque parts (`targetState`, a pending event)
+    // may hold NaN or numbers beyond DynamoDB's range, which would make it refuse the write.
     const next = parseWith(
       RolloutItemSchema,
-      {
+      toJson({
         ...item,
-        targetState: toJson(item.targetState),
         version: expectedVersion === null ? 1 : expectedVersion + 1,
         updatedAt: this.#clock.now(),
-      },
+      }),
       describeKey(key.pk, key.sk),
       "",
     );

@@ -78,6 +78,9 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
       previousWeight = current.weight;
       return current.phase === "Degraded" ? { ...current, phase: "Progressing", message: "" } : null;
     }
+    // The takeover starts the new execution's effects record afresh: what the superseded one still
+    // had pending (its events never published, its Timer requests never made) is discarded, and its
+    // `flush` stops at its next write. Those events never go out.
     const base = startEffects(current ?? newRolloutItem(name, now), executionId);
     revision = revisionFor(current, input.revision);
     firstRevision = base.stableRevision === null || base.stableRevision.digest === input.revision.digest;

@@ -81,15 +81,16 @@ export function startEffects(item: RolloutItemInput, executionArn: string): Roll
 /**
  * Performs the execution's pending side effects in order, each marked done (and dropped from
  * `pending`) by its own write once it succeeded. A failure throws after the earlier ones were
- * recorded, so the retry starts where this attempt stopped.
+ * recorded, so the retry starts where this attempt stopped. Once a newer execution took the
+ * rollout over, the rest is not this execution's to do any more: it stops.
  */
 export async function flush(deps: WorkflowDeps, context: WorkflowContext): Promise<void> {
   const item = await deps.store.get(context.rollout);
-  if (!item || item.effects.executionArn !== context.executionArn) return;
+  if (!item || !owns(item, context)) return;
   for (const effect of item.effects.pending) {
     await perform(deps, effect);
-    await update(deps.store, context.rollout, "latest", (latest) => {
-      if (latest.effects.executionArn !== context.executionArn) return null;
+    const latest = await update(deps.store, context.rollout, "latest", (latest) => {
+      if (!owns(latest, context)) return null;
       return {
         ...latest,
         effects: {
@@ -99,7 +100,13 @@ export async function flush(deps: WorkflowDeps, context: WorkflowContext): Promi
         },
       };
     });
+    if (!owns(latest, context)) return;
   }
+}
+
+/** Whether the execution in `context` still drives the rollout and holds its effects record. */
+function owns(item: Pick<RolloutItem, "executionArn" | "effects">, context: WorkflowContext): boolean {
+  return item.executionArn === context.executionArn && item.effects.executionArn === context.executionArn;
 }
 
 async function perform(deps: WorkflowDeps, effect: SideEffect): Promise<void> {

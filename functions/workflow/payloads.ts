@@ -106,18 +106,29 @@ export type AbortPayload = z.infer<typeof AbortPayloadSchema>;
  * The execution and revision a delayed action belongs to. A firing is delivered long after it
  * was scheduled; by then a newer execution may drive the rollout (or the same execution may have
  * moved on), so `resume` does the work only while both are still the item's current ones.
+ *
+ * Both are optional: firings scheduled by an earlier release, still pending across an upgrade,
+ * carry no revision, and a tick, a scale-down or a continued abort carried no execution either.
+ * `resume` checks what such a firing does carry (and, for a tick, its run's execution). A pause
+ * has always named its execution: it still must.
  */
 const DelayedOwner = {
   /** The execution that scheduled the action. */
-  executionArn: z.string().min(1),
+  executionArn: z.string().min(1).optional(),
   /** Argo's revision number of that execution's candidate. */
-  revision: z.number().int().positive(),
+  revision: z.number().int().positive().optional(),
 };
 
 /** What a Timer firing carries: every delayed piece of work of a rollout. */
 export const ResumePayloadSchema = z.discriminatedUnion("kind", [
   /** A timed pause is over: send its token. */
-  z.object({ kind: z.literal("pause"), rollout: z.string(), ...DelayedOwner, token: z.string() }),
+  z.object({
+    kind: z.literal("pause"),
+    rollout: z.string(),
+    ...DelayedOwner,
+    executionArn: z.string().min(1),
+    token: z.string(),
+  }),
   /** An analysis run has measurements due. */
   z.object({ kind: z.literal("tick"), rollout: z.string(), ...DelayedOwner, runId: z.string() }),
   /** The replaced (or aborted) side may be scaled down now, or later. */

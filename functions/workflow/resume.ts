@@ -2,7 +2,7 @@ import { lifecycleEvent } from "../events/port.ts";
 import type { RolloutItem } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import type { RouterState } from "../traffic/port.ts";
-import { analysisTick } from "./analysis.ts";
+import { analysisTick, StoredAnalysisSchema } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { executionName, withEvent } from "./item.ts";
 import type { ResumePayload } from "./payloads.ts";
@@ -23,9 +23,10 @@ const MAX_ATTEMPTS = 200;
  */
 export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: string): Promise<string> {
   const item = await deps.store.get(payload.rollout);
-  const stale = item ? staleReason(item, payload) : undefined;
+  const owner = await ownerOf(deps, payload);
+  const stale = item ? staleReason(item, owner) : undefined;
   if (stale !== undefined) {
-    await skip(deps, payload, key, stale);
+    await skip(deps, payload, owner, key, stale);
     if (payload.kind === "tick") await analysisTick(deps, payload.rollout, payload.runId);
     return `skipped: ${stale}`;
   }
@@ -90,8 +91,8 @@ export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: st
         ? {
             kind: "scale-down" as const,
             rollout: payload.rollout,
-            executionArn: payload.executionArn,
-            revision: payload.revision,
+            ...(payload.executionArn !== undefined ? { executionArn: payload.executionArn } : {}),
+            ...(payload.revision !== undefined ? { revision: payload.revision } : {}),
             target: payload.target,
             attempt: 0,
           }
@@ -110,35 +111,59 @@ export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: st
   }
 }
 
+/** The execution and revision a firing belongs to, as far as they are known. */
+type Owner = Pick<ResumePayload, "executionArn" | "revision">;
+
+/**
+ * A firing's owner. A tick scheduled by an earlier release names neither: its run, which records
+ * the context it was started in, does.
+ */
+async function ownerOf(deps: WorkflowDeps, payload: ResumePayload): Promise<Owner> {
+  if (payload.kind !== "tick" || payload.executionArn !== undefined) return payload;
+  const run = await deps.store.getRun(payload.rollout, payload.runId, StoredAnalysisSchema);
+  if (!run) return payload;
+  const { executionArn, revision } = run.run.context;
+  return { executionArn, revision: payload.revision ?? revision };
+}
+
 /**
  * Why a firing no longer applies, or `undefined` when its execution and revision are still the
- * item's current ones.
+ * item's current ones. What a firing does not name (one scheduled by an earlier release) is not
+ * checked: such a firing does its work as it did then.
  */
 export function staleReason(
   item: Pick<RolloutItem, "executionArn" | "currentRevision">,
-  payload: Pick<ResumePayload, "executionArn" | "revision">,
+  owner: Owner,
 ): string | undefined {
-  if (item.executionArn !== payload.executionArn) {
+  if (owner.executionArn !== undefined && item.executionArn !== owner.executionArn) {
     const now = item.executionArn === null ? "none" : executionName(item.executionArn);
     const revision = item.currentRevision ? `, revision ${item.currentRevision.revision}` : "";
-    return `execution ${executionName(payload.executionArn)} no longer drives the rollout (now ${now}${revision})`;
+    return `execution ${executionName(owner.executionArn)} no longer drives the rollout (now ${now}${revision})`;
   }
   const current = item.currentRevision?.revision ?? null;
-  if (current !== payload.revision) {
-    return `revision ${payload.revision} is not the rollout's current revision (${current ?? "none"})`;
+  if (owner.revision !== undefined && current !== owner.revision) {
+    return `revision ${owner.revision} is not the rollout's current revision (${current ?? "none"})`;
   }
   return undefined;
 }
 
 /** Announces a skipped firing; its id is the firing's key, so a redelivered firing repeats it. */
-async function skip(deps: WorkflowDeps, payload: ResumePayload, key: string, reason: string): Promise<void> {
+async function skip(
+  deps: WorkflowDeps,
+  payload: ResumePayload,
+  owner: Owner,
+  key: string,
+  reason: string,
+): Promise<void> {
+  const of = owner.revision !== undefined ? ` of revision ${owner.revision}` : "";
+  const by = owner.executionArn !== undefined ? ` (execution ${executionName(owner.executionArn)})` : "";
   await deps.events.publish(
     lifecycleEvent("RolloutDelayedActionSkipped", {
       id: `${key}/skipped`,
       rollout: payload.rollout,
-      revision: { revision: payload.revision },
+      revision: owner.revision !== undefined ? { revision: owner.revision } : null,
       step: null,
-      message: `${payload.kind} of revision ${payload.revision} (execution ${executionName(payload.executionArn)}) skipped: ${reason}`,
+      message: `${payload.kind}${of}${by} skipped: ${reason}`,
       atMs: deps.clock.now(),
     }),
   );

@@ -171,6 +171,24 @@ describe.each(adapters)("RolloutStore contract: %s", (_label, make) => {
     expect((await a.get(name))?.targetState).toEqual({ rules: ["arn:1"], ratio: null });
   });
 
+  it("converts numbers the same way anywhere in the item: a pending event's NaN and out-of-range figures", async () => {
+    const { a, clock } = make();
+    const name = unique("pending");
+    const detail = { message: "judged", bayesFactor: 1e300, pValue: 1.6e-300, ratio: Number.NaN };
+    const item = {
+      ...newRolloutItem(name, clock.now()),
+      effects: {
+        executionArn: "arn:aws:states:us-east-1:123456789012:execution:sm:e1",
+        done: [],
+        pending: [{ kind: "publish" as const, id: "step-01/AnalysisRunFailed", event: { detail } }],
+      },
+    };
+    const saved = await a.save(item, null);
+    const stored = { message: "judged", bayesFactor: 9.99999999999999e125, pValue: 0, ratio: null };
+    expect(saved.effects.pending).toEqual([{ ...item.effects.pending[0], event: { detail: stored } }]);
+    expect((await a.get(name))?.effects).toEqual(saved.effects);
+  });
+
   it("stores analysis runs with their own optimistic version, validated by the caller's schema", async () => {
     const { a, b } = make();
     const rollout = unique("runs");

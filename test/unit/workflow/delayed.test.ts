@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { abort } from "../../../functions/workflow/abort.ts";
+import { startAnalysis } from "../../../functions/workflow/analysis.ts";
+import { awaitStep } from "../../../functions/workflow/await.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
 import { promote } from "../../../functions/workflow/promote.ts";
 import { setWeight } from "../../../functions/workflow/set-weight.ts";
+import { MetricSchema } from "../../../statemachine/spec.ts";
 import {
   type Direct,
   direct,
@@ -123,5 +126,155 @@ describe("delayed work of an older execution", () => {
     expect(d.events.ofType("RolloutDelayedActionSkipped")[0]?.detail.message).toMatch(
       /skipped: revision 2 is not the rollout's current revision \(7\)$/,
     );
+  });
+});
+
+/**
+ * Firings scheduled by the previous release are still pending when a new one is deployed. They
+ * carry no revision, and a tick, a scale-down or a continued abort carried no execution either:
+ * they must still be performed, checked against what they do carry.
+ */
+describe("delayed work scheduled before the upgrade", () => {
+  /** Rewrites every pending firing as the previous release scheduled it. */
+  async function asPreviousRelease(d: Direct): Promise<void> {
+    for (const firing of d.timer.pending()) {
+      const { revision: _revision, ...payload } = firing.payload as Record<string, unknown>;
+      if (payload.kind !== "pause") delete payload.executionArn;
+      await d.timer.cancel(firing.key);
+      await d.timer.schedule({ at: firing.at, key: firing.key, payload });
+    }
+  }
+
+  const ANALYSIS = {
+    templates: [
+      {
+        name: "success-rate",
+        kind: "AnalysisTemplate" as const,
+        metrics: [
+          MetricSchema.parse({
+            name: "success-rate",
+            interval: 3,
+            count: 2,
+            successCondition: "result[0] >= 0.95",
+            provider: { web: { url: "http://127.0.0.1:1/unused" } },
+          }),
+        ],
+      },
+    ],
+    args: {},
+  };
+
+  it("a timed pause ends", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    d.tokens.live.add("token-1");
+    const pause = { kind: "pause" as const, duration: 60, reason: "CanaryPauseStep" as const };
+    await awaitStep(d.deps, { ...base(r2), stepIndex: 1, step: pause, taskToken: "token-1" });
+    await asPreviousRelease(d);
+    expect(d.timer.pending()).toEqual([
+      expect.objectContaining({
+        payload: { kind: "pause", rollout: "checkout", executionArn: r2.executionArn, token: "token-1" },
+      }),
+    ]);
+    await d.timer.runUntilIdle();
+    expect(d.resumed).toEqual(["pause ended"]);
+    expect(d.tokens.successes.map((s) => s.token)).toEqual(["token-1"]);
+    expect(await itemOf(d)).toMatchObject({ phase: "Progressing", waitingFor: null });
+  });
+
+  it("a timed pause of an execution that no longer drives the rollout is still skipped", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    d.tokens.live.add("token-1");
+    const pause = { kind: "pause" as const, duration: 60, reason: "CanaryPauseStep" as const };
+    await awaitStep(d.deps, { ...base(r2), stepIndex: 1, step: pause, taskToken: "token-1" });
+    await asPreviousRelease(d);
+    await startRevision(d, 3);
+    await d.timer.runUntilIdle();
+    expect(d.tokens.successes).toEqual([]);
+    expect(d.events.ofType("RolloutDelayedActionSkipped")[0]?.detail).toMatchObject({
+      revision: null,
+      message: expect.stringMatching(
+        /^pause \(execution checkout-222222222222-g2\) skipped: execution checkout-222222222222-g2 no longer drives the rollout/,
+      ),
+    });
+  });
+
+  it("an analysis keeps ticking until it answers", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    d.tokens.live.add("token-a");
+    await startAnalysis(d.deps, {
+      ...base(r2),
+      stepIndex: 1,
+      step: { kind: "analysis", origin: "step", analysis: ANALYSIS },
+      taskToken: "token-a",
+    });
+    await asPreviousRelease(d);
+    expect(d.timer.pending()).toMatchObject([{ payload: { kind: "tick" } }]);
+    expect(d.timer.pending()[0]?.payload).not.toHaveProperty("executionArn");
+    await d.timer.runUntilIdle();
+    expect(d.tokens.successes).toMatchObject([{ token: "token-a", output: { phase: "Successful" } }]);
+    expect(d.events.ofType("RolloutDelayedActionSkipped")).toEqual([]);
+  });
+
+  it("a tick of a run whose execution no longer drives the rollout is skipped and closes the run", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    d.tokens.live.add("token-a");
+    await startAnalysis(d.deps, {
+      ...base(r2),
+      stepIndex: 1,
+      step: { kind: "analysis", origin: "step", analysis: ANALYSIS },
+      taskToken: "token-a",
+    });
+    await asPreviousRelease(d);
+    await startRevision(d, 3);
+    await d.timer.runUntilIdle();
+    expect(d.events.ofType("RolloutDelayedActionSkipped")[0]?.detail).toMatchObject({
+      revision: 2,
+      message: expect.stringMatching(
+        /^tick of revision 2 \(execution checkout-222222222222-g2\) skipped: execution checkout-222222222222-g2 no longer drives the rollout/,
+      ),
+    });
+    expect(d.resumed).toEqual([expect.stringMatching(/^skipped: /)]);
+  });
+
+  it("a promotion's scale-down scales the old side down", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    await promote(d.deps, { ...base(r2), scaleDownDelaySeconds: 30 });
+    await asPreviousRelease(d);
+    expect(d.timer.pending()).toEqual([
+      expect.objectContaining({
+        payload: { kind: "scale-down", rollout: "checkout", target: TARGET, attempt: 0 },
+      }),
+    ]);
+    d.target.calls.length = 0;
+    await d.timer.runUntilIdle();
+    expect(d.target.calls).toEqual(["scaleDown v2"]);
+    expect(d.events.ofType("RolloutDelayedActionSkipped")).toEqual([]);
+  });
+
+  it("an abort continues, then the candidate is scaled down", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    await setWeight(d.deps, { ...base(r2), stepIndex: 0, step: { kind: "setWeight", weight: 25 } });
+    d.target.abortPending = 1;
+    await abort(d.deps, rollback(r2));
+    await asPreviousRelease(d);
+    expect(d.timer.pending()).toMatchObject([{ payload: { kind: "abort-continue", attempt: 1 } }]);
+    expect(d.timer.pending()[0]?.payload).not.toHaveProperty("revision");
+    d.target.calls.length = 0;
+    await d.timer.runUntilIdle();
+    expect(d.target.calls).toEqual(["abort", "scaleDown v2"]);
+    expect(d.target.canary).toBe(0);
+    expect(d.events.ofType("RolloutDelayedActionSkipped")).toEqual([]);
   });
 });
