@@ -16,11 +16,12 @@ export interface DeadLetters {
 
 /**
  * Where a delivery goes once its retries are exhausted, instead of nowhere: an SQS queue
- * (encrypted with SQS-managed keys, which EventBridge and Scheduler can write to without a key
- * policy; TLS only; kept 14 days, SQS's longest) and an alarm on its visible messages. A message
- * there is a rollout step that did not happen (a pause that never ended, a tick never taken, a
- * push that started nothing): read it, then redrive it to the resume or trigger function. What
- * each queue receives is listed in docs/cdk.md ("Dead-letter queues").
+ * (encrypted with SQS-managed keys, which EventBridge, Scheduler and Lambda can write to without
+ * a key policy; TLS only; kept 14 days, SQS's longest) and an alarm on its visible messages. A
+ * message there is a rollout step that did not happen (a pause that never ended, a tick never
+ * taken, a push whose rollout did not start because of an error): read it, then redrive it to the
+ * resume or trigger function. What each queue receives is listed in docs/cdk.md ("Dead-letter
+ * queues").
  */
 export function deadLetters(
   scope: Construct,
