@@ -69,3 +69,23 @@ export const METRICS = {
   /** One per promotion. */
   promotions: "RolloutsPromoted",
 } as const;
+
+/**
+ * How a Timer firing of a minute or more reaches the resume function, and how late a firing that
+ * does arrive can be (the watchdog's grace, `functions/analysis/watchdog.ts`). EventBridge
+ * Scheduler fires within a minute of `at` and invokes resume asynchronously, retrying a failed
+ * invoke up to `schedulerRetryAttempts` times while the firing is younger than
+ * `schedulerMaximumEventAgeSeconds`; then Lambda runs it, and if the function throws retries it
+ * `asyncRetryAttempts` times (about 1, then 2 minutes apart) while the event is younger than
+ * `asyncMaximumEventAgeSeconds`. Past either, the firing goes to the Timer's dead-letter queue.
+ * The trigger's ECR push events get the same async retries and age, to the trigger's queue.
+ */
+export const TIMER_DELIVERY = {
+  /** Scheduler fires a one-time schedule within this many seconds of its `at`. */
+  schedulerLatenessSeconds: 60,
+  schedulerRetryAttempts: 3,
+  schedulerMaximumEventAgeSeconds: 300,
+  asyncRetryAttempts: 2,
+  /** Three 60 s attempts and the 1 + 2 minutes between them take 6 minutes; 10 leave room for throttling. */
+  asyncMaximumEventAgeSeconds: 600,
+} as const;

@@ -1,7 +1,10 @@
 import { Duration, type RemovalPolicy } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import * as iam from "aws-cdk-lib/aws-iam";
+import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
+import { TIMER_DELIVERY } from "../functions/config.ts";
 import { acknowledge } from "./nag.ts";
 
 /** A dead-letter queue and the alarm that says something landed in it. */
@@ -13,10 +16,12 @@ export interface DeadLetters {
 
 /**
  * Where a delivery goes once its retries are exhausted, instead of nowhere: an SQS queue
- * (encrypted with SQS-managed keys, which EventBridge and Scheduler can write to without a key
- * policy; TLS only; kept 14 days, SQS's longest) and an alarm on its visible messages. A message
- * there is a rollout step that did not happen (a pause that never ended, a tick never taken, a
- * push that started nothing): read it, then redrive it to the resume or trigger function.
+ * (encrypted with SQS-managed keys, which EventBridge, Scheduler and Lambda can write to without
+ * a key policy; TLS only; kept 14 days, SQS's longest) and an alarm on its visible messages. A
+ * message there is a rollout step that did not happen (a pause that never ended, a tick never
+ * taken, a push whose rollout did not start because of an error): read it, then redrive it to the
+ * resume or trigger function. What each queue receives is listed in docs/cdk.md ("Dead-letter
+ * queues").
  */
 export function deadLetters(
   scope: Construct,
@@ -46,4 +51,25 @@ export function deadLetters(
     treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
   });
   return { queue, alarm };
+}
+
+/**
+ * What a function invoked asynchronously (by Scheduler, or by an EventBridge rule) throws: a
+ * rule's or a schedule's dead-letter queue only receives what could not be *delivered* to Lambda;
+ * once Lambda has accepted the event, its own retries (`TIMER_DELIVERY.asyncRetryAttempts`,
+ * while younger than `asyncMaximumEventAgeSeconds`) are all there is, and then the event goes to
+ * `queue` as an invocation record (the event as `requestPayload`, the error as `responsePayload`)
+ * instead of being dropped. Lambda writes with the function's role, which gets `sqs:SendMessage`
+ * on that queue and nothing more (`SqsDestination` would also grant GetQueueAttributes and
+ * GetQueueUrl).
+ */
+export function onAsyncFailure(fn: lambda.Function, role: iam.IRole, queue: sqs.IQueue): void {
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [queue.queueArn] }),
+  );
+  fn.configureAsyncInvoke({
+    onFailure: { bind: () => ({ destination: queue.queueArn }) },
+    retryAttempts: TIMER_DELIVERY.asyncRetryAttempts,
+    maxEventAge: Duration.seconds(TIMER_DELIVERY.asyncMaximumEventAgeSeconds),
+  });
 }

@@ -21,7 +21,7 @@ import {
   type StateMachineDefinition,
 } from "../statemachine/index.ts";
 import { rolloutDashboard } from "./dashboard.ts";
-import { type DeadLetters, deadLetters } from "./dead-letters.ts";
+import { type DeadLetters, deadLetters, onAsyncFailure } from "./dead-letters.ts";
 import {
   BUNDLING,
   FUNCTION_DEFAULTS,
@@ -134,6 +134,10 @@ export class RolloutController extends Construct {
     this.schedulerRole = schedulerRole(this, timer, this.timerDeadLetters.queue);
 
     this.functions = this.#createFunctions(timer, scheduleGroup);
+    // What resume and trigger throw after Lambda's async retries goes to the same queues as what
+    // Scheduler, the ticker and the push rules could not deliver.
+    onAsyncFailure(this.functions.resume, this.#roles.resume, this.timerDeadLetters.queue);
+    onAsyncFailure(this.functions.trigger, this.#roles.trigger, this.triggerDeadLetters.queue);
     this.tickerStateMachine = tickerStateMachine(this, {
       name: timer.tickerName,
       resume: this.functions.resume,

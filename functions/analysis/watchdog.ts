@@ -1,4 +1,6 @@
 import { formatDuration } from "../../statemachine/duration.ts";
+import { ANALYSIS_FUNCTION_TIMEOUT_SECONDS } from "../../statemachine/limits.ts";
+import { TIMER_DELIVERY } from "../config.ts";
 import { isTerminating } from "./assess.ts";
 import { metricDueAt, newMetricResult } from "./run.ts";
 import { type AnalysisRun, isCompleted } from "./types.ts";
@@ -11,17 +13,33 @@ import { type AnalysisRun, isCompleted } from "./types.ts";
  * marked Successful at promotion.
  *
  * A metric is **stale** when it has had no measurement for longer than
- * `max(3 × spacing, spacing + 5 minutes)`, where `spacing` is the time from its last measurement
+ * `max(3 × spacing, spacing + 17 minutes)`, where `spacing` is the time from its last measurement
  * (or the run's start) to when its next one was due: its `interval`, 10 s after an Error, or its
- * `initialDelay` before the first. The 5 minutes cover a firing the Timer delivers late but
- * delivers: the ticker's four attempts of the 60 s analysis function with their 2, 4 and 8 s
- * back-off take 254 s at worst. Pure: the workflow applies it wherever it reads a run.
+ * `initialDelay` before the first. The 17 minutes (`WATCHDOG_GRACE_SECONDS`) cover a firing the
+ * Timer delivers late but delivers. Pure: the workflow applies it wherever it reads a run.
  */
 
 /** Measurement intervals without a measurement before a run is stale. */
 export const WATCHDOG_INTERVALS = 3;
-/** Seconds a firing may be late, beyond one interval, and still not be lost. */
-export const WATCHDOG_GRACE_SECONDS = 300;
+
+/**
+ * Seconds a firing may be late, beyond one interval, and still not be lost: the latest a firing
+ * the Timer does deliver can arrive, from the retry policy in `TIMER_DELIVERY` (functions/config.ts,
+ * which the construct configures):
+ * - through Scheduler (delays of a minute and more): it fires within 60 s of `at`, retries a
+ *   failed invoke while the firing is under 300 s old, and Lambda then retries a throwing function
+ *   twice while the event is under 600 s old, the last attempt running up to the function's 60 s
+ *   timeout: 60 + 300 + 600 + 60 = 1020 s. Past those ages the firing is in the dead-letter queue.
+ * - through the ticker (under a minute): four attempts of 60 s with 2, 4 and 8 s between them,
+ *   254 s, well within.
+ */
+export const WATCHDOG_GRACE_SECONDS = Math.max(
+  TIMER_DELIVERY.schedulerLatenessSeconds +
+    TIMER_DELIVERY.schedulerMaximumEventAgeSeconds +
+    TIMER_DELIVERY.asyncMaximumEventAgeSeconds +
+    ANALYSIS_FUNCTION_TIMEOUT_SECONDS,
+  4 * ANALYSIS_FUNCTION_TIMEOUT_SECONDS + 2 + 4 + 8,
+);
 
 export interface Staleness {
   /** The metric whose measurements stopped. */

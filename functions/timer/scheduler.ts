@@ -5,6 +5,7 @@ import {
 } from "@aws-sdk/client-scheduler";
 import { isAwsError } from "../aws-errors.ts";
 import { type Clock, systemClock } from "../clock.ts";
+import { TIMER_DELIVERY } from "../config.ts";
 import { deriveName, SCHEDULE_NAME_MAX } from "./names.ts";
 import {
   type ScheduleOutcome,
@@ -24,7 +25,10 @@ export interface SchedulerTimerOptions {
   roleArn: string;
   /** Reads "now" to keep `at` at least a minute ahead (see `schedule`). */
   clock?: Clock;
-  /** Retries Scheduler makes if the invoke fails (0–185). Default 3. */
+  /**
+   * Retries Scheduler makes if the invoke fails (0–185), while the firing is younger than
+   * `TIMER_DELIVERY.schedulerMaximumEventAgeSeconds`. Default 3.
+   */
   maximumRetryAttempts?: number;
   /**
    * The SQS queue Scheduler sends the firing to once its retries are exhausted (it writes with
@@ -72,7 +76,12 @@ export class SchedulerTimer implements Timer {
             Arn: this.#options.targetArn,
             RoleArn: this.#options.roleArn,
             Input: JSON.stringify(firing),
-            RetryPolicy: { MaximumRetryAttempts: this.#options.maximumRetryAttempts ?? 3 },
+            RetryPolicy: {
+              MaximumRetryAttempts:
+                this.#options.maximumRetryAttempts ?? TIMER_DELIVERY.schedulerRetryAttempts,
+              // Bounds how late a delivered firing can be (the watchdog's grace counts on it).
+              MaximumEventAgeInSeconds: TIMER_DELIVERY.schedulerMaximumEventAgeSeconds,
+            },
             ...(this.#options.deadLetterArn
               ? { DeadLetterConfig: { Arn: this.#options.deadLetterArn } }
               : {}),

@@ -9,7 +9,7 @@ import * as kms from "aws-cdk-lib/aws-kms";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ENV, HANDLERS, type HandlerName, METRICS } from "../../functions/config.ts";
+import { ENV, HANDLERS, type HandlerName, METRICS, TIMER_DELIVERY } from "../../functions/config.ts";
 import { TABLE } from "../../functions/store/keys.ts";
 import { EXAMPLE_CONTEXT, EXAMPLE_FILES, RolloutsExampleStack } from "../../infra/example-stack.ts";
 import { FUNCTION_NEEDS } from "../../infra/functions.ts";
@@ -46,6 +46,8 @@ function flat(v: unknown): string {
   return JSON.stringify(v);
 }
 
+/** `resume` → `Resume`: the construct's id of a handler's function (its role is `<id>Role`). */
+const pascalId = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);
 const actionsOf = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 const resourcesOf = (s: Statement) => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]).map(flat);
 
@@ -456,6 +458,53 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
         Action: "sqs:SendMessage",
         Principal: { Service: "events.amazonaws.com" },
         Condition: { ArnEquals: { "aws:SourceArn": expect.anything() } },
+      }),
+    ]);
+  });
+
+  it("sends what the resume and trigger functions throw, after Lambda's async retries, to the same queues", () => {
+    const [timerQueue, triggerQueue] = Object.keys(template.findResources("AWS::SQS::Queue")).sort() as [
+      string,
+      string,
+    ];
+    const functionId = (name: string) =>
+      Object.keys(
+        template.findResources("AWS::Lambda::Function", {
+          Properties: { Description: `sfn-rollouts: ${name}` },
+        }),
+      )[0];
+    const configs = Object.values(template.findResources("AWS::Lambda::EventInvokeConfig"));
+    const configOf = (id: string | undefined) =>
+      configs.find((c) => JSON.stringify(c.Properties.FunctionName).includes(`"${id}"`))?.Properties;
+    for (const [name, queue] of [
+      ["resume", timerQueue],
+      ["trigger", triggerQueue],
+    ] as const) {
+      const config = configOf(functionId(name));
+      expect(config, `${name} has an EventInvokeConfig`).toMatchObject({
+        Qualifier: "$LATEST",
+        MaximumRetryAttempts: TIMER_DELIVERY.asyncRetryAttempts,
+        MaximumEventAgeInSeconds: TIMER_DELIVERY.asyncMaximumEventAgeSeconds,
+        DestinationConfig: { OnFailure: { Destination: { "Fn::GetAtt": [queue, "Arn"] } } },
+      });
+    }
+    expect(configs).toHaveLength(2);
+    // The destination writes with the function's own role: SendMessage on its queue, nothing more.
+    const sends = (name: string) =>
+      (
+        Object.values(template.findResources("AWS::IAM::Policy")).filter((p) =>
+          JSON.stringify(p.Properties.Roles).includes(`${pascalId(name)}Role`),
+        ) as Array<{ Properties: { PolicyDocument: { Statement: Statement[] } } }>
+      )
+        .flatMap((p) => p.Properties.PolicyDocument.Statement)
+        .filter((st) => actionsOf(st).some((a) => a.startsWith("sqs:")));
+    expect(sends("resume")).toEqual([
+      expect.objectContaining({ Action: "sqs:SendMessage", Resource: { "Fn::GetAtt": [timerQueue, "Arn"] } }),
+    ]);
+    expect(sends("trigger")).toEqual([
+      expect.objectContaining({
+        Action: "sqs:SendMessage",
+        Resource: { "Fn::GetAtt": [triggerQueue, "Arn"] },
       }),
     ]);
   });

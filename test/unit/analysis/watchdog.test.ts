@@ -7,6 +7,9 @@ import {
   terminate,
   tick,
 } from "../../../functions/analysis/index.ts";
+import { WATCHDOG_GRACE_SECONDS } from "../../../functions/analysis/watchdog.ts";
+import { TIMER_DELIVERY } from "../../../functions/config.ts";
+import { ANALYSIS_FUNCTION_TIMEOUT_SECONDS } from "../../../statemachine/index.ts";
 import { metric, scriptedProvider, spec, T0 } from "./helpers.ts";
 
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
@@ -16,15 +19,32 @@ async function measuredOnce(...metrics: ReturnType<typeof metric>[]): Promise<An
   return tick(createRun(spec(...metrics), T0), T0, scriptedProvider({}));
 }
 
-describe("the watchdog: max(3 intervals, interval + 5 minutes) without a measurement", () => {
-  it("a 60 s interval is stale after 6 minutes of quiet (interval + the grace)", async () => {
+describe("the watchdog: max(3 intervals, interval + 17 minutes) without a measurement", () => {
+  it("allows a firing as late as Scheduler's and Lambda's async retries can deliver it: 17 minutes", () => {
+    // Scheduler fires within a minute of `at`, retries its invoke for up to 5 minutes, Lambda
+    // retries a throwing function while the event is under 10 minutes old, and the last attempt
+    // may run the function's whole 60 s.
+    expect(WATCHDOG_GRACE_SECONDS).toBe(
+      TIMER_DELIVERY.schedulerLatenessSeconds +
+        TIMER_DELIVERY.schedulerMaximumEventAgeSeconds +
+        TIMER_DELIVERY.asyncMaximumEventAgeSeconds +
+        ANALYSIS_FUNCTION_TIMEOUT_SECONDS,
+    );
+    expect(WATCHDOG_GRACE_SECONDS).toBe(1020);
+    // The ticker's worst case (four 60 s attempts and 2 + 4 + 8 s between them) is within it too.
+    expect(WATCHDOG_GRACE_SECONDS).toBeGreaterThanOrEqual(4 * ANALYSIS_FUNCTION_TIMEOUT_SECONDS + 14);
+  });
+
+  it("a 60 s interval is stale after 18 minutes of quiet (interval + the grace)", async () => {
     const run = await measuredOnce(metric({ interval: 60 }));
-    expect(staleness(run, at(360))).toBeUndefined();
-    expect(staleness(run, at(361))).toEqual({
+    // Past the old 5-minute grace, a firing still in Lambda's async retries is not lost.
+    expect(staleness(run, at(361))).toBeUndefined();
+    expect(staleness(run, at(1080))).toBeUndefined();
+    expect(staleness(run, at(1081))).toEqual({
       metric: "success-rate",
-      quietSeconds: 361,
-      limitSeconds: 360,
-      message: "no measurement for 6m1s (6 intervals): its timer firings were lost",
+      quietSeconds: 1081,
+      limitSeconds: 1080,
+      message: "no measurement for 18m1s (18 intervals): its timer firings were lost",
     });
   });
 
@@ -38,13 +58,14 @@ describe("the watchdog: max(3 intervals, interval + 5 minutes) without a measure
 
   it("a run that never measured counts from its start and initial delay", () => {
     const run = createRun(spec(metric({ interval: 60, initialDelay: 120 })), T0);
-    expect(staleness(run, at(420))).toBeUndefined();
-    expect(staleness(run, at(421))?.message).toBe(
-      "no measurement for 7m1s (3 intervals): its timer firings were lost",
+    expect(staleness(run, at(1140))).toBeUndefined();
+    expect(staleness(run, at(1141))?.message).toBe(
+      "no measurement for 19m1s (9 intervals): its timer firings were lost",
     );
     const immediate = createRun(spec(metric({ interval: 60 })), T0);
-    expect(staleness(immediate, at(301))?.message).toBe(
-      "no measurement for 5m1s since the run started: its timer firings were lost",
+    expect(staleness(immediate, at(1020))).toBeUndefined();
+    expect(staleness(immediate, at(1021))?.message).toBe(
+      "no measurement for 17m1s since the run started: its timer firings were lost",
     );
   });
 
@@ -60,13 +81,13 @@ describe("the watchdog: max(3 intervals, interval + 5 minutes) without a measure
 
   it("expireStale ends the run in Error naming the metric; the other running metrics end Successful", async () => {
     const run = await measuredOnce(metric({ interval: 60 }), metric({ name: "latency", interval: 600 }));
-    expect(expireStale(run, at(300))).toBe(run);
-    const expired = expireStale(run, at(400));
+    expect(expireStale(run, at(1080))).toBe(run);
+    const expired = expireStale(run, at(1100));
     expect(expired).toMatchObject({
       phase: "Error",
       message:
-        'Metric "success-rate" assessed Error due to no measurement for 6m40s (6 intervals): its timer firings were lost',
-      completedAt: at(400).toISOString(),
+        'Metric "success-rate" assessed Error due to no measurement for 18m20s (18 intervals): its timer firings were lost',
+      completedAt: at(1100).toISOString(),
     });
     expect(expired.metricResults.map((r) => [r.name, r.phase])).toEqual([
       ["success-rate", "Error"],

@@ -76,7 +76,8 @@ describe("SchedulerTimer", () => {
     }).schedule({ at: NOW + 120_000, key: "checkout/x/pause-1", payload: {} });
     const input = scheduler.commandCalls(CreateScheduleCommand)[0]?.args[0].input;
     expect(input?.Target?.DeadLetterConfig).toEqual({ Arn: dlq });
-    expect(input?.Target?.RetryPolicy).toEqual({ MaximumRetryAttempts: 3 });
+    // Retries of a failed invoke stop after 5 minutes: the watchdog's grace counts on it.
+    expect(input?.Target?.RetryPolicy).toEqual({ MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: 300 });
   });
 
   it("treats ConflictException (key already scheduled) as an idempotent no-op", async () => {
