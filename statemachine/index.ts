@@ -37,6 +37,7 @@ export {
   loadRollout,
   parseRollout,
   parseSources,
+  readDocuments,
   readSources,
   readSourcesSync,
   type Source,

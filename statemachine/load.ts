@@ -200,6 +200,24 @@ function documentsOf(source: Source, problems: Problem[], budget: Budget): Docum
   return out;
 }
 
+/**
+ * The documents of `sources` as JavaScript values, each with where it came from, read with the
+ * loader's limits (size, documents, nesting, aliases); what cannot be read is added to `problems`.
+ * What a tool that rewrites the user's documents (`rollouts simulate`) reads them with.
+ */
+export function readDocuments(
+  sources: readonly Source[],
+  problems: Problem[],
+): Array<{ origin: Origin; value: unknown }> {
+  const budget: Budget = { documents: 0, exhausted: false };
+  const out: Document[] = [];
+  for (const source of sources) {
+    if (budget.exhausted) break;
+    out.push(...documentsOf(source, problems, budget));
+  }
+  return out;
+}
+
 const tooLarge = (bytes?: number) =>
   `the file is ${bytes === undefined ? "more than" : `${bytes.toLocaleString("en-US")} bytes, more than`} the ${MAX_FILE_BYTES.toLocaleString("en-US")} bytes a rollout spec may have: give only the rollout and its templates`;
 

@@ -10,8 +10,8 @@ export const PRICES = {
   stateTransition: 0.025 / 1_000,
   /** Lambda: $0.20 per million requests. */
   lambdaRequest: 0.2 / 1_000_000,
-  /** Lambda (x86): $0.0000166667 per GB-second. */
-  lambdaGbSecond: 0.0000166667,
+  /** Lambda on ARM64 (the construct's architecture, infra/functions.ts): $0.0000133334 per GB-second. */
+  lambdaGbSecond: 0.0000133334,
   /** DynamoDB on-demand: $0.625 per million write request units (since 2024-11-01). */
   dynamoWriteUnit: 0.625 / 1_000_000,
   /** DynamoDB on-demand: $0.125 per million read request units (since 2024-11-01). */
@@ -22,7 +22,7 @@ export const PRICES = {
   prometheusQuery: 0,
 } as const;
 
-/** The construct's Lambda memory (infra/functions.ts). */
+/** The construct's Lambda memory (infra/functions.ts; its functions run on ARM64). */
 export const LAMBDA_MEMORY_MB = 512;
 
 /** Billable work of one rollout, counted by the simulation. */

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ManualClock } from "../../functions/clock.ts";
 import type { HandlerName } from "../../functions/config.ts";
+import { PropsError } from "../../infra/validate.ts";
 import type { RolloutSpec } from "../../statemachine/index.ts";
 import { prometheusVersion } from "../demo/prometheus.ts";
 import { type LocalDynamo, startDynamo } from "../dynamo.ts";
@@ -16,6 +17,7 @@ import { type MeteredDynamo, meterDynamo } from "./dynamo-meter.ts";
 import { formatPlan, type ShortStep } from "./plan.ts";
 import { type SimulatedPrometheus, startSimulatedPrometheus } from "./prometheus.ts";
 import {
+  checkUserFiles,
   loadSimulatedSpec,
   SimulationInputError,
   simulatedSpecText,
@@ -37,6 +39,15 @@ import { type Behaviour, ServiceMetrics } from "./traffic.ts";
 /** The stable and the candidate, pushed as these image tags (the reference canary's own names). */
 export const STABLE_TAG = "v1";
 export const CANDIDATE_TAG = "v2";
+
+/**
+ * The most simulated requests one run sends, over all its plans (rps × duration × plans): each is
+ * drawn, split and recorded one by one, so the figure bounds the run's time and memory (at the
+ * limit, `--rps 100000 --duration 5m`: 61 s and 0.8 GB resident on a 2-core machine).
+ */
+export const MAX_SIMULATED_REQUESTS = 30_000_000;
+/** The most plans one run compares. */
+export const MAX_PLANS = 20;
 
 export interface SimulationOptions {
   /** Rollout and AnalysisTemplate files. */
@@ -192,6 +203,20 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
     );
   }
   const plans = options.plans && options.plans.length > 0 ? options.plans : [undefined];
+  if (plans.length > MAX_PLANS) {
+    throw new SimulationInputError(
+      `${plans.length} plans given, at most ${MAX_PLANS} are compared in one run: split them over several runs`,
+    );
+  }
+  const work = options.rps * duration * plans.length;
+  if (work > MAX_SIMULATED_REQUESTS) {
+    const n = (x: number) => x.toLocaleString("en-US", { maximumFractionDigits: 2 });
+    throw new SimulationInputError(
+      `${n(options.rps)} rps × ${n(duration)} s × ${plans.length} plan${plans.length === 1 ? "" : "s"} = ${n(work)} simulated requests, more than the ${n(MAX_SIMULATED_REQUESTS)} one run sends: lower --rps, --duration or the number of plans`,
+    );
+  }
+  // The user's files as they are, by the loader: their problems name the user's files.
+  await checkUserFiles(options.files);
   const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-simulate-"));
   // Check every plan's files before starting anything.
   const placeholder = "http://127.0.0.1:9";
@@ -206,7 +231,10 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
         samplesUrl: placeholder,
       }),
     );
-    const spec = await loadSimulatedSpec(file);
+    const spec = await loadSimulatedSpec(
+      file,
+      `${options.files.join(", ")}${plan ? ` with --plan "${formatPlan(plan)}"` : ""}`,
+    );
     const problems = unsupportedProviders(spec);
     if (problems.length > 0) throw new SimulationInputError(problems.join("\n"));
     specs.push(spec);
@@ -257,6 +285,25 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
   return rows;
 }
 
+/**
+ * The plan's stack; what the construct refuses (a definition past Step Functions' size) is an
+ * input error naming the plan, on one line.
+ */
+async function startStack(
+  options: Parameters<typeof startLocalStack>[0],
+  label: string,
+): Promise<LocalStack> {
+  try {
+    return await startLocalStack(options);
+  } catch (error) {
+    if (error instanceof PropsError) {
+      const what = error.problems.map((p) => p.replace(/^spec: /, "")).join("; ");
+      throw new SimulationInputError(`plan ${label}: ${what}`);
+    }
+    throw error;
+  }
+}
+
 async function runPlan(input: {
   options: SimulationOptions;
   duration: number;
@@ -278,22 +325,25 @@ async function runPlan(input: {
   let stack: LocalStack | undefined;
   try {
     input.writeSpec(samples.url);
-    stack = await startLocalStack({
-      specFiles: [input.file],
-      target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": upstream.url } },
-      clock,
-      dynamo: input.dynamo,
-      tableName: `simulate-${input.index}`,
-      wrap: (name, handler) => async (event, context) => {
-        byHandler[name] = (byHandler[name] ?? 0) + 1;
-        const started = performance.now();
-        try {
-          return await handler(event, context);
-        } finally {
-          lambdaMs += Math.max(1, Math.ceil(performance.now() - started));
-        }
+    stack = await startStack(
+      {
+        specFiles: [input.file],
+        target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": upstream.url } },
+        clock,
+        dynamo: input.dynamo,
+        tableName: `simulate-${input.index}`,
+        wrap: (name, handler) => async (event, context) => {
+          byHandler[name] = (byHandler[name] ?? 0) + 1;
+          const started = performance.now();
+          try {
+            return await handler(event, context);
+          } finally {
+            lambdaMs += Math.max(1, Math.ceil(performance.now() - started));
+          }
+        },
       },
-    });
+      input.label.length > 60 ? `${input.label.slice(0, 60)}…` : input.label,
+    );
     const running = stack;
     const dynamo = input.dynamo;
     // The simulation's own reads of the rollout are not the workflow's: they are not billed.

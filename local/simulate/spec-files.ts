@@ -1,6 +1,13 @@
-import { readFileSync } from "node:fs";
-import { parseAllDocuments } from "yaml";
-import { loadRollout, providersRead, type RolloutSpec, SpecError } from "../../statemachine/index.ts";
+import {
+  formatProblem,
+  loadRollout,
+  type Problem,
+  providersRead,
+  type RolloutSpec,
+  readDocuments,
+  readSourcesSync,
+  SpecError,
+} from "../../statemachine/index.ts";
 import { isNativeDocument } from "../../statemachine/native.ts";
 import { argoSteps, type ShortStep } from "./plan.ts";
 
@@ -21,26 +28,35 @@ interface Doc {
   value: Record<string, unknown>;
 }
 
+/** The user's documents, read by the project's loader with its limits; any problem is an input error. */
 function readDocs(files: readonly string[]): Doc[] {
+  const problems: Problem[] = [];
+  const documents = readDocuments(readSourcesSync(files, problems), problems);
+  if (problems.length > 0) throw new SimulationInputError(problems.map(formatProblem).join("\n"));
   const docs: Doc[] = [];
-  for (const file of files) {
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (error) {
-      throw new SimulationInputError(`${file}: cannot be read: ${(error as Error).message}`);
+  for (const { origin, value } of documents) {
+    if (value && typeof value === "object" && !Array.isArray(value)) {
+      docs.push({
+        file: origin.file,
+        index: (origin.document ?? 1) - 1,
+        value: value as Record<string, unknown>,
+      });
     }
-    parseAllDocuments(text).forEach((doc, index) => {
-      if ("errors" in doc && doc.errors.length > 0) {
-        throw new SimulationInputError(`${file}: document ${index + 1}: ${doc.errors[0]?.message}`);
-      }
-      const value = doc.toJS() as unknown;
-      if (value && typeof value === "object" && !Array.isArray(value)) {
-        docs.push({ file, index, value: value as Record<string, unknown> });
-      }
-    });
   }
   return docs;
+}
+
+/**
+ * Loads the user's own files as `rollouts plan` does, before anything rewrites them: their
+ * problems name the user's files and documents.
+ */
+export async function checkUserFiles(files: readonly string[]): Promise<RolloutSpec> {
+  try {
+    return (await loadRollout(files)).spec;
+  } catch (error) {
+    if (error instanceof SpecError) throw new SimulationInputError(error.message);
+    throw error;
+  }
 }
 
 /**
@@ -212,12 +228,19 @@ export function unsupportedProviders(spec: RolloutSpec): string[] {
   return problems;
 }
 
-/** Loads the rewritten spec with the project's loader; its problems become one input error. */
-export async function loadSimulatedSpec(file: string): Promise<RolloutSpec> {
+/**
+ * Loads the rewritten spec with the project's loader; its problems become one input error, each
+ * naming `label` (the user's files and the plan) instead of the rewritten copy.
+ */
+export async function loadSimulatedSpec(file: string, label: string): Promise<RolloutSpec> {
   try {
     return (await loadRollout([file])).spec;
   } catch (error) {
-    if (error instanceof SpecError) throw new SimulationInputError(error.message);
+    if (error instanceof SpecError) {
+      throw new SimulationInputError(
+        error.problems.map((p) => formatProblem({ ...p, file: p.file === file ? label : p.file })).join("\n"),
+      );
+    }
     throw error;
   }
 }

@@ -352,7 +352,7 @@ spec:
     expect(flag.err).toContain('--error-rate must be a share between 0 and 1, got "1.5"');
     const missing = await run("simulate", "examples/nope.yaml");
     expect(missing.code).toBe(2);
-    expect(missing.err).toContain("examples/nope.yaml: cannot be read: ENOENT");
+    expect(missing.err).toContain("examples/nope.yaml: cannot read the file: no such file");
     const delay = await run("simulate", ...SEED, "--ready-delay", "5");
     expect(delay.code).toBe(2);
     expect(delay.err).toContain("--ready-delay needs --replicas");
