@@ -5,8 +5,13 @@ import type { IncomingMessage, ServerResponse } from "node:http";
  * that runs Lambdas) out of reach of a web page the developer happens to have open. A page can
  * send requests to 127.0.0.1 without asking: a form or a `fetch` with a "simple" body
  * (`text/plain`, a form encoding) goes out without a CORS preflight, and the server acts on it
- * even though the page never reads the answer. Two checks close that:
+ * even though the page never reads the answer. And a page whose name is made to resolve to
+ * 127.0.0.1 (DNS rebinding) is, to the browser, of the same origin as the endpoint: it may read
+ * every answer. Three checks close that:
  *
+ * - the request must name the endpoint in its `Host` header: `127.0.0.1:PORT`, `localhost:PORT`,
+ *   `[::1]:PORT` or a name the endpoint is configured to be reached by; a rebinding page's
+ *   requests carry its own name and are refused with 403;
  * - the request must not come from another origin: an `Origin` header that is not the endpoint's
  *   own, or `Sec-Fetch-Site: cross-site` / `same-site` (what browsers send for such requests), is
  *   refused with 403;
@@ -35,11 +40,47 @@ export function crossOriginRefusal(request: IncomingMessage, ownOrigin: string):
       message: `cross-origin request refused: Origin ${origin} is not ${ownOrigin}`,
     };
   }
-  const site = request.headers["sec-fetch-site"];
+  const site = request.headers["sec-fetch-site"]?.toLowerCase();
   if (site === "cross-site" || site === "same-site") {
     return { status: 403, message: `cross-origin request refused: Sec-Fetch-Site is ${site}` };
   }
   return undefined;
+}
+
+/** The names every local endpoint answers to, whatever else it is reached by. */
+const LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]"] as const;
+
+/**
+ * The `host:port` values a listener on `port` answers to: the loopback names, then `names` (the
+ * names it is configured to be reached by, e.g. `host.docker.internal` from a container, or the
+ * address it binds when that is not a wildcard). An IPv6 address is bracketed.
+ */
+export function ownHosts(port: number, names: readonly string[] = []): string[] {
+  const all: string[] = [...LOOPBACK_NAMES];
+  for (const name of names) {
+    if (name === "" || name === "0.0.0.0" || name === "::") continue;
+    const shown = name.includes(":") && !name.startsWith("[") ? `[${name}]` : name;
+    if (!all.includes(shown.toLowerCase())) all.push(shown.toLowerCase());
+  }
+  return all.map((name) => `${name}:${port}`);
+}
+
+/**
+ * A refusal when the request's `Host` header is not one of `allowed` (from {@link ownHosts};
+ * compared without regard to case), `undefined` when it is. This is what stops DNS rebinding: a
+ * page at `http://rebind.example:PORT` that resolves to 127.0.0.1 sends `Host: rebind.example:PORT`.
+ */
+export function hostRefusal(request: IncomingMessage, allowed: readonly string[]): Refusal | undefined {
+  const host = request.headers.host;
+  if (host !== undefined && allowed.includes(host.toLowerCase())) return undefined;
+  const list =
+    allowed.length > 1
+      ? `${allowed.slice(0, -1).join(", ")} or ${allowed[allowed.length - 1]}`
+      : allowed.join("");
+  return {
+    status: 403,
+    message: `request refused: Host ${host ?? "(none)"} is not this listener (${list})`,
+  };
 }
 
 /**

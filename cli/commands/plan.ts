@@ -8,15 +8,12 @@ import {
   type RolloutSpec,
 } from "../../statemachine/index.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
+import { number, rps } from "../numbers.ts";
 import { columns } from "../table.ts";
 import { printable, printableJson } from "../terminal.ts";
 import { loadSpecOrReport } from "./spec-input.ts";
 
-const positiveNumber = (flag: string) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new UsageError(`${flag} must be a number >= 0, got "${value}"`);
-  return n;
-};
+const positiveNumber = (flag: string) => number(flag, (n) => n >= 0, "a number >= 0");
 
 interface PlanOptions {
   replicas?: number;
@@ -34,7 +31,7 @@ export const registerPlan: RegisterCommand = (program: Command, io, done) => {
     )
     .argument("<file...>", "Rollout and AnalysisTemplate files (YAML or JSON), or a native spec")
     .option("--replicas <n>", "override the replica count", positiveNumber("--replicas"))
-    .option("--rps <r>", "requests per second in front of the rollout", positiveNumber("--rps"))
+    .option("--rps <r>", "requests per second in front of the rollout", rps("--rps"))
     .option(
       "--error-rate <e>",
       "with --rps: the share of a bad version's requests that fail, for the exposure at each analysis",

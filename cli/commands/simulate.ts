@@ -5,19 +5,9 @@ import { type SimulationRow, simulate } from "../../local/simulate/run.ts";
 import { SimulationInputError } from "../../local/simulate/spec-files.ts";
 import { formatDuration, parseDuration } from "../../statemachine/index.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
+import { number, rate, rps } from "../numbers.ts";
 import { columns } from "../table.ts";
 import { printable, printableJson } from "../terminal.ts";
-
-const number =
-  (flag: string, check: (n: number) => boolean, what: string) =>
-  (value: string): number => {
-    const n = Number(value);
-    if (value.trim() === "" || !Number.isFinite(n) || !check(n)) {
-      throw new UsageError(`${flag} must be ${what}, got "${value}"`);
-    }
-    return n;
-  };
-const rate = (flag: string) => number(flag, (n) => n >= 0 && n <= 1, "a share between 0 and 1");
 
 interface SimulateOptions {
   rps: number;
@@ -43,12 +33,7 @@ export const registerSimulate: RegisterCommand = (program: Command, io, done) =>
       "run the rollout in virtual time against a bad version and count the requests it reaches (one row per --plan)",
     )
     .argument("<file...>", "the Rollout file and its AnalysisTemplate files, or a native spec")
-    .option(
-      "--rps <r>",
-      "requests per second in front of the rollout",
-      number("--rps", (n) => n > 0 && n <= 100_000, "a number in (0, 100000]"),
-      100,
-    )
+    .option("--rps <r>", "requests per second in front of the rollout", rps("--rps"), 100)
     .option("--error-rate <e>", "share of the new version's requests that fail", rate("--error-rate"), 0.3)
     .option(
       "--baseline-error-rate <e>",

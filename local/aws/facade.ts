@@ -4,7 +4,7 @@ import type { z } from "zod";
 import type { Activity } from "../asl/activity.ts";
 import type { LocalStepFunctions } from "../asl/engine.ts";
 import type { LocalEventBus } from "../events/bus.ts";
-import { contentTypeRefusal, crossOriginRefusal, hasBody } from "../http-guard.ts";
+import { contentTypeRefusal, crossOriginRefusal, hasBody, hostRefusal, ownHosts } from "../http-guard.ts";
 import { handleEvents } from "./events-api.ts";
 import type { LocalLambda } from "./lambda.ts";
 import { handleInvoke } from "./lambda-api.ts";
@@ -46,9 +46,10 @@ const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations\/?$/;
  */
 export async function startFacade(services: FacadeServices): Promise<Facade> {
   let ownOrigin = "";
+  let hosts: readonly string[] = [];
   const server = createServer((request, response) => {
     const end = services.activity?.begin();
-    guard(request, ownOrigin)
+    guard(request, ownOrigin, hosts)
       .then(() => route(services, request, response))
       .catch((error: unknown) => {
         const api =
@@ -67,6 +68,7 @@ export async function startFacade(services: FacadeServices): Promise<Facade> {
   });
   const { port } = server.address() as AddressInfo;
   ownOrigin = `http://127.0.0.1:${port}`;
+  hosts = ownHosts(port);
   return {
     url: `http://127.0.0.1:${port}`,
     close: () =>
@@ -78,15 +80,15 @@ export async function startFacade(services: FacadeServices): Promise<Facade> {
 }
 
 /**
- * Refuses, before the body is read or anything runs, a request from another origin (403
- * `AccessDeniedException`) and a body whose type is not the one the AWS protocol of its API uses
+ * Refuses, before the body is read or anything runs, a request whose `Host` does not name the
+ * façade (DNS rebinding) or that comes from another origin (403 `AccessDeniedException`) and a body whose type is not the one the AWS protocol of its API uses
  * (415 `UnsupportedMediaTypeException`): AWS JSON 1.0 for Step Functions, 1.1 for EventBridge,
  * `application/octet-stream` (or JSON) for a Lambda `Invoke`, JSON for Scheduler. A browser sends
  * none of these without a CORS preflight, which the façade never answers, so a page cannot start
  * an execution or run a Lambda (`local/http-guard.ts`).
  */
-async function guard(request: IncomingMessage, ownOrigin: string): Promise<void> {
-  const crossOrigin = crossOriginRefusal(request, ownOrigin);
+async function guard(request: IncomingMessage, ownOrigin: string, hosts: readonly string[]): Promise<void> {
+  const crossOrigin = hostRefusal(request, hosts) ?? crossOriginRefusal(request, ownOrigin);
   if (crossOrigin !== undefined) throw new AwsApiError("AccessDeniedException", crossOrigin.message, 403);
   const method = request.method ?? "GET";
   if (!hasBody(request) && (method === "GET" || method === "DELETE" || method === "HEAD")) return;

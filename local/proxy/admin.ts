@@ -1,6 +1,6 @@
 import type http from "node:http";
 import { formatIssues } from "../../statemachine/problems.ts";
-import { contentTypeRefusal, crossOriginRefusal, sendRefusal } from "../http-guard.ts";
+import { contentTypeRefusal, crossOriginRefusal, hostRefusal, sendRefusal } from "../http-guard.ts";
 import { ProxyConfigSchema, ProxyConfigUpdateSchema } from "./config.ts";
 import type { TrafficMetrics } from "./metrics.ts";
 import type { ProxyState } from "./state.ts";
@@ -20,16 +20,18 @@ const MAX_ADMIN_BODY = 64 * 1024;
  *   the configuration routes to;
  * - `GET /metrics` → the Prometheus text, as on the traffic port.
  *
- * Every request from another origin is refused with 403, and a POST body that is not JSON with
- * 415 (`local/http-guard.ts`), so a web page cannot change the weight.
+ * Every request whose `Host` is not one of `ownHosts` (DNS rebinding) or that comes from another
+ * origin is refused with 403, and a POST body that is not JSON with 415 (`local/http-guard.ts`),
+ * so a web page can neither change the weight nor read the configuration or the counters.
  */
 export function adminHandler(
   state: ProxyState,
   metrics: TrafficMetrics,
   ownOrigin: () => string,
+  ownHosts: () => readonly string[],
 ): http.RequestListener {
   return (req, res) => {
-    const refusal = crossOriginRefusal(req, ownOrigin());
+    const refusal = hostRefusal(req, ownHosts()) ?? crossOriginRefusal(req, ownOrigin());
     if (refusal !== undefined) {
       req.resume();
       sendRefusal(res, refusal);

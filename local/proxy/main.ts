@@ -1,6 +1,20 @@
 import { parseArgs } from "node:util";
 import { Exit } from "../../cli/exit-codes.ts";
+import { formatIssues } from "../../statemachine/problems.ts";
+import { type ProxyConfig, ProxyConfigSchema } from "./config.ts";
 import { startProxy } from "./server.ts";
+
+/** A flag or configuration the proxy cannot use: one line for stderr, exit 2. */
+class ProxyFlagError extends Error {}
+
+/** A whole number from `min` to `max` written in decimal digits, or a {@link ProxyFlagError} naming the flag. */
+function wholeNumber(flag: string, value: string, min: number, max: number, what: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < min || n > max) {
+    throw new ProxyFlagError(`${flag} must be ${what} from ${min} to ${max}, got "${value}"`);
+  }
+  return n;
+}
 
 /**
  * `node --import tsx local/proxy/main.ts --port 8080 --admin-port 8079 --stable http://127.0.0.1:8081`
@@ -21,15 +35,36 @@ export async function main(argv: readonly string[]): Promise<void> {
       "testers-header": { type: "string", default: "X-Canary: always" },
     },
   });
-  const [name, ...rest] = (values["testers-header"] ?? "X-Canary: always").split(":");
+  const port = wholeNumber("--port", values.port, 0, 65_535, "a port number");
+  const adminPort = wholeNumber("--admin-port", values["admin-port"], 0, 65_535, "a port number");
+  const weight = wholeNumber("--weight", values.weight, 0, 100, "a whole number");
+  let config: ProxyConfig | undefined;
+  if (values.stable === undefined) {
+    if (weight !== 0 || values.canary !== undefined) {
+      throw new ProxyFlagError(
+        `${weight !== 0 ? "--weight" : "--canary"} needs --stable (and --canary): without --stable the proxy starts unconfigured`,
+      );
+    }
+  } else {
+    const parsed = ProxyConfigSchema.safeParse({
+      stable: values.stable,
+      canary: values.canary ?? null,
+      weight,
+    });
+    if (!parsed.success) {
+      throw new ProxyFlagError(
+        `proxy configuration (--stable, --canary, --weight): ${formatIssues(parsed.error)}`,
+      );
+    }
+    config = parsed.data;
+  }
+  const [name, ...rest] = values["testers-header"].split(":");
   const proxy = await startProxy({
-    port: Number(values.port),
-    adminPort: Number(values["admin-port"]),
+    port,
+    adminPort,
     host: values.host,
     testersHeader: { name: (name ?? "X-Canary").trim(), value: rest.join(":").trim() },
-    ...(values.stable
-      ? { config: { stable: values.stable, canary: values.canary ?? null, weight: Number(values.weight) } }
-      : {}),
+    ...(config ? { config } : {}),
   });
   process.stdout.write(`proxy listening on ${proxy.url} (admin: ${proxy.adminUrl}/admin/config)\n`);
   const stop = () => {
@@ -41,7 +76,9 @@ export async function main(argv: readonly string[]): Promise<void> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   main(process.argv.slice(2)).catch((err: unknown) => {
-    process.stderr.write(`${String(err)}\n`);
+    // One line: a flag's own message, else the error's (a port in use, an unknown option).
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`${message.replace(/\s*\n\s*/g, " ")}\n`);
     // A port in use, a bad URL or option: what it was given cannot be used.
     process.exit(Exit.badInput);
   });

@@ -1,4 +1,5 @@
 import http from "node:http";
+import { ownHosts } from "../http-guard.ts";
 import { adminHandler, serveMetrics } from "./admin.ts";
 import type { ProxyConfig, ProxyConfigInput } from "./config.ts";
 import { type ForwardContext, forward } from "./forward.ts";
@@ -33,6 +34,12 @@ export interface ProxyOptions {
    * only to reach the proxy from a container (the LocalStack test).
    */
   readonly adminHost?: string;
+  /**
+   * Names, besides 127.0.0.1, localhost, [::1] and `adminHost`, that the admin listener is reached
+   * by (e.g. `host.docker.internal` from a container): a request whose `Host` names anything else
+   * is refused, so a page that rebinds its own name to this machine cannot read the admin API.
+   */
+  readonly adminReachableAs?: readonly string[];
   /** Initial configuration; without it the proxy answers 503 until `POST /admin/config`. */
   readonly config?: ProxyConfigInput;
   /** Defaults to `X-Canary: always` (the usual testers header). */
@@ -74,11 +81,19 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
   const metrics = new TrafficMetrics(options.now);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   let adminOrigin = "";
+  let adminHosts: readonly string[] = [];
   const traffic = trafficServer(
     { state, metrics, agent, upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000 },
     () => adminOrigin,
   );
-  const admin = http.createServer(adminHandler(state, metrics, () => adminOrigin));
+  const admin = http.createServer(
+    adminHandler(
+      state,
+      metrics,
+      () => adminOrigin,
+      () => adminHosts,
+    ),
+  );
   const trafficAt = await listen(traffic, options.port ?? 0, options.host ?? "127.0.0.1");
   let adminAt: { url: string; port: number };
   try {
@@ -88,6 +103,10 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
     throw error;
   }
   adminOrigin = adminAt.url;
+  adminHosts = ownHosts(adminAt.port, [
+    options.adminHost ?? "127.0.0.1",
+    ...(options.adminReachableAs ?? []),
+  ]);
   return {
     url: trafficAt.url,
     port: trafficAt.port,

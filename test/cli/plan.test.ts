@@ -87,6 +87,38 @@ describe("rollouts plan", () => {
   });
 });
 
+describe("rollouts plan: numbers in options", () => {
+  it.each([
+    ["--rps", "0x10"],
+    ["--rps", "1e308"],
+    ["--rps", "100001"],
+    ["--rps", "0"],
+    ["--rps", "Infinity"],
+    ["--rps", " "],
+  ])("refuses %s %j with the bounds simulate uses, exit 2", async (flag, value) => {
+    const { code, out, err } = await run("plan", ...SEED, flag, value);
+    expect(code).toBe(2);
+    expect(out).toBe("");
+    expect(err).toContain(`${flag} must be a number in (0, 100000], got "${value}"`);
+    expect(err).not.toContain("Infinity rps");
+  });
+
+  it.each([
+    ["--replicas", "0x4"],
+    ["--error-rate", "0x0"],
+  ])("refuses %s %j: decimal numbers only", async (flag, value) => {
+    const { code, err } = await run("plan", ...SEED, "--rps", "10", flag, value);
+    expect(code).toBe(2);
+    expect(err).toContain(`${flag} must be`);
+    expect(err).toContain(`got "${value}"`);
+  });
+
+  it("accepts decimal rps up to the bound", async () => {
+    expect((await run("plan", ...SEED, "--rps", "100000")).code).toBe(0);
+    expect((await run("plan", ...SEED, "--rps", "2.5")).code).toBe(0);
+  });
+});
+
 describe("rollouts compile", () => {
   it("prints a definition asl-validator accepts", async () => {
     const target = { type: "lambda-alias", functionName: "api", alias: "live" };

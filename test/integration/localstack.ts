@@ -42,7 +42,7 @@ export async function deployToLocalStack(cases: ScenarioOptions[]): Promise<Loca
   const rollouts = [];
   for (const [i, options] of cases.entries()) {
     // The Lambdas run in LocalStack's containers: the admin API must be reachable from there.
-    const proxy = await startProxy({ host: "0.0.0.0", adminHost: "0.0.0.0" });
+    const proxy = await startProxy({ host: "0.0.0.0", adminHost: "0.0.0.0", adminReachableAs: [host] });
     proxies.push(proxy);
     const reachable = `http://${host}:${proxy.adminPort}`;
     const dead = `http://${host}:${await freePort()}`;

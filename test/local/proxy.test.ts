@@ -415,6 +415,69 @@ describe("the admin listener", () => {
     expect(proxy.config()?.weight).toBe(0);
   });
 
+  /** A GET with the headers as given, `Host` included (which `fetch` does not let a caller set). */
+  function rawGet(url: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const req = http.request(url, { method: "GET", headers }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  }
+
+  it.each([
+    ["/admin/config", "same-origin"],
+    ["/compare?primary=stable&candidate=canary&window=60", "same-origin"],
+    ["/metrics", "same-origin"],
+    ["/admin/config", "none"],
+  ])("refuses a GET %s under another Host name (DNS rebinding), Sec-Fetch-Site: %s", async (path, site) => {
+    const { proxy, stable, canary } = await setup();
+    await postConfig(proxy, { stable: stable.url, canary: canary.url, weight: 0 });
+    const host = `rebind.evil.example:${proxy.adminPort}`;
+    const res = await rawGet(`${proxy.adminUrl}${path}`, { host, "sec-fetch-site": site });
+    expect(res.status).toBe(403);
+    expect(JSON.parse(res.text).error).toBe(
+      `request refused: Host ${host} is not this listener (127.0.0.1:${proxy.adminPort}, localhost:${proxy.adminPort} or [::1]:${proxy.adminPort})`,
+    );
+    expect(res.text).not.toContain(stable.url);
+  });
+
+  it("answers under its loopback names, whatever their case", async () => {
+    const { proxy, stable, canary } = await setup();
+    await postConfig(proxy, { stable: stable.url, canary: canary.url, weight: 0 });
+    for (const name of ["127.0.0.1", "localhost", "LocalHost", "[::1]"]) {
+      const res = await rawGet(`${proxy.adminUrl}/admin/config`, { host: `${name}:${proxy.adminPort}` });
+      expect(res.status, name).toBe(200);
+    }
+    // The right name with another port is another origin.
+    const other = await rawGet(`${proxy.adminUrl}/admin/config`, { host: "127.0.0.1:1" });
+    expect(other.status).toBe(403);
+  });
+
+  it("answers under the names it is told it is reached by (a container's host.docker.internal)", async () => {
+    const proxy = await startProxy({ adminHost: "0.0.0.0", adminReachableAs: ["host.docker.internal"] });
+    cleanups.push(proxy.close);
+    const url = `http://127.0.0.1:${proxy.adminPort}/admin/config`;
+    const ok = await rawGet(url, { host: `host.docker.internal:${proxy.adminPort}` });
+    expect(ok.status).toBe(200);
+    const refused = await rawGet(url, { host: `rebind.evil.example:${proxy.adminPort}` });
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.text).error).toMatch(/host\.docker\.internal:\d+/);
+  });
+
+  it.each(["Cross-Site", "SAME-SITE"])("compares Sec-Fetch-Site without regard to case: %s", async (site) => {
+    const { proxy } = await setup();
+    const res = await rawGet(`${proxy.adminUrl}/admin/config`, { "sec-fetch-site": site });
+    expect(res.status).toBe(403);
+    expect(JSON.parse(res.text).error).toMatch(/cross-origin request refused/);
+  });
+
   it("accepts its own origin, same-origin fetches and JSON with a charset", async () => {
     const { proxy, stable, canary } = await setup();
     await postConfig(proxy, { stable: stable.url, canary: canary.url, weight: 0 });

@@ -1,3 +1,4 @@
+import http from "node:http";
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { DeleteScheduleCommand, GetScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
 import { ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
@@ -43,6 +44,22 @@ async function send(path: string, init: RequestInit) {
   };
 }
 
+/** A GET with the headers as given, `Host` included (which `fetch` does not let a caller set). */
+function rawGet(url: string, headers: Record<string, string>) {
+  return new Promise<{ status: number; body: Record<string, string> }>((resolve, reject) => {
+    const req = http.request(url, { method: "GET", headers }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
 describe("the local AWS façade refuses what a browser can send", () => {
   it.each([
     ["text/plain", "text/plain"],
@@ -85,6 +102,34 @@ describe("the local AWS façade refuses what a browser can send", () => {
     });
     expect(res.status).toBe(403);
     expect(res.body.message).toMatch(/^cross-origin request refused/);
+    expect(ran.length).toBe(before);
+  });
+
+  it.each([
+    ["a same-origin read under another Host name (DNS rebinding)", "rebind.evil.example", "same-origin"],
+    ["a read under another Host name with Sec-Fetch-Site: none", "rebind.evil.example", "none"],
+  ])("%s: 403 naming the host, nothing answered", async (_what, name, site) => {
+    const port = new URL(runtime.facadeUrl).port;
+    const host = `${name}:${port}`;
+    const res = await rawGet(`${runtime.facadeUrl}/schedules/anything?groupName=default`, {
+      host,
+      "sec-fetch-site": site,
+    });
+    expect(res.status).toBe(403);
+    expect(res.body.__type).toBe("AccessDeniedException");
+    expect(res.body.message).toBe(
+      `request refused: Host ${host} is not this listener (127.0.0.1:${port}, localhost:${port} or [::1]:${port})`,
+    );
+  });
+
+  it("a Sec-Fetch-Site of another case is still cross-site: 403", async () => {
+    const before = ran.length;
+    const res = await send(invokePath, {
+      method: "POST",
+      headers: { "content-type": "application/json", "sec-fetch-site": "Cross-Site" },
+      body: '{"x":1}',
+    });
+    expect(res.status).toBe(403);
     expect(ran.length).toBe(before);
   });
 
