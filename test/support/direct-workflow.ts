@@ -5,24 +5,13 @@ import { MemoryRolloutStore } from "../../functions/store/memory.ts";
 import { newRolloutItem, type RolloutItem } from "../../functions/store/schema.ts";
 import { InProcessTimer } from "../../functions/timer/in-process.ts";
 import { TimerFiringSchema } from "../../functions/timer/port.ts";
-import type {
-  AbortOptions,
-  CandidateArtifact,
-  HeaderRoute,
-  HeaderRouteChange,
-  ObservedWeights,
-  Prepared,
-  PromoteOptions,
-  Readiness,
-  RouterState,
-  TrafficRouter,
-  WeightChange,
-} from "../../functions/traffic/port.ts";
+import type { PromoteOptions, Readiness, RouterState, WeightChange } from "../../functions/traffic/port.ts";
 import { begin } from "../../functions/workflow/begin.ts";
 import type { WorkflowDeps } from "../../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../../functions/workflow/metrics.ts";
 import { ResumePayloadSchema, type WorkflowContext } from "../../functions/workflow/payloads.ts";
 import { resume } from "../../functions/workflow/resume.ts";
+import { FakeRouter } from "./traffic.ts";
 
 /**
  * The workflow's functions driven directly over the in-memory adapters, one call at a time, as
@@ -38,13 +27,11 @@ export const digestOf = (n: number) => `sha256:${String(n).repeat(64).slice(0, 6
 export const TARGET = { type: "fake" };
 export const ROLLOUT = { name: NAME, revision: "abc", strategy: "canary" as const, stepCount: 3 };
 
-/** A target in memory: the real weight on the candidate, scale-downs, and every call. */
-export class MemoryTarget implements TrafficRouter {
-  readonly type = "local-proxy" as const;
-  readonly calls: string[] = [];
-  canary = 0;
-  /** `abort` answers not ready this many times (the old side is still scaling up). */
-  abortPending = 0;
+/**
+ * `FakeRouter` as the direct driver's tests read it: a `setWeight` that can crash once before or
+ * after changing the weight, readiness not recorded, and each scale-down naming its version.
+ */
+export class MemoryTarget extends FakeRouter {
   /** Throws once from `setWeight`: before changing anything, or after (a crash after the change). */
   failSetWeight: "before" | "after" | undefined;
 
@@ -55,32 +42,11 @@ export class MemoryTarget implements TrafficRouter {
     }
   }
 
-  async prepare(): Promise<Prepared> {
-    this.calls.push("prepare");
-    return { state: { type: "local-proxy", expected: this.canary }, firstRelease: false, stable: "v0" };
-  }
-
-  async deployCandidate(state: RouterState, artifact: CandidateArtifact): Promise<RouterState> {
-    this.calls.push(`deployCandidate ${artifact.version}`);
-    return { ...state, candidate: artifact.version ?? "?" };
-  }
-
-  async checkReadiness(state: RouterState): Promise<Readiness> {
+  override async checkReadiness(state: RouterState): Promise<Readiness> {
     return { ready: true, state, message: "ready" };
   }
 
-  async readWeights(state: RouterState): Promise<ObservedWeights> {
-    const expected = Number(state.expected ?? 0);
-    return {
-      canary: this.canary,
-      stable: 100 - this.canary,
-      expectedCanary: expected,
-      drift: this.canary !== expected,
-      detail: `${this.canary}`,
-    };
-  }
-
-  async setWeight(state: RouterState, percent: number, options: { overwriteDrift?: boolean } = {}) {
+  override async setWeight(state: RouterState, percent: number, options: { overwriteDrift?: boolean } = {}) {
     this.calls.push(`setWeight ${percent}`);
     this.#fail("before");
     const weights = await this.readWeights(state);
@@ -92,31 +58,11 @@ export class MemoryTarget implements TrafficRouter {
     return { outcome: "applied", state: { ...state, expected: percent }, weights } satisfies WeightChange;
   }
 
-  async setHeaderRoute(state: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {
-    return { state, applied: true, message: route.name };
+  override async promote(state: RouterState, options: PromoteOptions): Promise<RouterState> {
+    return { ...(await super.promote(state, options)), promoted: String(state.candidate) };
   }
 
-  async removeHeaderRoute(state: RouterState, name: string): Promise<HeaderRouteChange> {
-    return { state, applied: true, message: name };
-  }
-
-  async promote(state: RouterState, _options: PromoteOptions): Promise<RouterState> {
-    this.calls.push("promote");
-    this.canary = 0;
-    return { type: "local-proxy", expected: 0, promoted: String(state.candidate) };
-  }
-
-  async abort(state: RouterState, _options: AbortOptions): Promise<Readiness> {
-    this.calls.push("abort");
-    if (this.abortPending > 0) {
-      this.abortPending--;
-      return { ready: false, state, retryAfterSeconds: 15, message: "old side scaling up" };
-    }
-    this.canary = 0;
-    return { ready: true, state: { ...state, expected: 0 }, message: "back to stable" };
-  }
-
-  async scaleDown(state: RouterState): Promise<Readiness> {
+  override async scaleDown(state: RouterState): Promise<Readiness> {
     this.calls.push(`scaleDown ${String(state.candidate ?? state.promoted ?? "?")}`);
     return { ready: true, state, message: "scaled down" };
   }
