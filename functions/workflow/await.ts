@@ -96,8 +96,6 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
     deps,
     context,
     (latest, at) => {
-      // A write that landed but whose answer was lost (the SDK sent it again): it is not redone.
-      if (isDone(latest, context, id)) return null;
       if (replacing) return commit({ ...latest, currentTaskToken: taskToken }, context, id, timer);
       const detail =
         step.kind === "approval" && step.reason === "paused-drift"
@@ -131,7 +129,7 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
       );
     },
     // A pause starting while a hold is recorded waits for the person instead (its -Held state).
-    { hold: step.kind === "approval" ? "allow" : "refuse" },
+    { hold: step.kind === "approval" ? "allow" : "refuse", step: id },
   );
   await flush(deps, context);
   return {};

@@ -13,6 +13,11 @@ interface HoldPolicy {
   hold?: "refuse" | "allow";
 }
 
+/** How a step writes: its hold policy, and the id its write is recorded under (see `recordStep`). */
+interface StepWrite extends HoldPolicy {
+  step?: string;
+}
+
 /**
  * Reads the rollout item for a step of an execution, refusing (by throwing the errors the ASL
  * catches) when another execution drives the rollout, an abort was requested for this one, or —
@@ -35,18 +40,21 @@ export async function drivingItem(
  * Writes what a step did, with the same refusals checked again inside the conditional write, so
  * an abort or a newer execution landing between the read and the write is never overwritten. A
  * write that starts a wait passes `hold: "refuse"`, so a hold cannot fall between check and wait.
- * `mutate` returns `null` to write nothing (the step's write is already there: see `committed`).
+ * With `step`, a write already recorded under that id for the execution is not written again: a
+ * conditional write that DynamoDB applied but whose answer was lost is sent again by the SDK,
+ * fails its condition, and the re-read finds the step done. `mutate` may return `null` too.
  */
 export function recordStep(
   deps: WorkflowDeps,
   context: WorkflowContext,
   mutate: (item: RolloutItem, now: number) => RolloutItemInput | null,
-  options: HoldPolicy = {},
+  options: StepWrite = {},
 ): Promise<RolloutItem> {
   return update(deps.store, context.rollout, "latest", (latest) => {
     assertDrives(latest, context.executionArn);
     assertNotAborted(latest, context.executionArn);
     if (options.hold === "refuse") assertNotHeld(latest, context.executionArn);
+    if (options.step !== undefined && isDone(latest, context, options.step)) return null;
     return mutate(latest, deps.clock.now());
   });
 }

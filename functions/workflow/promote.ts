@@ -57,39 +57,40 @@ export async function promote(deps: WorkflowDeps, payload: PromotePayload): Prom
           ]),
       publishEffect(context, STEP, eventAbout(deps, context, "RolloutCompleted", message, null)),
     ];
-    await recordStep(deps, context, (latest, now) =>
-      // A write that landed but whose answer was lost (the SDK sent it again): it is not redone.
-      isDone(latest, context, STEP)
-        ? null
-        : commit(
-            withEvent(
-              {
-                ...latest,
-                phase: "Healthy",
-                message: "",
-                targetState: state,
-                weight: 100,
-                stepIndex: latest.stepCount,
-                stableRevision: revision,
-                history:
-                  revision && !restaging
-                    ? pushHistory(latest.history, { ...revision, at: now })
-                    : latest.history,
-                currentTaskToken: null,
-                waitingFor: null,
-                waitingSince: null,
-                pause: null,
-                hold: null,
-                drift: null,
-              },
-              now,
-              "RolloutCompleted",
-              message,
-            ),
-            context,
-            STEP,
-            effects,
+    await recordStep(
+      deps,
+      context,
+      (latest, now) =>
+        commit(
+          withEvent(
+            {
+              ...latest,
+              phase: "Healthy",
+              message: "",
+              targetState: state,
+              weight: 100,
+              stepIndex: latest.stepCount,
+              stableRevision: revision,
+              history:
+                revision && !restaging
+                  ? pushHistory(latest.history, { ...revision, at: now })
+                  : latest.history,
+              currentTaskToken: null,
+              waitingFor: null,
+              waitingSince: null,
+              pause: null,
+              hold: null,
+              drift: null,
+            },
+            now,
+            "RolloutCompleted",
+            message,
           ),
+          context,
+          STEP,
+          effects,
+        ),
+      { step: STEP },
     );
     deps.metrics.put({ name: METRICS.canaryWeight, value: 100, rollout: context.rollout });
     deps.metrics.put({ name: METRICS.promotions, value: 1, rollout: context.rollout });

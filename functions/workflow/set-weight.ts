@@ -86,23 +86,24 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
     id,
     eventAbout(deps, context, "RolloutStepCompleted", done, stepIndex),
   );
-  await recordStep(deps, context, (latest, now) =>
-    // A write that landed but whose answer was lost (the SDK sent it again): it is not redone.
-    isDone(latest, context, id)
-      ? null
-      : commit(
-          withEvent(
-            { ...latest, targetState: next, weight, stepIndex: stepIndex + 1, drift: null, message: "" },
-            now,
-            "RolloutStepCompleted",
-            done,
-            stepIndex,
-            message,
-          ),
-          context,
-          id,
-          [announce],
+  await recordStep(
+    deps,
+    context,
+    (latest, now) =>
+      commit(
+        withEvent(
+          { ...latest, targetState: next, weight, stepIndex: stepIndex + 1, drift: null, message: "" },
+          now,
+          "RolloutStepCompleted",
+          done,
+          stepIndex,
+          message,
         ),
+        context,
+        id,
+        [announce],
+      ),
+    { step: id },
   );
   deps.metrics.put({ name: METRICS.canaryWeight, value: weight, rollout: context.rollout });
   await flush(deps, context);
