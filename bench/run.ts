@@ -3,6 +3,7 @@
  * Add a module by importing it and appending it to `benches`. `npm run bench -- NAME...` runs
  * only the named ones.
  */
+import { bench as cli } from "./cli.ts";
 import { bench as judged } from "./judged.ts";
 import { bench as judges } from "./judges.ts";
 import { bench as runtime } from "./runtime.ts";
@@ -14,7 +15,7 @@ export interface Bench {
   run(): Promise<string[]> | string[];
 }
 
-const benches: Bench[] = [judges, judged, runtime, simulate];
+const benches: Bench[] = [judges, judged, runtime, simulate, cli];
 
 const only = process.argv.slice(2);
 for (const bench of benches) {

@@ -1,10 +1,19 @@
 #!/usr/bin/env node
-// The `rollouts` command: runs the TypeScript CLI through tsx, so no build step is needed.
-import { register } from "tsx/esm/api";
+// The `rollouts` command. The installed package runs the compiled CLI (dist/, made by
+// `npm run build`) on plain Node.js. A checkout of the repository has the TypeScript sources and
+// no build: there it runs them through tsx, a development dependency, so edits need no rebuild.
+import { existsSync } from "node:fs";
 
-// The AWS SDK versions are pinned and run on Node.js 20; its notice about future releases is noise here.
+// The AWS SDK's notice about the Node.js versions its future releases support is noise in a CLI.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
-register();
-const { main } = await import("../cli/main.ts");
+const sources = new URL("../cli/main.ts", import.meta.url);
+let main;
+if (existsSync(sources)) {
+  const { register } = await import("tsx/esm/api");
+  register();
+  ({ main } = await import(sources.href));
+} else {
+  ({ main } = await import("../dist/cli/main.js"));
+}
 process.exitCode = await main(process.argv.slice(2));

@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { Command, CommanderError } from "commander";
 import { registerAnalyze } from "./commands/analyze.ts";
 import { registerCompile } from "./commands/compile.ts";
@@ -17,6 +18,11 @@ const commands: RegisterCommand[] = [
   registerSimulate,
 ];
 
+/** The package's version, from its own `package.json` (the same file in the sources and in `dist/`). */
+export const VERSION: string = (
+  createRequire(import.meta.url)("sfn-rollouts/package.json") as { version: string }
+).version;
+
 /** Runs the `rollouts` command line and resolves to the process exit code. */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   let code: number = Exit.ok;
@@ -24,6 +30,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     .description(
       "Serverless progressive delivery for AWS: plan, compile, analyze, judge and operate rollouts.",
     )
+    .version(VERSION, "-V, --version", "print the version of sfn-rollouts")
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
   for (const register of commands) {

@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Duration } from "aws-cdk-lib";
 import * as lambda from "aws-cdk-lib/aws-lambda";
@@ -11,6 +13,18 @@ export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** The handler file of a function, as `NodejsFunction` wants its `entry`. */
 export function handlerEntry(name: HandlerName, root = PROJECT_ROOT): string {
   return `${root.replace(/\/$/, "")}/functions/handlers/${HANDLERS[name]}.ts`;
+}
+
+/**
+ * The folder of a handler's prebuilt bundle (`index.mjs` and its source map), or undefined when
+ * there is none. `npm run build` writes them to `dist/handlers/<name>/` beside the compiled
+ * construct, so the installed package deploys them as they are: a user's app needs neither
+ * esbuild nor this package's sources. Running from the sources (this repository's tests and
+ * apps), there is no such folder and the construct bundles `functions/handlers/*.ts` itself.
+ */
+export function prebuiltBundle(name: HandlerName, from = import.meta.url): string | undefined {
+  const dir = fileURLToPath(new URL(`../handlers/${HANDLERS[name]}/`, from));
+  return existsSync(join(dir, "index.mjs")) ? dir : undefined;
 }
 
 /**

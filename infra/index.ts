@@ -1,4 +1,9 @@
-/** The CDK side of sfn-rollouts: the `RolloutController` construct and its props. */
+/**
+ * The CDK side of sfn-rollouts: the `RolloutController` construct and its props (also the
+ * package's main entry, `sfn-rollouts`).
+ *
+ * @module sfn-rollouts/infra
+ */
 
 export { FUNCTION_NEEDS, type Need } from "./functions.ts";
 export type {

@@ -4,6 +4,7 @@ import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as events from "aws-cdk-lib/aws-events";
 import * as eventTargets from "aws-cdk-lib/aws-events-targets";
 import * as iam from "aws-cdk-lib/aws-iam";
+import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as scheduler from "aws-cdk-lib/aws-scheduler";
@@ -29,6 +30,7 @@ import {
   handlerEntry,
   type Need,
   PROJECT_ROOT,
+  prebuiltBundle,
 } from "./functions.ts";
 import { acknowledge, acknowledgeStateMachineRole, acknowledgeWildcards } from "./nag.ts";
 import { EMBEDDED_CONTEXT, type RolloutControllerProps, type RolloutOptions } from "./props.ts";
@@ -62,7 +64,7 @@ export interface Rollout {
 }
 
 /** The functions every rollout shares, by handler. */
-export type RolloutFunctions = Readonly<Record<HandlerName, nodejs.NodejsFunction>>;
+export type RolloutFunctions = Readonly<Record<HandlerName, lambda.Function>>;
 
 interface Route {
   readonly rollout: string;
@@ -165,7 +167,7 @@ export class RolloutController extends Construct {
       NODE_OPTIONS: "--enable-source-maps",
     };
 
-    const functions = {} as Record<HandlerName, nodejs.NodejsFunction>;
+    const functions = {} as Record<HandlerName, lambda.Function>;
     for (const name of Object.keys(HANDLERS) as HandlerName[]) {
       const id = pascal(HANDLERS[name]);
       const role = new iam.Role(this, `${id}Role`, {
@@ -177,14 +179,9 @@ export class RolloutController extends Construct {
         removalPolicy: this.#removalPolicy,
       });
       logGroup.grantWrite(role);
-      functions[name] = new nodejs.NodejsFunction(this, id, {
+      const settings: lambda.FunctionOptions = {
         ...FUNCTION_DEFAULTS,
         description: `sfn-rollouts: ${HANDLERS[name]}`,
-        entry: handlerEntry(name),
-        handler: "handler",
-        projectRoot: PROJECT_ROOT,
-        depsLockFilePath: `${PROJECT_ROOT.replace(/\/$/, "")}/package-lock.json`,
-        bundling: BUNDLING,
         role,
         logGroup,
         environment:
@@ -197,7 +194,24 @@ export class RolloutController extends Construct {
               ? { ...environment, [ENV.timerDeadLetterArn]: this.timerDeadLetters.queue.queueArn }
               : environment,
         ...(name === "resume" ? { functionName: timer.resumeName } : {}),
-      });
+      };
+      // The installed package deploys the bundles `npm run build` made; the sources bundle here.
+      const prebuilt = prebuiltBundle(name);
+      functions[name] = prebuilt
+        ? new lambda.Function(this, id, {
+            ...settings,
+            runtime: FUNCTION_DEFAULTS.runtime,
+            code: lambda.Code.fromAsset(prebuilt),
+            handler: "index.handler",
+          })
+        : new nodejs.NodejsFunction(this, id, {
+            ...settings,
+            entry: handlerEntry(name),
+            handler: "handler",
+            projectRoot: PROJECT_ROOT,
+            depsLockFilePath: `${PROJECT_ROOT.replace(/\/$/, "")}/package-lock.json`,
+            bundling: BUNDLING,
+          });
       acknowledge(
         functions[name],
         "AwsSolutions-L1",

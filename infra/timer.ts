@@ -1,6 +1,6 @@
 import { ArnFormat, Names, type RemovalPolicy, Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
-import type * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
+import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
@@ -106,7 +106,7 @@ export function tickerStateMachine(
   scope: Construct,
   options: {
     name: string;
-    resume: nodejs.NodejsFunction;
+    resume: lambda.IFunction;
     deadLetters: sqs.IQueue;
     logRetention: logs.RetentionDays;
     removalPolicy: RemovalPolicy;

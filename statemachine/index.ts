@@ -1,4 +1,8 @@
-/** The spec language: parse Argo Rollouts objects or the native spec, plan, and compile to ASL. */
+/**
+ * The spec language: parse Argo Rollouts objects or the native spec, plan, and compile to ASL.
+ *
+ * @module sfn-rollouts/statemachine
+ */
 export type { AnalysisRef, LoadedTemplate, Origin } from "./analysis-resolve.ts";
 export { RUNTIME_PLACEHOLDERS } from "./analysis-resolve.ts";
 export {

@@ -1,6 +1,8 @@
 /**
  * sfn-rollouts/judges: statistics that compare a candidate with the stable version and decide
  * promote, hold or rollback. Pure code, no AWS SDK: usable in a Lambda, a CLI or a notebook.
+ *
+ * @module sfn-rollouts/judges
  */
 
 export {

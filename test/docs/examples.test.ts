@@ -21,7 +21,7 @@ function codeBlockAfter(file: string, heading: string): string {
 
 describe("the CDK example in the docs", () => {
   it.each([
-    ["README.md", "## Deploying with CDK"],
+    ["README.md", "### The construct"],
     ["docs/cdk.md", "## A minimal app"],
   ])("%s shows examples/cdk-app.ts exactly", (file, heading) => {
     expect(codeBlockAfter(file, heading)).toBe(example);
