@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { registerAnalyze } from "./commands/analyze.ts";
 import { registerCompile } from "./commands/compile.ts";
+import { registerDashboard } from "./commands/dashboard.ts";
 import { registerJudge } from "./commands/judge.ts";
 import { registerOperate } from "./commands/operate.ts";
 import { registerPlan } from "./commands/plan.ts";
@@ -15,6 +16,7 @@ const commands: RegisterCommand[] = [
   registerAnalyze,
   registerOperate,
   registerSimulate,
+  registerDashboard,
 ];
 
 /** Runs the `rollouts` command line and resolves to the process exit code. */
