@@ -76,7 +76,7 @@ function documentOf(title: string, body: Html, options: PageOptions): string {
       : html`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"><style>${raw(mode.css)}</style>`;
   const refresh = mode.kind === "dashboard" ? html` data-refresh-ms="${mode.refreshMs}"` : "";
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="referrer" content="no-referrer"><title>${title}</title>${head}</head>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="referrer" content="same-origin"><title>${title}</title>${head}</head>
 <body${refresh}>${body}</body></html>
 `.text;
 }
