@@ -123,7 +123,7 @@ export function lineChart(options: ChartOptions): Html {
     options.series.length > 1
       ? html`<g class="legend">${options.series.map(
           (s, i) =>
-            html`<rect x="${LEFT + 8 + i * 110}" y="${TOP}" width="10" height="10" fill="${SERIES_COLOUR[s.kind]}"/><text x="${LEFT + 22 + i * 110}" y="${TOP + 9}" font-size="11" fill="#374151">${s.name}</text>`,
+            html`<rect x="${WIDTH / 2 - 90 + i * 110}" y="${HEIGHT - 15}" width="10" height="10" fill="${SERIES_COLOUR[s.kind]}"/><text x="${WIDTH / 2 - 76 + i * 110}" y="${HEIGHT - 6}" font-size="11" fill="#374151">${s.name}</text>`,
         )}</g>`
       : "";
   return html`<svg class="chart" role="img" aria-label="${options.title}" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="100%" preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg">${grid}${xLabels}${rules}${lines}${legend}</svg>`;

@@ -86,8 +86,14 @@ function noticeOf(notice: OperateOutcome | undefined): Html | string {
   return html`<p class="notice ${notice.ok ? "ok" : "refused"}" role="status">${notice.message}</p>`;
 }
 
+/**
+ * The terminal's icons, but for the pause: `॥` is a Devanagari sign that many fonts a browser
+ * falls back to do not have, and `‖` says the same.
+ */
+const ICON: Record<RolloutItem["phase"], string> = { ...PHASE_ICON, Paused: "‖" };
+
 function phaseBadge(phase: RolloutItem["phase"]): Html {
-  return html`<span class="phase ${phase}">${PHASE_ICON[phase]} ${phase}</span>`;
+  return html`<span class="phase ${phase}">${ICON[phase]} ${phase}</span>`;
 }
 
 function footer(options: PageOptions): Html {
@@ -417,13 +423,23 @@ function measurementsTable(list: Array<{ at: number; m: Measurement }>): Html | 
   )}</tbody></table></details>`;
 }
 
+/** The current execution's events, newest first; the older ones the item keeps folded below them. */
 function eventsSection(item: RolloutItem): Html | string {
   if (item.events.length === 0) return "";
-  const rows = [...item.events]
-    .reverse()
-    .map(
-      (e) =>
-        html`<tr class="event" data-type="${e.type}"><td>${isoSeconds(e.at)}</td><td>${e.type}</td><td>${e.step === undefined ? "" : e.step + 1}</td><td class="message">${e.message}</td></tr>`,
-    );
-  return html`<section class="events"><h2>Events</h2><table><thead><tr><th>Time</th><th>Type</th><th>Step</th><th>Message</th></tr></thead><tbody>${rows}</tbody></table></section>`;
+  const current = currentEvents(item);
+  const older = item.events.slice(0, item.events.length - current.length);
+  const table = (events: RolloutItem["events"]) =>
+    html`<table><thead><tr><th>Time</th><th>Type</th><th>Step</th><th>Message</th></tr></thead><tbody>${[
+      ...events,
+    ]
+      .reverse()
+      .map(
+        (e) =>
+          html`<tr class="event" data-type="${e.type}"><td>${isoSeconds(e.at)}</td><td>${e.type}</td><td>${e.step === undefined ? "" : e.step + 1}</td><td class="message">${e.message}</td></tr>`,
+      )}</tbody></table>`;
+  const earlier =
+    older.length === 0
+      ? ""
+      : html`<details class="older-events"><summary>${older.length} earlier event${older.length === 1 ? "" : "s"}</summary>${table(older)}</details>`;
+  return html`<section class="events"><h2>Events</h2>${table(current)}${earlier}</section>`;
 }

@@ -37,7 +37,7 @@ describe("the dashboard in chromium", () => {
     );
     expect(rows).toEqual([
       ["demo", "✖ Degraded", "4/5", "0%"],
-      ["demo-approval", "॥ Paused", "3/5", "50%"],
+      ["demo-approval", "‖ Paused", "3/5", "50%"],
     ]);
   });
 
