@@ -67,14 +67,17 @@ export interface PageOptions {
 
 const path = (name: string) => `/rollouts/${encodeURIComponent(name)}`;
 
-/** The whole HTML document around a page's body. */
-function documentOf(title: string, body: Html, options: PageOptions): string {
+/**
+ * The whole HTML document around a page's body. `live`: the dashboard's script reloads it (not a
+ * confirmation, whose URL answers only a POST, nor an error page).
+ */
+function documentOf(title: string, body: Html, options: PageOptions, live = true): string {
   const { mode } = options;
   const head =
     mode.kind === "dashboard"
       ? html`<link rel="stylesheet" href="/assets/dashboard.css"><script src="/assets/dashboard.js" defer></script>`
       : html`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"><style>${raw(mode.css)}</style>`;
-  const refresh = mode.kind === "dashboard" ? html` data-refresh-ms="${mode.refreshMs}"` : "";
+  const refresh = mode.kind === "dashboard" && live ? html` data-refresh-ms="${mode.refreshMs}"` : "";
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="referrer" content="same-origin"><title>${title}</title>${head}</head>
 <body${refresh}>${body}</body></html>
@@ -194,13 +197,13 @@ export function renderConfirmPage(
       ? html`<label>Reason (kept in the status message and the events)<textarea name="reason" rows="2" maxlength="1000"></textarea></label>`
       : "";
   const body = html`<header><h1><a href="/">Rollouts</a> / <a href="${path(item.name)}">${item.name}</a></h1></header><main id="view"><section class="confirm"><h2>${ACTIONS[action].label} rollout ${item.name}?</h2><p>${ACTIONS[action].confirm}</p><p>It is ${phaseBadge(item.phase)} at step ${currentStepOf(item)}/${item.stepCount}, weight ${item.weight}%.</p><form method="post" action="${path(item.name)}/${action}"><input type="hidden" name="csrf" value="${options.csrf}"><input type="hidden" name="confirm" value="yes">${reason}<button type="submit" class="action ${action} confirm">${ACTIONS[action].label}</button> <a class="cancel" href="${path(item.name)}">Cancel</a></form></section></main>`;
-  return documentOf(`${ACTIONS[action].label} ${item.name}?`, body, options);
+  return documentOf(`${ACTIONS[action].label} ${item.name}?`, body, options, false);
 }
 
 /** A page for what could not be shown: an unknown rollout, a refused request, the store failing. */
 export function renderErrorPage(title: string, message: string, options: PageOptions): string {
   const body = html`<header><h1><a href="/">Rollouts</a></h1></header><main id="view"><section class="error"><h2>${title}</h2><p>${message}</p></section></main>`;
-  return documentOf(title, body, options);
+  return documentOf(title, body, options, false);
 }
 
 function steps(item: RolloutItem): Html | string {

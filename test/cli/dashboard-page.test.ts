@@ -148,6 +148,9 @@ describe("the dashboard's pages", () => {
     expect(page).toContain("Abort rollout demo-approval?");
     expect(page).toContain('<input type="hidden" name="confirm" value="yes">');
     expect(page).toContain('<textarea name="reason"');
+    // Its URL answers only a POST: the script must not reload it.
+    expect(page).not.toContain("data-refresh-ms");
+    expect(renderRolloutPage(views.approval as RolloutView, dashboard())).toContain('data-refresh-ms="2000"');
   });
 });
 

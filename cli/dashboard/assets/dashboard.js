@@ -4,7 +4,9 @@
 // no data and runs no text it reads as markup other than the server's own escaped page.
 
 (() => {
-  const interval = Number(document.body.dataset.refreshMs) || 2000;
+  // A page without it (a confirmation, an error) stays as it is.
+  const interval = Number(document.body.dataset.refreshMs);
+  if (!interval) return;
   const live = () => document.getElementById("live");
   let busy = false;
   async function refresh() {
