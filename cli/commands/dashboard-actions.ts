@@ -1,12 +1,13 @@
 import { writeFileSync } from "node:fs";
 import type { AwsOptions } from "../aws.ts";
 import { asset } from "../dashboard/assets.ts";
+import { loadPageView } from "../dashboard/load.ts";
 import { renderRolloutPage } from "../dashboard/page.ts";
 import { DashboardListenError, startDashboard } from "../dashboard/server.ts";
 import { Exit } from "../exit-codes.ts";
 import type { Io } from "../io.ts";
 import { printable } from "../terminal.ts";
-import { type CommonOptions, type Interrupt, loadView, onSigint, withAws } from "./operate-actions.ts";
+import { type CommonOptions, type Interrupt, onSigint, withAws } from "./operate-actions.ts";
 
 /**
  * The actions of `rollouts dashboard` and `rollouts report`, apart from their registration so
@@ -60,7 +61,7 @@ export function reportAction(
   options: CommonOptions & { out?: string; env?: AwsOptions["env"] },
 ) {
   return withAws(io, options, async (deps) => {
-    const view = await loadView(deps, name, { whole: true });
+    const view = await loadPageView(deps, name);
     const page = renderRolloutPage(view, {
       now: deps.clock.now(),
       mode: { kind: "report", css: asset("dashboard.css") },

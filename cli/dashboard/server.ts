@@ -23,8 +23,9 @@ import {
   ownHosts,
   type Refusal,
 } from "../../local/http-guard.ts";
-import { loadView, RolloutMissingError } from "../commands/operate-actions.ts";
+import { RolloutMissingError } from "../commands/operate-actions.ts";
 import { ASSETS, type AssetName, asset } from "./assets.ts";
+import { loadPageView } from "./load.ts";
 import {
   ACTIONS,
   type Action,
@@ -143,7 +144,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
       }
       if (first === "rollouts" && name !== undefined && action === undefined) {
         const notice = notices.get(url.searchParams.get("notice") ?? "");
-        const view = await loadView(options.deps, name, { whole: true });
+        const view = await loadPageView(options.deps, name);
         return page(response, 200, renderRolloutPage(view, pageOptions(notice)));
       }
       return page(response, 404, renderErrorPage("Not found", `Nothing at ${url.pathname}`, pageOptions()));
@@ -170,7 +171,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
         });
       const operation = action as Action;
       if (form.get("confirm") !== "yes") {
-        const view = await loadView(options.deps, name, { whole: false });
+        const view = await loadPageView(options.deps, name);
         return page(response, 200, renderConfirmPage(view.item, operation, { ...pageOptions(), csrf }));
       }
       const outcome = await perform(options.deps, name, operation, form.get("reason") ?? "");

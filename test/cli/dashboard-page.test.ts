@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadView } from "../../cli/commands/operate-actions.ts";
+import { z } from "zod";
 import { asset } from "../../cli/dashboard/assets.ts";
 import { escapeHtml, html } from "../../cli/dashboard/html.ts";
+import { loadPageView } from "../../cli/dashboard/load.ts";
 import {
   conditionRule,
   numericValue,
@@ -27,8 +28,8 @@ let views: Record<string, RolloutView>;
 beforeAll(async () => {
   demo = await startDemoRollouts();
   views = {
-    demo: await loadView(demo.deps, "demo", { whole: true }),
-    approval: await loadView(demo.deps, "demo-approval", { whole: true }),
+    demo: await loadPageView(demo.deps, "demo"),
+    approval: await loadPageView(demo.deps, "demo-approval"),
   };
 }, 120_000);
 
@@ -51,6 +52,24 @@ function series(page: string, name: string): number[][] {
     (m[1] ?? "").split(" ").map(Number),
   );
 }
+
+describe("what a page reads", () => {
+  it("reads the current execution's runs and their measurements, not the earlier pushes' runs", async () => {
+    const view = views.demo as RolloutView;
+    const current = `${view.item.executionArn?.split(":").at(-1)}.`;
+    expect(view.runs.map((r) => r.runId)).toEqual([`${current}step01`, `${current}step04`]);
+    expect(Object.keys(view.measurements)).toEqual([`${current}step01`, `${current}step04`]);
+    expect(view.measurements[`${current}step04`]?.map((m) => m.value.metric).sort()).toEqual([
+      "errors",
+      "errors",
+      "errors",
+      "success-rate",
+      "success-rate",
+    ]);
+    // The earlier pushes' runs are in the store all the same.
+    expect((await demo.store.listRuns("demo", z.unknown())).length).toBeGreaterThan(view.runs.length);
+  });
+});
 
 describe("rollouts report: the rollout page as one file", () => {
   it("shows the aborted demo: its message, steps, a weight chart back at 0, the gate's figures, events", () => {
