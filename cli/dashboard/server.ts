@@ -139,8 +139,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
       if (parts.length === 0) {
         return page(response, 200, renderListPage(await options.deps.store.list(), pageOptions()));
       }
-      if (first === "assets" && name !== undefined && action === undefined && name in ASSETS) {
-        return send(response, 200, ASSETS[name as AssetName], asset(name as AssetName));
+      if (first === "assets" && name !== undefined && action === undefined && Object.hasOwn(ASSETS, name)) {
+        return send(response, 200, ASSETS[name as AssetName].type, asset(name as AssetName));
       }
       if (first === "rollouts" && name !== undefined && action === undefined) {
         const notice = notices.get(url.searchParams.get("notice") ?? "");

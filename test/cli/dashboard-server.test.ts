@@ -86,6 +86,9 @@ describe("rollouts dashboard: what it serves", () => {
     expect(script.headers["content-type"]).toBe("text/javascript; charset=utf-8");
     expect(script.body).toContain("DOMParser");
     expect((await send("GET", "/assets/../server.ts")).status).toBe(404);
+    // Only the assets themselves, not what every object inherits.
+    expect((await send("GET", "/assets/toString")).status).toBe(404);
+    expect((await send("GET", "/assets/constructor")).status).toBe(404);
   });
 
   it("answers an unknown rollout and an unknown path with 404 pages", async () => {
