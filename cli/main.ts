@@ -2,6 +2,7 @@ import { createRequire } from "node:module";
 import { Command, CommanderError } from "commander";
 import { registerAnalyze } from "./commands/analyze.ts";
 import { registerCompile } from "./commands/compile.ts";
+import { registerDashboard } from "./commands/dashboard.ts";
 import { registerJudge } from "./commands/judge.ts";
 import { registerOperate } from "./commands/operate.ts";
 import { registerPlan } from "./commands/plan.ts";
@@ -16,6 +17,7 @@ const commands: RegisterCommand[] = [
   registerAnalyze,
   registerOperate,
   registerSimulate,
+  registerDashboard,
 ];
 
 /** The package's version, from its own `package.json` (the same file in the sources and in `dist/`). */

@@ -104,7 +104,7 @@ export function inferStrategy(item: RolloutItem): "Canary" | "BlueGreen" | undef
  * What a step did, in a few words: the `summary` of the newest event of this execution naming it
  * (the workflow writes it beside the message), or the message of an event that has none.
  */
-function stepSummary(events: RolloutEvent[], step: number): string {
+export function stepSummary(events: RolloutEvent[], step: number): string {
   const last = [...events].reverse().find((e) => e.step === step);
   if (!last) return "";
   const text = last.summary ?? last.message;
@@ -130,7 +130,7 @@ function imageLine(revision: Revision, roles: string[]): string {
   return `${name} (${roles.join(", ")}, revision ${revision.revision}, ${shortDigest(revision.digest)})`;
 }
 
-function imageLines(item: RolloutItem): string[] {
+export function imageLines(item: RolloutItem): string[] {
   const stable = item.stableRevision;
   const current = item.currentRevision;
   if (stable && current && stable.digest === current.digest) return [imageLine(stable, ["stable"])];

@@ -1,21 +1,27 @@
 #!/usr/bin/env node
 // `npm test`'s first step: the system programs the tests start (Prometheus for the PromQL
-// provider and the demo, Java 17 for DynamoDB Local) are there, or are installed now when this
+// provider and the demo, Java 17 for DynamoDB Local, Chromium for the dashboard's browser tests,
+// driven by puppeteer-core, which downloads no browser of its own) are there, or are installed now when this
 // machine can (root with apt-get, as on Debian), or the run stops at once with one line naming
 // the command to run. Plain JavaScript: it runs before anything is type-checked.
 import { spawnSync } from "node:child_process";
+
+/** The `version 2.42.0` / `version "17.0.2"` most programs print. */
+const VERSION = /version "?(\d+)/;
 
 /** What the tests need: the command, how its version is read, the minimum, the Debian package. */
 const NEEDS = [
   { command: "prometheus", args: ["--version"], minimum: 2, pkg: "prometheus" },
   { command: "java", args: ["-version"], minimum: 17, pkg: "openjdk-17-jre-headless" },
+  // `Chromium 156.0.8078.114 built on Debian ...`; puppeteer-core speaks to recent ones.
+  { command: "chromium", args: ["--version"], minimum: 120, pkg: "chromium", pattern: /Chromium (\d+)/ },
 ];
 
 /** The major version a command prints, 0 when it runs but prints none, undefined when it is absent. */
-function majorVersion({ command, args }) {
+function majorVersion({ command, args, pattern = VERSION }) {
   const out = spawnSync(command, args, { encoding: "utf8" });
   if (out.error || out.status !== 0) return undefined;
-  const match = /version "?(\d+)/.exec(`${out.stdout}\n${out.stderr}`);
+  const match = pattern.exec(`${out.stdout}\n${out.stderr}`);
   return match ? Number(match[1]) : 0;
 }
 
@@ -30,7 +36,9 @@ if (absent.length > 0) {
   const hasApt = spawnSync("apt-get", ["--version"]).status === 0;
   const root = typeof process.getuid === "function" && process.getuid() === 0;
   if (!hasApt || !root) {
-    const needs = absent.map((n) => `${n.command} ${n.minimum}+`).join(" and ");
+    const listed = absent.map((n) => `${n.command} ${n.minimum}+`);
+    const needs =
+      listed.length > 1 ? `${listed.slice(0, -1).join(", ")} and ${listed.at(-1)}` : listed.join("");
     const how = hasApt
       ? `run \`sudo apt-get update && sudo ${install}\``
       : `install them (on Debian: ${install})`;

@@ -207,7 +207,7 @@ async function requireItem(deps: OperateDeps, name: string): Promise<RolloutItem
  * Runs a command body with the AWS context and turns the expected failures into a message and an
  * exit code (a person at a terminal wants the why, not a stack). Anything else is a bug: rethrown.
  */
-async function withAws(
+export async function withAws(
   io: Io,
   options: CommonOptions & Pick<AwsOptions, "env">,
   body: (deps: OperateDeps) => Promise<number>,

@@ -64,6 +64,12 @@ export const RolloutEventSchema = z.object({
    * are not a step's, and on events written before it existed.
    */
   summary: z.string().optional(),
+  /**
+   * The canary's weight once the write that recorded this event was made: the points of the
+   * weight-over-time chart (`rollouts dashboard`, `rollouts report`). Absent on events written
+   * outside a workflow step, and on events written before it existed.
+   */
+  weight: z.number().min(0).max(100).optional(),
 });
 export type RolloutEvent = z.infer<typeof RolloutEventSchema>;
 

@@ -59,7 +59,10 @@ export function recordStep(
   });
 }
 
-/** Appends an item event (what `rollouts get` shows); `summary`: the step's outcome in a few words. */
+/**
+ * Appends an item event (what `rollouts get` shows); `summary`: the step's outcome in a few words.
+ * The event carries the item's weight as written, so the events are also the weight's history.
+ */
 export function withEvent(
   item: RolloutItemInput,
   now: number,
@@ -76,6 +79,7 @@ export function withEvent(
       message,
       ...(step != null ? { step } : {}),
       ...(summary !== undefined ? { summary } : {}),
+      weight: item.weight,
     }),
   };
 }

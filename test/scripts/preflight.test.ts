@@ -21,10 +21,16 @@ function preflight(path: string) {
   return spawnSync(process.execPath, [PREFLIGHT], { env: { PATH: path }, encoding: "utf8" });
 }
 
+const CHROMIUM = "Chromium 156.0.8078.114 built on Debian GNU/Linux 12 (bookworm)";
+
 describe("npm test's preflight", () => {
-  it("passes when Prometheus 2+ and Java 17+ are there", () => {
+  it("passes when Prometheus 2+, Java 17+ and Chromium 120+ are there", () => {
     const out = preflight(
-      pathWith({ prometheus: "prometheus, version 2.42.0", java: 'openjdk version "17.0.21" 2025-10-21' }),
+      pathWith({
+        prometheus: "prometheus, version 2.42.0",
+        java: 'openjdk version "17.0.21" 2025-10-21',
+        chromium: CHROMIUM,
+      }),
     );
     expect(out.stderr).toBe("");
     expect(out.status).toBe(0);
@@ -36,16 +42,33 @@ describe("npm test's preflight", () => {
     const lines = out.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toBe(
-      "npm test needs prometheus 2+ and java 17+: install them (on Debian: apt-get install -y --no-install-recommends prometheus openjdk-17-jre-headless), then npm test again",
+      "npm test needs prometheus 2+, java 17+ and chromium 120+: install them (on Debian: apt-get install -y --no-install-recommends prometheus openjdk-17-jre-headless chromium), then npm test again",
     );
   });
 
   it("counts a Java older than 17 as missing", () => {
     const out = preflight(
-      pathWith({ prometheus: "prometheus, version 2.42.0", java: 'openjdk version "11.0.2"' }),
+      pathWith({
+        prometheus: "prometheus, version 2.42.0",
+        java: 'openjdk version "11.0.2"',
+        chromium: CHROMIUM,
+      }),
     );
     expect(out.status).toBe(1);
     expect(out.stderr).toContain("needs java 17+:");
     expect(out.stderr).not.toContain("prometheus 2+");
+  });
+
+  it("reads Chromium's version line, and counts one older than 120 as missing", () => {
+    const out = preflight(
+      pathWith({
+        prometheus: "prometheus, version 2.42.0",
+        java: 'openjdk version "17.0.21"',
+        chromium: "Chromium 99.0.4844.51 built on Debian",
+      }),
+    );
+    expect(out.status).toBe(1);
+    expect(out.stderr).toContain("needs chromium 120+:");
+    expect(out.stderr).not.toContain("java");
   });
 });

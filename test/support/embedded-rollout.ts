@@ -92,6 +92,8 @@ export interface EmbeddedRolloutOptions {
   providers: MetricProvider;
   /** Default: a `ManualClock` at `T0`. */
   clock?: ManualClock;
+  /** Default: a new store on the clock; several rollouts may share one (one table, many rollouts). */
+  store?: MemoryRolloutStore;
   /** The ECR repository the trigger routes to this rollout; default the rollout's name. */
   repository?: string;
   /** Wraps a function's handler (to inject a failure, a duplicate delivery, a race). */
@@ -174,7 +176,7 @@ export async function startEmbeddedRollout(options: EmbeddedRolloutOptions): Pro
     ...(options.readinessChecks ? { readinessChecks: true } : {}),
   };
   const definition = compile(spec, compileOptions);
-  const store = new MemoryRolloutStore({ clock });
+  const store = options.store ?? new MemoryRolloutStore({ clock });
   const events = new RecordingEventPublisher();
   const metrics = new RecordingMetricsSink();
   const resumed: string[] = [];
