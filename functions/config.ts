@@ -4,6 +4,9 @@
  */
 
 /** Handler entry files under `functions/handlers/`, each exporting `handler`. */
+/** EventBridge `source` of every lifecycle event: what a team's rule (and the notifications') matches on. */
+export const EVENT_SOURCE = "sfn-rollouts";
+
 export const HANDLERS = {
   trigger: "trigger",
   begin: "begin",

@@ -16,6 +16,7 @@ import {
   FUNCTION_PLACEHOLDERS,
   type FunctionRole,
   formatProblem,
+  NotificationSubscriptionSchema,
   type RolloutSpec,
   SpecError,
   type StateMachineDefinition,
@@ -31,6 +32,7 @@ import {
   PROJECT_ROOT,
 } from "./functions.ts";
 import { acknowledge, acknowledgeStateMachineRole, acknowledgeWildcards } from "./nag.ts";
+import { Notifications, notificationsProblems, subscriptionProblems } from "./notifications.ts";
 import { EMBEDDED_CONTEXT, type RolloutControllerProps, type RolloutOptions } from "./props.ts";
 import { rolloutTable } from "./table.ts";
 import { imageTagFilter } from "./tag-pattern.ts";
@@ -59,6 +61,8 @@ export interface Rollout {
   readonly dashboard: cloudwatch.Dashboard;
   /** Any failed execution (an aborted rollout fails its execution with `RolloutAborted`). */
   readonly failedExecutionsAlarm: cloudwatch.Alarm;
+  /** One rule per subscribed trigger and service: this rollout's lifecycle event → the service. */
+  readonly notificationRules: readonly events.Rule[];
 }
 
 /** The functions every rollout shares, by handler. */
@@ -97,6 +101,8 @@ export class RolloutController extends Construct {
   readonly timerDeadLetters: DeadLetters;
   /** ECR push events the trigger function could not take after the rules' retries. */
   readonly triggerDeadLetters: DeadLetters;
+  /** The notification services and their dead letters, when `notifications` is given. */
+  readonly notifications: Notifications | undefined;
 
   readonly #rollouts = new Map<string, Rollout>();
   readonly #routes: Route[] = [];
@@ -110,6 +116,10 @@ export class RolloutController extends Construct {
   constructor(scope: Construct, id: string, props: RolloutControllerProps = {}) {
     super(scope, id);
     const problems = controllerProblems(props);
+    if (props.notifications)
+      problems.push(
+        ...notificationsProblems(props.notifications, this.node.tryGetContext(EMBEDDED_CONTEXT) === true),
+      );
     if (problems.length > 0) throw new PropsError(`RolloutController ${this.node.path}`, problems);
     this.#props = props;
     this.#logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
@@ -145,6 +155,13 @@ export class RolloutController extends Construct {
       logRetention: this.#logRetention,
       removalPolicy: this.#removalPolicy,
     });
+    this.notifications = props.notifications
+      ? new Notifications(this, "Notifications", {
+          props: props.notifications,
+          eventBus: this.eventBus,
+          removalPolicy: this.#removalPolicy,
+        })
+      : undefined;
     this.#validateRoutesSize();
     if (props.cloudWatchMetrics === true) this.#grantCloudWatch();
   }
@@ -268,6 +285,11 @@ export class RolloutController extends Construct {
     });
 
     const { dashboard, alarm } = rolloutDashboard(scope, spec.name, stateMachine);
+    const notificationRules =
+      this.notifications?.subscribe(scope, spec.name, stateMachine, [
+        ...(spec.notifications ?? []),
+        ...(options.notifications ?? []).map((s) => NotificationSubscriptionSchema.parse(s)),
+      ]) ?? [];
     for (const policy of this.#operators) this.#operateOn(policy, stateMachine, executions);
 
     const rollout: Rollout = {
@@ -278,6 +300,7 @@ export class RolloutController extends Construct {
       logGroup,
       dashboard,
       failedExecutionsAlarm: alarm,
+      notificationRules,
     };
     this.#rollouts.set(id, rollout);
     return rollout;
@@ -303,6 +326,12 @@ export class RolloutController extends Construct {
         "spec: an analysis uses the cloudWatch provider but the controller has cloudWatchMetrics: false",
       );
     }
+    (spec?.notifications ?? []).forEach((s, i) => {
+      problems.push(...subscriptionProblems(s, this.#props.notifications, `spec.notifications[${i}]`));
+    });
+    (options.notifications ?? []).forEach((s, i) => {
+      problems.push(...subscriptionProblems(s, this.#props.notifications, `notifications[${i}]`));
+    });
     if (problems.length > 0 || !spec) throw new PropsError(`RolloutController.addRollout("${id}")`, problems);
     try {
       const definition = compile(spec, {

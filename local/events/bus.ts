@@ -169,17 +169,51 @@ export function targetInput(target: ExtractedTarget, event: BusEvent, ruleName: 
   for (const [name, path] of Object.entries(transformer.inputPathsMap)) {
     values[name] = JSONPath({ path, json: event as object, wrap: false });
   }
-  return transformer.inputTemplate.replace(
-    /(")?<([A-Za-z0-9_.-]+)>(")?/g,
-    (whole, open, name: string, close) => {
-      if (!(name in values)) return whole;
-      const value = values[name];
-      if (open === '"' && close === '"') {
-        return typeof value === "string"
-          ? `"${JSON.stringify(value).slice(1, -1)}"`
-          : JSON.stringify(value ?? null);
-      }
-      return `${open ?? ""}${JSON.stringify(value ?? null)}${close ?? ""}`;
-    },
-  );
+  return fillPlaceholders(transformer.inputTemplate, values);
+}
+
+/**
+ * Fills `<name>` placeholders the way EventBridge does: a placeholder that is a whole JSON string
+ * (`"<name>"`) or that sits inside a longer string (`"Rollout <name> aborted"`) gets the value's
+ * text, escaped for that string; elsewhere the value is inserted as JSON. Unknown names stay as
+ * written.
+ */
+function fillPlaceholders(template: string, values: Readonly<Record<string, unknown>>): string {
+  let out = "";
+  let inString = false;
+  for (let i = 0; i < template.length; i++) {
+    const c = template[i] as string;
+    if (c === "\\" && inString) {
+      out += template.slice(i, i + 2);
+      i++;
+      continue;
+    }
+    if (c === '"') {
+      inString = !inString;
+      out += c;
+      continue;
+    }
+    const match = c === "<" ? /^<([A-Za-z0-9_.-]+)>/.exec(template.slice(i)) : null;
+    if (!match || !((match[1] as string) in values)) {
+      out += c;
+      continue;
+    }
+    const value = values[match[1] as string];
+    const whole = inString && template[i - 1] === '"' && template[i + match[0].length] === '"';
+    if (whole && typeof value !== "string") {
+      // `"<size>"` with a number: the JSON value replaces the quoted placeholder.
+      out = `${out.slice(0, -1)}${JSON.stringify(value ?? null)}`;
+      i += match[0].length;
+      inString = false;
+      continue;
+    }
+    if (inString) {
+      const text = typeof value === "string" ? value : JSON.stringify(value ?? null);
+      out += JSON.stringify(text).slice(1, -1);
+    } else {
+      out += JSON.stringify(value ?? null);
+    }
+    i += match[0].length - 1;
+  }
+  return out;
 }
