@@ -1,7 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { JSONPath } from "jsonpath-plus";
 import type { Clock } from "../../functions/clock.ts";
-import { busNameOf, type ExtractedRule, type ExtractedTarget } from "../asl/extract.ts";
+import {
+  busNameOf,
+  type ExtractedApiDestination,
+  type ExtractedRule,
+  type ExtractedTarget,
+} from "../asl/extract.ts";
 import { LOCAL_ACCOUNT, LOCAL_REGION } from "../asl/intrinsics.ts";
 import { matchesPattern } from "./pattern.ts";
 
@@ -41,6 +46,16 @@ export interface BusTargets {
   invokeFunction(functionArn: string, event: unknown): Promise<void> | void;
 }
 
+/** What an API destination may take to answer, as on EventBridge (5 seconds). */
+const API_DESTINATION_TIMEOUT_MS = 5_000;
+
+/** A message a rule published to an SNS topic (email notifications): kept, since nothing sends mail here. */
+export interface PublishedMessage {
+  topicArn: string;
+  rule: string;
+  message: string;
+}
+
 /** A delivery that did not happen (unknown target kind, a target that refused). */
 export interface FailedDelivery {
   rule: string;
@@ -63,6 +78,9 @@ export class LocalEventBus {
   /** Every event put on any bus, in order: what tests and `rollouts get --watch` read. */
   readonly events: Array<{ bus: string; event: BusEvent }> = [];
   readonly failures: FailedDelivery[] = [];
+  /** What rules published to SNS topics, in order. */
+  readonly published: PublishedMessage[] = [];
+  readonly #apiDestinations = new Map<string, ExtractedApiDestination>();
 
   constructor(options: { targets: BusTargets; clock: Clock }) {
     this.#targets = options.targets;
@@ -71,6 +89,11 @@ export class LocalEventBus {
 
   addRule(rule: ExtractedRule): void {
     this.#rules.set(`${rule.eventBusName}/${rule.name}`, rule);
+  }
+
+  /** An API destination rule targets can name (the template's are added by the runtime). */
+  addApiDestination(destination: ExtractedApiDestination): void {
+    this.#apiDestinations.set(destination.arn, destination);
   }
 
   rules(): ExtractedRule[] {
@@ -116,6 +139,10 @@ export class LocalEventBus {
             await this.#targets.startExecution(target.arn, input);
           } else if (/^arn:aws:lambda:/.test(target.arn)) {
             await this.#targets.invokeFunction(target.arn, JSON.parse(input));
+          } else if (/^arn:aws:events:[^:]*:[^:]*:api-destination\//.test(target.arn)) {
+            await this.#callApiDestination(target.arn, input);
+          } else if (/^arn:aws:sns:/.test(target.arn)) {
+            this.published.push({ topicArn: target.arn, rule: rule.name, message: parseText(input) });
           } else {
             throw new Error(`target kind not supported locally: ${target.arn}`);
           }
@@ -129,6 +156,42 @@ export class LocalEventBus {
         }
       }
     }
+  }
+
+  /**
+   * An API destination target: an HTTP call to its endpoint with the connection's headers and the
+   * transformed input as the JSON body. A refused call (not 2xx), a timeout or a header kept in
+   * Secrets Manager (unreadable here) is a failed delivery.
+   */
+  async #callApiDestination(arn: string, body: string): Promise<void> {
+    const destination = this.#apiDestinations.get(arn);
+    if (destination === undefined) throw new Error(`no API destination ${arn} in the template`);
+    if (destination.secretHeaders.length > 0) {
+      throw new Error(
+        `${destination.logicalId}: header(s) ${destination.secretHeaders.join(", ")} are kept in Secrets Manager, which the embedded runtime cannot read`,
+      );
+    }
+    const response = await fetch(destination.endpoint, {
+      method: destination.method,
+      headers: { "content-type": "application/json; charset=utf-8", ...destination.headers },
+      body,
+      redirect: "manual",
+      signal: AbortSignal.timeout(API_DESTINATION_TIMEOUT_MS),
+    });
+    await response.body?.cancel();
+    if (response.status < 200 || response.status > 299) {
+      throw new Error(`${destination.logicalId}: ${destination.endpoint} answered ${response.status}`);
+    }
+  }
+}
+
+/** An SNS message from a target's input: a JSON string is its text, anything else as sent. */
+function parseText(input: string): string {
+  try {
+    const value = JSON.parse(input) as unknown;
+    return typeof value === "string" ? value : input;
+  } catch {
+    return input;
   }
 }
 
