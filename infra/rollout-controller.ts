@@ -180,6 +180,9 @@ export class RolloutController extends Construct {
       ...(prometheus ? { [ENV.prometheusUrl]: prometheus.url } : {}),
       ...(prometheus?.region ? { [ENV.prometheusSigv4Region]: prometheus.region } : {}),
       NODE_OPTIONS: "--enable-source-maps",
+      // Powertools' logger, tracer and metrics (functions/observability/); the log level is INFO in
+      // a Lambda unless POWERTOOLS_LOG_LEVEL is set on the function.
+      POWERTOOLS_SERVICE_NAME: "sfn-rollouts",
     };
 
     const functions = {} as Record<HandlerName, nodejs.NodejsFunction>;
