@@ -287,7 +287,10 @@ export class RolloutController extends Construct {
       ...(spec.rollbackCooldown ? { cooldown: spec.rollbackCooldown } : {}),
     });
 
-    const { dashboard, alarm } = rolloutDashboard(scope, spec.name, stateMachine);
+    const { dashboard, alarm } = rolloutDashboard(scope, spec.name, stateMachine, {
+      logGroup,
+      ...(this.notifications?.alarmTopic ? { alarmTopic: this.notifications.alarmTopic } : {}),
+    });
     const notificationRules =
       this.notifications?.subscribe(scope, spec.name, stateMachine, [
         ...(spec.notifications ?? []),

@@ -33,13 +33,22 @@ export class PowertoolsMetricsSink implements MetricsSink {
     const single = this.#metrics.singleMetric();
     single.clearDefaultDimensions();
     single.addDimensions({ [METRICS.dimension]: point.rollout, ...(point.dimensions ?? {}) });
-    single.addMetric(
-      point.name,
-      point.name === METRICS.canaryWeight ? MetricUnit.Percent : MetricUnit.Count,
-      point.value,
-    );
+    single.addMetric(point.name, unitOf(point.name), point.value);
   }
 }
+
+/** The weight is a percent, a judge's figures have no unit, the rest are counts. */
+function unitOf(name: string): (typeof MetricUnit)[keyof typeof MetricUnit] {
+  if (name === METRICS.canaryWeight) return MetricUnit.Percent;
+  if (JUDGE_METRICS.has(name)) return MetricUnit.NoUnit;
+  return MetricUnit.Count;
+}
+const JUDGE_METRICS = new Set<string>([
+  METRICS.judgePValue,
+  METRICS.judgeBayesFactor,
+  METRICS.judgeCandidate,
+  METRICS.judgeStable,
+]);
 
 /** Keeps the points, for tests and the local runtime's summary. */
 export class RecordingMetricsSink implements MetricsSink {

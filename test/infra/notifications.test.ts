@@ -257,12 +257,55 @@ describe("notifications on AWS", () => {
     }
   });
 
+  it("alarms on failed executions that were not superseded, to the email service's topic", () => {
+    const filters = Object.values(template.findResources("AWS::Logs::MetricFilter")).map(
+      (r) => r.Properties as Json,
+    );
+    expect(filters).toHaveLength(1);
+    expect(filters[0]).toMatchObject({
+      FilterPattern: '{ ($.type = "ExecutionFailed") && ($.details.error != "ExecutionSuperseded") }',
+      LogGroupName: { Ref: expect.stringMatching(/^ControllerShopLogs/) },
+      MetricTransformations: [
+        { MetricNamespace: "SfnRollouts", MetricName: "ExecutionsFailed-shop", MetricValue: "1" },
+      ],
+    });
+    const alarms = Object.values(template.findResources("AWS::CloudWatch::Alarm"))
+      .map((r) => r.Properties as Json)
+      .filter((a) => a.MetricName === "ExecutionsFailed-shop");
+    expect(alarms).toHaveLength(1);
+    expect(alarms[0]).toMatchObject({ Namespace: "SfnRollouts", Statistic: "Sum", Threshold: 1 });
+    expect(((alarms[0] as Json).AlarmActions as unknown[]).map(flat)).toEqual([
+      expect.stringMatching(/^<ControllerNotificationsMailTopic/),
+    ]);
+    expect(((alarms[0] as Json).OKActions as unknown[]).map(flat)).toEqual(
+      ((alarms[0] as Json).AlarmActions as unknown[]).map(flat),
+    );
+  });
+
+  it("draws both weights over time and the judges' figures on the rollout's dashboard", () => {
+    const body = flat(
+      ((Object.values(template.findResources("AWS::CloudWatch::Dashboard"))[0] as Json).Properties as Json)
+        .DashboardBody,
+    );
+    expect(body).toContain('"expression":"100 - FILL(w, REPEAT)"');
+    for (const name of ["JudgePValue", "JudgeBayesFactor", "JudgeCandidateValue", "JudgeStableValue"]) {
+      expect(body).toContain(
+        `SEARCH('{SfnRollouts,Rollout,Metric} MetricName=\\"${name}\\" Rollout=\\"shop\\"', 'Average', 60)`,
+      );
+    }
+  });
+
   it("passes cdk-nag AwsSolutions with zero unacknowledged findings", () => {
     const report = new AwsSolutionsChecks().validateScope(stack);
     expect(
       report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
     ).toEqual([]);
     expect(Annotations.fromStack(stack).findError("*", Match.anyValue())).toEqual([]);
+    expect(
+      Annotations.fromStack(stack)
+        .findWarning("*", Match.anyValue())
+        .map((w) => w.entry.data),
+    ).toEqual([]);
   });
 });
 
