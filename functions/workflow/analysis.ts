@@ -15,7 +15,7 @@ import {
   tick,
   unstorableRun,
 } from "../analysis/run.ts";
-import { type AnalysisRun, AnalysisRunSchema, type GateFigures, isCompleted } from "../analysis/types.ts";
+import { type AnalysisRun, AnalysisRunSchema, isCompleted } from "../analysis/types.ts";
 import { expireStale, staleness, WATCHDOG_GRACE_SECONDS } from "../analysis/watchdog.ts";
 import { METRICS } from "../config.ts";
 import { ConcurrentUpdateError, isPermanentWriteError } from "../store/errors.ts";
@@ -25,7 +25,7 @@ import { MAX_ITEM_BYTES, runItemBytes } from "../store/size.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { tokenId } from "./effects.ts";
 import { drivingItem, executionName, publish, recordStep, withEventOnce } from "./item.ts";
-import type { MetricPoint } from "./metrics.ts";
+import { judgePoints } from "./metrics.ts";
 import type { StartAnalysisPayload, WorkflowContext } from "./payloads.ts";
 import { WorkflowContextSchema } from "./payloads.ts";
 import { resolveRuntimeArgs, versionLabel } from "./runtime-args.ts";
@@ -529,18 +529,4 @@ export async function watchRun(deps: WorkflowDeps, rollout: string, runId: strin
  */
 export function watchBackground(deps: WorkflowDeps, context: WorkflowContext): Promise<boolean> {
   return watchRun(deps, context.rollout, runIdFor(context, 0, true));
-}
-
-/** A judge's figures at one look as metric points (the dashboard's judge graph), absent ones left out. */
-function judgePoints(rollout: string, metric: string, judge: GateFigures | undefined): MetricPoint[] {
-  if (!judge) return [];
-  const figures: Array<[string, number | null | undefined]> = [
-    [METRICS.judgePValue, judge.pValue],
-    [METRICS.judgeBayesFactor, judge.bayesFactor],
-    [METRICS.judgeCandidate, judge.candidate?.value],
-    [METRICS.judgeStable, judge.stable?.value],
-  ];
-  return figures
-    .filter((f): f is [string, number] => typeof f[1] === "number" && Number.isFinite(f[1]))
-    .map(([name, value]) => ({ name, value, rollout, dimensions: { Metric: metric } }));
 }

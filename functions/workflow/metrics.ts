@@ -1,4 +1,5 @@
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+import type { GateFigures } from "../analysis/types.ts";
 import { METRICS } from "../config.ts";
 
 /** One CloudWatch data point a handler publishes for the dashboard and alarms. */
@@ -49,6 +50,20 @@ const JUDGE_METRICS = new Set<string>([
   METRICS.judgeCandidate,
   METRICS.judgeStable,
 ]);
+
+/** A judge's figures at one look as metric points (the dashboard's judge graphs), absent ones left out. */
+export function judgePoints(rollout: string, metric: string, judge: GateFigures | undefined): MetricPoint[] {
+  if (!judge) return [];
+  const figures: Array<[string, number | null | undefined]> = [
+    [METRICS.judgePValue, judge.pValue],
+    [METRICS.judgeBayesFactor, judge.bayesFactor],
+    [METRICS.judgeCandidate, judge.candidate?.value],
+    [METRICS.judgeStable, judge.stable?.value],
+  ];
+  return figures
+    .filter((f): f is [string, number] => typeof f[1] === "number" && Number.isFinite(f[1]))
+    .map(([name, value]) => ({ name, value, rollout, dimensions: { Metric: metric } }));
+}
 
 /** Keeps the points, for tests and the local runtime's summary. */
 export class RecordingMetricsSink implements MetricsSink {

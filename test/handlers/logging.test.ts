@@ -5,7 +5,7 @@ import { createHandler as setWeightHandler } from "../../functions/handlers/set-
 import { LOG_KEYS, logged, logKeysOf } from "../../functions/observability/logging.ts";
 import { traced } from "../../functions/observability/tracing.ts";
 import type { WorkflowDeps } from "../../functions/workflow/deps.ts";
-import { PowertoolsMetricsSink } from "../../functions/workflow/metrics.ts";
+import { judgePoints, PowertoolsMetricsSink } from "../../functions/workflow/metrics.ts";
 
 const EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:checkout-rollout:checkout-2-abc";
 const CONTEXT = {
@@ -131,6 +131,31 @@ describe("metrics through Powertools", () => {
       _aws: { CloudWatchMetrics: [{ Dimensions: [[METRICS.dimension]], Metrics: [{ Unit: "Percent" }] }] },
       [METRICS.canaryWeight]: 25,
     });
+  });
+});
+
+describe("judge figures as metrics", () => {
+  it("publishes a look's p-value, Bayes factor and both sides' values per metric, leaving out absent ones", () => {
+    const look = {
+      test: "sequential-rate",
+      decision: "hold" as const,
+      verdict: "INSUFFICIENT",
+      reason: "r",
+      statistic: null,
+      z: null,
+      bayesFactor: 2.5,
+      pValue: 0.2,
+      effect: null,
+      candidate: { n: 400, value: 0.03 },
+      stable: { n: 400, value: null },
+      look: 2,
+    };
+    expect(judgePoints("checkout", "errors", look)).toEqual([
+      { name: METRICS.judgePValue, value: 0.2, rollout: "checkout", dimensions: { Metric: "errors" } },
+      { name: METRICS.judgeBayesFactor, value: 2.5, rollout: "checkout", dimensions: { Metric: "errors" } },
+      { name: METRICS.judgeCandidate, value: 0.03, rollout: "checkout", dimensions: { Metric: "errors" } },
+    ]);
+    expect(judgePoints("checkout", "errors", undefined)).toEqual([]);
   });
 });
 
