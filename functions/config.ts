@@ -4,6 +4,9 @@
  */
 
 /** Handler entry files under `functions/handlers/`, each exporting `handler`. */
+/** EventBridge `source` of every lifecycle event: what a team's rule (and the notifications') matches on. */
+export const EVENT_SOURCE = "sfn-rollouts";
+
 export const HANDLERS = {
   trigger: "trigger",
   begin: "begin",
@@ -68,6 +71,15 @@ export const METRICS = {
   aborts: "RolloutsAborted",
   /** One per promotion. */
   promotions: "RolloutsPromoted",
+  /**
+   * A judge's figures at each look, with the dimension `Metric` (the analysis metric) as well:
+   * its p-value (always-valid for the sequential tests), its Bayes factor, and each side's value
+   * in the test's terms (an error rate, a median latency). Absent figures are not published.
+   */
+  judgePValue: "JudgePValue",
+  judgeBayesFactor: "JudgeBayesFactor",
+  judgeCandidate: "JudgeCandidateValue",
+  judgeStable: "JudgeStableValue",
 } as const;
 
 /**

@@ -1,8 +1,12 @@
 import { Duration } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import * as actions from "aws-cdk-lib/aws-cloudwatch-actions";
+import * as logs from "aws-cdk-lib/aws-logs";
+import type * as sns from "aws-cdk-lib/aws-sns";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import { METRICS } from "../functions/config.ts";
+import { EXECUTION_SUPERSEDED } from "../statemachine/index.ts";
 
 /** Argo's phases of an analysis run and of a measurement: one line each. */
 const PHASES = ["Successful", "Failed", "Error", "Inconclusive"] as const;
@@ -10,13 +14,20 @@ const PHASES = ["Successful", "Failed", "Error", "Inconclusive"] as const;
 /**
  * One dashboard per rollout, so the on-call engineer sees in one place what `rollouts get` says:
  * the weight the handlers last set, how analysis runs and measurements ended (from the metrics
- * the handlers publish, `METRICS`), and the state machine's executions. The alarm fires on any
+ * the handlers publish, `METRICS`), and the state machine's executions. The alarm fires on a
  * failed execution: an aborted rollout fails its execution, and someone should read why.
+ *
+ * A superseded execution (a newer push took the rollout over) also ends failed, with the error
+ * `ExecutionSuperseded`, and nobody needs to act on it. Step Functions' `ExecutionsFailed` has no
+ * dimension for the error, so when the state machine's log group is given the alarm counts the
+ * log's `ExecutionFailed` events whose error is not `ExecutionSuperseded` (a metric filter),
+ * instead of `ExecutionsFailed`. With `alarmTopic` the alarm notifies it (and again when it is OK).
  */
 export function rolloutDashboard(
   scope: Construct,
   rollout: string,
   stateMachine: sfn.StateMachine,
+  options: { logGroup?: logs.ILogGroup; alarmTopic?: sns.ITopic } = {},
 ): { dashboard: cloudwatch.Dashboard; alarm: cloudwatch.Alarm } {
   const own = new Construct(scope, "Monitoring");
   const metric = (
@@ -36,14 +47,37 @@ export function rolloutDashboard(
   const byPhase = (metricName: string) =>
     PHASES.map((phase) => metric(metricName, "Sum", { Phase: phase }, phase));
 
+  const failed = options.logGroup
+    ? new logs.MetricFilter(own, "FailedNotSuperseded", {
+        logGroup: options.logGroup,
+        filterPattern: logs.FilterPattern.all(
+          logs.FilterPattern.stringValue("$.type", "=", "ExecutionFailed"),
+          logs.FilterPattern.stringValue("$.details.error", "!=", EXECUTION_SUPERSEDED),
+        ),
+        metricNamespace: METRICS.namespace,
+        metricName: `ExecutionsFailed-${rollout}`,
+        metricValue: "1",
+      }).metric({ period: Duration.minutes(5), statistic: "Sum" })
+    : stateMachine.metricFailed({ period: Duration.minutes(5), statistic: "Sum" });
   const alarm = new cloudwatch.Alarm(own, "ExecutionsFailed", {
     alarmDescription: `Rollout ${rollout}: an execution failed (aborted, or the abort itself failed). The rollout's status message says why.`,
-    metric: stateMachine.metricFailed({ period: Duration.minutes(5), statistic: "Sum" }),
+    metric: failed,
     threshold: 1,
     evaluationPeriods: 1,
     comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
     treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
   });
+  if (options.alarmTopic) {
+    alarm.addAlarmAction(new actions.SnsAction(options.alarmTopic));
+    alarm.addOkAction(new actions.SnsAction(options.alarmTopic));
+  }
+  const weight = metric(METRICS.canaryWeight, "Maximum", {}, "canary");
+  const judge = (metricName: string, label: string) =>
+    new cloudwatch.MathExpression({
+      expression: `SEARCH('{${METRICS.namespace},${METRICS.dimension},Metric} MetricName="${metricName}" ${METRICS.dimension}="${rollout}"', 'Average', 60)`,
+      label,
+      period: Duration.minutes(1),
+    });
 
   const dashboard = new cloudwatch.Dashboard(own, "Dashboard", {
     defaultInterval: Duration.hours(3),
@@ -57,8 +91,16 @@ export function rolloutDashboard(
       ],
       [
         new cloudwatch.GraphWidget({
-          title: "Canary weight (%)",
-          left: [metric(METRICS.canaryWeight, "Maximum", {}, "weight")],
+          title: "Weights over time (%)",
+          left: [
+            weight,
+            new cloudwatch.MathExpression({
+              expression: "100 - FILL(w, REPEAT)",
+              usingMetrics: { w: weight },
+              label: "stable",
+              period: Duration.minutes(1),
+            }),
+          ],
           leftYAxis: { min: 0, max: 100 },
           width: 12,
         }),
@@ -93,6 +135,24 @@ export function rolloutDashboard(
             metric(METRICS.promotions, "Sum", {}, "promoted"),
             metric(METRICS.aborts, "Sum", {}, "aborted"),
           ],
+          width: 8,
+        }),
+      ],
+      [
+        new cloudwatch.GraphWidget({
+          title: "Judges: p-value (sequential tests: always valid)",
+          left: [judge(METRICS.judgePValue, "p-value")],
+          leftYAxis: { min: 0, max: 1 },
+          width: 8,
+        }),
+        new cloudwatch.GraphWidget({
+          title: "Judges: Bayes factor",
+          left: [judge(METRICS.judgeBayesFactor, "Bayes factor")],
+          width: 8,
+        }),
+        new cloudwatch.GraphWidget({
+          title: "Judges: candidate vs stable",
+          left: [judge(METRICS.judgeCandidate, "candidate"), judge(METRICS.judgeStable, "stable")],
           width: 8,
         }),
       ],

@@ -7,6 +7,15 @@
 
 export { FUNCTION_NEEDS, type Need } from "./functions.ts";
 export type {
+  EmailService,
+  NotificationService,
+  NotificationsProps,
+  SlackService,
+  TeamsService,
+  WebhookService,
+} from "./notifications.ts";
+export { Notifications } from "./notifications.ts";
+export type {
   AlbEcsTarget,
   LambdaAliasTarget,
   LocalProxyTarget,

@@ -5,7 +5,8 @@ import type * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import type { TargetSettingsInput } from "../functions/traffic/settings.ts";
-import type { RolloutSpec } from "../statemachine/index.ts";
+import type { NotificationSubscriptionInput, RolloutSpec } from "../statemachine/index.ts";
+import type { NotificationsProps } from "./notifications.ts";
 
 /**
  * A Prometheus server reachable over HTTP(S) from the functions. Metrics whose `address` is empty
@@ -77,6 +78,12 @@ export interface RolloutControllerProps {
    * @default the AWS-managed key `aws/dynamodb`
    */
   readonly encryptionKey?: kms.IKey;
+  /**
+   * Argo Notifications: the services (Slack, Teams, a webhook, email), the templates and the
+   * subscriptions every rollout gets (docs/notifications.md).
+   * @default none: a subscription in a spec is then an error
+   */
+  readonly notifications?: NotificationsProps;
 }
 
 /**
@@ -135,4 +142,6 @@ export interface RolloutOptions {
   readonly spec: RolloutSpecSource;
   readonly target: RolloutTarget;
   readonly trigger: RolloutTrigger;
+  /** Subscriptions of this rollout, added to its spec's (`notifications` / Argo's annotations). */
+  readonly notifications?: readonly NotificationSubscriptionInput[];
 }

@@ -17,6 +17,7 @@ import {
   FUNCTION_PLACEHOLDERS,
   type FunctionRole,
   formatProblem,
+  NotificationSubscriptionSchema,
   type RolloutSpec,
   SpecError,
   type StateMachineDefinition,
@@ -33,6 +34,7 @@ import {
   prebuiltBundle,
 } from "./functions.ts";
 import { acknowledge, acknowledgeStateMachineRole, acknowledgeWildcards } from "./nag.ts";
+import { Notifications, notificationsProblems, subscriptionProblems } from "./notifications.ts";
 import { EMBEDDED_CONTEXT, type RolloutControllerProps, type RolloutOptions } from "./props.ts";
 import { rolloutTable } from "./table.ts";
 import { imageTagFilter } from "./tag-pattern.ts";
@@ -61,6 +63,8 @@ export interface Rollout {
   readonly dashboard: cloudwatch.Dashboard;
   /** Any failed execution (an aborted rollout fails its execution with `RolloutAborted`). */
   readonly failedExecutionsAlarm: cloudwatch.Alarm;
+  /** One rule per subscribed trigger and service: this rollout's lifecycle event → the service. */
+  readonly notificationRules: readonly events.Rule[];
 }
 
 /** The functions every rollout shares, by handler. */
@@ -99,6 +103,8 @@ export class RolloutController extends Construct {
   readonly timerDeadLetters: DeadLetters;
   /** ECR push events the trigger function could not take after the rules' retries. */
   readonly triggerDeadLetters: DeadLetters;
+  /** The notification services and their dead letters, when `notifications` is given. */
+  readonly notifications: Notifications | undefined;
 
   readonly #rollouts = new Map<string, Rollout>();
   readonly #routes: Route[] = [];
@@ -112,6 +118,10 @@ export class RolloutController extends Construct {
   constructor(scope: Construct, id: string, props: RolloutControllerProps = {}) {
     super(scope, id);
     const problems = controllerProblems(props);
+    if (props.notifications)
+      problems.push(
+        ...notificationsProblems(props.notifications, this.node.tryGetContext(EMBEDDED_CONTEXT) === true),
+      );
     if (problems.length > 0) throw new PropsError(`RolloutController ${this.node.path}`, problems);
     this.#props = props;
     this.#logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
@@ -147,6 +157,13 @@ export class RolloutController extends Construct {
       logRetention: this.#logRetention,
       removalPolicy: this.#removalPolicy,
     });
+    this.notifications = props.notifications
+      ? new Notifications(this, "Notifications", {
+          props: props.notifications,
+          eventBus: this.eventBus,
+          removalPolicy: this.#removalPolicy,
+        })
+      : undefined;
     this.#validateRoutesSize();
     if (props.cloudWatchMetrics === true) this.#grantCloudWatch();
   }
@@ -165,6 +182,9 @@ export class RolloutController extends Construct {
       ...(prometheus ? { [ENV.prometheusUrl]: prometheus.url } : {}),
       ...(prometheus?.region ? { [ENV.prometheusSigv4Region]: prometheus.region } : {}),
       NODE_OPTIONS: "--enable-source-maps",
+      // Powertools' logger, tracer and metrics (functions/observability/); the log level is INFO in
+      // a Lambda unless POWERTOOLS_LOG_LEVEL is set on the function.
+      POWERTOOLS_SERVICE_NAME: "sfn-rollouts",
     };
 
     const functions = {} as Record<HandlerName, lambda.Function>;
@@ -281,7 +301,15 @@ export class RolloutController extends Construct {
       ...(spec.rollbackCooldown ? { cooldown: spec.rollbackCooldown } : {}),
     });
 
-    const { dashboard, alarm } = rolloutDashboard(scope, spec.name, stateMachine);
+    const { dashboard, alarm } = rolloutDashboard(scope, spec.name, stateMachine, {
+      logGroup,
+      ...(this.notifications?.alarmTopic ? { alarmTopic: this.notifications.alarmTopic } : {}),
+    });
+    const notificationRules =
+      this.notifications?.subscribe(scope, spec.name, stateMachine, [
+        ...(spec.notifications ?? []),
+        ...(options.notifications ?? []).map((s) => NotificationSubscriptionSchema.parse(s)),
+      ]) ?? [];
     for (const policy of this.#operators) this.#operateOn(policy, stateMachine, executions);
 
     const rollout: Rollout = {
@@ -292,6 +320,7 @@ export class RolloutController extends Construct {
       logGroup,
       dashboard,
       failedExecutionsAlarm: alarm,
+      notificationRules,
     };
     this.#rollouts.set(id, rollout);
     return rollout;
@@ -317,6 +346,12 @@ export class RolloutController extends Construct {
         "spec: an analysis uses the cloudWatch provider but the controller has cloudWatchMetrics: false",
       );
     }
+    (spec?.notifications ?? []).forEach((s, i) => {
+      problems.push(...subscriptionProblems(s, this.#props.notifications, `spec.notifications[${i}]`));
+    });
+    (options.notifications ?? []).forEach((s, i) => {
+      problems.push(...subscriptionProblems(s, this.#props.notifications, `notifications[${i}]`));
+    });
     if (problems.length > 0 || !spec) throw new PropsError(`RolloutController.addRollout("${id}")`, problems);
     try {
       const definition = compile(spec, {

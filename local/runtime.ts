@@ -141,6 +141,7 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
   registerFunctions(lambda, stack, options.functions, env);
   const byName = registerStateMachines(sfn, stack, options.definitions ?? []);
   for (const rule of [...(stack?.rules ?? []), ...(options.rules ?? [])]) bus.addRule(rule);
+  for (const destination of stack?.apiDestinations ?? []) bus.addApiDestination(destination);
   if (!virtual) timer.start();
 
   let closed = false;

@@ -17,6 +17,7 @@ import type { RolloutItem } from "../functions/store/schema.ts";
 import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts";
 import type { WorkflowDeps } from "../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
+import type { NotificationsProps } from "../infra/notifications.ts";
 import { handlerNameFor } from "./asl/extract.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
@@ -41,6 +42,8 @@ export interface LocalStackOptions {
   tableName?: string;
   /** Wraps each handler (tests use it to inject a failure). */
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
+  /** The controller's notifications: their rules deliver here as on AWS (webhooks by HTTP POST). */
+  notifications?: NotificationsProps;
 }
 
 /** What the `rollouts` CLI needs to reach a local stack: its table, endpoints and dummy credentials. */
@@ -99,6 +102,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const stack = new Stack(app, "SfnRolloutsLocal");
   const controller = new RolloutController(stack, "Controller", {
     ...(options.tableName ? { tableName: options.tableName } : {}),
+    ...(options.notifications ? { notifications: options.notifications } : {}),
   });
   const added = controller.addRollout("Rollout", {
     spec: { files: options.specFiles.map((f) => (f.startsWith("/") ? f : `${ROOT}${f}`)) },

@@ -17,6 +17,7 @@ import {
 import { ARGO_DEFAULTS } from "./defaults.ts";
 import { parseDuration } from "./duration.ts";
 import { rolloutNameProblem } from "./names.ts";
+import { subscriptionsFromAnnotations } from "./notifications.ts";
 import { resolveMaxSurge } from "./pods.ts";
 import type { Problem } from "./problems.ts";
 import { revisionOf } from "./revision.ts";
@@ -73,6 +74,7 @@ export function normalizeArgoRollout(
     : spec.strategy.blueGreen
       ? blueGreenStrategy(spec.strategy.blueGreen, ctx)
       : { common: {}, steps: [] };
+  const notifications = subscriptionsFromAnnotations(object.metadata?.annotations, origin, problems);
   if (problems.length !== before || !name) return undefined;
   const image = imageOf(spec.template);
   return {
@@ -90,6 +92,7 @@ export function normalizeArgoRollout(
     steps,
     ...(backgroundAnalysis ? { backgroundAnalysis } : {}),
     ...(image ? { image } : {}),
+    ...(notifications.length > 0 ? { notifications } : {}),
   };
 }
 

@@ -47,6 +47,18 @@ export {
   type Source,
 } from "./load.ts";
 export * from "./names.ts";
+export {
+  DEFAULT_TEMPLATES,
+  NOTIFICATION_TRIGGERS,
+  type NotificationSubscription,
+  type NotificationSubscriptionInput,
+  NotificationSubscriptionSchema,
+  type NotificationTrigger,
+  parseTemplate,
+  TEMPLATE_FIELDS,
+  type TemplateField,
+  type TemplatePart,
+} from "./notifications.ts";
 export { describeAnalysis, describeMetric, type Plan, type PlanGate, type PlanStep, plan } from "./plan.ts";
 export { canaryCounts, resolveMaxSurge, routedCanaryCounts } from "./pods.ts";
 export { formatProblem, type Problem, SpecError } from "./problems.ts";

@@ -14,6 +14,7 @@ import { parseDuration } from "./duration.ts";
 import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS } from "./limits.ts";
 import { rolloutNameProblem } from "./names.ts";
 import { healthTemplate } from "./native-health.ts";
+import { NotificationSubscriptionSchema } from "./notifications.ts";
 import type { Problem } from "./problems.ts";
 import { revisionOf } from "./revision.ts";
 import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
@@ -82,6 +83,8 @@ export const NativeSpecSchema = z
     analysis: NativeAnalysisSchema.optional(),
     /** The gates read during each step's bake (`compare: stable` metrics, a score, judges). */
     health: z.unknown().optional(),
+    /** Who is told when a trigger fires: `[{trigger: on-rollout-aborted, service: slack, recipients: ["#deploys"]}]`. */
+    notifications: z.array(NotificationSubscriptionSchema).optional(),
   })
   .strict();
 
@@ -191,6 +194,7 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
     ...(n.onDrift === "ignore" ? { onDrift: "ignore" as const } : {}),
     steps,
     ...(n.image ? { image: n.image } : {}),
+    ...(n.notifications && n.notifications.length > 0 ? { notifications: n.notifications } : {}),
   };
 }
 

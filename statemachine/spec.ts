@@ -3,6 +3,7 @@ import { ARGO_DEFAULTS } from "./defaults.ts";
 import { JudgeSpecSchema } from "./judge-spec.ts";
 import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS, MAX_WAIT_SECONDS } from "./limits.ts";
 import { rolloutNameProblem } from "./names.ts";
+import { NotificationSubscriptionSchema } from "./notifications.ts";
 
 const Wait = () => z.number().nonnegative().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
 const Replicas = () => z.number().int().nonnegative().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas);
@@ -178,6 +179,8 @@ export const RolloutSpecSchema = z
     backgroundAnalysis: BackgroundAnalysisSchema.optional(),
     /** The container image named by the pod template, when there is one. */
     image: z.string().optional(),
+    /** Who is told when a trigger fires (Argo's `notifications.argoproj.io/subscribe.*` annotations). */
+    notifications: z.array(NotificationSubscriptionSchema).optional(),
   })
   .strict();
 

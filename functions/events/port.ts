@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { GateFiguresSchema } from "../analysis/types.ts";
 
-/** EventBridge `source` of every lifecycle event: what a team's rule matches on. */
-export const EVENT_SOURCE = "sfn-rollouts";
+export { EVENT_SOURCE } from "../config.ts";
 
 /** The lifecycle events (EventBridge `detail-type`s) teams can route to Slack or a pager. */
 export const LifecycleEventTypeSchema = z.enum([

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { logged } from "../observability/logging.ts";
 import { analysisTick } from "../workflow/analysis.ts";
 import type { WorkflowDeps } from "../workflow/deps.ts";
 import { type Handler, parsePayload } from "./parse.ts";
@@ -11,11 +12,11 @@ const TickSchema = z.object({ rollout: z.string().min(1), runId: z.string().min(
  * `resume`; this entry point lets an operator or a test tick a run directly.
  */
 export function createHandler(deps: () => WorkflowDeps): Handler<{ phase: string | null }> {
-  return async (event) => {
+  return logged("analysis-tick", async (event) => {
     const { rollout, runId } = parsePayload(TickSchema, event, "analysis-tick");
     const run = await analysisTick(deps(), rollout, runId);
     return { phase: run?.phase ?? null };
-  };
+  });
 }
 
 export const handler = createHandler(rootDeps);

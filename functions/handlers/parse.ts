@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { formatIssues } from "../../statemachine/problems.ts";
+import { logged } from "../observability/logging.ts";
 import type { WorkflowDeps } from "../workflow/deps.ts";
 
 /** A Task payload that does not match its schema: a wiring fault, named so it is not retried blindly. */
@@ -18,12 +19,13 @@ export type Handler<R> = (event: unknown) => Promise<R>;
 
 /**
  * A Lambda handler from a workflow function: parse the input with zod, call the domain, return
- * plain JSON. `deps` is called per invocation so the composition root builds adapters lazily.
+ * plain JSON, every log line keyed by rollout, execution, step and revision (`logged`). `deps` is
+ * called per invocation so the composition root builds adapters lazily.
  */
 export function workflowHandler<T, R>(
   name: string,
   schema: z.ZodType<T>,
   run: (deps: WorkflowDeps, input: T) => Promise<R>,
 ): (deps: () => WorkflowDeps) => Handler<R> {
-  return (deps) => async (event) => run(deps(), parsePayload(schema, event, name));
+  return (deps) => logged(name, async (event) => run(deps(), parsePayload(schema, event, name)));
 }

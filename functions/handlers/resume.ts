@@ -1,3 +1,4 @@
+import { logged } from "../observability/logging.ts";
 import { TimerFiringSchema } from "../timer/port.ts";
 import type { WorkflowDeps } from "../workflow/deps.ts";
 import { ResumePayloadSchema } from "../workflow/payloads.ts";
@@ -10,11 +11,11 @@ import { rootDeps } from "./root.ts";
  * analysis ticks, an old side is scaled down, an abort continues.
  */
 export function createHandler(deps: () => WorkflowDeps): Handler<{ result: string }> {
-  return async (event) => {
+  return logged("resume", async (event) => {
     const firing = parsePayload(TimerFiringSchema, event, "resume");
     const payload = parsePayload(ResumePayloadSchema, firing.payload, "resume");
     return { result: await resume(deps(), payload, firing.key) };
-  };
+  });
 }
 
 export const handler = createHandler(rootDeps);

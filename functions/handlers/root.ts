@@ -11,13 +11,14 @@ import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import { EventBridgePublisher } from "../events/eventbridge.ts";
 import { defaultProviders, maxBodyBytesFrom } from "../metrics/index.ts";
+import { traced } from "../observability/tracing.ts";
 import { DynamoRolloutStore } from "../store/dynamodb.ts";
 import { RoutingTimer } from "../timer/routing.ts";
 import { SchedulerTimer } from "../timer/scheduler.ts";
 import { TickerTimer } from "../timer/ticker.ts";
 import { createTrafficRouter, type TrafficClients } from "../traffic/index.ts";
 import type { WorkflowDeps } from "../workflow/deps.ts";
-import { EmfMetricsSink } from "../workflow/metrics.ts";
+import { PowertoolsMetricsSink } from "../workflow/metrics.ts";
 
 /** A required environment variable, or a configuration error that names it. */
 export function env(name: string, source: NodeJS.ProcessEnv = process.env): string {
@@ -39,26 +40,26 @@ export function depsFromEnv(
 ): WorkflowDeps {
   // Timeouts and bounded retries on every client: a hung endpoint is an error, not a hang.
   const config = clientConfig(source);
-  const sfn = new SFNClient(config);
+  const sfn = traced(new SFNClient(config), source);
   const clock = overrides.clock ?? systemClock;
   const lazy: { elbv2?: ElasticLoadBalancingV2Client; ecs?: ECSClient; lambda?: LambdaClient } = {};
   const clients: TrafficClients = {
     get elbv2() {
-      lazy.elbv2 ??= new ElasticLoadBalancingV2Client(config);
+      lazy.elbv2 ??= traced(new ElasticLoadBalancingV2Client(config), source);
       return lazy.elbv2;
     },
     get ecs() {
-      lazy.ecs ??= new ECSClient(config);
+      lazy.ecs ??= traced(new ECSClient(config), source);
       return lazy.ecs;
     },
     get lambda() {
-      lazy.lambda ??= new LambdaClient(config);
+      lazy.lambda ??= traced(new LambdaClient(config), source);
       return lazy.lambda;
     },
   };
   return {
     store: new DynamoRolloutStore({
-      client: new DynamoDBClient(config),
+      client: traced(new DynamoDBClient(config), source),
       tableName: env(ENV.tableName, source),
       clock,
     }),
@@ -66,7 +67,7 @@ export function depsFromEnv(
     timer: new RoutingTimer({
       clock,
       scheduler: new SchedulerTimer({
-        client: new SchedulerClient(config),
+        client: traced(new SchedulerClient(config), source),
         groupName: env(ENV.scheduleGroup, source),
         targetArn: env(ENV.resumeFunctionArn, source),
         roleArn: env(ENV.schedulerRoleArn, source),
@@ -80,7 +81,7 @@ export function depsFromEnv(
       }),
     }),
     events: new EventBridgePublisher({
-      client: new EventBridgeClient(config),
+      client: traced(new EventBridgeClient(config), source),
       ...(source[ENV.eventBusName] ? { eventBusName: source[ENV.eventBusName] } : {}),
     }),
     clock,
@@ -99,7 +100,7 @@ export function depsFromEnv(
           }
         : {}),
     }),
-    metrics: new EmfMetricsSink(),
+    metrics: new PowertoolsMetricsSink(),
   };
 }
 

@@ -6,6 +6,8 @@ import { clientConfig } from "../aws-clients.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import { EventBridgePublisher } from "../events/eventbridge.ts";
+import { logged } from "../observability/logging.ts";
+import { traced } from "../observability/tracing.ts";
 import { DynamoRolloutStore } from "../store/dynamodb.ts";
 import { SfnExecutions } from "../trigger/executions.ts";
 import { TriggerRoutesSchema } from "../trigger/routes.ts";
@@ -18,11 +20,11 @@ export function triggerDepsFromEnv(
   overrides: { clock?: Clock } = {},
 ): TriggerDeps {
   const config = clientConfig(source);
-  const sfn = new SFNClient(config);
+  const sfn = traced(new SFNClient(config), source);
   const routes = TriggerRoutesSchema.parse(JSON.parse(env(ENV.rollouts, source)));
   return {
     store: new DynamoRolloutStore({
-      client: new DynamoDBClient(config),
+      client: traced(new DynamoDBClient(config), source),
       tableName: env(ENV.tableName, source),
       clock: overrides.clock ?? systemClock,
     }),
@@ -31,7 +33,7 @@ export function triggerDepsFromEnv(
     clock: overrides.clock ?? systemClock,
     routes,
     events: new EventBridgePublisher({
-      client: new EventBridgeClient(config),
+      client: traced(new EventBridgeClient(config), source),
       ...(source[ENV.eventBusName] ? { eventBusName: source[ENV.eventBusName] } : {}),
     }),
   };
@@ -43,7 +45,7 @@ export function triggerDepsFromEnv(
  * superseding an older running revision through the abort channel.
  */
 export function createHandler(deps: () => TriggerDeps): (event: unknown) => Promise<TriggerResult> {
-  return (event) => startRollout(deps(), event);
+  return logged("trigger", (event) => startRollout(deps(), event));
 }
 
 let cached: TriggerDeps | undefined;

@@ -25,6 +25,7 @@ import { MAX_ITEM_BYTES, runItemBytes } from "../store/size.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { tokenId } from "./effects.ts";
 import { drivingItem, executionName, publish, recordStep, withEventOnce } from "./item.ts";
+import { judgePoints } from "./metrics.ts";
 import type { StartAnalysisPayload, WorkflowContext } from "./payloads.ts";
 import { WorkflowContextSchema } from "./payloads.ts";
 import { resolveRuntimeArgs, versionLabel } from "./runtime-args.ts";
@@ -278,6 +279,7 @@ async function advance(
       rollout: context.rollout,
       dimensions: { Phase: measurement.phase },
     });
+    for (const point of judgePoints(context.rollout, metric, measurement.judge)) deps.metrics.put(point);
   }
   if (isCompleted(next.run.phase)) {
     deps.metrics.put({

@@ -58,6 +58,20 @@ export interface ExtractedRule {
   targets: ExtractedTarget[];
 }
 
+/**
+ * An EventBridge API destination with what its connection adds to each call. Header values kept
+ * in Secrets Manager (a `{{resolve:secretsmanager:…}}` dynamic reference) cannot be read on this
+ * machine: they are left out and named in `secretHeaders`.
+ */
+export interface ExtractedApiDestination {
+  logicalId: string;
+  arn: string;
+  endpoint: string;
+  method: string;
+  headers: Record<string, string>;
+  secretHeaders: string[];
+}
+
 /** A DynamoDB table, with its resolved properties, so a caller can create it on dynalite. */
 export interface ExtractedTable {
   logicalId: string;
@@ -70,6 +84,7 @@ export interface ExtractedStack {
   functions: ExtractedFunction[];
   rules: ExtractedRule[];
   tables: ExtractedTable[];
+  apiDestinations: ExtractedApiDestination[];
 }
 
 export interface ExtractOptions {
@@ -106,7 +121,13 @@ export function extractStack(template: unknown, options: ExtractOptions = {}): E
     ...(root.Conditions === undefined ? {} : { conditions: root.Conditions }),
     ...(options.stackName === undefined ? {} : { stackName: options.stackName }),
   };
-  const stack: ExtractedStack = { stateMachines: [], functions: [], rules: [], tables: [] };
+  const stack: ExtractedStack = {
+    stateMachines: [],
+    functions: [],
+    rules: [],
+    tables: [],
+    apiDestinations: [],
+  };
   for (const [logicalId, resource] of Object.entries(resources)) {
     switch (resource.Type) {
       case "AWS::StepFunctions::StateMachine":
@@ -117,6 +138,9 @@ export function extractStack(template: unknown, options: ExtractOptions = {}): E
         break;
       case "AWS::Events::Rule":
         stack.rules.push(extractRule(logicalId, resource, ctx));
+        break;
+      case "AWS::Events::ApiDestination":
+        stack.apiDestinations.push(extractApiDestination(logicalId, resource, ctx));
         break;
       case "AWS::DynamoDB::Table":
       case "AWS::DynamoDB::GlobalTable":
@@ -245,6 +269,47 @@ function extractRule(logicalId: string, resource: TemplateResource, ctx: Resolve
     eventPattern: typeof pattern === "string" ? JSON.parse(pattern) : pattern,
     scheduleExpression: typeof props.ScheduleExpression === "string" ? props.ScheduleExpression : undefined,
     targets,
+  };
+}
+
+function extractApiDestination(
+  logicalId: string,
+  resource: TemplateResource,
+  ctx: ResolveContext,
+): ExtractedApiDestination {
+  const raw = (resource.Properties ?? {}) as Record<string, unknown>;
+  const connectionRef = raw.ConnectionArn as { "Fn::GetAtt"?: [string, string] } | undefined;
+  const connectionId = connectionRef?.["Fn::GetAtt"]?.[0];
+  const connection = connectionId === undefined ? undefined : ctx.resources[connectionId];
+  const auth = ((connection ? resolveValue(connection.Properties ?? {}, ctx) : {}) ?? {}) as {
+    AuthParameters?: {
+      ApiKeyAuthParameters?: { ApiKeyName?: string; ApiKeyValue?: string };
+      InvocationHttpParameters?: { HeaderParameters?: Array<{ Key?: string; Value?: string }> };
+    };
+  };
+  const pairs: Array<[string | undefined, string | undefined]> = [
+    [
+      auth.AuthParameters?.ApiKeyAuthParameters?.ApiKeyName,
+      auth.AuthParameters?.ApiKeyAuthParameters?.ApiKeyValue,
+    ],
+    ...(auth.AuthParameters?.InvocationHttpParameters?.HeaderParameters ?? []).map(
+      (h): [string | undefined, string | undefined] => [h.Key, h.Value],
+    ),
+  ];
+  const headers: Record<string, string> = {};
+  const secretHeaders: string[] = [];
+  for (const [key, value] of pairs) {
+    if (key === undefined || value === undefined) continue;
+    if (value.includes("{{resolve:")) secretHeaders.push(key);
+    else headers[key] = value;
+  }
+  return {
+    logicalId,
+    arn: resolveString({ "Fn::GetAtt": [logicalId, "Arn"] }, ctx, `${logicalId} ARN`),
+    endpoint: resolveString(raw.InvocationEndpoint, ctx, `${logicalId}.InvocationEndpoint`),
+    method: typeof raw.HttpMethod === "string" ? raw.HttpMethod : "POST",
+    headers,
+    secretHeaders,
   };
 }
 

@@ -62,6 +62,8 @@ export function physicalName(logicalId: string, resource: TemplateResource | und
     "AWS::IAM::Role": "RoleName",
     "AWS::SQS::Queue": "QueueName",
     "AWS::SNS::Topic": "TopicName",
+    "AWS::Events::ApiDestination": "Name",
+    "AWS::Events::Connection": "Name",
   };
   const key = resource === undefined ? undefined : named[resource.Type];
   const value = key === undefined ? undefined : props[key];
@@ -118,6 +120,10 @@ function resourceArn(type: string, name: string): string {
       return `arn:aws:events:${LOCAL_REGION}:${LOCAL_ACCOUNT}:event-bus/${name}`;
     case "AWS::Events::Rule":
       return `arn:aws:events:${LOCAL_REGION}:${LOCAL_ACCOUNT}:rule/${name}`;
+    case "AWS::Events::ApiDestination":
+      return `arn:aws:events:${LOCAL_REGION}:${LOCAL_ACCOUNT}:api-destination/${name}`;
+    case "AWS::Events::Connection":
+      return `arn:aws:events:${LOCAL_REGION}:${LOCAL_ACCOUNT}:connection/${name}`;
     case "AWS::Scheduler::ScheduleGroup":
       return `arn:aws:scheduler:${LOCAL_REGION}:${LOCAL_ACCOUNT}:schedule-group/${name}`;
     case "AWS::IAM::Role":

@@ -1,7 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { JSONPath } from "jsonpath-plus";
 import type { Clock } from "../../functions/clock.ts";
-import { busNameOf, type ExtractedRule, type ExtractedTarget } from "../asl/extract.ts";
+import {
+  busNameOf,
+  type ExtractedApiDestination,
+  type ExtractedRule,
+  type ExtractedTarget,
+} from "../asl/extract.ts";
 import { LOCAL_ACCOUNT, LOCAL_REGION } from "../asl/intrinsics.ts";
 import { matchesPattern } from "./pattern.ts";
 
@@ -41,6 +46,16 @@ export interface BusTargets {
   invokeFunction(functionArn: string, event: unknown): Promise<void> | void;
 }
 
+/** What an API destination may take to answer, as on EventBridge (5 seconds). */
+const API_DESTINATION_TIMEOUT_MS = 5_000;
+
+/** A message a rule published to an SNS topic (email notifications): kept, since nothing sends mail here. */
+export interface PublishedMessage {
+  topicArn: string;
+  rule: string;
+  message: string;
+}
+
 /** A delivery that did not happen (unknown target kind, a target that refused). */
 export interface FailedDelivery {
   rule: string;
@@ -63,6 +78,9 @@ export class LocalEventBus {
   /** Every event put on any bus, in order: what tests and `rollouts get --watch` read. */
   readonly events: Array<{ bus: string; event: BusEvent }> = [];
   readonly failures: FailedDelivery[] = [];
+  /** What rules published to SNS topics, in order. */
+  readonly published: PublishedMessage[] = [];
+  readonly #apiDestinations = new Map<string, ExtractedApiDestination>();
 
   constructor(options: { targets: BusTargets; clock: Clock }) {
     this.#targets = options.targets;
@@ -71,6 +89,11 @@ export class LocalEventBus {
 
   addRule(rule: ExtractedRule): void {
     this.#rules.set(`${rule.eventBusName}/${rule.name}`, rule);
+  }
+
+  /** An API destination rule targets can name (the template's are added by the runtime). */
+  addApiDestination(destination: ExtractedApiDestination): void {
+    this.#apiDestinations.set(destination.arn, destination);
   }
 
   rules(): ExtractedRule[] {
@@ -116,6 +139,10 @@ export class LocalEventBus {
             await this.#targets.startExecution(target.arn, input);
           } else if (/^arn:aws:lambda:/.test(target.arn)) {
             await this.#targets.invokeFunction(target.arn, JSON.parse(input));
+          } else if (/^arn:aws:events:[^:]*:[^:]*:api-destination\//.test(target.arn)) {
+            await this.#callApiDestination(target.arn, input);
+          } else if (/^arn:aws:sns:/.test(target.arn)) {
+            this.published.push({ topicArn: target.arn, rule: rule.name, message: parseText(input) });
           } else {
             throw new Error(`target kind not supported locally: ${target.arn}`);
           }
@@ -129,6 +156,42 @@ export class LocalEventBus {
         }
       }
     }
+  }
+
+  /**
+   * An API destination target: an HTTP call to its endpoint with the connection's headers and the
+   * transformed input as the JSON body. A refused call (not 2xx), a timeout or a header kept in
+   * Secrets Manager (unreadable here) is a failed delivery.
+   */
+  async #callApiDestination(arn: string, body: string): Promise<void> {
+    const destination = this.#apiDestinations.get(arn);
+    if (destination === undefined) throw new Error(`no API destination ${arn} in the template`);
+    if (destination.secretHeaders.length > 0) {
+      throw new Error(
+        `${destination.logicalId}: header(s) ${destination.secretHeaders.join(", ")} are kept in Secrets Manager, which the embedded runtime cannot read`,
+      );
+    }
+    const response = await fetch(destination.endpoint, {
+      method: destination.method,
+      headers: { "content-type": "application/json; charset=utf-8", ...destination.headers },
+      body,
+      redirect: "manual",
+      signal: AbortSignal.timeout(API_DESTINATION_TIMEOUT_MS),
+    });
+    await response.body?.cancel();
+    if (response.status < 200 || response.status > 299) {
+      throw new Error(`${destination.logicalId}: ${destination.endpoint} answered ${response.status}`);
+    }
+  }
+}
+
+/** An SNS message from a target's input: a JSON string is its text, anything else as sent. */
+function parseText(input: string): string {
+  try {
+    const value = JSON.parse(input) as unknown;
+    return typeof value === "string" ? value : input;
+  } catch {
+    return input;
   }
 }
 
@@ -169,17 +232,51 @@ export function targetInput(target: ExtractedTarget, event: BusEvent, ruleName: 
   for (const [name, path] of Object.entries(transformer.inputPathsMap)) {
     values[name] = JSONPath({ path, json: event as object, wrap: false });
   }
-  return transformer.inputTemplate.replace(
-    /(")?<([A-Za-z0-9_.-]+)>(")?/g,
-    (whole, open, name: string, close) => {
-      if (!(name in values)) return whole;
-      const value = values[name];
-      if (open === '"' && close === '"') {
-        return typeof value === "string"
-          ? `"${JSON.stringify(value).slice(1, -1)}"`
-          : JSON.stringify(value ?? null);
-      }
-      return `${open ?? ""}${JSON.stringify(value ?? null)}${close ?? ""}`;
-    },
-  );
+  return fillPlaceholders(transformer.inputTemplate, values);
+}
+
+/**
+ * Fills `<name>` placeholders the way EventBridge does: a placeholder that is a whole JSON string
+ * (`"<name>"`) or that sits inside a longer string (`"Rollout <name> aborted"`) gets the value's
+ * text, escaped for that string; elsewhere the value is inserted as JSON. Unknown names stay as
+ * written.
+ */
+function fillPlaceholders(template: string, values: Readonly<Record<string, unknown>>): string {
+  let out = "";
+  let inString = false;
+  for (let i = 0; i < template.length; i++) {
+    const c = template[i] as string;
+    if (c === "\\" && inString) {
+      out += template.slice(i, i + 2);
+      i++;
+      continue;
+    }
+    if (c === '"') {
+      inString = !inString;
+      out += c;
+      continue;
+    }
+    const match = c === "<" ? /^<([A-Za-z0-9_.-]+)>/.exec(template.slice(i)) : null;
+    if (!match || !((match[1] as string) in values)) {
+      out += c;
+      continue;
+    }
+    const value = values[match[1] as string];
+    const whole = inString && template[i - 1] === '"' && template[i + match[0].length] === '"';
+    if (whole && typeof value !== "string") {
+      // `"<size>"` with a number: the JSON value replaces the quoted placeholder.
+      out = `${out.slice(0, -1)}${JSON.stringify(value ?? null)}`;
+      i += match[0].length;
+      inString = false;
+      continue;
+    }
+    if (inString) {
+      const text = typeof value === "string" ? value : JSON.stringify(value ?? null);
+      out += JSON.stringify(text).slice(1, -1);
+    } else {
+      out += JSON.stringify(value ?? null);
+    }
+    i += match[0].length - 1;
+  }
+  return out;
 }

@@ -510,11 +510,16 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
   });
 
   it("has a dashboard of weight, analysis runs and measurements by phase, executions, and an alarm on failures", () => {
-    const { id } = rolloutStateMachine(template);
+    // Failed executions from the state machine's log, superseded ones left out (infra/dashboard.ts).
+    template.hasResourceProperties("AWS::Logs::MetricFilter", {
+      FilterPattern: '{ ($.type = "ExecutionFailed") && ($.details.error != "ExecutionSuperseded") }',
+      MetricTransformations: [
+        { MetricNamespace: METRICS.namespace, MetricName: "ExecutionsFailed-demo", MetricValue: "1" },
+      ],
+    });
     template.hasResourceProperties("AWS::CloudWatch::Alarm", {
-      Namespace: "AWS/States",
-      MetricName: "ExecutionsFailed",
-      Dimensions: [{ Name: "StateMachineArn", Value: { Ref: id } }],
+      Namespace: METRICS.namespace,
+      MetricName: "ExecutionsFailed-demo",
       Threshold: 1,
       TreatMissingData: "notBreaching",
     });

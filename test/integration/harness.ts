@@ -66,6 +66,7 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
     dynamo: options.dynamo,
     tableName: options.tableName,
     ...(options.wrap ? { wrap: options.wrap } : {}),
+    ...(options.notifications ? { notifications: options.notifications } : {}),
   });
   const sfn = new SFNClient({
     endpoint: stack.env.AWS_ENDPOINT_URL_SFN,

@@ -1,6 +1,7 @@
 import type { SFNClient } from "@aws-sdk/client-sfn";
 import type { HandlerName } from "../../functions/config.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
+import type { NotificationsProps } from "../../infra/notifications.ts";
 import type { LambdaHandler } from "../../local/aws/lambda.ts";
 import type { DemoApp } from "../../local/demo/app.ts";
 import type { DemoJudge } from "../../local/demo/spec.ts";
@@ -43,6 +44,8 @@ export interface ScenarioOptions {
   answerPadding?: number;
   /** Wraps each handler in-process (the embedded runtime only). */
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
+  /** The controller's notifications (the embedded runtime only). */
+  notifications?: NotificationsProps;
 }
 
 /** One rollout with three demo services behind its own proxy. */

@@ -68,4 +68,26 @@ describe("target input", () => {
     );
     expect(JSON.parse(transformed)).toEqual({ repository: "shop/api", size: 42, rule: "ecr-push" });
   });
+
+  it("fills a placeholder inside a longer string with the value's text, escaped, as EventBridge does", () => {
+    const event = { ...push, detail: { ...push.detail, note: 'said "no"\nthen left' } };
+    const transformed = targetInput(
+      {
+        id: "t",
+        arn: "a",
+        inputTransformer: {
+          inputPathsMap: { repo: "$.detail.repository-name", size: "$.detail.size", note: "$.detail.note" },
+          inputTemplate:
+            '{"text": "Push to <repo> of <size> bytes: <note>", "quoted": "\\"<repo>\\"", "size": <size>}',
+        },
+      },
+      event,
+      "r",
+    );
+    expect(JSON.parse(transformed)).toEqual({
+      text: 'Push to shop/api of 42 bytes: said "no"\nthen left',
+      quoted: '"shop/api"',
+      size: 42,
+    });
+  });
 });
