@@ -122,7 +122,6 @@ export const TargetSettingsSchema = z.discriminatedUnion("type", [
 export type AlbEcsSettings = z.infer<typeof AlbEcsSettingsSchema>;
 export type LambdaAliasSettings = z.infer<typeof LambdaAliasSettingsSchema>;
 export type LocalProxySettings = z.infer<typeof LocalProxySettingsSchema>;
-export type { KubernetesSettings } from "./kubernetes/settings.ts";
 export type TargetSettingsInput = z.input<typeof TargetSettingsSchema>;
 
 /**

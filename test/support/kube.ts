@@ -10,7 +10,7 @@ import { type KubeApi, startKubeApi } from "../../local/kube/server.ts";
  * recorder of every API call the target makes.
  */
 export const NS = "default";
-export const LABEL = "rollouts.sfn/deployment";
+const LABEL = "rollouts.sfn/deployment";
 
 export interface KubeFixture {
   kube: KubeApi;

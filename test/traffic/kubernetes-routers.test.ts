@@ -361,7 +361,7 @@ describe("kubernetes target, Istio", () => {
     expect(aborted.ready).toBe(true);
     http = ((await f.get(`${VSS}/shop`)) as Obj).spec.http as { name: string; route: { weight: number }[] }[];
     expect(http.map((h) => h.name)).toEqual(["admin", "primary"]);
-    expect((http[1]?.route as { weight: number }[]).map((r) => r.weight)).toEqual([100, 0]);
+    expect((http[1]?.route ?? []).map((r) => (r as { weight: number }).weight)).toEqual([100, 0]);
     await until(f, router, aborted.state);
     expect((await f.deployment("shop-canary")).replicas).toBe(0);
   });

@@ -156,4 +156,3 @@ export const KubernetesSettingsSchema = z
   });
 
 export type KubernetesSettings = z.infer<typeof KubernetesSettingsSchema>;
-export type KubeRouterSettings = KubernetesSettings["router"];
