@@ -83,12 +83,6 @@ export function kubernetesGrants(
         resources: [arn],
       }),
     );
-    if (!secret.secretFullArn) {
-      wildcards.push({
-        resource: arn,
-        reason: "a secret imported by name: its ARN ends with six characters Secrets Manager chose",
-      });
-    }
     if (secret.encryptionKey) {
       statements.push(
         new iam.PolicyStatement({
