@@ -447,6 +447,34 @@ describe("lists and selectors", () => {
   });
 });
 
+describe("watch", () => {
+  it("answers its headers at once, then streams the changes after the given resourceVersion", async () => {
+    await call("POST", "/api/v1/namespaces/shop/services", { metadata: { name: "web" }, spec: {} });
+    const since = kube.store.resourceVersion();
+    const controller = new AbortController();
+    const response = await fetch(
+      `${kube.url}/api/v1/namespaces/shop/services?watch=true&resourceVersion=${since}&fieldSelector=metadata.name%3Dweb`,
+      { signal: controller.signal },
+    );
+    expect(response.status).toBe(200);
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    await call("POST", "/api/v1/namespaces/shop/services", { metadata: { name: "other" }, spec: {} });
+    await call(
+      "PATCH",
+      "/api/v1/namespaces/shop/services/web",
+      { spec: { selector: { app: "web" } } },
+      "application/merge-patch+json",
+    );
+    const { value } = await reader.read();
+    const event = JSON.parse(value!.split("\n")[0]!);
+    expect(event).toMatchObject({
+      type: "MODIFIED",
+      object: { kind: "Service", metadata: { name: "web" }, spec: { selector: { app: "web" } } },
+    });
+    controller.abort();
+  });
+});
+
 describe("discovery", () => {
   it("answers /version, /api, /apis and each group version's resources", async () => {
     expect((await call("GET", "/version")).body).toMatchObject({ major: "1", minor: "32" });
