@@ -1,21 +1,23 @@
 #!/usr/bin/env node
 // `npm test`'s first step: the system programs the tests start (Prometheus for the PromQL
-// provider and the demo, Java 17 for DynamoDB Local) are there, or are installed now when this
-// machine can (root with apt-get, as on Debian), or the run stops at once with one line naming
-// the command to run. Plain JavaScript: it runs before anything is type-checked.
+// provider and the demo, Java 17 for DynamoDB Local, kubectl against the local Kubernetes API)
+// are there, or are installed now when this machine can (root with apt-get, as on Debian), or the
+// run stops at once with one line naming the command to run. Plain JavaScript: it runs before anything is type-checked.
 import { spawnSync } from "node:child_process";
 
 /** What the tests need: the command, how its version is read, the minimum, the Debian package. */
 const NEEDS = [
   { command: "prometheus", args: ["--version"], minimum: 2, pkg: "prometheus" },
   { command: "java", args: ["-version"], minimum: 17, pkg: "openjdk-17-jre-headless" },
+  { command: "kubectl", args: ["version", "--client"], minimum: 1, pkg: "kubectl" },
 ];
 
 /** The major version a command prints, 0 when it runs but prints none, undefined when it is absent. */
 function majorVersion({ command, args }) {
   const out = spawnSync(command, args, { encoding: "utf8" });
   if (out.error || out.status !== 0) return undefined;
-  const match = /version "?(\d+)/.exec(`${out.stdout}\n${out.stderr}`);
+  // `prometheus, version 2.45.3`, `openjdk version "17.0.9"`, `Client Version: v1.32.4`.
+  const match = /version:? "?v?(\d+)/i.exec(`${out.stdout}\n${out.stderr}`);
   return match ? Number(match[1]) : 0;
 }
 

@@ -24,6 +24,8 @@ export function startWatch(
     matches(object.metadata.labels, filter.labels) &&
     filter.fields(object);
   response.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
+  // The client waits for the headers before it reads events: send them even when no event is due.
+  response.flushHeaders();
   const send = (type: string, object: KubeObject) => {
     object.apiVersion = groupVersion(path.type);
     response.write(`${JSON.stringify({ type, object })}\n`);

@@ -22,9 +22,13 @@ function preflight(path: string) {
 }
 
 describe("npm test's preflight", () => {
-  it("passes when Prometheus 2+ and Java 17+ are there", () => {
+  it("passes when Prometheus 2+, Java 17+ and kubectl are there", () => {
     const out = preflight(
-      pathWith({ prometheus: "prometheus, version 2.42.0", java: 'openjdk version "17.0.21" 2025-10-21' }),
+      pathWith({
+        prometheus: "prometheus, version 2.42.0",
+        java: 'openjdk version "17.0.21" 2025-10-21',
+        kubectl: "Client Version: v1.32.4",
+      }),
     );
     expect(out.stderr).toBe("");
     expect(out.status).toBe(0);
@@ -36,13 +40,17 @@ describe("npm test's preflight", () => {
     const lines = out.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toBe(
-      "npm test needs prometheus 2+ and java 17+: install them (on Debian: apt-get install -y --no-install-recommends prometheus openjdk-17-jre-headless), then npm test again",
+      "npm test needs prometheus 2+ and java 17+ and kubectl 1+: install them (on Debian: apt-get install -y --no-install-recommends prometheus openjdk-17-jre-headless kubectl), then npm test again",
     );
   });
 
   it("counts a Java older than 17 as missing", () => {
     const out = preflight(
-      pathWith({ prometheus: "prometheus, version 2.42.0", java: 'openjdk version "11.0.2"' }),
+      pathWith({
+        prometheus: "prometheus, version 2.42.0",
+        java: 'openjdk version "11.0.2"',
+        kubectl: "Client Version: v1.32.4",
+      }),
     );
     expect(out.status).toBe(1);
     expect(out.stderr).toContain("needs java 17+:");

@@ -2,6 +2,7 @@ import http from "node:http";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../functions/clock.ts";
 import { type KubeApi, startKubeApi } from "../../../local/kube/server.ts";
+import { type Answer, deployment, kubeCall } from "./client.ts";
 
 /** The local Kubernetes API's REST semantics, over HTTP, as a client sees them. */
 
@@ -15,50 +16,11 @@ afterEach(async () => {
   await kube.close();
 });
 
-/** A JSON answer, read field by field in the assertions. */
-// biome-ignore lint/suspicious/noExplicitAny: the assertions walk the API's JSON answers freely
-type JsonBody = Record<string, any>;
-
-interface Answer {
-  status: number;
-  body: JsonBody;
-}
-
-async function call(
-  method: string,
-  path: string,
-  body?: unknown,
-  contentType = "application/json",
-): Promise<Answer> {
-  const response = await fetch(`${kube.url}${path}`, {
-    method,
-    ...(body !== undefined
-      ? {
-          body: typeof body === "string" ? body : JSON.stringify(body),
-          headers: { "content-type": contentType },
-        }
-      : {}),
-  });
-  return { status: response.status, body: (await response.json()) as JsonBody };
+function call(method: string, path: string, body?: unknown, contentType?: string): Promise<Answer> {
+  return kubeCall(kube, method, path, body, contentType);
 }
 
 const DEPLOYMENTS = "/apis/apps/v1/namespaces/shop/deployments";
-
-function deployment(name: string, image = "registry/web:v1", replicas = 2) {
-  return {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name, labels: { app: name, tier: "web" } },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: { containers: [{ name: "app", image, ports: [{ containerPort: 8080 }] }] },
-      },
-    },
-  };
-}
 
 describe("create, read, conflicts", () => {
   it("creates with 201 and server bookkeeping; a second create is 409 AlreadyExists", async () => {
@@ -482,6 +444,34 @@ describe("lists and selectors", () => {
       status: 400,
       body: { message: "field label not supported: spec.replicas" },
     });
+  });
+});
+
+describe("watch", () => {
+  it("answers its headers at once, then streams the changes after the given resourceVersion", async () => {
+    await call("POST", "/api/v1/namespaces/shop/services", { metadata: { name: "web" }, spec: {} });
+    const since = kube.store.resourceVersion();
+    const controller = new AbortController();
+    const response = await fetch(
+      `${kube.url}/api/v1/namespaces/shop/services?watch=true&resourceVersion=${since}&fieldSelector=metadata.name%3Dweb`,
+      { signal: controller.signal },
+    );
+    expect(response.status).toBe(200);
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    await call("POST", "/api/v1/namespaces/shop/services", { metadata: { name: "other" }, spec: {} });
+    await call(
+      "PATCH",
+      "/api/v1/namespaces/shop/services/web",
+      { spec: { selector: { app: "web" } } },
+      "application/merge-patch+json",
+    );
+    const { value } = await reader.read();
+    const event = JSON.parse(value!.split("\n")[0]!);
+    expect(event).toMatchObject({
+      type: "MODIFIED",
+      object: { kind: "Service", metadata: { name: "web" }, spec: { selector: { app: "web" } } },
+    });
+    controller.abort();
   });
 });
 
