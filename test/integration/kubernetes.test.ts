@@ -165,3 +165,118 @@ describe("a basic canary on the local Kubernetes API, on the embedded runtime", 
     expect((await deployment("shop-canary")).replicas).toBe(0);
   }, 120_000);
 });
+
+describe("a Gateway API canary on the local Kubernetes API, on the embedded runtime", () => {
+  let kube: KubeApi;
+  let stack: LocalStack;
+  const ROUTE = `/apis/gateway.networking.k8s.io/v1/namespaces/${NS}/httproutes/shop`;
+  /** [weight, canary backendRef weight, canary pods] at each step. */
+  const seen: [number, number, number][] = [];
+
+  type Obj = {
+    spec: {
+      replicas: number;
+      rules: { backendRefs: { name: string; weight?: number }[] }[];
+      template: { spec: { containers: { image: string }[] } };
+    };
+  };
+  const get = async (path: string) => (await (await fetch(`${kube.url}${path}`)).json()) as Obj;
+  const canaryWeight = async () => {
+    const refs = (await get(ROUTE)).spec.rules[0]?.backendRefs ?? [];
+    return refs.find((r) => r.name === "shop-canary")?.weight ?? 0;
+  };
+
+  beforeAll(async () => {
+    const clock = new ManualClock(Date.parse("2026-12-01T12:00:00Z"));
+    kube = await startKubeApi({ clock, syncIntervalMs: 0, readyAfterMs: 3000 });
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${kube.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(201);
+    };
+    await post(DEPLOYMENTS, deploymentManifest("shop-stable", 0, "shop:none"));
+    await post(DEPLOYMENTS, deploymentManifest("shop-canary", 0, "shop:none"));
+    for (const name of ["shop-stable", "shop-canary"]) {
+      await post(`/api/v1/namespaces/${NS}/services`, {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name, namespace: NS },
+        spec: { selector: { app: "shop", "rollouts.sfn/deployment": name }, ports: [{ port: 80 }] },
+      });
+    }
+    await post(`/apis/gateway.networking.k8s.io/v1/namespaces/${NS}/httproutes`, {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "HTTPRoute",
+      metadata: { name: "shop", namespace: NS },
+      spec: {
+        parentRefs: [{ name: "gateway" }],
+        rules: [{ backendRefs: [{ name: "shop-stable", port: 80 }] }],
+      },
+    });
+    stack = await startLocalStack({
+      specFiles: [rolloutFile()],
+      repository: "shop",
+      target: {
+        type: "kubernetes",
+        server: kube.url,
+        auth: { type: "token", token: "local" },
+        stableDeployment: "shop-stable",
+        canaryDeployment: "shop-canary",
+        router: {
+          type: "gateway-api",
+          httpRoute: "shop",
+          stableService: "shop-stable",
+          canaryService: "shop-canary",
+        },
+        pollSeconds: 2,
+      },
+      clock,
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.close();
+    await kube?.close();
+  });
+
+  it("sets the exact weights with ceil(replicas × weight / 100) canary pods, promotes, then gives the stable everything back", async () => {
+    await stack.push("v1", DIGESTS.v1);
+    let item: RolloutItem | undefined;
+    for (let s = 0; s < 120 && !(item?.currentRevision?.tag === "v1" && item.phase === "Healthy"); s++) {
+      await stack.runtime.advanceBy(1000);
+      await stack.runtime.settle();
+      item = await stack.item();
+    }
+    expect(item?.phase).toBe("Healthy");
+    await stack.push("v2", DIGESTS.v2);
+    let step = -1;
+    for (let s = 0; s < 600; s++) {
+      await stack.runtime.settle();
+      item = await stack.item();
+      const running = item?.phase === "Progressing" || item?.phase === "Paused";
+      if (item?.currentRevision?.tag === "v2" && running && item.stepIndex !== step) {
+        step = item.stepIndex;
+        const canary = (await get(`${DEPLOYMENTS}/shop-canary`)).spec.replicas;
+        seen.push([item.weight, await canaryWeight(), canary]);
+      }
+      if (item?.currentRevision?.tag === "v2" && item.phase === "Healthy") break;
+      await stack.runtime.advanceBy(1000);
+    }
+    expect(item?.phase).toBe("Healthy");
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        [25, 25, 1],
+        [50, 50, 2],
+      ]),
+    );
+    const stable = await get(`${DEPLOYMENTS}/shop-stable`);
+    expect(stable.spec.template.spec.containers[0]?.image.endsWith(`@${DIGESTS.v2}`)).toBe(true);
+    await stack.runtime.advanceBy(60_000);
+    await stack.runtime.settle();
+    expect(await canaryWeight()).toBe(0);
+    expect((await get(`${DEPLOYMENTS}/shop-canary`)).spec.replicas).toBe(0);
+  }, 180_000);
+});
