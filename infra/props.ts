@@ -1,9 +1,11 @@
 import type { RemovalPolicy } from "aws-cdk-lib";
+import type * as ec2 from "aws-cdk-lib/aws-ec2";
 import type * as ecr from "aws-cdk-lib/aws-ecr";
 import type * as events from "aws-cdk-lib/aws-events";
 import type * as iam from "aws-cdk-lib/aws-iam";
 import type * as kms from "aws-cdk-lib/aws-kms";
 import type * as logs from "aws-cdk-lib/aws-logs";
+import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type { TargetSettingsInput } from "../functions/traffic/settings.ts";
 import type { NotificationSubscriptionInput, RolloutSpec } from "../statemachine/index.ts";
 import type { NotificationsProps } from "./notifications.ts";
@@ -109,6 +111,57 @@ export type LambdaAliasTarget = Extract<TargetSettingsInput, { type: "lambda-ali
  */
 export type LocalProxyTarget = Extract<TargetSettingsInput, { type: "local-proxy" }>;
 
+/** An EKS cluster as the kubernetes target reaches it; an `eks.ICluster` fits. */
+export interface KubernetesClusterRef {
+  readonly clusterName: string;
+  /** The API server's URL, `https://…`. */
+  readonly clusterEndpoint: string;
+  /** The cluster's CA, base64 of the PEM (EKS's `certificateAuthority.data`). */
+  readonly clusterCertificateAuthorityData: string;
+}
+
+/**
+ * Deployments on Kubernetes (`functions/traffic/kubernetes/settings.ts`): the settings of the
+ * `kubernetes` target, with the cluster given as an EKS cluster or a kubeconfig secret instead of
+ * `server`, `certificateAuthority` and `auth` (which only the embedded runtime takes as they are).
+ */
+export type KubernetesTarget = Omit<
+  Extract<TargetSettingsInput, { type: "kubernetes" }>,
+  "auth" | "server" | "certificateAuthority"
+> & {
+  /**
+   * An EKS cluster: its endpoint and CA are embedded, the functions authenticate with their role
+   * (an EKS token), and the construct creates an access entry per target-calling role, in the
+   * Kubernetes groups `kubernetesGroups`.
+   */
+  readonly cluster?: KubernetesClusterRef;
+  /** A kubeconfig (server, CA, token) in Secrets Manager; the functions may read exactly it. */
+  readonly kubeconfigSecret?: secretsmanager.ISecret;
+  /**
+   * The Kubernetes groups of the access entries, which the RBAC binds
+   * (`examples/kubernetes-rbac.yaml`).
+   * @default ["sfn-rollouts"]
+   */
+  readonly kubernetesGroups?: readonly string[];
+  /**
+   * The cluster's VPC, for a private endpoint: the target-calling functions (shared by every
+   * rollout of the controller) get network interfaces in it. Its subnets must reach the AWS APIs
+   * the functions call (NAT, or VPC endpoints for DynamoDB, Step Functions, EventBridge,
+   * Scheduler, STS and Secrets Manager).
+   * @default not in a VPC (a public endpoint)
+   */
+  readonly vpc?: ec2.IVpc;
+  /** @default the VPC's private subnets with egress */
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  /** @default one security group created, all outbound allowed */
+  readonly securityGroups?: readonly ec2.ISecurityGroup[];
+  /** Embedded runtime only: the local API's URL. */
+  readonly server?: string;
+  /** Embedded runtime only: a bearer token. */
+  readonly auth?: { readonly type: "token"; readonly token: string };
+  readonly certificateAuthority?: string;
+};
+
 /** The context key the embedded runtime sets when it synthesizes an app to run it locally. */
 export const EMBEDDED_CONTEXT = "sfn-rollouts:embedded";
 
@@ -116,7 +169,7 @@ export const EMBEDDED_CONTEXT = "sfn-rollouts:embedded";
  * The traffic target of one rollout, discriminated by `type`. It is embedded in the compiled
  * workflow (steps carry their own parameters) and decides the IAM the target-moving functions get.
  */
-export type RolloutTarget = AlbEcsTarget | LambdaAliasTarget | LocalProxyTarget;
+export type RolloutTarget = AlbEcsTarget | LambdaAliasTarget | LocalProxyTarget | KubernetesTarget;
 
 /** What starts a rollout: a successful push to an ECR repository. */
 export interface RolloutTrigger {

@@ -33,6 +33,7 @@ import {
   PROJECT_ROOT,
   prebuiltBundle,
 } from "./functions.ts";
+import { kubernetesAccessEntries, kubernetesVpc } from "./kubernetes.ts";
 import { acknowledge, acknowledgeStateMachineRole, acknowledgeWildcards } from "./nag.ts";
 import { Notifications, notificationsProblems, subscriptionProblems } from "./notifications.ts";
 import { EMBEDDED_CONTEXT, type RolloutControllerProps, type RolloutOptions } from "./props.ts";
@@ -114,6 +115,8 @@ export class RolloutController extends Construct {
   readonly #logRetention: logs.RetentionDays;
   readonly #removalPolicy: RemovalPolicy;
   #cloudWatchPolicy: iam.Policy | undefined;
+  /** Kubernetes: the clusters with access entries already, and the VPC the target functions are in. */
+  readonly #kubernetes = { clusters: new Set<string>(), vpc: {} as { vpcId?: string } };
 
   constructor(scope: Construct, id: string, props: RolloutControllerProps = {}) {
     super(scope, id);
@@ -354,9 +357,13 @@ export class RolloutController extends Construct {
     });
     if (problems.length > 0 || !spec) throw new PropsError(`RolloutController.addRollout("${id}")`, problems);
     try {
+      const kubernetes = options.target.type === "kubernetes";
       const definition = compile(spec, {
-        target: target.settings,
-        readinessChecks: options.target.type === "alb-ecs",
+        // The rollout's pods and surge are the spec's (Argo's replicas and maxSurge), unless given.
+        target: kubernetes
+          ? { replicas: spec.replicas, maxSurge: spec.maxSurge, ...target.settings }
+          : target.settings,
+        readinessChecks: options.target.type === "alb-ecs" || kubernetes,
       });
       return { spec, target, definition };
     } catch (error) {
@@ -426,16 +433,37 @@ export class RolloutController extends Construct {
   /** The target's IAM, in its own policy so its acknowledgements say exactly what they cover. */
   #grantTarget(scope: Construct, options: RolloutOptions, stateMachine: sfn.StateMachine): void {
     const grants = targetGrants(scope, options.target, options.trigger.repository);
+    const movers = (Object.keys(FUNCTION_NEEDS) as HandlerName[]).filter((n) =>
+      FUNCTION_NEEDS[n].includes("target"),
+    );
     if (grants.statements.length > 0) {
       const targetPolicy = new iam.Policy(scope, "TargetPolicy", {
         statements: grants.statements,
-        roles: (Object.keys(FUNCTION_NEEDS) as HandlerName[])
-          .filter((n) => FUNCTION_NEEDS[n].includes("target"))
-          .map((n) => this.#roles[n]),
+        roles: movers.map((n) => this.#roles[n]),
       });
       for (const w of grants.wildcards) acknowledgeWildcards(targetPolicy, [w.resource], w.reason);
       // The workflow moves traffic from its first state: the target's policy must exist before it.
       stateMachine.node.addDependency(targetPolicy);
+      // A function in a VPC needs its network interface permissions before it is created.
+      if (options.target.type === "kubernetes" && options.target.vpc) {
+        for (const n of movers) this.functions[n].node.addDependency(targetPolicy);
+      }
+    }
+    if (options.target.type === "kubernetes") {
+      const entries = kubernetesAccessEntries(
+        scope,
+        options.target,
+        movers.map((n) => this.#roles[n]),
+        this.#kubernetes.clusters,
+      );
+      for (const entry of entries) stateMachine.node.addDependency(entry);
+      const problem = kubernetesVpc(
+        scope,
+        options.target,
+        movers.map((n) => this.functions[n]),
+        this.#kubernetes.vpc,
+      );
+      if (problem) throw new PropsError(`RolloutController.addRollout("${scope.node.id}")`, [problem]);
     }
     if (options.target.type === "alb-ecs" && (options.target.passRoles ?? []).length === 0) {
       Annotations.of(scope).addWarningV2(

@@ -2,6 +2,7 @@ import { ArnFormat, Fn, Stack, Token } from "aws-cdk-lib";
 import type * as ecr from "aws-cdk-lib/aws-ecr";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type { Construct } from "constructs";
+import { kubernetesGrants } from "./kubernetes.ts";
 import type { AlbEcsTarget, LambdaAliasTarget, RolloutTarget } from "./props.ts";
 
 /**
@@ -29,6 +30,9 @@ export function targetGrants(
     case "local-proxy":
       // The embedded runtime's proxy is reached over HTTP on the same machine: no AWS permission.
       return { statements: [], wildcards: [] };
+    case "kubernetes":
+      // The cluster is reached with an EKS access entry (no IAM action) or a kubeconfig secret.
+      return kubernetesGrants(scope, target);
   }
 }
 

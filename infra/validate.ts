@@ -10,6 +10,7 @@ import {
   RolloutSpecSchema,
   readSourcesSync,
 } from "../statemachine/index.ts";
+import { kubernetesSettings } from "./kubernetes.ts";
 import type { RolloutControllerProps, RolloutOptions, RolloutSpecSource, RolloutTarget } from "./props.ts";
 import { tagPatternProblem } from "./tag-pattern.ts";
 
@@ -132,8 +133,13 @@ export function resolveTarget(
   problems: string[];
 } {
   if (target === null || typeof target !== "object") return { settings: {}, problems: ["target: required"] };
-  const { passRoles: _roles, ...settings } = target as RolloutTarget & { passRoles?: unknown };
+  let { passRoles: _roles, ...settings } = target as RolloutTarget & { passRoles?: unknown };
   const problems: string[] = [];
+  if (target.type === "kubernetes") {
+    const resolved = kubernetesSettings(target, embedded);
+    settings = resolved.settings as typeof settings;
+    problems.push(...resolved.problems);
+  }
   if ((settings as { type?: unknown }).type === "local-proxy" && !embedded) {
     problems.push(
       'target.type: "local-proxy" runs only in the embedded runtime; use "alb-ecs" or "lambda-alias"',
@@ -147,6 +153,11 @@ export function resolveTarget(
       typeof value === "string" && Token.isUnresolved(value) ? standIn(key, n++) : value,
     ]),
   );
+  // Without a way to the cluster, that one problem is reported, not the settings' missing auth.
+  if (target.type === "kubernetes" && probe.auth === undefined) {
+    probe.auth = { type: "token", token: "" };
+    probe.server ??= "https://stand-in.example";
+  }
   for (const problem of targetSettingsProblems(probe)) problems.push(`target.${problem}`);
   return { settings, problems };
 }
@@ -156,6 +167,7 @@ function standIn(key: string, n: number): string {
     `arn:aws:elasticloadbalancing:us-east-1:000000000000:${kind}/app/token/${n}/${n}`;
   if (/ruleArn$/i.test(key)) return `${arn("listener-rule")}/${n}`;
   if (/listenerArn$/i.test(key)) return arn("listener");
+  if (key === "server") return `https://token-${n}.example`;
   if (/^targetGroup/.test(key))
     return `arn:aws:elasticloadbalancing:us-east-1:000000000000:targetgroup/token/${n}`;
   return `token-${n}`;

@@ -18,6 +18,7 @@ import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts"
 import type { WorkflowDeps } from "../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
 import type { NotificationsProps } from "../infra/notifications.ts";
+import type { KubernetesTarget } from "../infra/props.ts";
 import { handlerNameFor } from "./asl/extract.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
@@ -30,8 +31,11 @@ type LocalProxyInput = Parameters<(typeof LocalProxySettingsSchema)["parse"]>[0]
 export interface LocalStackOptions {
   /** Rollout files (Argo objects or a native spec), as `addRollout` takes them. */
   specFiles: string[];
-  /** The local proxy target: its admin URL (`RunningProxy.adminUrl`) and the upstream each pushed tag runs. */
-  target: Omit<LocalProxyInput, "type">;
+  /**
+   * The local proxy target: its admin URL (`RunningProxy.adminUrl`) and the upstream each pushed
+   * tag runs; or another target's settings with their `type` (the local Kubernetes API's).
+   */
+  target: Omit<LocalProxyInput, "type"> | KubernetesTarget;
   /** The ECR repository whose pushes start the rollout. */
   repository?: string;
   /** A `ManualClock` runs everything in virtual time; the default runs in real time. */
@@ -106,7 +110,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   });
   const added = controller.addRollout("Rollout", {
     spec: { files: options.specFiles.map((f) => (f.startsWith("/") ? f : `${ROOT}${f}`)) },
-    target: { type: "local-proxy", ...options.target } as never,
+    target: ("type" in options.target ? options.target : { type: "local-proxy", ...options.target }) as never,
     trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repository", repository) },
   });
   const template = app.synth().getStackByName(stack.stackName).template as unknown;

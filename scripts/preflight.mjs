@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm test`'s first step: the system programs the tests start (Prometheus for the PromQL
 // provider and the demo, Java 17 for DynamoDB Local, Chromium for the dashboard's browser tests,
-// driven by puppeteer-core, which downloads no browser of its own) are there, or are installed now when this
+// driven by puppeteer-core, which downloads no browser of its own, kubectl against the local
+// Kubernetes API) are there, or are installed now when this
 // machine can (root with apt-get, as on Debian), or the run stops at once with one line naming
 // the command to run. Plain JavaScript: it runs before anything is type-checked.
 import { spawnSync } from "node:child_process";
@@ -15,6 +16,8 @@ const NEEDS = [
   { command: "java", args: ["-version"], minimum: 17, pkg: "openjdk-17-jre-headless" },
   // `Chromium 156.0.8078.114 built on Debian ...`; puppeteer-core speaks to recent ones.
   { command: "chromium", args: ["--version"], minimum: 120, pkg: "chromium", pattern: /Chromium (\d+)/ },
+  // `Client Version: v1.32.4`.
+  { command: "kubectl", args: ["version", "--client"], minimum: 1, pkg: "kubectl", pattern: /Client Version: v?(\d+)/ },
 ];
 
 /** The major version a command prints, 0 when it runs but prints none, undefined when it is absent. */

@@ -37,7 +37,8 @@ export const registerCompile: RegisterCommand = (program: Command, io, done) => 
       try {
         definition = compile(spec, {
           ...(target ? { target } : {}),
-          ...(opts.readinessChecks ? { readinessChecks: true } : {}),
+          // A target with pods polls readiness after each weight, as the construct compiles it.
+          ...(opts.readinessChecks || target?.type === "kubernetes" ? { readinessChecks: true } : {}),
         });
       } catch (error) {
         if (!(error instanceof SpecError)) throw error;

@@ -3,6 +3,7 @@ import type { ElasticLoadBalancingV2Client } from "@aws-sdk/client-elastic-load-
 import type { LambdaClient } from "@aws-sdk/client-lambda";
 import { AlbEcsRouter } from "./alb-ecs.ts";
 import { TargetConfigurationError } from "./errors.ts";
+import { type KubernetesClients, KubernetesRouter } from "./kubernetes.ts";
 import { LambdaAliasRouter } from "./lambda-alias.ts";
 import { LocalProxyRouter } from "./local-proxy.ts";
 import type { Clock, TrafficRouter } from "./port.ts";
@@ -18,6 +19,8 @@ export interface TrafficClients {
   readonly ecs?: ECSClient;
   readonly lambda?: LambdaClient;
   readonly fetch?: typeof fetch;
+  /** AWS credentials and region (EKS tokens, a kubeconfig secret), a recorder of API calls. */
+  readonly kubernetes?: KubernetesClients;
 }
 
 /** Builds the router for `settings` (validated here; a bad field is a `TargetConfigurationError`). */
@@ -39,11 +42,14 @@ export function createTrafficRouter(settings: unknown, clients: TrafficClients, 
       return new LambdaAliasRouter({ lambda: clients.lambda }, s, clock);
     case "local-proxy":
       return new LocalProxyRouter(clients.fetch ? { fetch: clients.fetch } : {}, s, clock);
+    case "kubernetes":
+      return new KubernetesRouter(clients.kubernetes ?? {}, s, clock);
   }
 }
 
 export * from "./errors.ts";
 
+export type { KubernetesState } from "./kubernetes.ts";
 export type { LocalProxyState } from "./local-proxy.ts";
 export * from "./port.ts";
 export * from "./settings.ts";

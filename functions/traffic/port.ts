@@ -32,7 +32,7 @@ export type Json = string | number | boolean | null | Json[] | { [key: string]: 
 export type RouterState = { readonly type: TargetType } & Record<string, unknown>;
 
 /** The kinds of target this package drives. */
-export type TargetType = "alb-ecs" | "lambda-alias" | "local-proxy";
+export type TargetType = "alb-ecs" | "lambda-alias" | "local-proxy" | "kubernetes";
 
 /**
  * What was pushed: the artifact the candidate runs. ECS and Lambda image functions take an

@@ -5,6 +5,7 @@ import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
 import { startProxy } from "../proxy/server.ts";
 import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../stack.ts";
 import { type DemoApp, startDemoApp } from "./app.ts";
+import { runKubernetesDemo } from "./kubernetes.ts";
 import { type Load, startLoad } from "./load.ts";
 import { prometheusVersion, type RunningPrometheus, startPrometheus } from "./prometheus.ts";
 import { type DemoMetrics, writeDemoSpec } from "./spec.ts";
@@ -265,9 +266,15 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.stdout.write("\nstopping: closing the services, the proxy and Prometheus…\n");
     stop.abort();
   });
-  const result = await runDemo({
-    noPrometheus: process.argv.includes("--no-prometheus"),
-    signal: stop.signal,
-  });
+  const at = process.argv.indexOf("--target");
+  const target = at >= 0 ? process.argv[at + 1] : "local-proxy";
+  if (target !== "local-proxy" && target !== "kubernetes") {
+    process.stderr.write(`--target must be local-proxy or kubernetes, got ${JSON.stringify(target ?? "")}\n`);
+    process.exit(Exit.badInput);
+  }
+  const result =
+    target === "kubernetes"
+      ? await runKubernetesDemo({ signal: stop.signal })
+      : await runDemo({ noPrometheus: process.argv.includes("--no-prometheus"), signal: stop.signal });
   process.exitCode = result.ok ? Exit.ok : Exit.negative;
 }

@@ -129,6 +129,38 @@ describe("rollouts compile", () => {
     expect(definition.States["Step01-SetWeight-25"].Parameters.Payload.target).toEqual(target);
   });
 
+  it("compiles for a kubernetes target: the settings embedded, readiness polled after each weight", async () => {
+    const target = {
+      type: "kubernetes",
+      server: "https://k8s.example",
+      auth: { type: "eks", clusterName: "prod" },
+      stableDeployment: "shop-stable",
+      canaryDeployment: "shop-canary",
+      router: {
+        type: "gateway-api",
+        httpRoute: "shop",
+        stableService: "shop-stable",
+        canaryService: "shop-canary",
+      },
+    };
+    const { code, out } = await run("compile", ...SEED, "--target", JSON.stringify(target));
+    expect(code).toBe(0);
+    const definition = JSON.parse(out);
+    expect(validator(definition).isValid).toBe(true);
+    expect(definition.States["Step01-SetWeight-25"].Parameters.Payload.target).toEqual(target);
+    expect(
+      Object.keys(definition.States).filter((s: string) => s.endsWith("-CheckReady")).length,
+    ).toBeGreaterThan(1);
+    const bad = await run(
+      "compile",
+      ...SEED,
+      "--target",
+      JSON.stringify({ ...target, router: { type: "istio" } }),
+    );
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain("rollouts: --target: router.virtualService:");
+  });
+
   it("validates the target as the construct does: every bad field, one line each, exit 2", async () => {
     const target = {
       type: "alb-ecs",

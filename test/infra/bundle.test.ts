@@ -29,6 +29,13 @@ describe("bundling", () => {
       expect(code).toMatch(/export\s*\{[^}]*as handler[^}]*\}|export\s*\{\s*handler\s*\}/);
       expect(existsSync(`${entry}.map`)).toBe(true);
     }
+    // The kubernetes target (its REST client and EKS token) is bundled into the functions that move traffic.
+    const withKubernetes = keys.filter((key) =>
+      readFileSync(join(outdir, `asset.${key.replace(/\.zip$/, "")}`, "index.mjs"), "utf8").includes(
+        "k8s-aws-v1.",
+      ),
+    );
+    expect(withKubernetes.length).toBeGreaterThanOrEqual(6);
     // Ten handlers, ten distinct bundles.
     expect(new Set(keys).size).toBe(keys.length);
   }, 240_000);

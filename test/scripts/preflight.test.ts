@@ -24,12 +24,13 @@ function preflight(path: string) {
 const CHROMIUM = "Chromium 156.0.8078.114 built on Debian GNU/Linux 12 (bookworm)";
 
 describe("npm test's preflight", () => {
-  it("passes when Prometheus 2+, Java 17+ and Chromium 120+ are there", () => {
+  it("passes when Prometheus 2+, Java 17+, Chromium 120+ and kubectl are there", () => {
     const out = preflight(
       pathWith({
         prometheus: "prometheus, version 2.42.0",
         java: 'openjdk version "17.0.21" 2025-10-21',
         chromium: CHROMIUM,
+        kubectl: "Client Version: v1.32.4",
       }),
     );
     expect(out.stderr).toBe("");
@@ -42,7 +43,7 @@ describe("npm test's preflight", () => {
     const lines = out.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toBe(
-      "npm test needs prometheus 2+, java 17+ and chromium 120+: install them (on Debian: apt-get install -y --no-install-recommends prometheus openjdk-17-jre-headless chromium), then npm test again",
+      "npm test needs prometheus 2+, java 17+, chromium 120+ and kubectl 1+: install them (on Debian: apt-get install -y --no-install-recommends prometheus openjdk-17-jre-headless chromium kubectl), then npm test again",
     );
   });
 
@@ -52,6 +53,7 @@ describe("npm test's preflight", () => {
         prometheus: "prometheus, version 2.42.0",
         java: 'openjdk version "11.0.2"',
         chromium: CHROMIUM,
+        kubectl: "Client Version: v1.32.4",
       }),
     );
     expect(out.status).toBe(1);

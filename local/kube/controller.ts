@@ -1,0 +1,512 @@
+import { randomInt } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
+import type { Clock } from "../../functions/clock.ts";
+import type { Json } from "./patch.ts";
+import { PORT_ANNOTATION, type PodBacker, type PodInfo, PodProcesses } from "./pods.ts";
+import { RESOURCE_TYPES } from "./resources.ts";
+import { type KubeObject, type KubeStore, kubeTime } from "./store.ts";
+
+/**
+ * A simulated Deployment controller (and ReplicaSet controller), enough for a rollout to read
+ * what it reads on a cluster:
+ *
+ * - a Deployment's template is hashed into `pod-template-hash`; each template has its ReplicaSet
+ *   `<deployment>-<hash>` (revision annotation as kube-controller-manager writes it), which owns
+ *   pods `<replicaset>-<5 chars>` carrying the template's labels, the hash label and the image;
+ * - a pod is ready `readyAfterMs` after it is created (on the injected clock, so a ManualClock
+ *   moves it in virtual time), once its backing process listens when it has one, and never when
+ *   `neverReady` says its image is broken;
+ * - a rolling update brings the new ReplicaSet to `spec.replicas` at once and scales the old ones
+ *   to 0 when the new one's pods are all available (Recreate: the old ones first);
+ * - `status` is computed as the Deployment controller computes it: `replicas`, `updatedReplicas`,
+ *   `readyReplicas`, `availableReplicas`, `unavailableReplicas` (zeros omitted, as the API
+ *   marshals them), `observedGeneration`, and the `Available` and `Progressing` conditions with
+ *   their reasons and messages (`NewReplicaSetCreated`, `ReplicaSetUpdated`,
+ *   `NewReplicaSetAvailable`, and `ProgressDeadlineExceeded` with `ReplicaSet "x-abc" has timed
+ *   out progressing.` once `progressDeadlineSeconds` pass without progress).
+ *
+ * `sync()` reconciles everything at the clock's current time; it writes only what changed, so an
+ * idle Deployment keeps its resourceVersion. Not simulated: `maxSurge`/`maxUnavailable` steps,
+ * `minReadySeconds`, `paused` (it stops scaling, nothing else), `revisionHistoryLimit` (old
+ * ReplicaSets are kept at 0), pod restarts and node placement.
+ */
+
+export interface ControllerOptions {
+  clock: Clock;
+  /** How long after its creation a pod becomes ready (default 1000 ms). */
+  readyAfterMs?: number;
+  /**
+   * Whether a pod never becomes ready (its readiness probe never passes), from its image; by
+   * default an image whose tag contains `never-ready` (`registry/app:v3-never-ready`).
+   */
+  neverReady?: (image: string, pod: KubeObject) => boolean;
+  /** Starts a real process behind each pod (see `pods.ts`). */
+  backPod?: PodBacker;
+}
+
+const DEPLOYMENTS = RESOURCE_TYPES.find((t) => t.resource === "deployments")!;
+const REPLICA_SETS = RESOURCE_TYPES.find((t) => t.resource === "replicasets")!;
+const PODS = RESOURCE_TYPES.find((t) => t.resource === "pods")!;
+
+export const TEMPLATE_HASH_LABEL = "pod-template-hash";
+export const REVISION_ANNOTATION = "deployment.kubernetes.io/revision";
+const DEFAULT_DEADLINE_SECONDS = 600;
+
+/** The alphabet client-go's `rand.SafeEncodeString` uses (no vowels, no look-alikes). */
+const SAFE = "bcdfghjklmnpqrstvwxz2456789";
+
+function safeEncode(text: string): string {
+  return [...text].map((c) => SAFE[c.charCodeAt(0) % SAFE.length]).join("");
+}
+
+/** JSON with sorted keys, so equal templates hash equal whatever their key order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * The pod-template-hash of a template: FNV-1a (32 bits) of the template, its decimal digits
+ * encoded as `SafeEncodeString` does, as the Deployment controller names ReplicaSets.
+ */
+export function templateHash(template: unknown): string {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(canonical(template), "utf8")) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return safeEncode(String(hash));
+}
+
+function randomSuffix(): string {
+  return Array.from({ length: 5 }, () => SAFE[randomInt(SAFE.length)]).join("");
+}
+
+interface Condition {
+  type: string;
+  status: "True" | "False";
+  reason: string;
+  message: string;
+  lastUpdateTime: string;
+  lastTransitionTime: string;
+}
+
+/** Omits the zero counts, as `omitempty` does on the wire. */
+function counts(values: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== 0));
+}
+
+function imagesOf(template: KubeObject | { [key: string]: Json } | undefined): string[] {
+  const spec = (template as { spec?: { containers?: Array<{ image?: string }> } } | undefined)?.spec;
+  return (spec?.containers ?? []).map((c) => c.image ?? "");
+}
+
+/** The maxUnavailable of a Deployment in pods (default 25% rounded down; 0 for Recreate). */
+function maxUnavailable(deployment: KubeObject, replicas: number): number {
+  const strategy = deployment.spec?.strategy as
+    | { type?: string; rollingUpdate?: { maxUnavailable?: number | string } }
+    | undefined;
+  if (strategy?.type === "Recreate") return 0;
+  const value = strategy?.rollingUpdate?.maxUnavailable ?? "25%";
+  if (typeof value === "number") return Math.min(value, replicas);
+  const percent = /^(\d+)%$/.exec(value);
+  return percent ? Math.floor((replicas * Number(percent[1])) / 100) : 0;
+}
+
+export class DeploymentController {
+  readonly #store: KubeStore;
+  readonly #clock: Clock;
+  readonly #readyAfterMs: number;
+  readonly #neverReady: (image: string, pod: KubeObject) => boolean;
+  readonly processes: PodProcesses;
+  /** Each pod's creation time in milliseconds (creationTimestamp has seconds only). */
+  readonly #created = new Map<string, number>();
+  readonly #unsubscribe: () => void;
+  #syncing = false;
+
+  constructor(store: KubeStore, options: ControllerOptions) {
+    this.#store = store;
+    this.#clock = options.clock;
+    this.#readyAfterMs = options.readyAfterMs ?? 1000;
+    if (!Number.isFinite(this.#readyAfterMs) || this.#readyAfterMs < 0) {
+      throw new RangeError(`readyAfterMs must be a number ≥ 0, got ${options.readyAfterMs}`);
+    }
+    this.#neverReady = options.neverReady ?? ((image) => /:[^/]*never-ready/.test(image));
+    this.processes = new PodProcesses(options.backPod, () => this.sync());
+    this.#unsubscribe = store.subscribe((event) => {
+      if (event.resource.resource === "pods" && event.type === "DELETED" && event.object.metadata.uid) {
+        this.#created.delete(event.object.metadata.uid);
+        void this.processes.stop(event.object.metadata.uid);
+      }
+    });
+  }
+
+  /** Reconciles every Deployment, ReplicaSet and pod at the clock's time. */
+  sync(): void {
+    if (this.#syncing) return;
+    this.#syncing = true;
+    try {
+      this.#collectGarbage();
+      for (const deployment of this.#store.list(DEPLOYMENTS)) this.#reconcile(deployment);
+    } finally {
+      this.#syncing = false;
+    }
+  }
+
+  /** Stops observing the store and stops every backing process. */
+  async close(): Promise<void> {
+    this.#unsubscribe();
+    await this.processes.stopAll();
+  }
+
+  /** Deletes ReplicaSets whose Deployment is gone and pods whose ReplicaSet is gone. */
+  #collectGarbage(): void {
+    const uids = new Set(this.#store.list(DEPLOYMENTS).map((d) => d.metadata.uid));
+    for (const rs of this.#store.list(REPLICA_SETS)) {
+      const owner = rs.metadata.ownerReferences?.[0];
+      if (owner && !uids.has(owner.uid))
+        this.#store.delete(REPLICA_SETS, rs.metadata.namespace, rs.metadata.name);
+    }
+    const rsUids = new Set(this.#store.list(REPLICA_SETS).map((rs) => rs.metadata.uid));
+    for (const pod of this.#store.list(PODS)) {
+      const owner = pod.metadata.ownerReferences?.[0];
+      if (owner && !rsUids.has(owner.uid))
+        this.#store.delete(PODS, pod.metadata.namespace, pod.metadata.name);
+    }
+  }
+
+  #ownedBy(type: typeof PODS, namespace: string, uid: string | undefined): KubeObject[] {
+    return this.#store
+      .list(type, namespace)
+      .filter((o) => o.metadata.ownerReferences?.some((r) => r.uid === uid));
+  }
+
+  #reconcile(deployment: KubeObject): void {
+    const now = this.#clock.now();
+    const namespace = deployment.metadata.namespace!;
+    const name = deployment.metadata.name;
+    const spec = deployment.spec ?? {};
+    const replicas = typeof spec.replicas === "number" ? spec.replicas : 1;
+    const template = (spec.template ?? {}) as { metadata?: { labels?: Record<string, string> }; spec?: Json };
+    const hash = templateHash(template);
+    const owned = this.#ownedBy(REPLICA_SETS, namespace, deployment.metadata.uid);
+    const revisions = owned.map((rs) => Number(rs.metadata.annotations?.[REVISION_ANNOTATION] ?? 0));
+    const maxRevision = Math.max(0, ...revisions);
+    let newRS = owned.find((rs) => rs.metadata.labels?.[TEMPLATE_HASH_LABEL] === hash);
+    let event: { reason: string; message: string } | undefined;
+    if (!newRS) {
+      const labels = { ...(template.metadata?.labels ?? {}), [TEMPLATE_HASH_LABEL]: hash };
+      const selector = structuredClone((spec.selector ?? {}) as { matchLabels?: Record<string, string> });
+      selector.matchLabels = { ...(selector.matchLabels ?? {}), [TEMPLATE_HASH_LABEL]: hash };
+      newRS = this.#store.create(REPLICA_SETS, namespace, {
+        apiVersion: "apps/v1",
+        kind: "ReplicaSet",
+        metadata: {
+          name: `${name}-${hash}`,
+          labels,
+          annotations: { [REVISION_ANNOTATION]: String(maxRevision + 1) },
+          ownerReferences: [
+            {
+              apiVersion: "apps/v1",
+              kind: "Deployment",
+              name,
+              uid: deployment.metadata.uid!,
+              controller: true,
+            },
+          ],
+        },
+        spec: {
+          replicas: 0,
+          selector: selector as Json,
+          template: {
+            ...structuredClone(template),
+            metadata: { ...(template.metadata ?? {}), labels },
+          } as Json,
+        },
+      });
+      event = { reason: "NewReplicaSetCreated", message: `Created new replica set "${newRS.metadata.name}"` };
+    } else if (Number(newRS.metadata.annotations?.[REVISION_ANNOTATION] ?? 0) < maxRevision) {
+      newRS.metadata.annotations = {
+        ...newRS.metadata.annotations,
+        [REVISION_ANNOTATION]: String(maxRevision + 1),
+      };
+      newRS = this.#store.update(REPLICA_SETS, namespace, newRS);
+      event = { reason: "FoundNewReplicaSet", message: `Found new replica set "${newRS.metadata.name}"` };
+    }
+    const oldRSs = owned.filter((rs) => rs.metadata.uid !== newRS.metadata.uid);
+
+    if (spec.paused !== true) {
+      const recreate = (spec.strategy as { type?: string } | undefined)?.type === "Recreate";
+      const newAvailable = this.#podsOf(newRS).filter((p) => this.#isReady(p, now)).length;
+      const oldPods = oldRSs.reduce((n, rs) => n + this.#podsOf(rs).length, 0);
+      if (!recreate || oldPods === 0) this.#scale(newRS, replicas);
+      if (recreate || newAvailable >= replicas) for (const rs of oldRSs) this.#scale(rs, 0);
+    }
+
+    const all = [newRS, ...oldRSs].map((rs) =>
+      this.#syncReplicaSet(this.#store.get(REPLICA_SETS, namespace, rs.metadata.name), now),
+    );
+    const [fresh] = all;
+    const current = this.#store.get(DEPLOYMENTS, namespace, name);
+    const before = (current.status ?? {}) as Record<string, Json>;
+    const total = all.reduce((n, s) => n + s.pods, 0);
+    const ready = all.reduce((n, s) => n + s.ready, 0);
+    const updated = fresh!.pods;
+    const unavailable = Math.max(0, all.reduce((n, s) => n + s.wanted, 0) - ready);
+    const oldReplicas = total - updated;
+    const progressed =
+      updated > Number(before.updatedReplicas ?? 0) ||
+      ready > Number(before.readyReplicas ?? 0) ||
+      ready > Number(before.availableReplicas ?? 0) ||
+      oldReplicas < Number(before.replicas ?? 0) - Number(before.updatedReplicas ?? 0);
+    const time = kubeTime(now);
+    const conditions = ((before.conditions ?? []) as unknown as Condition[]).map((c) => ({ ...c }));
+    const set = (type: string, status: "True" | "False", reason: string, message: string, touch: boolean) => {
+      const at = conditions.findIndex((c) => c.type === type);
+      const old = conditions[at];
+      if (old && old.status === status && old.reason === reason && !touch) return;
+      const next: Condition = {
+        type,
+        status,
+        reason,
+        message,
+        lastUpdateTime: time,
+        lastTransitionTime: old && old.status === status ? old.lastTransitionTime : time,
+      };
+      if (at >= 0) conditions[at] = next;
+      else conditions.push(next);
+    };
+    const needed = replicas - maxUnavailable(current, replicas);
+    if (ready >= needed)
+      set("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", false);
+    else
+      set(
+        "Available",
+        "False",
+        "MinimumReplicasUnavailable",
+        "Deployment does not have minimum availability.",
+        false,
+      );
+
+    const rsName = newRS.metadata.name;
+    const complete = updated === replicas && total === replicas && ready === replicas;
+    const progressing = conditions.find((c) => c.type === "Progressing");
+    if (event) set("Progressing", "True", event.reason, event.message, true);
+    else if (spec.paused === true) {
+      set("Progressing", "Unknown" as "True", "DeploymentPaused", "Deployment is paused", false);
+    } else if (complete) {
+      set(
+        "Progressing",
+        "True",
+        "NewReplicaSetAvailable",
+        `ReplicaSet "${rsName}" has successfully progressed.`,
+        false,
+      );
+    } else if (progressed) {
+      set("Progressing", "True", "ReplicaSetUpdated", `ReplicaSet "${rsName}" is progressing.`, true);
+    } else if (progressing && progressing.reason !== "NewReplicaSetAvailable") {
+      const deadline =
+        typeof spec.progressDeadlineSeconds === "number"
+          ? spec.progressDeadlineSeconds
+          : DEFAULT_DEADLINE_SECONDS;
+      if (
+        progressing.reason === "ProgressDeadlineExceeded" ||
+        Date.parse(progressing.lastUpdateTime) + deadline * 1000 < now
+      ) {
+        set(
+          "Progressing",
+          "False",
+          "ProgressDeadlineExceeded",
+          `ReplicaSet "${rsName}" has timed out progressing.`,
+          false,
+        );
+      }
+    } else if (!progressing) {
+      set("Progressing", "True", "ReplicaSetUpdated", `ReplicaSet "${rsName}" is progressing.`, true);
+    }
+    const order = (c: Condition) => (c.type === "Available" ? 0 : c.type === "Progressing" ? 1 : 2);
+    conditions.sort((a, b) => order(a) - order(b));
+    const status = {
+      observedGeneration: current.metadata.generation ?? 1,
+      ...counts({
+        replicas: total,
+        updatedReplicas: updated,
+        readyReplicas: ready,
+        availableReplicas: ready,
+        unavailableReplicas: unavailable,
+      }),
+      conditions: conditions as unknown as Json,
+    };
+    if (!isDeepStrictEqual(status, current.status)) {
+      this.#store.update(DEPLOYMENTS, namespace, { ...current, status }, "status");
+    }
+  }
+
+  #podsOf(rs: KubeObject): KubeObject[] {
+    return this.#ownedBy(PODS, rs.metadata.namespace!, rs.metadata.uid);
+  }
+
+  #scale(rs: KubeObject, replicas: number): void {
+    const current = this.#store.get(REPLICA_SETS, rs.metadata.namespace, rs.metadata.name);
+    if (current.spec?.replicas === replicas) return;
+    this.#store.update(REPLICA_SETS, current.metadata.namespace, {
+      ...current,
+      spec: { ...current.spec, replicas },
+    });
+  }
+
+  #isReady(pod: KubeObject, now: number): boolean {
+    const uid = pod.metadata.uid!;
+    const created = this.#created.get(uid) ?? Date.parse(pod.metadata.creationTimestamp ?? "");
+    const images = imagesOf(pod);
+    if (images.some((image) => this.#neverReady(image, pod))) return false;
+    if (!this.processes.state(uid).up) return false;
+    return now >= created + this.#readyAfterMs;
+  }
+
+  /** Brings a ReplicaSet's pods to its replicas, updates their readiness and its status. */
+  #syncReplicaSet(rs: KubeObject, now: number): { pods: number; ready: number; wanted: number } {
+    const namespace = rs.metadata.namespace!;
+    const wanted = typeof rs.spec?.replicas === "number" ? rs.spec.replicas : 0;
+    let pods = this.#podsOf(rs);
+    const template = (rs.spec?.template ?? {}) as {
+      metadata?: { labels?: Record<string, string> };
+      spec?: Json;
+    };
+    for (let i = pods.length; i < wanted; i++) {
+      const pod = this.#store.create(PODS, namespace, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: {
+          name: `${rs.metadata.name}-${randomSuffix()}`,
+          labels: { ...(template.metadata?.labels ?? {}) },
+          ownerReferences: [
+            {
+              apiVersion: "apps/v1",
+              kind: "ReplicaSet",
+              name: rs.metadata.name,
+              uid: rs.metadata.uid!,
+              controller: true,
+            },
+          ],
+        },
+        spec: structuredClone((template.spec ?? {}) as { [key: string]: Json }),
+        status: { phase: "Pending" },
+      });
+      this.#created.set(pod.metadata.uid!, now);
+      const images = imagesOf(pod);
+      const info: PodInfo = {
+        namespace,
+        name: pod.metadata.name,
+        labels: pod.metadata.labels ?? {},
+        image: images[0] ?? "",
+        images,
+        ...(rs.metadata.ownerReferences?.[0] ? { deployment: rs.metadata.ownerReferences[0].name } : {}),
+      };
+      this.processes.start(pod.metadata.uid!, info);
+      pods.push(pod);
+    }
+    if (pods.length > wanted) {
+      // Not-ready pods go first, then the newest, as the ReplicaSet controller picks them.
+      const doomed = [...pods]
+        .sort((a, b) => {
+          const ra = this.#isReady(a, now) ? 1 : 0;
+          const rb = this.#isReady(b, now) ? 1 : 0;
+          if (ra !== rb) return ra - rb;
+          return (this.#created.get(b.metadata.uid!) ?? 0) - (this.#created.get(a.metadata.uid!) ?? 0);
+        })
+        .slice(0, pods.length - wanted);
+      for (const pod of doomed) this.#store.delete(PODS, namespace, pod.metadata.name);
+      const gone = new Set(doomed.map((p) => p.metadata.uid));
+      pods = pods.filter((p) => !gone.has(p.metadata.uid));
+    }
+    let ready = 0;
+    for (const pod of pods) {
+      const isReady = this.#isReady(pod, now);
+      if (isReady) ready++;
+      this.#syncPodStatus(pod, isReady, now);
+    }
+    const status = {
+      ...counts({
+        replicas: pods.length,
+        fullyLabeledReplicas: pods.length,
+        readyReplicas: ready,
+        availableReplicas: ready,
+      }),
+      observedGeneration: rs.metadata.generation ?? 1,
+    };
+    if (!isDeepStrictEqual(status, rs.status))
+      this.#store.update(REPLICA_SETS, namespace, { ...rs, status }, "status");
+    return { pods: pods.length, ready, wanted };
+  }
+
+  #syncPodStatus(pod: KubeObject, ready: boolean, now: number): void {
+    const uid = pod.metadata.uid!;
+    const created = kubeTime(this.#created.get(uid) ?? now);
+    const backing = this.processes.state(uid);
+    const containers = (pod.spec?.containers ?? []) as Array<{ name?: string; image?: string }>;
+    const started = backing.up;
+    const flag = (b: boolean) => (b ? "True" : "False");
+    const status = {
+      phase: started ? "Running" : "Pending",
+      conditions: [
+        { type: "PodScheduled", status: "True", lastTransitionTime: created },
+        { type: "Initialized", status: "True", lastTransitionTime: created },
+        { type: "ContainersReady", status: flag(ready) },
+        { type: "Ready", status: flag(ready) },
+      ],
+      hostIP: "127.0.0.1",
+      podIP: backing.port !== undefined || !this.processes.backer ? this.#podIP(pod) : undefined,
+      startTime: created,
+      containerStatuses: containers.map((c) => ({
+        name: c.name ?? "",
+        image: c.image ?? "",
+        ready,
+        started,
+        restartCount: 0,
+        state: started
+          ? { running: { startedAt: created } }
+          : {
+              waiting: {
+                reason: backing.error ? "CrashLoopBackOff" : "ContainerCreating",
+                ...(backing.error ? { message: backing.error } : {}),
+              },
+            },
+      })),
+    };
+    if (status.podIP === undefined) delete status.podIP;
+    const annotations = { ...(pod.metadata.annotations ?? {}) };
+    if (backing.port !== undefined) annotations[PORT_ANNOTATION] = String(backing.port);
+    if (!isDeepStrictEqual(annotations, pod.metadata.annotations ?? {})) {
+      pod = this.#store.update(PODS, pod.metadata.namespace, {
+        ...pod,
+        metadata: { ...pod.metadata, annotations },
+      });
+    }
+    if (!isDeepStrictEqual(status, pod.status)) {
+      this.#store.update(
+        PODS,
+        pod.metadata.namespace,
+        { ...pod, status: status as unknown as { [key: string]: Json } },
+        "status",
+      );
+    }
+  }
+
+  /** 127.0.0.1 for a backed pod (its port tells it apart); else an address from 10.244.0.0/16. */
+  #podIP(pod: KubeObject): string {
+    if (this.processes.backer) return "127.0.0.1";
+    const existing = pod.status?.podIP;
+    if (typeof existing === "string") return existing;
+    this.#nextIP += 1;
+    return `10.244.${Math.floor(this.#nextIP / 254) % 256}.${(this.#nextIP % 254) + 1}`;
+  }
+
+  #nextIP = 0;
+}
