@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { registerAnalyze } from "./commands/analyze.ts";
+import { registerAssign } from "./commands/assign.ts";
 import { registerCompile } from "./commands/compile.ts";
 import { registerJudge } from "./commands/judge.ts";
 import { registerOperate } from "./commands/operate.ts";
@@ -15,6 +16,7 @@ const commands: RegisterCommand[] = [
   registerAnalyze,
   registerOperate,
   registerSimulate,
+  registerAssign,
 ];
 
 /** Runs the `rollouts` command line and resolves to the process exit code. */
