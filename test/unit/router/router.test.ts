@@ -35,7 +35,7 @@ describe("model router", () => {
     for (let i = 0; i < 200; i++) {
       const user = `u${i}`;
       const expected = assign(user, "s", 30) === "candidate" ? "v2" : "v1";
-      for (const headers of [{ "x-user-id": user }, {}]) {
+      for (const headers of [{ "x-user-id": user }, {}] as Record<string, string>[]) {
         const answer = await router.route(post({ user, x: i }, headers));
         expect(answer.headers["x-model-version"]).toBe(expected);
         expect(answer.headers["x-route"]).toBe(expected === "v2" ? "candidate" : "primary");
