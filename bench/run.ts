@@ -5,6 +5,7 @@
  */
 import { bench as judged } from "./judged.ts";
 import { bench as judges } from "./judges.ts";
+import { bench as mirror } from "./mirror.ts";
 import { bench as runtime } from "./runtime.ts";
 import { bench as simulate } from "./simulate.ts";
 
@@ -14,7 +15,7 @@ export interface Bench {
   run(): Promise<string[]> | string[];
 }
 
-const benches: Bench[] = [judges, judged, runtime, simulate];
+const benches: Bench[] = [judges, judged, runtime, simulate, mirror];
 
 const only = process.argv.slice(2);
 for (const bench of benches) {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MirrorMatchSchema } from "./mirror-match.ts";
 
 /**
  * The model router's whole routing state, replaced atomically (the reference's `RouteConfig`): a
@@ -50,6 +51,8 @@ export const ModelRouterConfigSchema = z
       .default({ header: "x-user-id", field: "user" }),
     /** Percent (0–100) of the primary's requests copied to the candidate after the answer (shadow). */
     mirrorPercent: z.number().min(0).max(100).default(0),
+    /** Which requests may be mirrored (Argo's `setMirrorRoute` match); empty = all. */
+    mirrorMatch: z.array(MirrorMatchSchema).default([]),
     compare: CompareSchema.default({ path: "label", kind: "class", absolute: 0, relative: 0 }),
   })
   .strict()

@@ -10,6 +10,7 @@ import {
   ModelRouterConfigSchema,
   valueAt,
 } from "./config.ts";
+import { mirrorSelects } from "./mirror-match.ts";
 import { Recorder, type RecorderOptions } from "./recorder.ts";
 
 /**
@@ -150,8 +151,11 @@ export class ModelRouter {
     return this.route(request);
   }
 
-  /** Routes one request and answers it; the mirror copy, if any, is queued after the answer is built. */
-  async route(request: RouterRequest): Promise<RouterResponse> {
+  /**
+   * Routes one request and answers it; the mirror copy, if any, is queued after the answer is
+   * built. `force` sends it to the candidate whatever its cohort (a testers header route).
+   */
+  async route(request: RouterRequest, force?: "candidate"): Promise<RouterResponse> {
     const config = this.#config;
     const requestId = request.headers[REQUEST_ID_HEADER] || this.#requestId();
     if (config === null) {
@@ -164,7 +168,8 @@ export class ModelRouter {
     const body = parseJson(request.body);
     const user = cohortKeyOf(config.key, request.headers, body) ?? requestId;
     let arm: "primary" | "candidate" = "primary";
-    if (config.candidate !== null && config.weight > 0) {
+    if (config.candidate !== null && force === "candidate") arm = "candidate";
+    else if (config.candidate !== null && config.weight > 0) {
       const salt = config.salt ?? config.candidate.name;
       const toCandidate = config.sticky
         ? assign(user, salt, config.weight) === "candidate"
@@ -187,7 +192,12 @@ export class ModelRouter {
       user,
       ...(prediction !== undefined ? { prediction } : {}),
     });
-    if (arm === "primary" && config.candidate !== null && mirrored(requestId, config.mirrorPercent)) {
+    if (
+      arm === "primary" &&
+      config.candidate !== null &&
+      mirrored(requestId, config.mirrorPercent) &&
+      mirrorSelects(config.mirrorMatch, request)
+    ) {
       this.#enqueue({ backend: config.candidate, request, requestId, user, served: prediction, config });
     }
     const headers: Record<string, string> = {
