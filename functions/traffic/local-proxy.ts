@@ -118,7 +118,7 @@ export class LocalProxyRouter implements TrafficRouter {
     }
     const version = artifact.version ?? "canary";
     if (state.stable !== null) {
-      await this.#write({ canary: artifact.upstream, canaryVersion: version, weight: 0 });
+      await this.#write({ canary: artifact.upstream, canaryVersion: version, weight: 0, ...this.#model() });
     }
     const next: LocalProxyState = {
       ...state,
@@ -258,6 +258,7 @@ export class LocalProxyRouter implements TrafficRouter {
       weight: 0,
       headerRoutes: [],
       ...MIRROR_OFF,
+      ...this.#model(),
     });
     const next: LocalProxyState = {
       type: "local-proxy",
@@ -310,6 +311,14 @@ export class LocalProxyRouter implements TrafficRouter {
       state: this.#state(input),
       message: "nothing to scale down: the demo owns its upstream processes",
     };
+  }
+
+  /** The proxy's model settings when the target asks for a model router; nothing otherwise. */
+  #model(): { model?: Record<string, unknown> } {
+    const router = this.#settings.router;
+    if (!router) return {};
+    const { type: _type, ...model } = router;
+    return { model };
   }
 
   #state(input: unknown): LocalProxyState {

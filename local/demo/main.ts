@@ -6,6 +6,7 @@ import { startProxy } from "../proxy/server.ts";
 import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../stack.ts";
 import { type DemoApp, startDemoApp } from "./app.ts";
 import { type Load, startLoad } from "./load.ts";
+import { runModelDemo } from "./model-demo.ts";
 import { prometheusVersion, type RunningPrometheus, startPrometheus } from "./prometheus.ts";
 import { type DemoMetrics, writeDemoSpec } from "./spec.ts";
 
@@ -265,9 +266,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.stdout.write("\nstopping: closing the services, the proxy and Prometheus…\n");
     stop.abort();
   });
-  const result = await runDemo({
-    noPrometheus: process.argv.includes("--no-prometheus"),
-    signal: stop.signal,
-  });
+  const result = process.argv.includes("--model")
+    ? await runModelDemo({ signal: stop.signal })
+    : await runDemo({
+        noPrometheus: process.argv.includes("--no-prometheus"),
+        signal: stop.signal,
+      });
   process.exitCode = result.ok ? Exit.ok : Exit.negative;
 }
