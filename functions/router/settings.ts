@@ -24,5 +24,3 @@ export const ModelRouterSettingsSchema = z
     compare: CompareSchema.default({ path: "label", kind: "class", absolute: 0, relative: 0 }),
   })
   .strict();
-
-export type ModelRouterSettings = z.infer<typeof ModelRouterSettingsSchema>;

@@ -1,6 +1,6 @@
 import type http from "node:http";
 import type { ModelRouterConfigInput } from "../../functions/router/config.ts";
-import type { ModelRouter } from "../../functions/router/router.ts";
+import { type ModelRouter, ROUTE_HEADER, VERSION_HEADER } from "../../functions/router/router.ts";
 import type { ProxyConfig } from "./config.ts";
 import type { ForwardContext } from "./forward.ts";
 import { chooseSide } from "./forward.ts";
@@ -68,14 +68,14 @@ export async function modelForward(
   }
   const { side, route } = chooseSide(ctx.state, current, req, false);
   const answer = await router.route(request, side === "canary" ? "candidate" : undefined);
-  const version = answer.headers["x-model-version"] ?? current.stableVersion;
+  const version = answer.headers[VERSION_HEADER] ?? current.stableVersion;
   ctx.metrics.record(version, answer.status, Number(process.hrtime.bigint() - started) / 1e9);
   send(
     res,
     answer.status,
     {
       ...answer.headers,
-      "x-proxy-upstream": answer.headers["x-route"] === "candidate" ? "canary" : "stable",
+      "x-proxy-upstream": answer.headers[ROUTE_HEADER] === "candidate" ? "canary" : "stable",
       "x-proxy-route":
         side === "canary"
           ? route
