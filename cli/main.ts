@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { Command, CommanderError } from "commander";
 import { registerAnalyze } from "./commands/analyze.ts";
+import { registerAssign } from "./commands/assign.ts";
 import { registerCompile } from "./commands/compile.ts";
 import { registerDashboard } from "./commands/dashboard.ts";
 import { registerJudge } from "./commands/judge.ts";
@@ -18,6 +19,7 @@ const commands: RegisterCommand[] = [
   registerOperate,
   registerSimulate,
   registerDashboard,
+  registerAssign,
 ];
 
 /** The package's version, from its own `package.json` (the same file in the sources and in `dist/`). */

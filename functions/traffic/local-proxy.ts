@@ -6,6 +6,8 @@ import type {
   Clock,
   HeaderRoute,
   HeaderRouteChange,
+  MirrorRoute,
+  MirrorRouteChange,
   ObservedWeights,
   Prepared,
   PromoteOptions,
@@ -56,6 +58,9 @@ const AdminConfigSchema = z.object({
     .nullable(),
 });
 type AdminConfig = z.infer<typeof AdminConfigSchema>["config"];
+
+/** What promote and abort write so no copy goes on to a candidate that is gone. */
+const MIRROR_OFF = { mirrorPercent: 0, mirrorMatch: [] } as const;
 
 /** The "client" of this adapter: `fetch`, injectable for tests. */
 export interface LocalProxyClients {
@@ -113,7 +118,7 @@ export class LocalProxyRouter implements TrafficRouter {
     }
     const version = artifact.version ?? "canary";
     if (state.stable !== null) {
-      await this.#write({ canary: artifact.upstream, canaryVersion: version, weight: 0 });
+      await this.#write({ canary: artifact.upstream, canaryVersion: version, weight: 0, ...this.#model() });
     }
     const next: LocalProxyState = {
       ...state,
@@ -217,6 +222,28 @@ export class LocalProxyRouter implements TrafficRouter {
     return { state, applied: true, message: `header route ${name} removed` };
   }
 
+  /**
+   * Mirrors `percentage` of the stable side's matching requests to the candidate through the
+   * proxy's model router (`local/proxy/model.ts`): the copy is sent after the answer, compared with
+   * it and recorded for `/compare`; 0 removes the mirror. The proxy validates the match.
+   */
+  async setMirrorRoute(input: RouterState, route: MirrorRoute): Promise<MirrorRouteChange> {
+    const state = this.#state(input);
+    if (route.percentage > 0 && (state.phase !== "ready" || !state.canary)) {
+      throw new RouterStateError(
+        `cannot mirror to the candidate in phase ${state.phase}; it must be deployed and ready`,
+      );
+    }
+    await this.#write({ mirrorPercent: route.percentage, mirrorMatch: route.match ?? [] });
+    return {
+      state,
+      message:
+        route.percentage > 0
+          ? `mirror ${route.name}: ${route.percentage}% of ${route.match ? "matching" : "all"} requests copied to ${state.canaryVersion ?? "the candidate"}`
+          : `mirror ${route.name} removed`,
+    };
+  }
+
   async promote(input: RouterState, _options: PromoteOptions): Promise<RouterState> {
     const state = this.#state(input);
     if (state.phase === "promoted") return state;
@@ -230,6 +257,8 @@ export class LocalProxyRouter implements TrafficRouter {
       canary: null,
       weight: 0,
       headerRoutes: [],
+      ...MIRROR_OFF,
+      ...this.#model(),
     });
     const next: LocalProxyState = {
       type: "local-proxy",
@@ -247,7 +276,14 @@ export class LocalProxyRouter implements TrafficRouter {
     if (state.phase === "aborted") return { ready: true, state, message: "already aborted" };
     if (state.phase === "promoted" && state.previous) {
       const { url, version } = state.previous;
-      await this.#write({ stable: url, stableVersion: version, canary: null, weight: 0, headerRoutes: [] });
+      await this.#write({
+        stable: url,
+        stableVersion: version,
+        canary: null,
+        weight: 0,
+        headerRoutes: [],
+        ...MIRROR_OFF,
+      });
       const next: LocalProxyState = {
         type: "local-proxy",
         phase: "aborted",
@@ -257,7 +293,8 @@ export class LocalProxyRouter implements TrafficRouter {
       };
       return { ready: true, state: next, message: `all traffic back on ${version} at ${url}` };
     }
-    if (state.stable !== null) await this.#write({ canary: null, weight: 0, headerRoutes: [] });
+    if (state.stable !== null)
+      await this.#write({ canary: null, weight: 0, headerRoutes: [], ...MIRROR_OFF });
     const next: LocalProxyState = {
       type: "local-proxy",
       phase: "aborted",
@@ -274,6 +311,14 @@ export class LocalProxyRouter implements TrafficRouter {
       state: this.#state(input),
       message: "nothing to scale down: the demo owns its upstream processes",
     };
+  }
+
+  /** The proxy's model settings when the target asks for a model router; nothing otherwise. */
+  #model(): { model?: Record<string, unknown> } {
+    const router = this.#settings.router;
+    if (!router) return {};
+    const { type: _type, ...model } = router;
+    return { model };
   }
 
   #state(input: unknown): LocalProxyState {

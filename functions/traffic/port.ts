@@ -117,6 +117,23 @@ export interface HeaderRouteChange {
   readonly message: string;
 }
 
+/**
+ * A mirror route (Argo `setMirrorRoute`): `percentage` of the requests matching `match` (any entry;
+ * absent = all) are copied to the candidate as well, and the copy's answer is never the caller's.
+ * `percentage` 0 removes the route.
+ */
+export interface MirrorRoute {
+  readonly name: string;
+  readonly percentage: number;
+  readonly match?: readonly Record<string, unknown>[];
+}
+
+/** The outcome of a mirror route change. */
+export interface MirrorRouteChange {
+  readonly state: RouterState;
+  readonly message: string;
+}
+
 /** Delays of the rollout spec that the target applies (seconds). */
 export interface PromoteOptions {
   /** `scaleDownDelaySeconds`: how long the replaced side stays ready for a quick return. */
@@ -176,6 +193,12 @@ export interface TrafficRouter {
 
   /** Removes a header route set by {@link setHeaderRoute}; a no-op when absent. */
   removeHeaderRoute(state: RouterState, name: string): Promise<HeaderRouteChange>;
+
+  /**
+   * Copies a share of the requests to the candidate (shadow) without changing who answers; absent
+   * on a target that cannot mirror. Promote and abort remove the mirror.
+   */
+  setMirrorRoute?(state: RouterState, route: MirrorRoute): Promise<MirrorRouteChange>;
 
   /**
    * Makes the candidate the stable side with all the traffic (no second deployment), removes

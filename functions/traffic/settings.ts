@@ -3,6 +3,7 @@ import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import { LIMIT_MESSAGES, MAX_REPLICAS, MAX_WAIT_SECONDS } from "../../statemachine/limits.ts";
 import { formatIssues, issueLines } from "../../statemachine/problems.ts";
 import { KubernetesSettingsSchema } from "./kubernetes/settings.ts";
+import { ModelRouterSettingsSchema } from "../router/settings.ts";
 
 /** Seconds of a deadline or a poll: the readiness loop runs inside an execution, at most a year. */
 const WaitSeconds = () => z.number().int().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
@@ -108,6 +109,8 @@ export const LocalProxySettingsSchema = z
      * function until its own timeout. 10 s, the AWS SDK clients' request timeout.
      */
     requestTimeoutSeconds: z.number().int().positive().max(50).default(10),
+    /** Route as a model router: sticky cohorts, mirrored answers compared, feedback (`functions/router`). */
+    router: ModelRouterSettingsSchema.optional(),
   })
   .strict();
 

@@ -7,6 +7,7 @@ import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../stack.ts";
 import { type DemoApp, startDemoApp } from "./app.ts";
 import { runKubernetesDemo } from "./kubernetes.ts";
 import { type Load, startLoad } from "./load.ts";
+import { runModelDemo } from "./model-demo.ts";
 import { prometheusVersion, type RunningPrometheus, startPrometheus } from "./prometheus.ts";
 import { type DemoMetrics, writeDemoSpec } from "./spec.ts";
 
@@ -272,8 +273,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.stderr.write(`--target must be local-proxy or kubernetes, got ${JSON.stringify(target ?? "")}\n`);
     process.exit(Exit.badInput);
   }
-  const result =
-    target === "kubernetes"
+  const result = process.argv.includes("--model")
+    ? await runModelDemo({ signal: stop.signal })
+    : target === "kubernetes"
       ? await runKubernetesDemo({ signal: stop.signal })
       : await runDemo({ noPrometheus: process.argv.includes("--no-prometheus"), signal: stop.signal });
   process.exitCode = result.ok ? Exit.ok : Exit.negative;

@@ -152,6 +152,13 @@ function compare(
     });
     return;
   }
+  if (state.modelMode) {
+    // The model router's summaries: the same fields, plus feedback, users and the shadow's view.
+    const answer = state.model.compare(req.url ?? "/");
+    res.writeHead(answer.status, answer.headers);
+    res.end(answer.body);
+    return;
+  }
   const resolve = (name: string) => {
     const role = ROLES[name];
     return role && state.config ? state.config[role] : name;

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { CompareSchema } from "../../functions/router/config.ts";
+import { MirrorMatchSchema } from "../../functions/router/mirror-match.ts";
 import { re2FullMatch, re2Problem } from "../../statemachine/re2.ts";
 
 /**
@@ -33,6 +35,27 @@ export const ProxyHeaderRouteSchema = z
   .object({ name: z.string().min(1), match: z.array(HeaderMatchSchema).min(1) })
   .strict();
 
+/**
+ * Model routing (`functions/router`): sticky cohorts by a user key instead of the exact per-request
+ * split, and how mirrored answers are compared. With it (or with a mirror percentage above 0) every
+ * request goes through the model router: buffered, answered with `x-model-version`, recorded with
+ * its user and prediction, and feedback is taken at `POST /feedback`.
+ */
+export const ProxyModelSchema = z
+  .object({
+    sticky: z.boolean().default(true),
+    salt: z.string().min(1).max(128).optional(),
+    key: z
+      .object({
+        header: z.string().min(1).max(128).default("x-user-id"),
+        field: z.string().min(1).max(128).default("user"),
+      })
+      .strict()
+      .default({ header: "x-user-id", field: "user" }),
+    compare: CompareSchema.default({ path: "label", kind: "class", absolute: 0, relative: 0 }),
+  })
+  .strict();
+
 /** The whole configuration, after merging an update into the current one. */
 export const ProxyConfigSchema = z
   .object({
@@ -44,11 +67,19 @@ export const ProxyConfigSchema = z
     stableVersion: z.string().min(1).default("stable"),
     canaryVersion: z.string().min(1).default("canary"),
     headerRoutes: z.array(ProxyHeaderRouteSchema).default([]),
+    /** Percent (0–100) of the stable side's requests copied to the candidate (Argo's `setMirrorRoute`). */
+    mirrorPercent: z.number().min(0).max(100).default(0),
+    mirrorMatch: z.array(MirrorMatchSchema).default([]),
+    model: ProxyModelSchema.nullable().default(null),
   })
   .strict()
   .refine((c) => c.weight === 0 || c.canary !== null, {
     message: "a weight above 0 needs a canary upstream",
     path: ["weight"],
+  })
+  .refine((c) => c.mirrorPercent === 0 || c.canary !== null, {
+    message: "a mirror percentage above 0 needs a canary upstream",
+    path: ["mirrorPercent"],
   });
 
 /** `POST /admin/config` body: any subset of the configuration, merged into the current one. */
@@ -60,6 +91,9 @@ export const ProxyConfigUpdateSchema = z
     stableVersion: z.string().min(1).optional(),
     canaryVersion: z.string().min(1).optional(),
     headerRoutes: z.array(ProxyHeaderRouteSchema).optional(),
+    mirrorPercent: z.number().min(0).max(100).optional(),
+    mirrorMatch: z.array(MirrorMatchSchema).optional(),
+    model: ProxyModelSchema.nullable().optional(),
   })
   .strict();
 

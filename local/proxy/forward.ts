@@ -26,11 +26,15 @@ export interface ForwardContext {
   readonly upstreamTimeoutMs: number;
 }
 
-/** The testers header, then the named header routes, then the exact weighted split. */
+/**
+ * The testers header, then the named header routes, then the exact weighted split (unless
+ * `byWeight` is false: the model router splits by cohort itself).
+ */
 export function chooseSide(
   state: ProxyState,
   current: ProxyConfig,
   req: http.IncomingMessage,
+  byWeight = true,
 ): { side: Side; route: string } {
   if (current.canary !== null) {
     const testersValue = req.headers[state.testers.name.toLowerCase()];
@@ -38,6 +42,7 @@ export function chooseSide(
     const route = current.headerRoutes.find((r) => matchesRoute(r, req.headers));
     if (route) return { side: "canary", route: route.name };
   }
+  if (!byWeight) return { side: "stable", route: "weight" };
   return { side: state.share.next() ? "canary" : "stable", route: "weight" };
 }
 

@@ -5,6 +5,7 @@ import type { ProxyConfig, ProxyConfigInput } from "./config.ts";
 import { type ForwardContext, forward } from "./forward.ts";
 import { close, listen } from "./listen.ts";
 import { TrafficMetrics } from "./metrics.ts";
+import { modelForward } from "./model.ts";
 import { ProxyState, type TestersHeader } from "./state.ts";
 
 export type { TestersHeader } from "./state.ts";
@@ -77,6 +78,11 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
   const state = new ProxyState(
     options.config,
     options.testersHeader ?? { name: "X-Canary", value: "always" },
+    {
+      ...(options.now ? { now: options.now } : {}),
+      timeoutMs: options.upstreamTimeoutMs ?? 30_000,
+      shadowTimeoutMs: options.upstreamTimeoutMs ?? 30_000,
+    },
   );
   const metrics = new TrafficMetrics(options.now);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -135,6 +141,13 @@ function trafficServer(ctx: ForwardContext, adminUrl: () => string): http.Server
       res.end(
         `Service Unavailable: the proxy has no upstream yet; POST /admin/config to ${adminUrl()} first\n`,
       );
+      return;
+    }
+    if (ctx.state.modelMode) {
+      modelForward(ctx, ctx.state.model, current, req, res).catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
+        res.end(`model router failed: ${String(err)}\n`);
+      });
       return;
     }
     forward(ctx, current, req, res);
