@@ -63,6 +63,12 @@ describe("create, read, conflicts", () => {
       status: 404,
       body: { reason: "NotFound", message: 'namespaces "absent" not found' },
     });
+    expect(
+      await call("PATCH", `${DEPLOYMENTS}/nope`, { spec: { replicas: 1 } }, "application/merge-patch+json"),
+    ).toMatchObject({
+      status: 404,
+      body: { reason: "NotFound", message: 'deployments.apps "nope" not found' },
+    });
     expect(await call("GET", "/apis/apps/v1/namespaces/shop/cronjobs")).toMatchObject({
       status: 404,
       body: { reason: "NotFound", message: "the server could not find the requested resource" },
