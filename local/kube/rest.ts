@@ -9,6 +9,7 @@ import {
   conflict,
   KubeStatusError,
   methodNotAllowed,
+  notFound,
   PATCH_TYPES,
   pathNotFound,
   preconditionFailed,
@@ -300,7 +301,7 @@ export function handleResource(store: KubeStore, path: ResourcePath, request: Re
       validate(type, object);
       return { status: 201, body: store.create(type, namespace, object, options) };
     }
-    return { status: 404, body: store.get(type, namespace, name) };
+    throw notFound(type, name);
   }
   const object = checkPatched(type, current, patched(type, current as unknown as Json, request));
   validate(type, object);

@@ -8,7 +8,8 @@ import { type Endpoint, endpointsOf, type PodBacker } from "./pods.ts";
 import { RESOURCE_TYPES } from "./resources.ts";
 import { handle, resolvePath } from "./rest.ts";
 import { KubeStatusError } from "./status.ts";
-import { KubeStore } from "./store.ts";
+import { type KubeObject, KubeStore } from "./store.ts";
+import { TABLE_CONTENT_TYPE, toTable, wantsTable } from "./table.ts";
 import { startWatch } from "./watch.ts";
 
 /**
@@ -71,10 +72,15 @@ export interface KubeApi {
 /** The largest request body accepted, as the API server's limit (3 MiB). */
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
-function send(response: http.ServerResponse, status: number, body: unknown): void {
+function send(
+  response: http.ServerResponse,
+  status: number,
+  body: unknown,
+  contentType = "application/json",
+): void {
   const text = JSON.stringify(body);
   response.writeHead(status, {
-    "content-type": "application/json",
+    "content-type": contentType,
     "content-length": Buffer.byteLength(text),
   });
   response.end(text);
@@ -129,7 +135,13 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
         if (method === "GET" && (watch === "true" || watch === "1")) {
           const resolved = resolvePath(url.pathname);
           if (resolved.kind === "resource" && resolved.path.name === undefined) {
-            startWatch(store, resolved.path, url.searchParams, response);
+            const type = resolved.path.type;
+            if (wantsTable(request.headers.accept)) {
+              const table = (o: KubeObject) => toTable(type, [o], clock.now(), store.resourceVersion());
+              startWatch(store, resolved.path, url.searchParams, response, table, TABLE_CONTENT_TYPE);
+            } else {
+              startWatch(store, resolved.path, url.searchParams, response);
+            }
             return;
           }
         }
@@ -142,6 +154,16 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
           body,
         });
         if (method !== "GET") controller.sync();
+        if (method === "GET" && answer.status === 200 && wantsTable(request.headers.accept)) {
+          const resolved = resolvePath(url.pathname);
+          if (resolved.kind === "resource" && resolved.path.subresource === undefined) {
+            const body = answer.body as KubeObject & { items?: KubeObject[] };
+            const objects = resolved.path.name === undefined ? (body.items ?? []) : [body];
+            const table = toTable(resolved.path.type, objects, clock.now(), store.resourceVersion());
+            send(response, 200, table, TABLE_CONTENT_TYPE);
+            return;
+          }
+        }
         send(response, answer.status, answer.body);
       } catch (error) {
         if (response.headersSent) {

@@ -17,18 +17,21 @@ export function startWatch(
   path: ResourcePath,
   query: URLSearchParams,
   response: ServerResponse,
+  /** Turns each event's object into what the client asked for (a Table for `kubectl get -w`). */
+  present: (object: KubeObject) => unknown = (object) => object,
+  contentType = "application/json",
 ): void {
   const filter = listFilter(path, query);
   const wanted = (object: KubeObject) =>
     (path.namespace === undefined || object.metadata.namespace === path.namespace) &&
     matches(object.metadata.labels, filter.labels) &&
     filter.fields(object);
-  response.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
+  response.writeHead(200, { "content-type": contentType, "transfer-encoding": "chunked" });
   // The client waits for the headers before it reads events: send them even when no event is due.
   response.flushHeaders();
   const send = (type: string, object: KubeObject) => {
     object.apiVersion = groupVersion(path.type);
-    response.write(`${JSON.stringify({ type, object })}\n`);
+    response.write(`${JSON.stringify({ type, object: present(object) })}\n`);
   };
   const since = query.get("resourceVersion");
   if (since === null || since === "" || since === "0") {

@@ -159,6 +159,13 @@ describe("kubectl against the local API", () => {
     expect(status).toMatchObject({ replicas: 4, updatedReplicas: 4, readyReplicas: 4, availableReplicas: 4 });
     const pods = JSON.parse(await ok("get", "pods", "-n", "shop", "-l", "app=web", "-o", "json"));
     expect(pods.items).toHaveLength(4);
+    // Without -o, kubectl prints the server's Table columns.
+    expect(await ok("get", "deploy", "web", "-n", "shop")).toMatch(
+      /^NAME +READY +UP-TO-DATE +AVAILABLE +AGE\nweb +4\/4 +4 +4 +\d+s\n$/,
+    );
+    expect((await ok("get", "pods", "-n", "shop")).split("\n")[1]).toMatch(
+      /^web-[a-z0-9]+-[a-z0-9]{5} +1\/1 +Running +0 +\d+s$/,
+    );
   });
 
   it("applies and reads an HTTPRoute (a custom resource: kubectl sends a merge patch)", async () => {

@@ -2,7 +2,8 @@ import http from "node:http";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../functions/clock.ts";
 import { type KubeApi, startKubeApi } from "../../../local/kube/server.ts";
-import { type Answer, deployment, kubeCall } from "./client.ts";
+import { humanDuration } from "../../../local/kube/table.ts";
+import { type Answer, deployment, type JsonBody, kubeCall } from "./client.ts";
 
 /** The local Kubernetes API's REST semantics, over HTTP, as a client sees them. */
 
@@ -61,6 +62,12 @@ describe("create, read, conflicts", () => {
     ).toMatchObject({
       status: 404,
       body: { reason: "NotFound", message: 'namespaces "absent" not found' },
+    });
+    expect(
+      await call("PATCH", `${DEPLOYMENTS}/nope`, { spec: { replicas: 1 } }, "application/merge-patch+json"),
+    ).toMatchObject({
+      status: 404,
+      body: { reason: "NotFound", message: 'deployments.apps "nope" not found' },
     });
     expect(await call("GET", "/apis/apps/v1/namespaces/shop/cronjobs")).toMatchObject({
       status: 404,
@@ -444,6 +451,40 @@ describe("lists and selectors", () => {
       status: 400,
       body: { message: "field label not supported: spec.replicas" },
     });
+  });
+});
+
+describe("tables", () => {
+  it("answers kubectl's Table form with the Deployment's columns and ages on the clock", async () => {
+    await call("POST", DEPLOYMENTS, deployment("web"));
+    clock.advance(200_000);
+    const response = await fetch(`${kube.url}${DEPLOYMENTS}`, {
+      headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json" },
+    });
+    expect(response.headers.get("content-type")).toBe("application/json;as=Table;v=v1;g=meta.k8s.io");
+    const table = (await response.json()) as JsonBody;
+    expect(table.kind).toBe("Table");
+    expect(table.columnDefinitions.map((c: { name: string }) => c.name)).toEqual([
+      "Name",
+      "Ready",
+      "Up-to-date",
+      "Available",
+      "Age",
+    ]);
+    expect(table.rows.map((r: { cells: unknown[] }) => r.cells)).toEqual([["web", "2/2", 2, 2, "3m20s"]]);
+    expect(table.rows[0].object).toMatchObject({ kind: "PartialObjectMetadata", metadata: { name: "web" } });
+  });
+
+  it.each([
+    [45_000, "45s"],
+    [200_000, "3m20s"],
+    [17 * 60_000, "17m"],
+    [(5 * 60 + 30) * 60_000, "5h30m"],
+    [30 * 3_600_000, "30h"],
+    [52 * 3_600_000, "2d4h"],
+    [40 * 86_400_000, "40d"],
+  ])("ages %d ms as %s", (ms, text) => {
+    expect(humanDuration(ms)).toBe(text);
   });
 });
 
