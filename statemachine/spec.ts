@@ -3,6 +3,7 @@ import { ARGO_DEFAULTS } from "./defaults.ts";
 import { JudgeSpecSchema } from "./judge-spec.ts";
 import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS, MAX_WAIT_SECONDS } from "./limits.ts";
 import { rolloutNameProblem } from "./names.ts";
+import { WavesSpecSchema } from "./waves.ts";
 
 const Wait = () => z.number().nonnegative().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
 const Replicas = () => z.number().int().nonnegative().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas);
@@ -11,6 +12,7 @@ import { exactlyOneProvider, ReadingProviderFields } from "./providers.ts";
 
 export * from "./judge-spec.ts";
 export * from "./providers.ts";
+export * from "./waves.ts";
 
 /** A metric's provider: one that reads a system, or a judge that reads two versions through one. */
 export const MetricProviderSchema = z
@@ -178,6 +180,10 @@ export const RolloutSpecSchema = z
     backgroundAnalysis: BackgroundAnalysisSchema.optional(),
     /** The container image named by the pod template, when there is one. */
     image: z.string().optional(),
+    /** Shipped one region or account at a time (`statemachine/waves.ts`). */
+    waves: WavesSpecSchema.optional(),
+    /** The pass of a release in waves this rollout runs (`eu`): its stages are named after it (`eu/25%`). */
+    pass: z.string().min(1).optional(),
   })
   .strict();
 
