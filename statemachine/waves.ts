@@ -78,7 +78,9 @@ const WaveInputSchema = z
       .optional(),
     select: z.string().optional(),
     /** One pass per region: every target already is one, so only `region` is read. */
-    by: z.literal("region").optional(),
+    by: z
+      .literal("region", { error: 'only "region": each target of a wave is one region (or account)' })
+      .optional(),
     bake: z.union([z.number(), z.string()]).optional(),
   })
   .strict();
@@ -121,6 +123,8 @@ export function normalizeWaves(
     return undefined;
   }
   const waves: Wave[] = [];
+  /** Where each normalized wave is in the list as written. */
+  const written: number[] = [];
   const names = new Set<string>();
   list.data.forEach((item, i) => {
     const at = `${path}[${i}]`;
@@ -187,6 +191,7 @@ export function normalizeWaves(
         problems.push({ ...origin, path: `${at}.bake`, message: LIMIT_MESSAGES.wait });
       else bakeSeconds = d.seconds;
     }
+    written.push(i);
     waves.push({
       name: w.name,
       ...(targets ? { targets } : {}),
@@ -211,7 +216,7 @@ export function normalizeWaves(
   if (last2 && last2.bakeSeconds > 0) {
     problems.push({
       ...origin,
-      path: `${path}[${waves.length - 1}].bake`,
+      path: `${path}[${written.at(-1)}].bake`,
       message: "the last wave has no wave after it to bake before",
     });
   }
