@@ -95,8 +95,8 @@ export function compileWaves(spec: RolloutSpec, passes: readonly CoordinatedPass
       states[`${name}?`] = {
         Type: "Choice",
         Comment: `${p.pass} had no stable version before the release: nothing to return to`,
-        Choices: [{ Variable: `$.passes.${key(n)}.previous`, IsNull: false, Next: name }],
-        Default: next,
+        Choices: [{ Variable: `$.passes.${key(n)}.previous`, IsNull: true, Next: next }],
+        Default: name,
       };
       states[name] = {
         ...startPass(n, p, "States.Format('undo-{}', States.Hash($$.Execution.Id, 'SHA-256'))", {
