@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Origin } from "./analysis-resolve.ts";
-import { parseDuration } from "./duration.ts";
+import { formatDuration, parseDuration } from "./duration.ts";
 import { LIMIT_MESSAGES, MAX_WAIT_SECONDS } from "./limits.ts";
 import type { Problem } from "./problems.ts";
 import type { RolloutSpec, Step } from "./spec.ts";
@@ -352,4 +352,18 @@ export function passSpec(spec: RolloutSpec, pass: Pick<WavePass, "pass" | "appro
 export function passStageLabel(pass: string, detail: string): string {
   const weight = /^setWeight: (\d+)$/.exec(detail);
   return `${pass}/${weight ? `${weight[1]}%` : detail}`;
+}
+
+/** One line per wave, in order: what it reaches and what comes after it (`rollouts plan`). */
+export function describeWaves(waves: WavesSpec): string[] {
+  return waves.list.map((w, i) => {
+    const reach = w.targets
+      ? w.targets.map(describeTarget).join(", ")
+      : `select ${(w.select ?? []).map((t) => `${t.key}${t.op}${t.value}`).join(",")}`;
+    const after = [
+      ...(w.bakeSeconds > 0 ? [`a ${formatDuration(w.bakeSeconds)} bake`] : []),
+      ...(w.approval ? ["an approval (rollouts promote on the next wave's first target)"] : []),
+    ];
+    return `${i + 1}  ${w.name}: ${reach}${after.length > 0 ? `; then ${after.join(", then ")}` : ""}`;
+  });
 }

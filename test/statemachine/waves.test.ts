@@ -53,6 +53,17 @@ describe("waves in the native form", () => {
     expect(spec.onFailure).toBe("rollback");
   });
 
+  it("the plan shows the waves, in order, with what comes between them", async () => {
+    const { spec } = await loadRollout(["examples/waves.yaml"]);
+    expect(plan(spec).waves).toEqual({
+      onFailure: "rollback-all",
+      waves: [
+        "1  eu: eu-west-1; then a 30m bake, then an approval (rollouts promote on the next wave's first target)",
+        "2  rest: select region!=eu-west-1",
+      ],
+    });
+  });
+
   it("names every bad field of a wave by its path", () => {
     const lines = problemsOf(
       "w.yaml",
