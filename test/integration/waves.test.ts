@@ -7,7 +7,9 @@ import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
 import { freePort } from "../../local/demo/prometheus.ts";
 import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
-import { type LocalWaves, startLocalWaves } from "../../local/waves.ts";
+import { CLI_ENV_KEYS } from "../../local/stack.ts";
+import { type LocalPass, type LocalWaves, startLocalWaves } from "../../local/waves.ts";
+import { runWithEnv } from "../support/cli.ts";
 import { DIGESTS } from "./scenario.ts";
 
 /**
@@ -16,13 +18,14 @@ import { DIGESTS } from "./scenario.ts";
  * wave coordinator starting each region's rollout with startExecution.sync:2, in virtual time.
  */
 
-const spec = (onFailure: string) => `name: shop
+const spec = (onFailure: string, between = "") => `name: shop
 steps: [50, 100]
 bake: 1m
 waves:
-  - {name: eu, targets: [eu-west-1]}
+  - {name: eu, targets: [eu-west-1]${between ? ", bake: 5m" : ""}}
   - {name: us, targets: [us-east-1]}
 onFailure: ${onFailure}
+${between ? `approvalsBetween: ["${between}"]` : ""}
 `;
 
 let dynamo: LocalDynamo;
@@ -51,10 +54,10 @@ afterEach(async () => {
 });
 
 /** Two regions; in us-east-1 v2's upstream is dead when `usFails`, so its candidate never gets ready. */
-async function start(onFailure: string, usFails: boolean, table: string): Promise<LocalWaves> {
+async function start(onFailure: string, usFails: boolean, table: string, between = ""): Promise<LocalWaves> {
   const clock = new ManualClock(Date.parse("2026-12-01T12:00:00Z"));
   const file = join(dir, `${table}.yaml`);
-  writeFileSync(file, spec(onFailure));
+  writeFileSync(file, spec(onFailure, between));
   const dead = `http://127.0.0.1:${await freePort()}`;
   const region = async (fails: boolean) => {
     const v1 = await startDemoApp({ version: "v1" });
@@ -121,6 +124,35 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     expect((eu?.stopDate ?? 0) - (eu?.startDate ?? 0)).toBeGreaterThanOrEqual(60_000);
     expect((await w.passes[0]?.item())?.stepLabels).toEqual(["eu/50%", "eu/pause: 1m", "eu/100%"]);
     expect((await w.passes[1]?.item())?.stepLabels).toEqual(["us/50%", "us/pause: 1m", "us/100%"]);
+  });
+
+  it("a wave in approvalsBetween: the next wave bakes, deploys its candidate and waits for rollouts promote in its region", async () => {
+    const w = await start("rollback-all", false, "approval", "eu");
+    expect((await release(w, "v1", 1)).status).toBe("SUCCEEDED");
+    const arn = w.release("v2", DIGESTS.v2, 2);
+    const us = w.passes[1] as LocalPass;
+    let item = await us.item();
+    for (let s = 0; s < 3600 && item?.phase !== "Paused"; s += 10) {
+      await w.runtime.advanceBy(10_000);
+      item = await us.item();
+    }
+    expect(item).toMatchObject({ phase: "Paused", waitingFor: "approval", weight: 0 });
+    expect(item?.stepLabels[0]).toBe("us/approval: wait for rollouts promote");
+    const eu = w.runtime.sfn.listExecutions({ stateMachineArn: w.passes[0]?.stateMachineArn ?? "" })[0];
+    const usRun = w.runtime.sfn.listExecutions({ stateMachineArn: us.stateMachineArn })[0];
+    // The bake of the eu wave came between the two.
+    expect((usRun?.startDate ?? 0) - (eu?.stopDate ?? 0)).toBe(300_000);
+    const promoted = await runWithEnv(
+      Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, us.env[k] ?? ""])),
+      "promote",
+      "shop",
+    );
+    expect(promoted.code).toBe(0);
+    expect((await w.runtime.waitForExecution(arn)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v2", "Healthy"],
+      ["us", "v2", "Healthy"],
+    ]);
   });
 
   it("rollback-wave: the failed second wave returns to its stable version, the first keeps the release", async () => {
