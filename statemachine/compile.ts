@@ -182,6 +182,7 @@ class DefinitionBuilder {
       revision: spec.revision,
       strategy: spec.strategy,
       stepCount: spec.steps.length,
+      ...(spec.pass ? { pass: spec.pass } : {}),
     };
     this.#target = options.target ? { target: options.target } : {};
     // Entry names first, so every step can point at the next.

@@ -130,6 +130,7 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
     digest: revision.digest,
     tag: revision.tag,
     executionArn: executionId,
+    ...(payload.rollout.pass ? { pass: payload.rollout.pass } : {}),
   };
   try {
     const router = deps.routerFor(payload.target);

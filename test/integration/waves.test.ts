@@ -124,6 +124,16 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     expect((eu?.stopDate ?? 0) - (eu?.startDate ?? 0)).toBeGreaterThanOrEqual(60_000);
     expect((await w.passes[0]?.item())?.stepLabels).toEqual(["eu/50%", "eu/pause: 1m", "eu/100%"]);
     expect((await w.passes[1]?.item())?.stepLabels).toEqual(["us/50%", "us/pause: 1m", "us/100%"]);
+    // Lifecycle events on the shared bus say which pass they are about.
+    const steps = w.runtime.bus.events
+      .filter((e) => e.event.source === "sfn-rollouts" && e.event["detail-type"] === "RolloutStepCompleted")
+      .map((e) => e.event.detail as { pass?: string; step: number; revision: number });
+    expect(steps.filter((d) => d.revision === 2).map((d) => `${d.pass}@${d.step}`)).toEqual([
+      "eu@0",
+      "eu@2",
+      "us@0",
+      "us@2",
+    ]);
   });
 
   it("a wave in approvalsBetween: the next wave bakes, deploys its candidate and waits for rollouts promote in its region", async () => {
