@@ -31,3 +31,4 @@ export type {
 export { EMBEDDED_CONTEXT } from "./props.ts";
 export { type Rollout, RolloutController, type RolloutFunctions } from "./rollout-controller.ts";
 export { PropsError } from "./validate.ts";
+export { WaveCoordinator, type WaveCoordinatorProps, type WaveTargetProps } from "./waves.ts";

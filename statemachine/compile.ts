@@ -3,6 +3,7 @@ import { DEFINITION_MAX_CHARS, FUNCTION_ARN_MAX_CHARS, TIMEOUT_SECONDS_MAX } fro
 import { plan } from "./plan.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
+import { passStageLabel } from "./waves.ts";
 
 /**
  * The Lambda functions a compiled workflow calls, as `definitionSubstitutions` placeholders: the
@@ -181,6 +182,7 @@ class DefinitionBuilder {
       revision: spec.revision,
       strategy: spec.strategy,
       stepCount: spec.steps.length,
+      ...(spec.pass ? { pass: spec.pass } : {}),
     };
     this.#target = options.target ? { target: options.target } : {};
     // Entry names first, so every step can point at the next.
@@ -202,7 +204,9 @@ class DefinitionBuilder {
           "executionId.$": "$$.Execution.Id",
           rollout: this.#rollout,
           // What each step does, in words, so status tools can show the steps not run yet.
-          stepLabels: plan(spec).steps.map((s) => s.detail),
+          stepLabels: plan(spec).steps.map((s) =>
+            spec.pass ? passStageLabel(spec.pass, s.detail) : s.detail,
+          ),
           ...this.#target,
         },
         "FirstRevision?",

@@ -65,3 +65,10 @@ export { formatProblem, type Problem, SpecError } from "./problems.ts";
 export { canonicalJson, revisionOf } from "./revision.ts";
 export { samplesOneProportion, samplesPerSide, secondsToSamples } from "./sample-size.ts";
 export * from "./spec.ts";
+export {
+  type CoordinatedPass,
+  compileWaves,
+  START_EXECUTION_SYNC,
+  WAVE_FAILED,
+  wavePlaceholders,
+} from "./waves-compile.ts";

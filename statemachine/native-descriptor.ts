@@ -66,6 +66,7 @@ const PATHS = {
   onFailure: "rollout.onFailure",
   onDrift: "rollout.onDrift",
   health: "rollout.health",
+  waves: "rollout.waves",
   name: "name",
 };
 
@@ -88,13 +89,6 @@ export function normalizeDescriptor(
       ...origin,
       path: "rollout.strategy",
       message: `strategy "${r.strategy}" is not read here: the percentage rollout is strategy: traffic`,
-    });
-  }
-  if (r.waves !== undefined) {
-    problems.push({
-      ...origin,
-      path: "rollout.waves",
-      message: "waves are not supported: give one descriptor per region, each with its own controller",
     });
   }
   if (r.traffic.testers?.tag !== undefined) {
@@ -142,7 +136,9 @@ export function normalizeDescriptor(
     ...(r.traffic.scaleDownDelay !== undefined ? { scaleDownDelay: r.traffic.scaleDownDelay } : {}),
     ...(r.approvalsBetween !== undefined ? { approvalsBetween: r.approvalsBetween } : {}),
     // rollback-all is the default of this strategy; with one target both rollbacks return it to stable.
-    onFailure: r.onFailure === "stop" ? "stop" : "rollback",
+    onFailure:
+      r.waves !== undefined ? (r.onFailure ?? "rollback-all") : r.onFailure === "stop" ? "stop" : "rollback",
+    ...(r.waves !== undefined ? { waves: r.waves } : {}),
     ...((r.onDrift ?? r.traffic.onDrift) !== undefined ? { onDrift: r.onDrift ?? r.traffic.onDrift } : {}),
     ...(r.health !== undefined ? { health: r.health } : {}),
   };

@@ -18,6 +18,7 @@ import { NotificationSubscriptionSchema } from "./notifications.ts";
 import type { Problem } from "./problems.ts";
 import { revisionOf } from "./revision.ts";
 import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
+import { normalizeWaves } from "./waves.ts";
 
 /**
  * The native spec, for teams not on Kubernetes: percentages with a bake after each, testers
@@ -75,7 +76,8 @@ export const NativeSpecSchema = z
       .strict()
       .optional(),
     approvalsBetween: z.array(z.union([z.string(), z.number()])).optional(),
-    onFailure: z.enum(["rollback", "stop"]).default("rollback"),
+    /** `rollback-wave` and `rollback-all` say what a failed target of a release in waves does to the others. */
+    onFailure: z.enum(["rollback", "stop", "rollback-wave", "rollback-all"]).default("rollback"),
     /** Weights changed by someone else: `pause` for a person (paused-drift), or `ignore` and overwrite them. */
     onDrift: z.enum(["pause", "ignore"]).default("pause"),
     scaleDownDelay: Duration.optional(),
@@ -85,6 +87,8 @@ export const NativeSpecSchema = z
     health: z.unknown().optional(),
     /** Who is told when a trigger fires: `[{trigger: on-rollout-aborted, service: slack, recipients: ["#deploys"]}]`. */
     notifications: z.array(NotificationSubscriptionSchema).optional(),
+    /** One region or account at a time: `[{name, targets | select, bake}]` (`statemachine/waves.ts`). */
+    waves: z.unknown().optional(),
   })
   .strict();
 
@@ -145,8 +149,35 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
     problems.push(...zodProblems(parsed.error, origin, ""));
     return undefined;
   }
-  const n = parsed.data;
-  const o: Origin = { ...origin, object: origin.object ?? `Rollout ${n.name}` };
+  const o: Origin = { ...origin, object: origin.object ?? `Rollout ${parsed.data.name}` };
+  // Wave names in approvalsBetween pause between waves, not between steps.
+  const waveNames = waveNamesOf(parsed.data.waves);
+  const n: NativeSpec = {
+    ...parsed.data,
+    ...(parsed.data.approvalsBetween
+      ? { approvalsBetween: parsed.data.approvalsBetween.filter((a) => !waveNames.has(String(a))) }
+      : {}),
+  };
+  const waves =
+    parsed.data.waves === undefined
+      ? undefined
+      : normalizeWaves(parsed.data.waves, {
+          approvals: (parsed.data.approvalsBetween ?? []).map(String),
+          onFailure: n.onFailure,
+          origin: o,
+          path: "waves",
+          problems,
+        });
+  if (
+    parsed.data.waves === undefined &&
+    (n.onFailure === "rollback-wave" || n.onFailure === "rollback-all")
+  ) {
+    problems.push({
+      ...o,
+      path: "onFailure",
+      message: `${n.onFailure} applies to a release in waves: without waves give rollback (or stop)`,
+    });
+  }
   const nameProblem = rolloutNameProblem(n.name);
   if (nameProblem) problems.push({ ...o, path: "name", message: nameProblem });
   const templates = inlineTemplates(n, o, problems);
@@ -190,12 +221,25 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
       problems,
     ),
     ...(testers ? { testers } : {}),
-    onFailure: n.onFailure,
+    onFailure: n.onFailure === "stop" ? "stop" : "rollback",
     ...(n.onDrift === "ignore" ? { onDrift: "ignore" as const } : {}),
     steps,
     ...(n.image ? { image: n.image } : {}),
     ...(n.notifications && n.notifications.length > 0 ? { notifications: n.notifications } : {}),
+    ...(waves ? { waves } : {}),
   };
+}
+
+/** The names of the waves as written, to tell a wave in approvalsBetween from a step. */
+function waveNamesOf(raw: unknown): Set<string> {
+  if (!Array.isArray(raw)) return new Set();
+  return new Set(
+    raw.flatMap((w) =>
+      w !== null && typeof w === "object" && typeof (w as { name?: unknown }).name === "string"
+        ? [(w as { name: string }).name]
+        : [],
+    ),
+  );
 }
 
 /** One native document being normalized: the parsed spec, where it is, its inline templates. */

@@ -2,6 +2,7 @@ import { formatDuration } from "./duration.ts";
 import { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
 import { canaryCounts, routedCanaryCounts } from "./pods.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
+import { describeWaves } from "./waves.ts";
 
 /** One row of a plan: what a step does, the pods it needs and the traffic the candidate gets. */
 export interface PlanStep {
@@ -48,6 +49,8 @@ export interface Plan {
   trafficRouting: boolean;
   steps: PlanStep[];
   backgroundAnalysis?: { startingStep: number; analysis: string[] };
+  /** A release in waves: each wave's targets run every step above, one after the other. */
+  waves?: { onFailure: string; waves: string[] };
 }
 
 /** Seconds from the start of an analysis to a metric's last look; undefined when it has no count. */
@@ -229,6 +232,7 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
           },
         }
       : {}),
+    ...(spec.waves ? { waves: { onFailure: spec.waves.onFailure, waves: describeWaves(spec.waves) } } : {}),
   };
 }
 

@@ -4,6 +4,7 @@ import { JudgeSpecSchema } from "./judge-spec.ts";
 import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS, MAX_WAIT_SECONDS } from "./limits.ts";
 import { rolloutNameProblem } from "./names.ts";
 import { NotificationSubscriptionSchema } from "./notifications.ts";
+import { WavesSpecSchema } from "./waves.ts";
 
 const Wait = () => z.number().nonnegative().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
 const Replicas = () => z.number().int().nonnegative().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas);
@@ -12,6 +13,7 @@ import { exactlyOneProvider, ReadingProviderFields } from "./providers.ts";
 
 export * from "./judge-spec.ts";
 export * from "./providers.ts";
+export * from "./waves.ts";
 
 /** A metric's provider: one that reads a system, or a judge that reads two versions through one. */
 export const MetricProviderSchema = z
@@ -181,6 +183,10 @@ export const RolloutSpecSchema = z
     image: z.string().optional(),
     /** Who is told when a trigger fires (Argo's `notifications.argoproj.io/subscribe.*` annotations). */
     notifications: z.array(NotificationSubscriptionSchema).optional(),
+    /** Shipped one region or account at a time (`statemachine/waves.ts`). */
+    waves: WavesSpecSchema.optional(),
+    /** The pass of a release in waves this rollout runs (`eu`): its stages are named after it (`eu/25%`). */
+    pass: z.string().min(1).optional(),
   })
   .strict();
 

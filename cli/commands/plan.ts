@@ -89,6 +89,12 @@ export const registerPlan: RegisterCommand = (program: Command, io, done) => {
         io.out(`background analysis from step ${result.backgroundAnalysis.startingStep}:`);
         for (const line of result.backgroundAnalysis.analysis) io.out(printable(`    ${line}`));
       }
+      if (result.waves) {
+        io.out(
+          `waves (onFailure ${result.waves.onFailure}): each target runs every step above, one target after the other`,
+        );
+        for (const line of result.waves.waves) io.out(printable(`  ${line}`));
+      }
       done(Exit.ok);
     });
 };

@@ -43,6 +43,8 @@ export const LifecycleDetailSchema = z.object({
   at: z.string(),
   /** The judges' latest decisions with their figures, on events about an analysis with judges. */
   gates: z.array(GateFiguresSchema.extend({ metric: z.string() })).optional(),
+  /** The pass of a release in waves (`eu`): the same step in each region is told apart by it. */
+  pass: z.string().min(1).optional(),
 });
 export type LifecycleDetail = z.infer<typeof LifecycleDetailSchema>;
 
@@ -92,6 +94,7 @@ export function lifecycleEvent(
     message: string;
     atMs: number;
     gates?: LifecycleDetail["gates"];
+    pass?: string;
   },
 ): LifecycleEvent {
   const message =
@@ -110,6 +113,7 @@ export function lifecycleEvent(
       message,
       at: new Date(input.atMs).toISOString(),
       ...(input.gates && input.gates.length > 0 ? { gates: input.gates } : {}),
+      ...(input.pass ? { pass: input.pass } : {}),
     }),
   };
 }

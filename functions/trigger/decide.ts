@@ -22,6 +22,12 @@ export const RolloutExecutionInputSchema = z.object({
     generation: z.number().int().positive(),
     executionName: z.string().min(1),
   }),
+  /**
+   * A release in waves returning this rollout to a revision it had before (`rollback-all`): when
+   * the revision is in the rollout's history, Begin skips the steps, as Argo Rollouts does for a
+   * rollback within its rollbackWindow.
+   */
+  rollback: z.boolean().optional(),
 });
 export type RolloutExecutionInput = z.infer<typeof RolloutExecutionInputSchema>;
 

@@ -73,7 +73,10 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
       // the superseded candidate is the item's until the target's state is written with 0 below,
       // so a first attempt that died before taking it back has it taken back now.
       revision = current.currentRevision ?? undefined;
-      firstRevision = current.stableRevision === null || current.stableRevision.digest === revision?.digest;
+      firstRevision =
+        current.stableRevision === null ||
+        current.stableRevision.digest === revision?.digest ||
+        (input.rollback === true && current.history.some((h) => h.digest === revision?.digest));
       targetState = current.targetState;
       previousWeight = current.weight;
       return current.phase === "Degraded" ? { ...current, phase: "Progressing", message: "" } : null;
@@ -83,7 +86,10 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
     // `flush` stops at its next write. Those events never go out.
     const base = startEffects(current ?? newRolloutItem(name, now), executionId);
     revision = revisionFor(current, input.revision);
-    firstRevision = base.stableRevision === null || base.stableRevision.digest === input.revision.digest;
+    firstRevision =
+      base.stableRevision === null ||
+      base.stableRevision.digest === input.revision.digest ||
+      (input.rollback === true && base.history.some((h) => h.digest === input.revision.digest));
     // A Healthy rollout's weight is the promoted side's (100): there is no candidate traffic to take back.
     previousWeight = base.phase === "Healthy" ? 0 : base.weight;
     targetState = base.targetState;
@@ -124,6 +130,7 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
     digest: revision.digest,
     tag: revision.tag,
     executionArn: executionId,
+    ...(payload.rollout.pass ? { pass: payload.rollout.pass } : {}),
   };
   try {
     const router = deps.routerFor(payload.target);

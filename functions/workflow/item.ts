@@ -109,6 +109,7 @@ export function eventAbout(
     message,
     atMs: deps.clock.now(),
     ...(gates ? { gates } : {}),
+    ...(context.pass ? { pass: context.pass } : {}),
   });
 }
 

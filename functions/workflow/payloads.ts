@@ -16,6 +16,8 @@ export const WorkflowContextSchema = z.object({
   digest: z.string().min(1),
   tag: z.string().nullable(),
   executionArn: z.string().min(1),
+  /** The pass of a release in waves this execution runs (`eu`), which its lifecycle events carry. */
+  pass: z.string().min(1).optional(),
 });
 export type WorkflowContext = z.infer<typeof WorkflowContextSchema>;
 
@@ -26,6 +28,8 @@ export const RolloutRefSchema = z.object({
   revision: z.string(),
   strategy: z.enum(["canary", "blueGreen"]),
   stepCount: z.number().int().nonnegative(),
+  /** The pass of a release in waves (`eu`), when the rollout is one. */
+  pass: z.string().min(1).optional(),
 });
 
 export const BeginPayloadSchema = z.object({

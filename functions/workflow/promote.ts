@@ -1,5 +1,5 @@
 import { METRICS } from "../config.ts";
-import { pushHistory } from "../store/schema.ts";
+import { pushHistory, type RolloutItem } from "../store/schema.ts";
 import type { RouterState } from "../traffic/port.ts";
 import { terminateBackground, watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
@@ -21,10 +21,14 @@ const STEP = "promote";
  * the `RolloutCompleted` event as this execution's pending side effects, so a retry after a crash
  * in between performs what is missing instead of finding the revision "already stable".
  */
-export async function promote(deps: WorkflowDeps, payload: PromotePayload): Promise<{ phase: "Healthy" }> {
+export async function promote(
+  deps: WorkflowDeps,
+  payload: PromotePayload,
+): Promise<{ phase: "Healthy"; previous: PreviousRevision | null }> {
   const { context } = payload;
   await watchBackground(deps, context); // a stale background analysis aborts, never promoted
   const item = await drivingItem(deps, context);
+  const previous = previousStable(item, context.digest);
   if (!isDone(item, context, STEP)) {
     const router = deps.routerFor(payload.target);
     const restaging = item.stableRevision?.digest === context.digest;
@@ -96,5 +100,26 @@ export async function promote(deps: WorkflowDeps, payload: PromotePayload): Prom
     deps.metrics.put({ name: METRICS.promotions, value: 1, rollout: context.rollout });
   }
   await flush(deps, context);
-  return { phase: "Healthy" };
+  return { phase: "Healthy", previous };
+}
+
+/** What a release in waves returns a promoted pass to: the image it had before (`rollback-all`). */
+export interface PreviousRevision {
+  image: string;
+  digest: string;
+  tag: string | null;
+}
+
+/**
+ * The revision stable before this one: the stable revision (before Promote's write), else the
+ * newest of the history that is not the candidate (a retried Promote, after its write). Null on a
+ * rollout's first revision.
+ */
+function previousStable(item: RolloutItem, digest: string): PreviousRevision | null {
+  const stable = item.stableRevision;
+  const found =
+    stable && stable.digest !== digest
+      ? stable
+      : [...item.history].reverse().find((h) => h.digest !== digest);
+  return found ? { image: found.image, digest: found.digest, tag: found.tag } : null;
 }

@@ -103,6 +103,8 @@ const compiledCache = new Map<string, Compiled>();
 
 const LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke";
 const LAMBDA_INVOKE_TOKEN = "arn:aws:states:::lambda:invoke.waitForTaskToken";
+/** Starts another state machine's execution and waits for it (output as JSON). */
+const START_EXECUTION_SYNC2 = "arn:aws:states:::states:startExecution.sync:2";
 
 /**
  * Step Functions on one machine: runs the synthesized ASL with `aws-local-stepfunctions` and adds
@@ -552,6 +554,8 @@ export class LocalStepFunctions {
       };
     } else if (resource.startsWith("arn:aws:lambda:")) {
       call = { functionName: resource, payload: input, wrap: false, token: false, resource };
+    } else if (resource === START_EXECUTION_SYNC2) {
+      return await this.#startExecutionSync(execution, info, input);
     } else {
       throw new TaskFailure("States.Runtime", `${info.name}: resource ${resource} is not supported locally`);
     }
@@ -614,6 +618,78 @@ export class LocalStepFunctions {
     } finally {
       local.abort();
     }
+  }
+
+  /**
+   * `states:startExecution.sync:2`: starts the child execution on this engine and waits for it to
+   * end, answering as Step Functions does: the child's description with its input and output as
+   * JSON on success; `States.TaskFailed` with that description as the cause on any other end. A
+   * `Credentials` role (another account on AWS) changes nothing here: every state machine runs on
+   * this one engine. The parent parks while it waits, so virtual time moves with the child.
+   */
+  async #startExecutionSync(execution: Execution, info: StateInfo, input: unknown): Promise<unknown> {
+    const parameters = (input ?? {}) as { StateMachineArn?: unknown; Name?: unknown; Input?: unknown };
+    const resource = "startExecution.sync:2";
+    const resourceType = "states";
+    this.#record(execution, "TaskScheduled", {
+      resourceType,
+      resource,
+      region: LOCAL_REGION,
+      parameters: JSON.stringify(input ?? null),
+    });
+    this.#record(execution, "TaskStarted", { resourceType, resource });
+    const fail = (error: string, cause: string): never => {
+      this.#record(execution, "TaskFailed", { resourceType, resource, error, cause });
+      throw new TaskFailure(error, cause);
+    };
+    const childInput =
+      parameters.Input === undefined
+        ? "{}"
+        : typeof parameters.Input === "string"
+          ? parameters.Input
+          : JSON.stringify(parameters.Input);
+    let started: { executionArn: string };
+    try {
+      started = this.startExecution({
+        stateMachineArn: String(parameters.StateMachineArn ?? ""),
+        ...(parameters.Name === undefined ? {} : { name: String(parameters.Name) }),
+        input: childInput,
+      });
+    } catch (error) {
+      const name = error instanceof SfnError ? `StepFunctions.${error.name}Exception` : "States.TaskFailed";
+      return fail(name, `${info.name}: ${(error as Error).message}`);
+    }
+    const child = this.#execution(started.executionArn);
+    const signal = execution.controller.signal;
+    const aborted = new Promise<void>((resolve) =>
+      signal.addEventListener("abort", () => resolve(), { once: true }),
+    );
+    await this.#activity.park(Promise.race([child.done, aborted]));
+    if (signal.aborted) throw new TaskFailure("States.Runtime", "the execution is no longer running");
+    const d = child.description;
+    const description = {
+      ExecutionArn: d.executionArn,
+      StateMachineArn: d.stateMachineArn,
+      Name: d.name,
+      Status: d.status,
+      StartDate: d.startDate,
+      StopDate: d.stopDate,
+      Input: JSON.parse(d.input) as unknown,
+      InputDetails: { Included: true },
+      ...(d.output === undefined
+        ? {}
+        : { Output: JSON.parse(d.output) as unknown, OutputDetails: { Included: true } }),
+      ...(d.error === undefined ? {} : { Error: d.error }),
+      ...(d.cause === undefined ? {} : { Cause: d.cause }),
+    };
+    if (d.status !== "SUCCEEDED") return fail("States.TaskFailed", JSON.stringify(description));
+    this.#record(execution, "TaskSucceeded", {
+      resourceType,
+      resource,
+      output: JSON.stringify(description),
+      outputDetails: { truncated: false },
+    });
+    return description;
   }
 
   async #work(

@@ -270,7 +270,8 @@ describe("a rollout through the handlers, on the real adapters", () => {
       target: TARGET,
       scaleDownDelaySeconds: 30,
     });
-    expect(out).toEqual({ phase: "Healthy" });
+    // The first revision had nothing stable before it: a release in waves has nothing to return it to.
+    expect(out).toEqual({ phase: "Healthy", previous: null });
     expect(fn.alias).toMatchObject({ FunctionVersion: "2" });
     expect(await rollout()).toMatchObject({
       phase: "Healthy",
@@ -375,7 +376,11 @@ describe("a rollout through the handlers, on the real adapters", () => {
     expect(await rollout()).toMatchObject({ currentTaskToken: null, pause: null });
 
     const promoted = await promoteHandler(deps())({ ...body, scaleDownDelaySeconds: 600 });
-    expect(promoted).toEqual({ phase: "Healthy" });
+    // What a release in waves returns this rollout to with rollback-all: the revision stable before.
+    expect(promoted).toEqual({
+      phase: "Healthy",
+      previous: expect.objectContaining({ digest: DIGEST(1) }),
+    });
     expect(fn.alias).toMatchObject({ FunctionVersion: "3" });
     expect(await rollout()).toMatchObject({ phase: "Healthy", stableRevision: { revision: 2 } });
     expect(putEventTypes()).toEqual([

@@ -38,6 +38,7 @@ const GROUPS = [
   ["examples/blue-green.yaml"],
   ["examples/model-shadow.yaml"],
   ["examples/native.yaml"],
+  ["examples/waves.yaml"],
   ["examples/envconfig/shop/shop/prod.yml"],
   ["examples/envconfig/shop/shop/canary-analysis.yml"],
   ["examples/templates/lambda-duration-p95.yaml", "examples/templates/lambda-errors.yaml"],

@@ -119,7 +119,6 @@ describe("the native reference's descriptor layout, read unchanged", () => {
 `,
     );
     expect(lines).toEqual([
-      "rollout.waves: waves are not supported: give one descriptor per region, each with its own controller",
       "rollout.traffic.testers.tag: testers.tag routes by a Cloud Run revision tag: on AWS targets give testers.header",
     ]);
     const health = problemsOf(

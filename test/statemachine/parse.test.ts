@@ -492,7 +492,7 @@ spec:
   it("native unknown fields and wrong enum values", () => {
     const lines = problemsOf([{ file: "n.yaml", text: "name: web\nonFailure: retry\nbakee: 1m\n" }]);
     expect(lines).toEqual([
-      'n.yaml: document 1: onFailure: Invalid option: expected one of "rollback"|"stop"',
+      'n.yaml: document 1: onFailure: Invalid option: expected one of "rollback"|"stop"|"rollback-wave"|"rollback-all"',
       'n.yaml: document 1: unknown field "bakee"',
     ]);
   });

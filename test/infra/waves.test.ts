@@ -1,0 +1,120 @@
+import { App, Stack, Validations } from "aws-cdk-lib";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import { AwsSolutionsChecks } from "cdk-nag";
+import { describe, expect, it } from "vitest";
+import { PropsError, WaveCoordinator, type WaveTargetProps } from "../../infra/index.ts";
+import { parseRollout, type RolloutSpec, readSourcesSync } from "../../statemachine/index.ts";
+
+const spec = (): RolloutSpec => parseRollout(readSourcesSync(["examples/waves.yaml"], [])).spec;
+
+const SM = (region: string, account: string) =>
+  `arn:aws:states:${region}:${account}:stateMachine:shop-rollout`;
+const TARGETS: WaveTargetProps[] = [
+  { region: "eu-west-1", stateMachineArn: SM("eu-west-1", "111111111111") },
+  {
+    region: "us-east-1",
+    account: "222222222222",
+    stateMachineArn: SM("us-east-1", "222222222222"),
+    roleArn: "arn:aws:iam::222222222222:role/shop-waves",
+  },
+];
+
+function synth(targets: readonly WaveTargetProps[] = TARGETS) {
+  const app = new App({ context: { "aws:cdk:bundling-stacks": [] }, builtinCloudFormationValidation: false });
+  const stack = new Stack(app, "Home", { env: { account: "111111111111", region: "eu-west-1" } });
+  const coordinator = new WaveCoordinator(stack, "Waves", { spec: spec(), targets });
+  return { stack, coordinator, template: Template.fromStack(stack) };
+}
+
+type Statement = { Sid?: string; Action: string | string[]; Resource: unknown };
+
+describe("WaveCoordinator", () => {
+  it("deploys the compiled coordinator with each pass's state machine and role substituted", () => {
+    const { template, coordinator } = synth();
+    expect(coordinator.passes.map((p) => p.pass)).toEqual(["eu", "rest"]);
+    const machines = template.findResources("AWS::StepFunctions::StateMachine");
+    const [machine] = Object.values(machines) as Array<{ Properties: Record<string, unknown> }>;
+    expect(machine?.Properties.DefinitionSubstitutions).toEqual({
+      WavePass1StateMachineArn: SM("eu-west-1", "111111111111"),
+      WavePass2StateMachineArn: SM("us-east-1", "222222222222"),
+      WavePass2RoleArn: "arn:aws:iam::222222222222:role/shop-waves",
+    });
+    const definition = JSON.parse(machine?.Properties.DefinitionString as string) as {
+      States: Record<string, { Resource?: string; Credentials?: unknown }>;
+    };
+    expect(definition.States["Pass01-eu"]?.Resource).toBe("arn:aws:states:::states:startExecution.sync:2");
+    expect(definition.States["Pass02-rest"]?.Credentials).toEqual({ RoleArn: "${WavePass2RoleArn}" });
+  });
+
+  it("may start exactly the passes' state machines, follow their executions, and assume the cross-account role", () => {
+    const { template } = synth();
+    const policies = template.findResources("AWS::IAM::Policy");
+    const statements = Object.values(policies).flatMap(
+      (p) =>
+        (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument
+          .Statement,
+    );
+    const bySid = Object.fromEntries(statements.filter((s) => s.Sid).map((s) => [s.Sid, s]));
+    expect(bySid.StartPasses).toMatchObject({
+      Action: "states:StartExecution",
+      Resource: SM("eu-west-1", "111111111111"),
+    });
+    expect(JSON.stringify(bySid.FollowPasses?.Resource)).toContain("execution");
+    expect(JSON.stringify(bySid.FollowPasses?.Resource)).toContain("shop-rollout:*");
+    expect(bySid.AssumePassRoles).toMatchObject({
+      Action: "sts:AssumeRole",
+      Resource: "arn:aws:iam::222222222222:role/shop-waves",
+    });
+    expect(bySid.SyncRule).toMatchObject({
+      Action: ["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+    });
+    expect(JSON.stringify(bySid.SyncRule?.Resource)).toContain(
+      "rule/StepFunctionsGetEventsForStepFunctionsExecutionRule",
+    );
+    // Nothing else in another account: the role there does it.
+    expect(JSON.stringify(statements)).not.toContain("arn:aws:states:us-east-1:222222222222:execution");
+  });
+
+  it("passes cdk-nag AwsSolutions with every acknowledgement explained", () => {
+    const { stack } = synth();
+    const report = new AwsSolutionsChecks().validateScope(stack);
+    expect(
+      report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+    ).toEqual([]);
+    const acks = stack.node
+      .findAll()
+      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
+      .flatMap((m) => Object.entries(m.data as Record<string, { reason?: string } | string>));
+    for (const [id, value] of acks) {
+      const reason = typeof value === "string" ? value : (value.reason ?? "");
+      expect(reason.length, id).toBeGreaterThan(30);
+    }
+    expect(Annotations.fromStack(stack).findError("*", Match.anyValue())).toEqual([]);
+  });
+
+  it("refuses a target of another account without a role, and a region in no wave, naming each", () => {
+    const [eu, us] = TARGETS as [WaveTargetProps, WaveTargetProps];
+    const { roleArn: _role, ...noRole } = us;
+    const extra = { region: "ap-south-1", stateMachineArn: SM("ap-south-1", "111111111111") };
+    let thrown: unknown;
+    try {
+      synth([eu, noRole, extra]);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(PropsError);
+    expect((thrown as PropsError).problems).toEqual([
+      "targets[1].roleArn: required: 222222222222/us-east-1 is another account, whose executions the coordinator starts through a role there",
+    ]);
+    // With the role given, ap-south-1 joins the "rest" wave (select region!=eu-west-1)…
+    expect(() => synth([eu, us, extra])).not.toThrow();
+    // …but a second eu-west-1 target is in no wave: "eu" names one target, "rest" excludes it.
+    expect(() =>
+      synth([
+        eu,
+        us,
+        { region: "eu-west-1", account: "111111111111", stateMachineArn: SM("eu-west-1", "111111111111") },
+      ]),
+    ).toThrow(/the target in 111111111111\/eu-west-1 is in no wave/);
+  });
+});

@@ -1,0 +1,200 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ManualClock } from "../../functions/clock.ts";
+import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
+import { freePort } from "../../local/demo/prometheus.ts";
+import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
+import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
+import { CLI_ENV_KEYS } from "../../local/stack.ts";
+import { type LocalPass, type LocalWaves, startLocalWaves } from "../../local/waves.ts";
+import { runWithEnv } from "../support/cli.ts";
+import { DIGESTS } from "./scenario.ts";
+
+/**
+ * A release in two waves (eu-west-1, then us-east-1) on the embedded runtime: one controller per
+ * region sharing the runtime's bus and engine, each region behind its own local proxy, and the
+ * wave coordinator starting each region's rollout with startExecution.sync:2, in virtual time.
+ */
+
+const spec = (onFailure: string, between = "") => `name: shop
+steps: [50, 100]
+bake: 1m
+waves:
+  - {name: eu, targets: [eu-west-1]${between ? ", bake: 5m" : ""}}
+  - {name: us, targets: [us-east-1]}
+onFailure: ${onFailure}
+${between ? `approvalsBetween: ["${between}"]` : ""}
+`;
+
+let dynamo: LocalDynamo;
+const dir = mkdtempSync(join(tmpdir(), "waves-"));
+beforeAll(async () => {
+  dynamo = await startDynamo("dynalite");
+});
+afterAll(async () => {
+  await dynamo.close();
+});
+
+interface Region {
+  proxy: RunningProxy;
+  apps: DemoApp[];
+}
+let waves: LocalWaves | undefined;
+let regions: Region[] = [];
+afterEach(async () => {
+  await waves?.close();
+  waves = undefined;
+  for (const r of regions) {
+    await r.proxy.close();
+    for (const a of r.apps) await a.close();
+  }
+  regions = [];
+});
+
+/** Two regions; in us-east-1 v2's upstream is dead when `usFails`, so its candidate never gets ready. */
+async function start(onFailure: string, usFails: boolean, table: string, between = ""): Promise<LocalWaves> {
+  const clock = new ManualClock(Date.parse("2026-12-01T12:00:00Z"));
+  const file = join(dir, `${table}.yaml`);
+  writeFileSync(file, spec(onFailure, between));
+  const dead = `http://127.0.0.1:${await freePort()}`;
+  const region = async (fails: boolean) => {
+    const v1 = await startDemoApp({ version: "v1" });
+    const v2 = await startDemoApp({ version: "v2" });
+    const proxy = await startProxy({ now: () => clock.now() });
+    regions.push({ proxy, apps: [v1, v2] });
+    return {
+      adminUrl: proxy.adminUrl,
+      readinessPath: "/healthz",
+      upstreams: { v1: v1.url, v2: fails ? dead : v2.url },
+    };
+  };
+  waves = await startLocalWaves({
+    specFiles: [file],
+    regions: [
+      { region: "eu-west-1", target: await region(false) },
+      { region: "us-east-1", account: "222222222222", target: await region(usFails) },
+    ],
+    clock,
+    dynamo,
+    tablePrefix: table,
+  });
+  return waves;
+}
+
+/** Each region's stable tag and phase, in pass order. */
+const where = async (w: LocalWaves) =>
+  Promise.all(
+    w.passes.map(async (p) => {
+      const item = await p.item();
+      return [p.pass, item?.stableRevision?.tag ?? null, item?.phase ?? null];
+    }),
+  );
+
+async function release(w: LocalWaves, tag: "v1" | "v2", generation: number) {
+  const arn = w.release(tag, DIGESTS[tag], generation);
+  return w.runtime.waitForExecution(arn);
+}
+
+// Synthesizing two controllers costs seconds of CPU on a shared machine, before any virtual time.
+describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () => {
+  it("promotes wave after wave: each region runs the whole rollout, its stages named after its wave", async () => {
+    const w = await start("rollback-all", false, "promoted");
+    expect((await release(w, "v1", 1)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v1", "Healthy"],
+      ["us", "v1", "Healthy"],
+    ]);
+    const done = await release(w, "v2", 2);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v2", "Healthy"],
+      ["us", "v2", "Healthy"],
+    ]);
+    // One after the other: us started only once eu had ended.
+    const [eu, us] = w.passes.map((p) =>
+      w.runtime.sfn
+        .listExecutions({ stateMachineArn: p.stateMachineArn })
+        .find((e) => e.name.endsWith("-g2")),
+    );
+    expect(eu?.status).toBe("SUCCEEDED");
+    expect(us?.startDate).toBeGreaterThanOrEqual(eu?.stopDate ?? Number.POSITIVE_INFINITY);
+    // The whole sequence ran in each: 50% with its bake, then 100%.
+    expect((eu?.stopDate ?? 0) - (eu?.startDate ?? 0)).toBeGreaterThanOrEqual(60_000);
+    expect((await w.passes[0]?.item())?.stepLabels).toEqual(["eu/50%", "eu/pause: 1m", "eu/100%"]);
+    expect((await w.passes[1]?.item())?.stepLabels).toEqual(["us/50%", "us/pause: 1m", "us/100%"]);
+    // Lifecycle events on the shared bus say which pass they are about.
+    const steps = w.runtime.bus.events
+      .filter((e) => e.event.source === "sfn-rollouts" && e.event["detail-type"] === "RolloutStepCompleted")
+      .map((e) => e.event.detail as { pass?: string; step: number; revision: number });
+    expect(steps.filter((d) => d.revision === 2).map((d) => `${d.pass}@${d.step}`)).toEqual([
+      "eu@0",
+      "eu@2",
+      "us@0",
+      "us@2",
+    ]);
+  });
+
+  it("a wave in approvalsBetween: the next wave bakes, deploys its candidate and waits for rollouts promote in its region", async () => {
+    const w = await start("rollback-all", false, "approval", "eu");
+    expect((await release(w, "v1", 1)).status).toBe("SUCCEEDED");
+    const arn = w.release("v2", DIGESTS.v2, 2);
+    const us = w.passes[1] as LocalPass;
+    let item = await us.item();
+    for (let s = 0; s < 3600 && item?.phase !== "Paused"; s += 10) {
+      await w.runtime.advanceBy(10_000);
+      item = await us.item();
+    }
+    expect(item).toMatchObject({ phase: "Paused", waitingFor: "approval", weight: 0 });
+    expect(item?.stepLabels[0]).toBe("us/approval: wait for rollouts promote");
+    const eu = w.runtime.sfn.listExecutions({ stateMachineArn: w.passes[0]?.stateMachineArn ?? "" })[0];
+    const usRun = w.runtime.sfn.listExecutions({ stateMachineArn: us.stateMachineArn })[0];
+    // The bake of the eu wave came between the two.
+    expect((usRun?.startDate ?? 0) - (eu?.stopDate ?? 0)).toBe(300_000);
+    const promoted = await runWithEnv(
+      Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, us.env[k] ?? ""])),
+      "promote",
+      "shop",
+    );
+    expect(promoted.code).toBe(0);
+    expect((await w.runtime.waitForExecution(arn)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v2", "Healthy"],
+      ["us", "v2", "Healthy"],
+    ]);
+  });
+
+  it("rollback-wave: the failed second wave returns to its stable version, the first keeps the release", async () => {
+    const w = await start("rollback-wave", true, "rollback-wave");
+    expect((await release(w, "v1", 1)).status).toBe("SUCCEEDED");
+    const done = await release(w, "v2", 2);
+    expect(done).toMatchObject({ status: "FAILED", error: "WaveFailed" });
+    expect(await where(w)).toEqual([
+      ["eu", "v2", "Healthy"],
+      ["us", "v1", "Degraded"],
+    ]);
+    expect((await w.passes[1]?.item())?.weight).toBe(0);
+    expect(JSON.parse(done.output ?? "null")).toBeNull();
+  });
+
+  it("rollback-all: the failed second wave returns to stable, and the promoted first wave goes back to its previous version", async () => {
+    const w = await start("rollback-all", true, "rollback-all");
+    expect((await release(w, "v1", 1)).status).toBe("SUCCEEDED");
+    const done = await release(w, "v2", 2);
+    expect(done).toMatchObject({ status: "FAILED", error: "WaveFailed" });
+    expect(await where(w)).toEqual([
+      ["eu", "v1", "Healthy"],
+      ["us", "v1", "Degraded"],
+    ]);
+    const eu = await w.passes[0]?.item();
+    expect(eu?.weight).toBe(100);
+    // eu's rollback skipped the steps (a rollback to a revision in its history) and kept v2 in its history.
+    expect(eu?.history.map((h) => h.tag)).toEqual(["v1", "v2", "v1"]);
+    const undo = w.runtime.sfn
+      .listExecutions({ stateMachineArn: w.passes[0]?.stateMachineArn ?? "" })
+      .find((e) => e.name.startsWith("undo-"));
+    expect(undo?.status).toBe("SUCCEEDED");
+    expect((undo?.stopDate ?? 0) - (undo?.startDate ?? 0)).toBeLessThan(60_000);
+  });
+});

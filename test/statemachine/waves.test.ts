@@ -1,0 +1,249 @@
+import validator from "asl-validator";
+import { describe, expect, it } from "vitest";
+import {
+  compile,
+  compileWaves,
+  formatProblem,
+  loadRollout,
+  parseRollout,
+  passSpec,
+  plan,
+  resolveWaves,
+  SpecError,
+  START_EXECUTION_SYNC,
+  type StateMachineDefinition,
+} from "../../statemachine/index.ts";
+
+const problemsOf = (file: string, text: string): string[] => {
+  try {
+    parseRollout([{ file, text }]);
+  } catch (error) {
+    if (error instanceof SpecError) return error.problems.map(formatProblem);
+    throw error;
+  }
+  return [];
+};
+
+const REGIONS = [
+  { region: "eu-west-1" },
+  { region: "us-east-1", account: "222222222222" },
+  { region: "ap-southeast-2", labels: { tier: "small" } },
+];
+
+type State = Record<string, unknown> & { Type: string; Next?: string; Default?: string };
+const states = (d: StateMachineDefinition) => d.States as Record<string, State>;
+
+describe("waves in the native form", () => {
+  it("reads waves, the wave names of approvalsBetween and onFailure", async () => {
+    const { spec } = await loadRollout(["examples/waves.yaml"]);
+    expect(spec.waves).toEqual({
+      onFailure: "rollback-all",
+      list: [
+        { name: "eu", targets: [{ region: "eu-west-1" }], approval: true, bakeSeconds: 1800 },
+        {
+          name: "rest",
+          select: [{ key: "region", op: "!=", value: "eu-west-1" }],
+          approval: false,
+          bakeSeconds: 0,
+        },
+      ],
+    });
+    // "eu" is a wave: it pauses between waves, not after a step.
+    expect(spec.steps.filter((s) => s.kind === "pause" && s.reason === "Approval")).toEqual([]);
+    expect(spec.onFailure).toBe("rollback");
+  });
+
+  it("the plan shows the waves, in order, with what comes between them", async () => {
+    const { spec } = await loadRollout(["examples/waves.yaml"]);
+    expect(plan(spec).waves).toEqual({
+      onFailure: "rollback-all",
+      waves: [
+        "1  eu: eu-west-1; then a 30m bake, then an approval (rollouts promote on the next wave's first target)",
+        "2  rest: select region!=eu-west-1",
+      ],
+    });
+  });
+
+  it("names every bad field of a wave by its path", () => {
+    const lines = problemsOf(
+      "w.yaml",
+      `name: shop
+steps: [5, 100]
+waves:
+  - {name: EU, targets: [eu-west-1]}
+  - {name: rest}
+  - {name: eu2, select: "region", targets: [x y]}
+  - {name: eu3, targets: [{region: us-east-1, account: "12"}], bake: 1x, colour: red}
+  - {name: last, select: "tier=a", bake: 5m}
+approvalsBetween: ["last", "7"]
+onFailure: rollback-everything
+`,
+    );
+    expect(lines).toEqual([
+      'w.yaml: document 1: onFailure: Invalid option: expected one of "rollback"|"stop"|"rollback-wave"|"rollback-all"',
+    ]);
+    const fixed = problemsOf(
+      "w.yaml",
+      `name: shop
+steps: [5, 100]
+waves:
+  - {name: EU, targets: [eu-west-1]}
+  - {name: rest}
+  - {name: eu2, select: "region", targets: [eu-west-2]}
+  - {name: eu3, targets: [{region: us-east-1, account: "12"}], bake: 1x}
+  - {name: eu4, targets: [eu-west-1], colour: red}
+  - {name: last, select: "tier=a", bake: 5m}
+approvalsBetween: ["last", "7"]
+onFailure: rollback-all
+`,
+    );
+    expect(fixed).toEqual([
+      'w.yaml: document 1 (Rollout shop): waves[0].name: "EU" is not a wave name: up to 20 lowercase letters, digits and "-", starting and ending with a letter or digit',
+      "w.yaml: document 1 (Rollout shop): waves[1]: a wave needs either targets (regions, or {region, account}) or select (label conditions), not both",
+      "w.yaml: document 1 (Rollout shop): waves[2]: a wave needs either targets (regions, or {region, account}) or select (label conditions), not both",
+      "w.yaml: document 1 (Rollout shop): waves[3].targets[0].account: a 12-digit AWS account id",
+      expect.stringMatching(/^w\.yaml: document 1 \(Rollout shop\): waves\[3\]\.bake: unknown unit "x"/),
+      'w.yaml: document 1 (Rollout shop): waves[4]: unknown field "colour"',
+      'w.yaml: document 1 (Rollout shop): approvalsBetween: "last" is the last wave: an approval between waves needs a wave after it',
+      "w.yaml: document 1 (Rollout shop): waves[5].bake: the last wave has no wave after it to bake before",
+      'w.yaml: document 1 (Rollout shop): approvalsBetween: "7" is not "0" nor the percentage of a step before the last (5)',
+    ]);
+  });
+
+  it("rollback-wave and rollback-all need waves", () => {
+    expect(problemsOf("w.yaml", "name: shop\nsteps: [5, 100]\nonFailure: rollback-all\n")).toEqual([
+      "w.yaml: document 1 (Rollout shop): onFailure: rollback-all applies to a release in waves: without waves give rollback (or stop)",
+    ]);
+  });
+});
+
+describe("waves in the native reference's descriptor layout", () => {
+  it("reads rollout.waves with select and by, rollback-all by default", () => {
+    const { spec } = parseRollout([
+      {
+        file: "envconfig/shop/shop/prod.yml",
+        text: `rollout:
+  strategy: traffic
+  waves:
+    - {name: eu, select: "region=eu-west-1"}
+    - {name: rest, select: "region!=eu-west-1", by: region}
+  traffic: {steps: [5, 25, 100], bake: 15m}
+  approvalsBetween: ["eu", "25"]
+`,
+      },
+    ]);
+    expect(spec.waves?.onFailure).toBe("rollback-all");
+    expect(spec.waves?.list.map((w) => [w.name, w.approval])).toEqual([
+      ["eu", true],
+      ["rest", false],
+    ]);
+    expect(plan(spec).steps.filter((s) => s.detail.includes("Approval") || s.kind === "pause").length).toBe(
+      3,
+    );
+  });
+
+  it("names the descriptor's path in a wave's problem", () => {
+    expect(
+      problemsOf(
+        "envconfig/shop/shop/prod.yml",
+        `rollout:
+  strategy: traffic
+  waves: [{name: eu, select: "region"}, {name: rest, select: "a=b", by: cluster}]
+  traffic: {steps: [5, 100]}
+`,
+      ),
+    ).toEqual([
+      expect.stringContaining('rollout.waves[0].select: "region" is not a label condition'),
+      expect.stringContaining('rollout.waves[1].by: only "region": each target of a wave is one region'),
+    ]);
+  });
+});
+
+describe("resolving waves against the deployment's targets", () => {
+  it("orders the passes wave by wave, names them, and carries approvals and bakes to the next wave", async () => {
+    const { spec } = await loadRollout(["examples/waves.yaml"]);
+    const { passes, problems } = resolveWaves(spec.waves!, REGIONS);
+    expect(problems).toEqual([]);
+    expect(passes.map((p) => [p.pass, p.wave, p.index, p.approvalBefore, p.bakeBefore])).toEqual([
+      ["eu", "eu", 0, false, 0],
+      ["rest-us-east-1", "rest", 1, true, 1800],
+      ["rest-ap-southeast-2", "rest", 2, false, 0],
+    ]);
+  });
+
+  it("refuses a target in no wave, in two, or a wave that reaches nothing", async () => {
+    const { spec } = await loadRollout(["examples/waves.yaml"]);
+    const only = resolveWaves(spec.waves!, [{ region: "eu-west-1" }]);
+    expect(only.problems).toEqual(['waves[1] (rest): select "region!=eu-west-1" matches no target']);
+    const missing = resolveWaves(spec.waves!, [{ region: "us-east-1" }]);
+    expect(missing.problems).toEqual(["waves[0] (eu): no target in eu-west-1"]);
+  });
+
+  it("a pass's rollout: an approval first after an approval wave, stages named after the pass, onFailure kept as the pass's own", async () => {
+    const { spec } = await loadRollout(["examples/waves.yaml"]);
+    const { passes } = resolveWaves(spec.waves!, REGIONS);
+    const second = passSpec(spec, passes[1]!);
+    expect(second.waves).toBeUndefined();
+    expect(second.pass).toBe("rest-us-east-1");
+    expect(second.steps[0]).toEqual({ kind: "pause", reason: "Approval" });
+    expect(second.steps.slice(1)).toEqual(spec.steps);
+    const first = passSpec(spec, passes[0]!);
+    expect(first.steps).toEqual(spec.steps);
+    const definition = compile(first);
+    const labels = (states(definition).Begin!.Parameters as { Payload: { stepLabels: string[] } }).Payload
+      .stepLabels;
+    expect(labels).toContain("eu/5%");
+    expect(labels).toContain("eu/25%");
+    expect(labels.at(-1)).toBe("eu/100%");
+  });
+});
+
+describe("the wave coordinator", () => {
+  it("compiles to ASL that asl-validator accepts: one startExecution.sync:2 per pass, a bake Wait, a rollback chain newest first", async () => {
+    const { spec } = await loadRollout(["examples/waves.yaml"]);
+    const { passes } = resolveWaves(spec.waves!, REGIONS);
+    const coordinated = passes.map((p) => ({
+      ...p,
+      target: { ...p.target, crossAccount: p.target.account !== undefined },
+    }));
+    const definition = compileWaves(spec, coordinated);
+    const result = validator(definition);
+    expect(result.errors).toEqual([]);
+    expect(result.isValid).toBe(true);
+    const s = states(definition);
+    expect(definition.StartAt).toBe("Pass01-eu");
+    expect(s["Pass01-eu"]).toMatchObject({
+      Resource: START_EXECUTION_SYNC,
+      Parameters: { StateMachineArn: "${WavePass1StateMachineArn}", "Name.$": "$$.Execution.Name" },
+      Next: "Pass02-rest-us-east-1-Bake",
+    });
+    expect(s["Pass01-eu"]?.Credentials).toBeUndefined();
+    expect(s["Pass02-rest-us-east-1"]?.Credentials).toEqual({ RoleArn: "${WavePass2RoleArn}" });
+    expect(s["Pass02-rest-us-east-1-Bake"]).toMatchObject({
+      Type: "Wait",
+      Seconds: 1800,
+      Next: "Pass02-rest-us-east-1",
+    });
+    expect(s["Pass03-rest-ap-southeast-2"]?.Next).toBe("Released");
+    // The third pass failing undoes the second, then the first, then fails the release.
+    expect(s["Pass03-rest-ap-southeast-2-Failed"]?.Next).toBe("Undo-Pass02-rest-us-east-1?");
+    expect(s["Undo-Pass02-rest-us-east-1"]?.Next).toBe("Undo-Pass01-eu?");
+    expect(s["Undo-Pass01-eu"]?.Next).toBe("ReleaseFailed");
+    expect(s["Pass01-eu-Failed"]?.Next).toBe("ReleaseFailed");
+    expect((s["Undo-Pass01-eu"]!.Parameters as { Input: Record<string, unknown> }).Input).toMatchObject({
+      rollback: true,
+      revision: { "digest.$": "$.passes.p01.previous.digest" },
+    });
+  });
+
+  it("with rollback-wave or stop a failed pass ends the release, undoing nothing", async () => {
+    const { spec } = await loadRollout(["examples/waves.yaml"]);
+    const { passes } = resolveWaves(spec.waves!, REGIONS);
+    for (const onFailure of ["rollback-wave", "stop"] as const) {
+      const definition = compileWaves({ ...spec, waves: { ...spec.waves!, onFailure } }, passes);
+      expect(validator(definition).isValid).toBe(true);
+      expect(Object.keys(definition.States).filter((n) => n.startsWith("Undo-"))).toEqual([]);
+      expect(states(definition)["Pass03-rest-ap-southeast-2-Failed"]?.Next).toBe("ReleaseFailed");
+    }
+  });
+});
