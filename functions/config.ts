@@ -15,6 +15,8 @@ export const HANDLERS = {
   resume: "resume",
   promote: "promote",
   abort: "abort",
+  checkAlarms: "check-alarms",
+  hook: "hook",
 } as const;
 
 export type HandlerName = keyof typeof HANDLERS;

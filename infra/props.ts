@@ -1,4 +1,5 @@
 import type { RemovalPolicy } from "aws-cdk-lib";
+import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as ecr from "aws-cdk-lib/aws-ecr";
 import type * as events from "aws-cdk-lib/aws-events";
 import type * as iam from "aws-cdk-lib/aws-iam";
@@ -135,4 +136,11 @@ export interface RolloutOptions {
   readonly spec: RolloutSpecSource;
   readonly target: RolloutTarget;
   readonly trigger: RolloutTrigger;
+  /**
+   * CloudWatch alarms that abort the rollout when one goes to ALARM while it runs, added to the
+   * spec's `alarms`: alarms of this app (checked to be in this stack's account and region) or
+   * names and ARNs of alarms that exist already.
+   * @default the spec's alarms only
+   */
+  readonly alarms?: ReadonlyArray<cloudwatch.IAlarm | string>;
 }

@@ -1,11 +1,15 @@
 import { fileURLToPath } from "node:url";
+import { MemoryAlarms } from "../functions/alarms/memory.ts";
+import type { AlarmValue } from "../functions/alarms/port.ts";
 import type { Clock } from "../functions/clock.ts";
 import { HANDLERS, type HandlerName } from "../functions/config.ts";
 import { createHandler as createAbort } from "../functions/handlers/abort.ts";
 import { createHandler as createAnalysisTick } from "../functions/handlers/analysis-tick.ts";
 import { createHandler as createAwait } from "../functions/handlers/await.ts";
 import { createHandler as createBegin } from "../functions/handlers/begin.ts";
+import { createHandler as createCheckAlarms } from "../functions/handlers/check-alarms.ts";
 import { createHandler as createCheckReady } from "../functions/handlers/check-ready.ts";
+import { createHandler as createHook } from "../functions/handlers/hook.ts";
 import { createHandler as createPromote } from "../functions/handlers/promote.ts";
 import { createHandler as createResume } from "../functions/handlers/resume.ts";
 import { depsFromEnv } from "../functions/handlers/root.ts";
@@ -18,6 +22,7 @@ import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts"
 import type { WorkflowDeps } from "../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
 import { handlerNameFor } from "./asl/extract.ts";
+import { LOCAL_ACCOUNT, LOCAL_REGION } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
@@ -41,6 +46,11 @@ export interface LocalStackOptions {
   tableName?: string;
   /** Wraps each handler (tests use it to inject a failure). */
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
+  /**
+   * Local functions a rollout's hooks name, by function name: each is registered in the
+   * runtime's Lambda service as `arn:aws:lambda:local:000000000000:function:<name>`.
+   */
+  hookFunctions?: Record<string, LambdaHandler>;
 }
 
 /** What the `rollouts` CLI needs to reach a local stack: its table, endpoints and dummy credentials. */
@@ -67,6 +77,13 @@ export interface LocalStack {
   metrics: RecordingMetricsSink;
   /** Puts an `ECR Image Action` push on the local bus, as ECR does on AWS. */
   push(tag: string, digest: string, at?: Date): Promise<void>;
+  /** The local CloudWatch alarms the step boundaries read. */
+  alarms: MemoryAlarms;
+  /**
+   * Sets a local alarm's state and, when it changes, puts the `CloudWatch Alarm State Change`
+   * event on the local bus, as CloudWatch does on AWS.
+   */
+  setAlarm(name: string, value: AlarmValue, reason?: string): Promise<void>;
   item(): Promise<RolloutItem | undefined>;
   store: DynamoRolloutStore;
   close(): Promise<void>;
@@ -111,6 +128,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const dynamo =
     typeof options.dynamo === "object" ? options.dynamo : await startDynamo(options.dynamo ?? "dynalite");
   const metrics = new RecordingMetricsSink();
+  const alarms = new MemoryAlarms();
   const clock = options.clock;
   const handlerNames = Object.values(HANDLERS);
   const byFile = Object.fromEntries(Object.entries(HANDLERS).map(([k, v]) => [v, k])) as Record<
@@ -129,9 +147,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     resume: (env) => createResume(workflowDeps(env)) as LambdaHandler,
     promote: (env) => createPromote(workflowDeps(env)) as LambdaHandler,
     abort: (env) => createAbort(workflowDeps(env)) as LambdaHandler,
+    checkAlarms: (env) => createCheckAlarms(workflowDeps(env)) as LambdaHandler,
+    hook: (env) => createHook(workflowDeps(env)) as LambdaHandler,
   };
   function workflowDeps(env: Record<string, string>): () => WorkflowDeps {
-    return once(() => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics }));
+    // CloudWatch's alarms are not part of the façade: the functions read the local ones.
+    return once(() => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics, alarms }));
   }
 
   // A first extraction (without running anything) to learn the functions and the table.
@@ -154,6 +175,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const admin = dynamo.client();
   await createTableFromTemplate(admin, table.name, table.properties);
 
+  for (const [name, handler] of Object.entries(options.hookFunctions ?? {})) {
+    functions.set(name, { handler });
+  }
   const runtime = await startRuntime({
     template,
     functions,
@@ -194,6 +218,29 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ]);
       if (result.FailedEntryCount)
         throw new Error(`the push of ${tag} was not accepted: ${JSON.stringify(result)}`);
+    },
+    alarms,
+    setAlarm: async (name, value, reason = "") => {
+      const [previous] = await alarms.describe([name]);
+      alarms.set(name, value, reason);
+      if (previous?.value === value) return;
+      const time = runtime.clock.now();
+      const result = await runtime.putEvents([
+        {
+          Source: "aws.cloudwatch",
+          DetailType: "CloudWatch Alarm State Change",
+          Time: time,
+          Resources: [`arn:aws:cloudwatch:${LOCAL_REGION}:${LOCAL_ACCOUNT}:alarm:${name}`],
+          Detail: JSON.stringify({
+            alarmName: name,
+            state: { value, reason, timestamp: new Date(time).toISOString() },
+            previousState: { value: previous?.value ?? "INSUFFICIENT_DATA", reason: previous?.reason ?? "" },
+            configuration: {},
+          }),
+        },
+      ]);
+      if (result.FailedEntryCount)
+        throw new Error(`the state change of ${name} was not accepted: ${JSON.stringify(result)}`);
     },
     close: async () => {
       await runtime.close();

@@ -6,6 +6,7 @@ import {
   resolveAnalysis,
   zodProblems,
 } from "./analysis-resolve.ts";
+import { argoSafety } from "./argo-safety.ts";
 import {
   type ArgoAnalysisRef,
   type ArgoRolloutSpec,
@@ -73,6 +74,7 @@ export function normalizeArgoRollout(
     : spec.strategy.blueGreen
       ? blueGreenStrategy(spec.strategy.blueGreen, ctx)
       : { common: {}, steps: [] };
+  const safety = argoSafety(object, origin, problems);
   if (problems.length !== before || !name) return undefined;
   const image = imageOf(spec.template);
   return {
@@ -90,6 +92,7 @@ export function normalizeArgoRollout(
     steps,
     ...(backgroundAnalysis ? { backgroundAnalysis } : {}),
     ...(image ? { image } : {}),
+    ...safety,
   };
 }
 

@@ -16,6 +16,7 @@ import { rolloutNameProblem } from "./names.ts";
 import { healthTemplate } from "./native-health.ts";
 import type { Problem } from "./problems.ts";
 import { revisionOf } from "./revision.ts";
+import { AlarmsSchema, HookSchema } from "./safety.ts";
 import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
 
 /**
@@ -24,6 +25,10 @@ import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
  * inline. It compiles to the same step list as an Argo Rollout.
  */
 const Duration = IntOrString;
+
+/** A hook as an ARN alone, or with its timeout and heartbeat. */
+const NativeHook = () =>
+  z.preprocess((v) => (typeof v === "string" ? { function: v } : v), HookSchema).optional();
 
 export const NativeAnalysisSchema = z
   .object({
@@ -82,6 +87,14 @@ export const NativeSpecSchema = z
     analysis: NativeAnalysisSchema.optional(),
     /** The gates read during each step's bake (`compare: stable` metrics, a score, judges). */
     health: z.unknown().optional(),
+    /** CloudWatch alarms (names or ARNs) that abort the rollout when one goes to ALARM. */
+    alarms: AlarmsSchema.optional(),
+    ignorePollAlarmFailure: z.boolean().optional(),
+    /** Lambda functions asked for a verdict: an ARN, or `{function, timeoutSeconds, heartbeatSeconds}`. */
+    hooks: z
+      .object({ beforeTraffic: NativeHook(), afterTraffic: NativeHook(), afterPromotion: NativeHook() })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -191,7 +204,17 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
     ...(n.onDrift === "ignore" ? { onDrift: "ignore" as const } : {}),
     steps,
     ...(n.image ? { image: n.image } : {}),
+    ...(n.alarms ? { alarms: n.alarms } : {}),
+    ...(n.ignorePollAlarmFailure !== undefined ? { ignorePollAlarmFailure: n.ignorePollAlarmFailure } : {}),
+    ...(n.hooks && Object.values(n.hooks).some((h) => h !== undefined)
+      ? { hooks: definedHooks(n.hooks) }
+      : {}),
   };
+}
+
+/** The hooks given, without the keys left out (the spec is strict about `undefined`). */
+function definedHooks(hooks: NonNullable<NativeSpec["hooks"]>): NonNullable<RolloutSpec["hooks"]> {
+  return Object.fromEntries(Object.entries(hooks).filter(([, h]) => h !== undefined));
 }
 
 /** One native document being normalized: the parsed spec, where it is, its inline templates. */

@@ -3,6 +3,7 @@ import { ARGO_DEFAULTS } from "./defaults.ts";
 import { JudgeSpecSchema } from "./judge-spec.ts";
 import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS, MAX_WAIT_SECONDS } from "./limits.ts";
 import { rolloutNameProblem } from "./names.ts";
+import { AlarmsSchema, HooksSchema } from "./safety.ts";
 
 const Wait = () => z.number().nonnegative().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
 const Replicas = () => z.number().int().nonnegative().max(MAX_REPLICAS, LIMIT_MESSAGES.replicas);
@@ -11,6 +12,7 @@ import { exactlyOneProvider, ReadingProviderFields } from "./providers.ts";
 
 export * from "./judge-spec.ts";
 export * from "./providers.ts";
+export * from "./safety.ts";
 
 /** A metric's provider: one that reads a system, or a judge that reads two versions through one. */
 export const MetricProviderSchema = z
@@ -178,6 +180,12 @@ export const RolloutSpecSchema = z
     backgroundAnalysis: BackgroundAnalysisSchema.optional(),
     /** The container image named by the pod template, when there is one. */
     image: z.string().optional(),
+    /** CloudWatch alarms (names or ARNs): one going to ALARM while a step runs aborts the rollout. */
+    alarms: AlarmsSchema.optional(),
+    /** A missing alarm or a failed DescribeAlarms lets the step go on instead of aborting. */
+    ignorePollAlarmFailure: z.boolean().optional(),
+    /** Lambda functions the workflow asks for a verdict before and after traffic moves. */
+    hooks: HooksSchema.optional(),
   })
   .strict();
 

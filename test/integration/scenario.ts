@@ -43,6 +43,10 @@ export interface ScenarioOptions {
   answerPadding?: number;
   /** Wraps each handler in-process (the embedded runtime only). */
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
+  /** The Rollout's annotations (`rollouts.sfn/alarms`, the hooks). */
+  annotations?: Record<string, string>;
+  /** Local functions the hooks name, by function name (the embedded runtime only). */
+  hookFunctions?: Record<string, LambdaHandler>;
 }
 
 /** One rollout with three demo services behind its own proxy. */

@@ -1,0 +1,3 @@
+export * from "./lambda.ts";
+export * from "./payload.ts";
+export * from "./port.ts";
