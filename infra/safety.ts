@@ -14,9 +14,18 @@ import type { RolloutOptions } from "./props.ts";
 const isAlarm = (a: unknown): a is cloudwatch.IAlarm =>
   typeof a === "object" && a !== null && "alarmArn" in a && "alarmName" in a;
 
+/** An IAlarm's name: the literal name an alarm of this app was given, else its (token) name. */
+function nameOf(alarm: cloudwatch.IAlarm): string {
+  const cfn = alarm.node.defaultChild;
+  if (cfn instanceof cloudwatch.CfnAlarm || cfn instanceof cloudwatch.CfnCompositeAlarm) {
+    if (typeof cfn.alarmName === "string" && !Token.isUnresolved(cfn.alarmName)) return cfn.alarmName;
+  }
+  return alarm.alarmName;
+}
+
 /** The spec's alarms with the `alarms` prop's (IAlarms by their name), each once. */
 export function mergedAlarms(spec: RolloutSpec, options: RolloutOptions): string[] {
-  const refs = [...(spec.alarms ?? []), ...(options.alarms ?? []).map((a) => (isAlarm(a) ? a.alarmName : a))];
+  const refs = [...(spec.alarms ?? []), ...(options.alarms ?? []).map((a) => (isAlarm(a) ? nameOf(a) : a))];
   const seen = new Set<string>();
   return refs.filter((r) => {
     const name = Token.isUnresolved(r) ? r : alarmNameOf(r);
