@@ -114,9 +114,9 @@ hooks: {beforeTraffic: "${SMOKE}", afterTraffic: {function: "${LOAD}", timeoutSe
     )?.[0];
     expect(flat(rule?.Properties.Targets[0].Arn)).toBe(`<${trigger}.Arn>`);
     const routes = (
-      Object.values(template.findResources("AWS::Lambda::Function")).find(
+      (Object.values(template.findResources("AWS::Lambda::Function")).find(
         (f) => f.Properties.Description === "sfn-rollouts: trigger",
-      )?.Properties.Environment.Variables as Json
+      )?.Properties.Environment.Variables ?? {}) as Json
     )[ENV.rollouts];
     expect(flat(routes)).toContain('"alarms":["api-errors","api-p99","api-throttles"]');
   });

@@ -191,7 +191,10 @@ hooks:
       Next: "Step02-SetWeight-100-CheckAlarms",
     });
     expect(
-      (hook?.Catch as Array<{ ErrorEquals: string[]; Next: string }>).map((c) => [c.ErrorEquals[0], c.Next]),
+      ((hook?.Catch ?? []) as Array<{ ErrorEquals: string[]; Next: string }>).map((c) => [
+        c.ErrorEquals[0],
+        c.Next,
+      ]),
     ).toEqual([
       ["ExecutionSuperseded", "Superseded"],
       ["RolloutAborted", "Abort"],
