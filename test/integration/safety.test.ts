@@ -202,6 +202,10 @@ describe("alarms and hooks on the embedded runtime", () => {
     await s.push("v2");
     const waiting = await s.drive((i) => i?.waitingFor === "hook");
     expect(waiting).toMatchObject({ phase: "Progressing", waitingFor: "hook", weight: 0 });
+    // A person cannot answer a hook's token for it.
+    const promoted = await s.cli("promote", s.name);
+    expect(promoted.code).not.toBe(0);
+    expect(`${promoted.out}${promoted.err}`).toContain("waits for a lifecycle hook's verdict");
     const started = s.clock.now();
     const item = await s.drive(done("v2"), { rps: 1 });
     expect(item?.phase).toBe("Degraded");
