@@ -1,6 +1,7 @@
 import { formatDuration } from "./duration.ts";
 import { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
 import { canaryCounts, routedCanaryCounts } from "./pods.ts";
+import { describeGuards } from "./safety.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
 
 /** One row of a plan: what a step does, the pods it needs and the traffic the candidate gets. */
@@ -48,6 +49,8 @@ export interface Plan {
   trafficRouting: boolean;
   steps: PlanStep[];
   backgroundAnalysis?: { startingStep: number; analysis: string[] };
+  /** The rollout's alarms and lifecycle hooks, one line each. */
+  guards?: string[];
 }
 
 /** Seconds from the start of an analysis to a metric's last look; undefined when it has no count. */
@@ -229,6 +232,7 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
           },
         }
       : {}),
+    ...(describeGuards(spec).length > 0 ? { guards: describeGuards(spec) } : {}),
   };
 }
 

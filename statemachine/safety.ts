@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { formatDuration } from "./duration.ts";
 import { LIMIT_MESSAGES, MAX_WAIT_SECONDS } from "./limits.ts";
 
 /**
@@ -98,6 +99,36 @@ export type Hooks = z.infer<typeof HooksSchema>;
 export const ALARMS_ANNOTATION = "rollouts.sfn/alarms";
 /** `"true"`: a missing alarm or a failed DescribeAlarms does not stop the rollout. */
 export const IGNORE_POLL_ALARM_FAILURE_ANNOTATION = "rollouts.sfn/ignore-poll-alarm-failure";
+
+/** What guards a rollout besides its analyses, one line each: what `rollouts plan` prints. */
+export function describeGuards(spec: {
+  alarms?: readonly string[] | undefined;
+  ignorePollAlarmFailure?: boolean | undefined;
+  hooks?: Hooks | undefined;
+}): string[] {
+  const lines: string[] = [];
+  if (spec.alarms && spec.alarms.length > 0) {
+    lines.push(
+      `alarms: ${spec.alarms.map(alarmNameOf).join(", ")}: one going to ALARM aborts the running step at once; checked before every step and Promote; a missing alarm ${spec.ignorePollAlarmFailure ? "is skipped (ignorePollAlarmFailure)" : "aborts"}`,
+    );
+  }
+  const where: Record<HookPoint, string> = {
+    beforeTraffic: "before any traffic moves",
+    afterTraffic: "after every weight change",
+    afterPromotion: "after the last step, before Promote",
+  };
+  for (const point of HOOK_POINTS) {
+    const hook = spec.hooks?.[point];
+    if (!hook) continue;
+    const heartbeat = hook.heartbeatSeconds
+      ? `, a heartbeat every ${formatDuration(hook.heartbeatSeconds)}`
+      : "";
+    lines.push(
+      `hook ${point}: ${hook.function} ${where[point]}, verdict within ${formatDuration(hook.timeoutSeconds)}${heartbeat}`,
+    );
+  }
+  return lines;
+}
 
 /** The names in an alarms annotation. */
 export function splitAlarmList(value: string): string[] {

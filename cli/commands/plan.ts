@@ -89,6 +89,7 @@ export const registerPlan: RegisterCommand = (program: Command, io, done) => {
         io.out(`background analysis from step ${result.backgroundAnalysis.startingStep}:`);
         for (const line of result.backgroundAnalysis.analysis) io.out(printable(`    ${line}`));
       }
+      for (const line of result.guards ?? []) io.out(printable(line));
       done(Exit.ok);
     });
 };
