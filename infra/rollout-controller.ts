@@ -39,6 +39,7 @@ import {
   alarmRule,
   hookFunctions,
   mergedAlarms,
+  metricFunctions,
   validateAlarmNames,
 } from "./safety.ts";
 import { rolloutTable } from "./table.ts";
@@ -379,6 +380,14 @@ export class RolloutController extends Construct {
    * boundaries' check, and `lambda:InvokeFunction` on exactly its hook functions.
    */
   #guard(scope: Construct, spec: RolloutSpec): events.Rule | undefined {
+    const measured = metricFunctions(scope, spec);
+    if (measured.length > 0) {
+      for (const name of ["startAnalysis", "analysisTick", "resume"] as const) {
+        this.#roles[name].addToPrincipalPolicy(
+          new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: measured }),
+        );
+      }
+    }
     const hooks = hookFunctions(spec);
     if (hooks.length > 0) {
       this.#roles.hook.addToPrincipalPolicy(

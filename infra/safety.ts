@@ -2,7 +2,13 @@ import { Annotations, ArnFormat, Stack, Token } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as events from "aws-cdk-lib/aws-events";
 import type { Construct } from "constructs";
-import { alarmArnParts, alarmNameOf, HOOK_POINTS, type RolloutSpec } from "../statemachine/index.ts";
+import {
+  alarmArnParts,
+  alarmNameOf,
+  HOOK_POINTS,
+  providersRead,
+  type RolloutSpec,
+} from "../statemachine/index.ts";
 import type { RolloutOptions } from "./props.ts";
 
 /**
@@ -158,6 +164,35 @@ export function alarmArns(scope: Construct, names: readonly string[]): string[] 
           service: "cloudwatch",
           resource: "alarm",
           resourceName: Token.isUnresolved(n) ? n : alarmNameOf(n),
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+  );
+}
+
+/**
+ * The ARNs of the functions the spec's analyses measure with (the `sfn-rollouts/lambda` plugin,
+ * directly or as a judge's reader), a name made an ARN of this stack's account and region.
+ */
+export function metricFunctions(scope: Construct, spec: RolloutSpec): string[] {
+  const analyses = [
+    ...spec.steps.flatMap((s) => (s.kind === "analysis" ? [s.analysis] : [])),
+    ...(spec.backgroundAnalysis ? [spec.backgroundAnalysis.analysis] : []),
+  ];
+  const names = analyses.flatMap((a) =>
+    a.templates.flatMap((t) =>
+      t.metrics.flatMap((m) =>
+        providersRead(m.provider).flatMap((p) => (p.lambda ? [p.lambda.function] : [])),
+      ),
+    ),
+  );
+  const stack = Stack.of(scope);
+  return [...new Set(names)].map((n) =>
+    n.startsWith("arn:")
+      ? n
+      : stack.formatArn({
+          service: "lambda",
+          resource: "function",
+          resourceName: n,
           arnFormat: ArnFormat.COLON_RESOURCE_NAME,
         }),
   );
