@@ -210,3 +210,44 @@ describe("alarm validation at synth time", () => {
     );
   });
 });
+
+describe("a rollout whose analysis measures with a Lambda function", () => {
+  it("lets exactly the measuring functions invoke exactly that function", () => {
+    const dir = mkdtempSync(join(tmpdir(), "infra-lambda-metric-"));
+    const file = join(dir, "native.yaml");
+    writeFileSync(
+      file,
+      `name: api
+image: api:1
+steps: [10, 100]
+analysis:
+  templates:
+    - name: smoke
+      metrics:
+        - name: smoke
+          successCondition: result.passed == result.total
+          provider: {plugin: {sfn-rollouts/lambda: {function: checkout-test, payload: {cases: 20}}}}
+`,
+    );
+    const stack = new Stack(testApp(), "Measured", { env: { account: "111122223333", region: "eu-west-1" } });
+    new RolloutController(stack, "Controller").addRollout("Api", {
+      spec: { files: [file] },
+      target: { type: "lambda-alias", functionName: "api", alias: "live" },
+      trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repo", "api") },
+    });
+    const template = Template.fromStack(stack);
+    const grants = grantsOf(template, "lambda:InvokeFunction").filter((g) =>
+      g.resources.some((r) => r.includes(":function:checkout-test")),
+    );
+    expect(grants.map((g) => g.roles[0]).sort()).toEqual(
+      (["startAnalysis", "analysisTick", "resume"] as const).map((n) => roleOfFunction(template, n)).sort(),
+    );
+    for (const g of grants) {
+      expect(g.resources).toEqual([
+        "arn:<AWS::Partition>:lambda:eu-west-1:111122223333:function:checkout-test",
+      ]);
+    }
+    const report = new AwsSolutionsChecks().validateScope(stack);
+    expect(report.violations.map((v) => v.ruleName)).toEqual([]);
+  });
+});
