@@ -1,3 +1,0 @@
-export * from "./lambda.ts";
-export * from "./payload.ts";
-export * from "./port.ts";
