@@ -230,7 +230,7 @@ export function renderRollout(view: RolloutView): string {
   if (item.waitingFor && item.waitingSince !== null) {
     const until = item.pause?.until ? `, resumes at ${isoSeconds(item.pause.until)}` : "";
     const who =
-      item.waitingFor === "analysis"
+      item.waitingFor === "analysis" || item.waitingFor === "hook"
         ? ""
         : item.pause?.until
           ? " (rollouts promote skips it)"

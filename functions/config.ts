@@ -18,6 +18,8 @@ export const HANDLERS = {
   resume: "resume",
   promote: "promote",
   abort: "abort",
+  checkAlarms: "check-alarms",
+  hook: "hook",
 } as const;
 
 export type HandlerName = keyof typeof HANDLERS;

@@ -36,8 +36,10 @@ export function prebuiltBundle(name: HandlerName, from = import.meta.url): strin
  * - `metrics`: CloudWatch `GetMetricData` and/or AMP `QueryMetrics` when configured
  * - `events`: `PutEvents` on the lifecycle bus
  * - `executions`: start (and stop) the rollouts' executions
+ * - `alarms`: `cloudwatch:DescribeAlarms` on the alarms the rollouts watch
+ * - `hooks`: `lambda:InvokeFunction` on exactly the rollouts' hook functions
  */
-export type Need = "target" | "timer" | "tokens" | "metrics" | "events" | "executions";
+export type Need = "target" | "timer" | "tokens" | "metrics" | "events" | "executions" | "alarms" | "hooks";
 
 export const FUNCTION_NEEDS: Readonly<Record<HandlerName, readonly Need[]>> = {
   // Starts the execution; supersedes an older running revision through the abort channel.
@@ -58,6 +60,10 @@ export const FUNCTION_NEEDS: Readonly<Record<HandlerName, readonly Need[]>> = {
   promote: ["target", "timer", "events"],
   // Puts the traffic back and schedules the candidate's scale-down (or the next poll).
   abort: ["target", "timer", "events"],
+  // A step boundary: reads the rollout's alarms (an alarm in ALARM aborts before the next step).
+  checkAlarms: ["alarms"],
+  // Stores the hook's token on the item, then starts the hook function with it.
+  hook: ["hooks"],
 };
 
 /**

@@ -1,4 +1,5 @@
 import type { RemovalPolicy } from "aws-cdk-lib";
+import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
 import type * as ecr from "aws-cdk-lib/aws-ecr";
 import type * as events from "aws-cdk-lib/aws-events";
@@ -197,4 +198,11 @@ export interface RolloutOptions {
   readonly trigger: RolloutTrigger;
   /** Subscriptions of this rollout, added to its spec's (`notifications` / Argo's annotations). */
   readonly notifications?: readonly NotificationSubscriptionInput[];
+  /**
+   * CloudWatch alarms that abort the rollout when one goes to ALARM while it runs, added to the
+   * spec's `alarms`: alarms of this app (checked to be in this stack's account and region) or
+   * names and ARNs of alarms that exist already.
+   * @default the spec's alarms only
+   */
+  readonly alarms?: ReadonlyArray<cloudwatch.IAlarm | string>;
 }

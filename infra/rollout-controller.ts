@@ -1,4 +1,4 @@
-import { Annotations, ArnFormat, Lazy, Names, RemovalPolicy, Stack } from "aws-cdk-lib";
+import { Annotations, ArnFormat, Lazy, Names, RemovalPolicy, Stack, Token } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as events from "aws-cdk-lib/aws-events";
@@ -13,6 +13,7 @@ import { Construct } from "constructs";
 import { ENV, HANDLERS, type HandlerName } from "../functions/config.ts";
 import { TABLE } from "../functions/store/keys.ts";
 import {
+  alarmNameOf,
   compile,
   FUNCTION_PLACEHOLDERS,
   type FunctionRole,
@@ -37,6 +38,15 @@ import { kubernetesAccessEntries, kubernetesVpc } from "./kubernetes.ts";
 import { acknowledge, acknowledgeStateMachineRole, acknowledgeWildcards } from "./nag.ts";
 import { Notifications, notificationsProblems, subscriptionProblems } from "./notifications.ts";
 import { EMBEDDED_CONTEXT, type RolloutControllerProps, type RolloutOptions } from "./props.ts";
+import {
+  alarmArns,
+  alarmProblems,
+  alarmRule,
+  hookFunctions,
+  mergedAlarms,
+  metricFunctions,
+  validateAlarmNames,
+} from "./safety.ts";
 import { rolloutTable } from "./table.ts";
 import { imageTagFilter } from "./tag-pattern.ts";
 import { targetGrants } from "./target-grants.ts";
@@ -66,6 +76,8 @@ export interface Rollout {
   readonly failedExecutionsAlarm: cloudwatch.Alarm;
   /** One rule per subscribed trigger and service: this rollout's lifecycle event → the service. */
   readonly notificationRules: readonly events.Rule[];
+  /** With alarms: `CloudWatch Alarm State Change` to ALARM of one of them → the abort channel. */
+  readonly alarmRule?: events.Rule;
 }
 
 /** The functions every rollout shares, by handler. */
@@ -76,6 +88,7 @@ interface Route {
   readonly stateMachineArn: string;
   readonly repository: string;
   readonly tags?: string[];
+  readonly alarms?: string[];
 }
 
 /**
@@ -294,6 +307,7 @@ export class RolloutController extends Construct {
     this.#grantTarget(scope, options, stateMachine);
     if (usesCloudWatch(spec)) this.#grantCloudWatch();
     const rule = this.#pushRule(scope, spec, options);
+    const onAlarm = this.#guard(scope, spec);
     this.#routes.push({
       rollout: spec.name,
       stateMachineArn: stateMachine.stateMachineArn,
@@ -302,6 +316,9 @@ export class RolloutController extends Construct {
         ? { tags: [options.trigger.tagPattern] }
         : {}),
       ...(spec.rollbackCooldown ? { cooldown: spec.rollbackCooldown } : {}),
+      ...(spec.alarms
+        ? { alarms: spec.alarms.map((a) => (Token.isUnresolved(a) ? a : alarmNameOf(a))) }
+        : {}),
     });
 
     const { dashboard, alarm } = rolloutDashboard(scope, spec.name, stateMachine, {
@@ -324,6 +341,7 @@ export class RolloutController extends Construct {
       dashboard,
       failedExecutionsAlarm: alarm,
       notificationRules,
+      ...(onAlarm ? { alarmRule: onAlarm } : {}),
     };
     this.#rollouts.set(id, rollout);
     return rollout;
@@ -334,7 +352,11 @@ export class RolloutController extends Construct {
     id: string,
     options: RolloutOptions,
   ): { spec: RolloutSpec; target: ReturnType<typeof resolveTarget>; definition: StateMachineDefinition } {
-    const { spec, problems } = resolveSpec(options.spec);
+    const resolved = resolveSpec(options.spec);
+    const { problems } = resolved;
+    const alarms = resolved.spec ? mergedAlarms(resolved.spec, options) : [];
+    const spec = resolved.spec && alarms.length > 0 ? { ...resolved.spec, alarms } : resolved.spec;
+    if (alarms.length > 0) problems.push(...alarmProblems(this, options, alarms));
     const target = resolveTarget(options.target, this.node.tryGetContext(EMBEDDED_CONTEXT) === true);
     problems.push(...target.problems, ...triggerProblems(options));
     if (!/^[A-Za-z][A-Za-z0-9]*$/.test(id))
@@ -406,6 +428,45 @@ export class RolloutController extends Construct {
     );
     acknowledgeStateMachineRole(stateMachine);
     return stateMachine;
+  }
+
+  /**
+   * Alarm rollback and hooks: the alarm rule into the trigger (the abort channel), the names the
+   * app can check, `cloudwatch:DescribeAlarms` on exactly the rollout's alarms for the step
+   * boundaries' check, and `lambda:InvokeFunction` on exactly its hook functions.
+   */
+  #guard(scope: Construct, spec: RolloutSpec): events.Rule | undefined {
+    const measured = metricFunctions(scope, spec);
+    if (measured.length > 0) {
+      for (const name of ["startAnalysis", "analysisTick", "resume"] as const) {
+        this.#roles[name].addToPrincipalPolicy(
+          new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: measured }),
+        );
+      }
+    }
+    const hooks = hookFunctions(spec);
+    if (hooks.length > 0) {
+      this.#roles.hook.addToPrincipalPolicy(
+        new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: hooks }),
+      );
+    }
+    const alarms = spec.alarms ?? [];
+    if (alarms.length === 0) return undefined;
+    validateAlarmNames(scope, alarms, spec.ignorePollAlarmFailure ?? false);
+    this.#roles.checkAlarms.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ["cloudwatch:DescribeAlarms"],
+        resources: alarmArns(scope, alarms),
+      }),
+    );
+    const rule = alarmRule(scope, spec.name, alarms);
+    rule.addTarget(
+      new eventTargets.LambdaFunction(this.functions.trigger, {
+        retryAttempts: 8,
+        deadLetterQueue: this.triggerDeadLetters.queue,
+      }),
+    );
+    return rule;
   }
 
   /** The trigger starts this rollout's executions, and reads and stops them (supersede). */

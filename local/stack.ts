@@ -1,17 +1,10 @@
 import { fileURLToPath } from "node:url";
+import { MemoryAlarms } from "../functions/alarms/memory.ts";
+import type { AlarmValue } from "../functions/alarms/port.ts";
 import type { Clock } from "../functions/clock.ts";
 import { HANDLERS, type HandlerName } from "../functions/config.ts";
-import { createHandler as createAbort } from "../functions/handlers/abort.ts";
-import { createHandler as createAnalysisTick } from "../functions/handlers/analysis-tick.ts";
-import { createHandler as createAwait } from "../functions/handlers/await.ts";
-import { createHandler as createBegin } from "../functions/handlers/begin.ts";
-import { createHandler as createCheckReady } from "../functions/handlers/check-ready.ts";
-import { createHandler as createPromote } from "../functions/handlers/promote.ts";
-import { createHandler as createResume } from "../functions/handlers/resume.ts";
 import { depsFromEnv } from "../functions/handlers/root.ts";
-import { createHandler as createSetWeight } from "../functions/handlers/set-weight.ts";
-import { createHandler as createStartAnalysis } from "../functions/handlers/start-analysis.ts";
-import { createHandler as createTrigger, triggerDepsFromEnv } from "../functions/handlers/trigger.ts";
+import { triggerDepsFromEnv } from "../functions/handlers/trigger.ts";
 import { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
 import type { RolloutItem } from "../functions/store/schema.ts";
 import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts";
@@ -20,8 +13,10 @@ import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
 import type { NotificationsProps } from "../infra/notifications.ts";
 import type { KubernetesTarget } from "../infra/props.ts";
 import { handlerNameFor } from "./asl/extract.ts";
+import { LOCAL_ACCOUNT, LOCAL_REGION } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
+import { handlerFactories } from "./handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -48,6 +43,11 @@ export interface LocalStackOptions {
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
   /** The controller's notifications: their rules deliver here as on AWS (webhooks by HTTP POST). */
   notifications?: NotificationsProps;
+  /**
+   * Local functions a rollout's hooks name, by function name: each is registered in the
+   * runtime's Lambda service as `arn:aws:lambda:local:000000000000:function:<name>`.
+   */
+  hookFunctions?: Record<string, LambdaHandler>;
 }
 
 /** What the `rollouts` CLI needs to reach a local stack: its table, endpoints and dummy credentials. */
@@ -74,6 +74,13 @@ export interface LocalStack {
   metrics: RecordingMetricsSink;
   /** Puts an `ECR Image Action` push on the local bus, as ECR does on AWS. */
   push(tag: string, digest: string, at?: Date): Promise<void>;
+  /** The local CloudWatch alarms the step boundaries read. */
+  alarms: MemoryAlarms;
+  /**
+   * Sets a local alarm's state and, when it changes, puts the `CloudWatch Alarm State Change`
+   * event on the local bus, as CloudWatch does on AWS.
+   */
+  setAlarm(name: string, value: AlarmValue, reason?: string): Promise<void>;
   item(): Promise<RolloutItem | undefined>;
   store: DynamoRolloutStore;
   close(): Promise<void>;
@@ -119,27 +126,20 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const dynamo =
     typeof options.dynamo === "object" ? options.dynamo : await startDynamo(options.dynamo ?? "dynalite");
   const metrics = new RecordingMetricsSink();
+  const alarms = new MemoryAlarms();
   const clock = options.clock;
   const handlerNames = Object.values(HANDLERS);
   const byFile = Object.fromEntries(Object.entries(HANDLERS).map(([k, v]) => [v, k])) as Record<
     string,
     HandlerName
   >;
-  const factories: Record<HandlerName, (env: Record<string, string>) => LambdaHandler> = {
-    trigger: (env) =>
-      createTrigger(once(() => triggerDepsFromEnv(env, clock ? { clock } : {}))) as LambdaHandler,
-    begin: (env) => createBegin(workflowDeps(env)) as LambdaHandler,
-    setWeight: (env) => createSetWeight(workflowDeps(env)) as LambdaHandler,
-    checkReady: (env) => createCheckReady(workflowDeps(env)) as LambdaHandler,
-    await: (env) => createAwait(workflowDeps(env)) as LambdaHandler,
-    startAnalysis: (env) => createStartAnalysis(workflowDeps(env)) as LambdaHandler,
-    analysisTick: (env) => createAnalysisTick(workflowDeps(env)) as LambdaHandler,
-    resume: (env) => createResume(workflowDeps(env)) as LambdaHandler,
-    promote: (env) => createPromote(workflowDeps(env)) as LambdaHandler,
-    abort: (env) => createAbort(workflowDeps(env)) as LambdaHandler,
-  };
+  const factories = handlerFactories({
+    workflow: workflowDeps,
+    trigger: (env) => once(() => triggerDepsFromEnv(env, clock ? { clock } : {})),
+  });
   function workflowDeps(env: Record<string, string>): () => WorkflowDeps {
-    return once(() => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics }));
+    // CloudWatch's alarms are not part of the façade: the functions read the local ones.
+    return once(() => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics, alarms }));
   }
 
   // A first extraction (without running anything) to learn the functions and the table.
@@ -162,6 +162,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const admin = dynamo.client();
   await createTableFromTemplate(admin, table.name, table.properties);
 
+  for (const [name, handler] of Object.entries(options.hookFunctions ?? {})) {
+    functions.set(name, { handler });
+  }
   const runtime = await startRuntime({
     template,
     functions,
@@ -202,6 +205,29 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ]);
       if (result.FailedEntryCount)
         throw new Error(`the push of ${tag} was not accepted: ${JSON.stringify(result)}`);
+    },
+    alarms,
+    setAlarm: async (name, value, reason = "") => {
+      const [previous] = await alarms.describe([name]);
+      alarms.set(name, value, reason);
+      if (previous?.value === value) return;
+      const time = runtime.clock.now();
+      const result = await runtime.putEvents([
+        {
+          Source: "aws.cloudwatch",
+          DetailType: "CloudWatch Alarm State Change",
+          Time: time,
+          Resources: [`arn:aws:cloudwatch:${LOCAL_REGION}:${LOCAL_ACCOUNT}:alarm:${name}`],
+          Detail: JSON.stringify({
+            alarmName: name,
+            state: { value, reason, timestamp: new Date(time).toISOString() },
+            previousState: { value: previous?.value ?? "INSUFFICIENT_DATA", reason: previous?.reason ?? "" },
+            configuration: {},
+          }),
+        },
+      ]);
+      if (result.FailedEntryCount)
+        throw new Error(`the state change of ${name} was not accepted: ${JSON.stringify(result)}`);
     },
     close: async () => {
       await runtime.close();

@@ -1,17 +1,8 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "../functions/clock.ts";
 import { HANDLERS, type HandlerName } from "../functions/config.ts";
-import { createHandler as createAbort } from "../functions/handlers/abort.ts";
-import { createHandler as createAnalysisTick } from "../functions/handlers/analysis-tick.ts";
-import { createHandler as createAwait } from "../functions/handlers/await.ts";
-import { createHandler as createBegin } from "../functions/handlers/begin.ts";
-import { createHandler as createCheckReady } from "../functions/handlers/check-ready.ts";
-import { createHandler as createPromote } from "../functions/handlers/promote.ts";
-import { createHandler as createResume } from "../functions/handlers/resume.ts";
 import { depsFromEnv } from "../functions/handlers/root.ts";
-import { createHandler as createSetWeight } from "../functions/handlers/set-weight.ts";
-import { createHandler as createStartAnalysis } from "../functions/handlers/start-analysis.ts";
-import { createHandler as createTrigger, triggerDepsFromEnv } from "../functions/handlers/trigger.ts";
+import { triggerDepsFromEnv } from "../functions/handlers/trigger.ts";
 import { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
 import type { RolloutItem } from "../functions/store/schema.ts";
 import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts";
@@ -34,6 +25,7 @@ import {
 import { extractStack, handlerNameFor } from "./asl/extract.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
+import { handlerFactories } from "./handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -152,19 +144,10 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
   >;
   const workflowDeps = (env: Record<string, string>) =>
     once((): WorkflowDeps => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics }));
-  const factories: Record<HandlerName, (env: Record<string, string>) => LambdaHandler> = {
-    trigger: (env) =>
-      createTrigger(once(() => triggerDepsFromEnv(env, clock ? { clock } : {}))) as LambdaHandler,
-    begin: (env) => createBegin(workflowDeps(env)) as LambdaHandler,
-    setWeight: (env) => createSetWeight(workflowDeps(env)) as LambdaHandler,
-    checkReady: (env) => createCheckReady(workflowDeps(env)) as LambdaHandler,
-    await: (env) => createAwait(workflowDeps(env)) as LambdaHandler,
-    startAnalysis: (env) => createStartAnalysis(workflowDeps(env)) as LambdaHandler,
-    analysisTick: (env) => createAnalysisTick(workflowDeps(env)) as LambdaHandler,
-    resume: (env) => createResume(workflowDeps(env)) as LambdaHandler,
-    promote: (env) => createPromote(workflowDeps(env)) as LambdaHandler,
-    abort: (env) => createAbort(workflowDeps(env)) as LambdaHandler,
-  };
+  const factories = handlerFactories({
+    workflow: workflowDeps,
+    trigger: (env) => once(() => triggerDepsFromEnv(env, clock ? { clock } : {})),
+  });
   const extracted = extractStack(template);
   const functions = new Map<string, RuntimeFunction>();
   for (const fn of extracted.functions) {

@@ -17,7 +17,13 @@ const NEEDS = [
   // `Chromium 156.0.8078.114 built on Debian ...`; puppeteer-core speaks to recent ones.
   { command: "chromium", args: ["--version"], minimum: 120, pkg: "chromium", pattern: /Chromium (\d+)/ },
   // `Client Version: v1.32.4`.
-  { command: "kubectl", args: ["version", "--client"], minimum: 1, pkg: "kubectl", pattern: /Client Version: v?(\d+)/ },
+  {
+    command: "kubectl",
+    args: ["version", "--client"],
+    minimum: 1,
+    pkg: "kubectl",
+    pattern: /Client Version: v?(\d+)/,
+  },
 ];
 
 /** The major version a command prints, 0 when it runs but prints none, undefined when it is absent. */

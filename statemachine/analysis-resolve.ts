@@ -14,6 +14,7 @@ import { formatDuration, parseDuration } from "./duration.ts";
 import { JUDGE_PLUGIN, loadJudge } from "./judge-load.ts";
 import { MAX_CLOUDWATCH_WINDOW_SECONDS, MAX_WAIT_SECONDS } from "./limits.ts";
 import { issueMessage, joinPath, type Problem } from "./problems.ts";
+import { LAMBDA_PLUGIN, LambdaProviderSchema } from "./providers.ts";
 import { re2Search } from "./re2.ts";
 import {
   type AnalysisSpec,
@@ -275,7 +276,10 @@ function resolveMetric(
       if (name in provider) {
         problems.push({
           ...at(`provider.${name}`),
-          message: `the ${name} provider is not supported: use prometheus, web, cloudWatch, samples or the ${JUDGE_PLUGIN} plugin`,
+          message:
+            name === "job"
+              ? `the job provider is not supported: run the check as a Lambda function with the ${LAMBDA_PLUGIN} plugin (provider: {plugin: {${LAMBDA_PLUGIN}: {function, payload}}}), whose returned JSON is the measurement`
+              : `the ${name} provider is not supported: use prometheus, web, cloudWatch, samples, the ${LAMBDA_PLUGIN} plugin or the ${JUDGE_PLUGIN} plugin`,
         });
         return undefined;
       }
@@ -336,7 +340,7 @@ function normalizeMetric(
     int("consecutiveErrorLimit", m.consecutiveErrorLimit) ?? ARGO_DEFAULTS.metric.consecutiveErrorLimit;
   // A judge's promote decision is a Successful measurement that ends the metric: a streak of one,
   // so reaching `count` while it only held is Inconclusive (a person decides), never Successful.
-  const judged = m.provider.plugin !== undefined;
+  const judged = m.provider.plugin !== undefined && JUDGE_PLUGIN in m.provider.plugin;
   const consecutiveSuccessLimit =
     int("consecutiveSuccessLimit", m.consecutiveSuccessLimit) ??
     (judged ? 1 : ARGO_DEFAULTS.metric.consecutiveSuccessLimit);
@@ -495,15 +499,24 @@ function normalizeProvider(
   }
   if (p.plugin) {
     const names = Object.keys(p.plugin);
-    const other = names.find((n) => n !== JUDGE_PLUGIN);
+    const other = names.find((n) => n !== JUDGE_PLUGIN && n !== LAMBDA_PLUGIN);
     if (other !== undefined || names.length !== 1) {
       report(
         other !== undefined ? `provider.plugin.${other}` : "provider.plugin",
         other !== undefined
-          ? `the metric plugin "${other}" is not supported: the plugin this controller runs is ${JUDGE_PLUGIN}`
-          : `name one plugin: ${JUDGE_PLUGIN}`,
+          ? `the metric plugin "${other}" is not supported: the plugins this controller runs are ${JUDGE_PLUGIN} and ${LAMBDA_PLUGIN}`
+          : `name one plugin: ${JUDGE_PLUGIN} or ${LAMBDA_PLUGIN}`,
       );
       return undefined;
+    }
+    if (names[0] === LAMBDA_PLUGIN) {
+      const parsed = LambdaProviderSchema.safeParse(p.plugin[LAMBDA_PLUGIN]);
+      if (!parsed.success) {
+        for (const issue of parsed.error.issues)
+          report(joinPath([`provider.plugin.${LAMBDA_PLUGIN}`, ...issue.path]), issueMessage(issue));
+        return undefined;
+      }
+      return { lambda: parsed.data };
     }
     const base = `provider.plugin.${JUDGE_PLUGIN}`;
     const judge = loadJudge(p.plugin[JUDGE_PLUGIN], base, {

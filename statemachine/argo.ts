@@ -6,6 +6,7 @@ import {
   resolveAnalysis,
   zodProblems,
 } from "./analysis-resolve.ts";
+import { argoSafety } from "./argo-safety.ts";
 import {
   type ArgoAnalysisRef,
   type ArgoRolloutSpec,
@@ -75,6 +76,7 @@ export function normalizeArgoRollout(
       ? blueGreenStrategy(spec.strategy.blueGreen, ctx)
       : { common: {}, steps: [] };
   const notifications = subscriptionsFromAnnotations(object.metadata?.annotations, origin, problems);
+  const safety = argoSafety(object, origin, problems);
   if (problems.length !== before || !name) return undefined;
   const image = imageOf(spec.template);
   return {
@@ -93,6 +95,7 @@ export function normalizeArgoRollout(
     ...(backgroundAnalysis ? { backgroundAnalysis } : {}),
     ...(image ? { image } : {}),
     ...(notifications.length > 0 ? { notifications } : {}),
+    ...safety,
   };
 }
 

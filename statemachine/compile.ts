@@ -2,6 +2,7 @@ import { formatDuration } from "./duration.ts";
 import { DEFINITION_MAX_CHARS, FUNCTION_ARN_MAX_CHARS, TIMEOUT_SECONDS_MAX } from "./limits.ts";
 import { plan } from "./plan.ts";
 import { type Problem, SpecError } from "./problems.ts";
+import { alarmNameOf, type HookPoint } from "./safety.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
 import { passStageLabel } from "./waves.ts";
 
@@ -17,6 +18,8 @@ export const FUNCTION_PLACEHOLDERS = {
   startAnalysis: "StartAnalysisFunctionArn",
   promote: "PromoteFunctionArn",
   abort: "AbortFunctionArn",
+  checkAlarms: "CheckAlarmsFunctionArn",
+  hook: "HookFunctionArn",
 } as const;
 
 export type FunctionRole = keyof typeof FUNCTION_PLACEHOLDERS;
@@ -33,6 +36,11 @@ export const EXECUTION_SUPERSEDED = "ExecutionSuperseded";
  * Task of a step catches it into the step's `-Held` wait for a person, and the step runs again.
  */
 export const PAUSE_REQUESTED = "PauseRequested";
+/**
+ * The error of a lifecycle hook that failed, timed out or stopped sending heartbeats: its Catch
+ * words the cause (the hook, its function and its own error) and goes to Abort.
+ */
+export const HOOK_FAILED = "HookFailed";
 
 /** Errors of the Lambda service itself, always safe to retry. */
 export const TRANSIENT_LAMBDA_ERRORS = [
@@ -171,8 +179,12 @@ class DefinitionBuilder {
   readonly #options: CompileOptions;
   readonly #rollout: Record<string, unknown>;
   readonly #target: { target?: Record<string, unknown> };
-  /** Each step's entry state: the step itself, or the background analysis it starts first. */
+  /**
+   * Each step's entry state: the step itself, or the background analysis it starts first; with
+   * alarms, the alarm check before them (`#inner` keeps what the check goes on to).
+   */
   readonly #entries = new Map<number, string>();
+  readonly #inner = new Map<number, string>();
 
   constructor(spec: RolloutSpec, options: CompileOptions) {
     this.#spec = spec;
@@ -189,8 +201,15 @@ class DefinitionBuilder {
     spec.steps.forEach((_, i) => {
       const stem = stepStateName(spec, i);
       const background = spec.backgroundAnalysis?.startingStep === i;
-      this.#entries.set(i, background ? `${stem}-StartBackgroundAnalysis` : stem);
+      const inner = background ? `${stem}-StartBackgroundAnalysis` : stem;
+      this.#inner.set(i, inner);
+      this.#entries.set(i, this.#alarmed ? `${stem}-CheckAlarms` : inner);
     });
+  }
+
+  /** True when the rollout watches CloudWatch alarms: every step boundary checks them. */
+  get #alarmed(): boolean {
+    return (this.#spec.alarms?.length ?? 0) > 0;
   }
 
   /** `Begin`, the candidate's readiness loop and the first-revision shortcut. */
@@ -227,7 +246,12 @@ class DefinitionBuilder {
       Type: "Choice",
       Comment: "The first revision of a rollout skips the steps: there is nothing to compare it with.",
       Choices: [{ Variable: "$.begin.firstRevision", BooleanEquals: true, Next: "Promote" }],
-      Default: spec.steps.length > 0 ? this.#entryOf(0) : firstStep,
+      Default: this.#hookBefore(
+        "beforeTraffic",
+        "Hook-BeforeTraffic",
+        spec.steps.length > 0 ? this.#entryOf(0) : firstStep,
+        null,
+      ),
     };
   }
 
@@ -238,6 +262,7 @@ class DefinitionBuilder {
     if (!step) throw new RangeError(`no step ${i}`);
     const stem = stepStateName(spec, i);
     const next = this.#stepStart(i + 1);
+    if (this.#alarmed) this.states[`${stem}-CheckAlarms`] = this.#checkAlarms(i, this.#innerOf(i));
     if (spec.backgroundAnalysis?.startingStep === i) {
       this.states[`${stem}-StartBackgroundAnalysis`] = this.#invoke(
         "startAnalysis",
@@ -276,9 +301,10 @@ class DefinitionBuilder {
           background: true,
           analysis: spec.backgroundAnalysis.analysis,
         }),
-        "Promote",
+        this.#promoteEntry(),
       );
     }
+    if (this.#alarmed) states["Promote-CheckAlarms"] = this.#checkAlarms(spec.steps.length, "Promote");
     states.Promote = this.#invoke(
       "promote",
       this.#payload({ ...this.#target, scaleDownDelaySeconds: spec.scaleDownDelaySeconds }),
@@ -338,7 +364,11 @@ class DefinitionBuilder {
   }
 
   /** A step that moves traffic: the drift check, and readiness after it when the target has pods. */
-  #trafficStep(step: Step, i: number, stem: string, next: string): void {
+  #trafficStep(step: Step, i: number, stem: string, following: string): void {
+    const next =
+      step.kind === "setWeight" && step.weight > 0
+        ? this.#hookBefore("afterTraffic", `${stem}-Hook-AfterTraffic`, following, i)
+        : following;
     const settled = this.#options.readinessChecks && (step.kind === "setWeight" || step.kind === "preview");
     const drift = this.#spec.onDrift === "ignore" && step.kind === "setWeight" ? { onDrift: "ignore" } : {};
     this.states[stem] = this.#invoke(
@@ -401,7 +431,91 @@ class DefinitionBuilder {
   }
 
   #stepStart(i: number): string {
-    return i >= this.#spec.steps.length ? "Promote" : this.#entryOf(i);
+    return i >= this.#spec.steps.length ? this.#promoteEntry() : this.#entryOf(i);
+  }
+
+  /** What runs before `Promote`: the afterPromotion hook, then the alarm check. */
+  #promoteEntry(): string {
+    const promote = this.#alarmed ? "Promote-CheckAlarms" : "Promote";
+    return this.#hookBefore("afterPromotion", "Hook-AfterPromotion", promote, this.#spec.steps.length);
+  }
+
+  #innerOf(i: number): string {
+    const found = this.#inner.get(i);
+    if (!found) throw new Error(`step ${i} has no entry state`);
+    return found;
+  }
+
+  /**
+   * The step boundary's alarm check: DescribeAlarms on the rollout's alarms; one in ALARM throws
+   * `RolloutAborted` with its name and reason (into Abort), a missing one is an error unless
+   * `ignorePollAlarmFailure`. The event rule aborts a running step at once; this check stops an
+   * alarm that was already firing before the next step starts.
+   */
+  #checkAlarms(stepIndex: number, next: string): State {
+    const spec = this.#spec;
+    return this.#invoke(
+      "checkAlarms",
+      this.#payload({
+        stepIndex,
+        alarms: (spec.alarms ?? []).map(alarmNameOf),
+        ignorePollAlarmFailure: spec.ignorePollAlarmFailure ?? false,
+      }),
+      next,
+    );
+  }
+
+  /**
+   * A lifecycle hook's state, if the spec has that hook, placed before \`next\`; returns the
+   * state to go to. The hook function gets the task token through the hook Lambda (which stores it
+   * on the rollout, so the abort channel ends the wait like any other) and answers with
+   * SendTaskSuccess or SendTaskFailure. A failure, a timeout or a missed heartbeat aborts with a
+   * message naming the hook.
+   */
+  #hookBefore(point: HookPoint, name: string, next: string, stepIndex: number | null): string {
+    const hook = this.#spec.hooks?.[point];
+    if (!hook) return next;
+    const label = `${point} hook ${hook.function}`;
+    this.states[name] = {
+      Type: "Task",
+      Resource: "arn:aws:states:::lambda:invoke.waitForTaskToken",
+      Parameters: {
+        FunctionName: fn("hook"),
+        Payload: this.#payload({
+          stepIndex,
+          hook: { point, ...hook },
+          "taskToken.$": "$$.Task.Token",
+        }),
+      },
+      ResultPath: "$.last",
+      TimeoutSeconds: hook.timeoutSeconds,
+      ...(hook.heartbeatSeconds !== undefined ? { HeartbeatSeconds: hook.heartbeatSeconds } : {}),
+      Retry: [LAMBDA_SERVICE_RETRY],
+      Catch: [
+        { ErrorEquals: [EXECUTION_SUPERSEDED], ResultPath: "$.error", Next: "Superseded" },
+        { ErrorEquals: [ROLLOUT_ABORTED], ResultPath: "$.error", Next: "Abort" },
+        { ErrorEquals: ["States.Timeout"], ResultPath: "$.error", Next: `${name}-TimedOut` },
+        { ErrorEquals: ["States.HeartbeatTimeout"], ResultPath: "$.error", Next: `${name}-NoHeartbeat` },
+        { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: `${name}-Failed` },
+      ],
+      Next: next,
+    };
+    const pass = (cause: Record<string, string>): State => ({
+      Type: "Pass",
+      Parameters: { Error: HOOK_FAILED, ...cause },
+      ResultPath: "$.error",
+      Next: "Abort",
+    });
+    this.states[`${name}-TimedOut`] = pass({
+      Cause: `${label} gave no verdict within ${formatDuration(hook.timeoutSeconds)}`,
+    });
+    this.states[`${name}-NoHeartbeat`] = pass({
+      Cause: `${label} sent no heartbeat for ${formatDuration(hook.heartbeatSeconds ?? 0)}`,
+    });
+    this.states[`${name}-Failed`] = pass({
+      "Cause.$": `States.Format('${label.replace(/'/g, "\\'")} failed: {}: {}', $.error.Error, $.error.Cause)`,
+    });
+    return name;
   }
 
   #entryOf(i: number): string {

@@ -17,6 +17,7 @@ import { healthTemplate } from "./native-health.ts";
 import { NotificationSubscriptionSchema } from "./notifications.ts";
 import type { Problem } from "./problems.ts";
 import { revisionOf } from "./revision.ts";
+import { AlarmsSchema, HookSchema } from "./safety.ts";
 import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
 import { normalizeWaves } from "./waves.ts";
 
@@ -26,6 +27,10 @@ import { normalizeWaves } from "./waves.ts";
  * inline. It compiles to the same step list as an Argo Rollout.
  */
 const Duration = IntOrString;
+
+/** A hook as an ARN alone, or with its timeout and heartbeat. */
+const NativeHook = () =>
+  z.preprocess((v) => (typeof v === "string" ? { function: v } : v), HookSchema).optional();
 
 export const NativeAnalysisSchema = z
   .object({
@@ -89,6 +94,14 @@ export const NativeSpecSchema = z
     notifications: z.array(NotificationSubscriptionSchema).optional(),
     /** One region or account at a time: `[{name, targets | select, bake}]` (`statemachine/waves.ts`). */
     waves: z.unknown().optional(),
+    /** CloudWatch alarms (names or ARNs) that abort the rollout when one goes to ALARM. */
+    alarms: AlarmsSchema.optional(),
+    ignorePollAlarmFailure: z.boolean().optional(),
+    /** Lambda functions asked for a verdict: an ARN, or `{function, timeoutSeconds, heartbeatSeconds}`. */
+    hooks: z
+      .object({ beforeTraffic: NativeHook(), afterTraffic: NativeHook(), afterPromotion: NativeHook() })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -227,6 +240,11 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
     ...(n.image ? { image: n.image } : {}),
     ...(n.notifications && n.notifications.length > 0 ? { notifications: n.notifications } : {}),
     ...(waves ? { waves } : {}),
+    ...(n.alarms ? { alarms: n.alarms } : {}),
+    ...(n.ignorePollAlarmFailure !== undefined ? { ignorePollAlarmFailure: n.ignorePollAlarmFailure } : {}),
+    ...(n.hooks && Object.values(n.hooks).some((h) => h !== undefined)
+      ? { hooks: definedHooks(n.hooks) }
+      : {}),
   };
 }
 
@@ -240,6 +258,11 @@ function waveNamesOf(raw: unknown): Set<string> {
         : [],
     ),
   );
+}
+
+/** The hooks given, without the keys left out (the spec is strict about `undefined`). */
+function definedHooks(hooks: NonNullable<NativeSpec["hooks"]>): NonNullable<RolloutSpec["hooks"]> {
+  return Object.fromEntries(Object.entries(hooks).filter(([, h]) => h !== undefined));
 }
 
 /** One native document being normalized: the parsed spec, where it is, its inline templates. */

@@ -1,6 +1,7 @@
 import { formatDuration } from "./duration.ts";
 import { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
 import { canaryCounts, routedCanaryCounts } from "./pods.ts";
+import { describeGuards } from "./safety.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
 import { describeWaves } from "./waves.ts";
 
@@ -51,6 +52,8 @@ export interface Plan {
   backgroundAnalysis?: { startingStep: number; analysis: string[] };
   /** A release in waves: each wave's targets run every step above, one after the other. */
   waves?: { onFailure: string; waves: string[] };
+  /** The rollout's alarms and lifecycle hooks, one line each. */
+  guards?: string[];
 }
 
 /** Seconds from the start of an analysis to a metric's last look; undefined when it has no count. */
@@ -233,6 +236,7 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
         }
       : {}),
     ...(spec.waves ? { waves: { onFailure: spec.waves.onFailure, waves: describeWaves(spec.waves) } } : {}),
+    ...(describeGuards(spec).length > 0 ? { guards: describeGuards(spec) } : {}),
   };
 }
 

@@ -116,12 +116,34 @@ export const SamplesProviderSchema = z
   })
   .strict();
 
+/** The metric plugin that measures with a Lambda function. */
+export const LAMBDA_PLUGIN = "sfn-rollouts/lambda";
+
+/**
+ * A Lambda function as a measurement (the `sfn-rollouts/lambda` metric plugin, what Argo's `job`
+ * provider becomes here): invoked synchronously with `payload`, its returned JSON is `result`.
+ */
+export const LambdaProviderSchema = z
+  .object({
+    /** The function's name or ARN (a qualified ARN invokes that alias or version). */
+    function: z
+      .string()
+      .regex(
+        /^(arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:)?[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$/,
+        "must be a Lambda function name or ARN",
+      ),
+    /** The event the function receives; `{{args.NAME}}` is substituted in it. */
+    payload: z.unknown().optional(),
+  })
+  .strict();
+
 /** The providers that read a value from a system, one key each; a judge reads versions through them. */
 export const ReadingProviderFields = {
   prometheus: PrometheusProviderSchema.optional(),
   web: WebProviderSchema.optional(),
   cloudWatch: CloudWatchProviderSchema.optional(),
   samples: SamplesProviderSchema.optional(),
+  lambda: LambdaProviderSchema.optional(),
 };
 
 /** True when exactly one provider key is set. */
@@ -136,4 +158,5 @@ export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
 export type WebProvider = z.infer<typeof WebProviderSchema>;
 export type CloudWatchProvider = z.infer<typeof CloudWatchProviderSchema>;
 export type SamplesProvider = z.infer<typeof SamplesProviderSchema>;
+export type LambdaProvider = z.infer<typeof LambdaProviderSchema>;
 export type Provider = z.infer<typeof ProviderSchema>;

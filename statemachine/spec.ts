@@ -4,6 +4,7 @@ import { JudgeSpecSchema } from "./judge-spec.ts";
 import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS, MAX_WAIT_SECONDS } from "./limits.ts";
 import { rolloutNameProblem } from "./names.ts";
 import { NotificationSubscriptionSchema } from "./notifications.ts";
+import { AlarmsSchema, HooksSchema } from "./safety.ts";
 import { WavesSpecSchema } from "./waves.ts";
 
 const Wait = () => z.number().nonnegative().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
@@ -13,6 +14,7 @@ import { exactlyOneProvider, ReadingProviderFields } from "./providers.ts";
 
 export * from "./judge-spec.ts";
 export * from "./providers.ts";
+export * from "./safety.ts";
 export * from "./waves.ts";
 
 /** A metric's provider: one that reads a system, or a judge that reads two versions through one. */
@@ -187,6 +189,12 @@ export const RolloutSpecSchema = z
     waves: WavesSpecSchema.optional(),
     /** The pass of a release in waves this rollout runs (`eu`): its stages are named after it (`eu/25%`). */
     pass: z.string().min(1).optional(),
+    /** CloudWatch alarms (names or ARNs): one going to ALARM while a step runs aborts the rollout. */
+    alarms: AlarmsSchema.optional(),
+    /** A missing alarm or a failed DescribeAlarms lets the step go on instead of aborting. */
+    ignorePollAlarmFailure: z.boolean().optional(),
+    /** Lambda functions the workflow asks for a verdict before and after traffic moves. */
+    hooks: HooksSchema.optional(),
   })
   .strict();
 

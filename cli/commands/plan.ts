@@ -95,6 +95,7 @@ export const registerPlan: RegisterCommand = (program: Command, io, done) => {
         );
         for (const line of result.waves.waves) io.out(printable(`  ${line}`));
       }
+      for (const line of result.guards ?? []) io.out(printable(line));
       done(Exit.ok);
     });
 };

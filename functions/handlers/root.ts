@@ -1,3 +1,4 @@
+import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { ElasticLoadBalancingV2Client } from "@aws-sdk/client-elastic-load-balancing-v2";
@@ -6,10 +7,12 @@ import { LambdaClient } from "@aws-sdk/client-lambda";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens } from "../abort/task-tokens.ts";
+import { CloudWatchAlarms } from "../alarms/cloudwatch.ts";
 import { clientConfig } from "../aws-clients.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import { EventBridgePublisher } from "../events/eventbridge.ts";
+import { LambdaHookInvoker } from "../hooks/lambda.ts";
 import { defaultProviders, maxBodyBytesFrom } from "../metrics/index.ts";
 import { traced } from "../observability/tracing.ts";
 import { DynamoRolloutStore } from "../store/dynamodb.ts";
@@ -42,7 +45,13 @@ export function depsFromEnv(
   const config = clientConfig(source);
   const sfn = traced(new SFNClient(config), source);
   const clock = overrides.clock ?? systemClock;
-  const lazy: { elbv2?: ElasticLoadBalancingV2Client; ecs?: ECSClient; lambda?: LambdaClient } = {};
+  const lazy: {
+    elbv2?: ElasticLoadBalancingV2Client;
+    ecs?: ECSClient;
+    lambda?: LambdaClient;
+    alarms?: CloudWatchAlarms;
+    hooks?: LambdaHookInvoker;
+  } = {};
   const clients: TrafficClients = {
     get elbv2() {
       lazy.elbv2 ??= traced(new ElasticLoadBalancingV2Client(config), source);
@@ -101,6 +110,15 @@ export function depsFromEnv(
         : {}),
     }),
     metrics: new PowertoolsMetricsSink(),
+    get alarms() {
+      lazy.alarms ??= new CloudWatchAlarms(new CloudWatchClient(config));
+      return lazy.alarms;
+    },
+    get hooks() {
+      lazy.lambda ??= new LambdaClient(config);
+      lazy.hooks ??= new LambdaHookInvoker(lazy.lambda);
+      return lazy.hooks;
+    },
   };
 }
 

@@ -2,6 +2,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens } from "../abort/task-tokens.ts";
+import { abortOnAlarm, isAlarmEvent, type OnAlarmResult } from "../alarms/index.ts";
 import { clientConfig } from "../aws-clients.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
@@ -42,10 +43,17 @@ export function triggerDepsFromEnv(
 /**
  * The ECR push rule's target: validates the `ECR Image Action` event, finds the rollouts it
  * triggers and starts each one's execution with an idempotent name (a duplicate starts nothing),
- * superseding an older running revision through the abort channel.
+ * superseding an older running revision through the abort channel. The alarm rules' target too:
+ * a `CloudWatch Alarm State Change` to ALARM aborts the running rollouts that watch the alarm.
  */
-export function createHandler(deps: () => TriggerDeps): (event: unknown) => Promise<TriggerResult> {
-  return logged("trigger", (event) => startRollout(deps(), event));
+export function createHandler(
+  deps: () => TriggerDeps,
+): (event: unknown) => Promise<TriggerResult | OnAlarmResult> {
+  return logged(
+    "trigger",
+    (event): Promise<TriggerResult | OnAlarmResult> =>
+      isAlarmEvent(event) ? abortOnAlarm(deps(), event) : startRollout(deps(), event),
+  );
 }
 
 let cached: TriggerDeps | undefined;

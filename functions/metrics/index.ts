@@ -1,5 +1,6 @@
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
+import { LambdaClient } from "@aws-sdk/client-lambda";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { Metric, PrometheusProvider } from "../../statemachine/spec.ts";
@@ -7,6 +8,7 @@ import { type ClientConfig, clientConfig } from "../aws-clients.ts";
 import { CloudWatchMetricProvider } from "./cloudwatch.ts";
 import type { Fetch } from "./http.ts";
 import { JudgeMetricProvider } from "./judge.ts";
+import { LambdaMetricProvider } from "./lambda.ts";
 import {
   type MeasureContext,
   type MetricProvider,
@@ -28,6 +30,7 @@ export interface ProviderSet {
   web?: MetricProvider;
   cloudWatch?: MetricProvider;
   samples?: MetricProvider;
+  lambda?: MetricProvider;
 }
 
 /**
@@ -43,7 +46,7 @@ export class ProviderRouter implements MetricProvider {
   }
 
   measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
-    const kind = (["prometheus", "web", "cloudWatch", "samples", "judge"] as const).find(
+    const kind = (["prometheus", "web", "cloudWatch", "samples", "lambda", "judge"] as const).find(
       (k) => metric.provider[k] !== undefined,
     );
     const provider = kind ? this.providers[kind] : undefined;
@@ -89,6 +92,7 @@ export function awsPrometheusSigner(sigv4: Sigv4Config): RequestSigner {
 export interface DefaultProviderOptions {
   fetch?: Fetch;
   cloudWatch?: Pick<CloudWatchClient, "send">;
+  lambda?: Pick<LambdaClient, "send">;
   /** The Prometheus of metrics that name no address (`ROLLOUTS_PROMETHEUS_URL`, SigV4 region). */
   prometheus?: { url: string; sigv4Region?: string };
   /** The SDK settings of the CloudWatch client it builds (timeouts, retries); default `clientConfig()`. */
@@ -112,6 +116,15 @@ export function defaultProviders(options: DefaultProviderOptions = {}): Provider
       return cloudWatch.measure(metric, ctx);
     },
   };
+  let lambda: LambdaMetricProvider | undefined;
+  const lazyLambda: MetricProvider = {
+    measure: (metric, ctx) => {
+      lambda ??= new LambdaMetricProvider(
+        options.lambda ?? new LambdaClient(options.clientConfig ?? clientConfig()),
+      );
+      return lambda.measure(metric, ctx);
+    },
+  };
   const http = {
     ...(options.fetch ? { fetch: options.fetch } : {}),
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
@@ -125,5 +138,6 @@ export function defaultProviders(options: DefaultProviderOptions = {}): Provider
     web: new WebMetricProvider(http),
     cloudWatch: lazyCloudWatch,
     samples: new SamplesMetricProvider(http),
+    lambda: lazyLambda,
   });
 }

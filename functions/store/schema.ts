@@ -17,7 +17,7 @@ export type RolloutPhase = z.infer<typeof RolloutPhaseSchema>;
 export const RUNNING_PHASES: readonly RolloutPhase[] = ["Progressing", "Paused"];
 
 /** What a task-token wait is waiting for; the CLI's `promote` behaves differently for each. */
-export const WaitingForSchema = z.enum(["pause", "analysis", "approval"]);
+export const WaitingForSchema = z.enum(["pause", "analysis", "approval", "hook"]);
 export type WaitingFor = z.infer<typeof WaitingForSchema>;
 
 /** Argo's pause reasons (`status.pauseConditions[].reason`). */

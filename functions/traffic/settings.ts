@@ -2,8 +2,8 @@ import { z } from "zod";
 import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import { LIMIT_MESSAGES, MAX_REPLICAS, MAX_WAIT_SECONDS } from "../../statemachine/limits.ts";
 import { formatIssues, issueLines } from "../../statemachine/problems.ts";
-import { KubernetesSettingsSchema } from "./kubernetes/settings.ts";
 import { ModelRouterSettingsSchema } from "../router/settings.ts";
+import { KubernetesSettingsSchema } from "./kubernetes/settings.ts";
 
 /** Seconds of a deadline or a poll: the readiness loop runs inside an execution, at most a year. */
 const WaitSeconds = () => z.number().int().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);

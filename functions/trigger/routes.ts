@@ -21,6 +21,8 @@ export const TriggerRouteSchema = z.object({
   cooldown: z
     .object({ seconds: z.number().int().nonnegative(), maxPerHour: z.number().int().positive() })
     .optional(),
+  /** CloudWatch alarm names: one going to ALARM aborts the rollout while it runs. */
+  alarms: z.array(z.string().min(1)).optional(),
   /** The rollout's own state machine. */
   stateMachineArn: z
     .string()

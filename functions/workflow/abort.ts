@@ -31,7 +31,9 @@ export function abortReason(error: AbortPayload["error"], requested: string | nu
   } catch {
     // Not JSON: a SendTaskFailure cause or the analysis message, used as it is.
   }
-  if (error.Error === "AnalysisRunFailed" || error.Error === "RolloutAborted") return cause || error.Error;
+  // An analysis' message and a hook's (worded by the workflow, naming the hook) stand as they are.
+  if (error.Error === "AnalysisRunFailed" || error.Error === "RolloutAborted" || error.Error === "HookFailed")
+    return cause || error.Error;
   return cause ? `${error.Error}: ${cause}` : error.Error;
 }
 

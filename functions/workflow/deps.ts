@@ -1,6 +1,8 @@
 import type { TaskTokens } from "../abort/task-tokens.ts";
+import type { AlarmReader } from "../alarms/port.ts";
 import type { Clock } from "../clock.ts";
 import type { EventPublisher } from "../events/port.ts";
+import type { HookInvoker } from "../hooks/port.ts";
 import type { MetricProvider } from "../metrics/port.ts";
 import type { RolloutStore } from "../store/port.ts";
 import type { Timer } from "../timer/port.ts";
@@ -21,4 +23,8 @@ export interface WorkflowDeps {
   routerFor(settings: unknown): TrafficRouter;
   providers: MetricProvider;
   metrics: MetricsSink;
+  /** CloudWatch alarms, read at each step boundary of a rollout that watches some. */
+  alarms?: AlarmReader;
+  /** Lifecycle hooks' functions, started with their task token. */
+  hooks?: HookInvoker;
 }

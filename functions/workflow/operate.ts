@@ -47,6 +47,12 @@ export async function promoteRollout(
       message: `rollout "${name}" is ${item.phase} at step ${item.stepIndex + 1}/${item.stepCount} and waits on nothing a person can end; try again at its next pause`,
     };
   }
+  if (item.waitingFor === "hook") {
+    return {
+      ok: false,
+      message: `rollout "${name}" waits for a lifecycle hook's verdict: the hook answers it (or its timeout aborts the rollout); rollouts abort stops it now`,
+    };
+  }
   if (item.waitingFor === "analysis" && !full) {
     return {
       ok: false,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AnalysisSpecSchema, StepSchema } from "../../statemachine/spec.ts";
+import { AnalysisSpecSchema, HOOK_POINTS, StepSchema } from "../../statemachine/spec.ts";
 import { RolloutExecutionInputSchema } from "../trigger/decide.ts";
 
 /**
@@ -92,6 +92,27 @@ export const StartAnalysisPayloadSchema = z.union([
   }),
 ]);
 export type StartAnalysisPayload = z.infer<typeof StartAnalysisPayloadSchema>;
+
+/** A step boundary's alarm check (alarm names, not ARNs). */
+export const CheckAlarmsPayloadSchema = Base.extend({
+  stepIndex: z.number().int().nonnegative(),
+  alarms: z.array(z.string().min(1)).min(1),
+  ignorePollAlarmFailure: z.boolean().default(false),
+});
+export type CheckAlarmsPayload = z.infer<typeof CheckAlarmsPayloadSchema>;
+
+/** A lifecycle hook's wait: the hook, where it runs, and the token its function answers. */
+export const HookPayloadSchema = Base.extend({
+  stepIndex: z.number().int().nonnegative().nullable(),
+  hook: z.object({
+    point: z.enum(HOOK_POINTS),
+    function: z.string().min(1),
+    timeoutSeconds: z.number().int().positive(),
+    heartbeatSeconds: z.number().int().positive().optional(),
+  }),
+  taskToken: z.string().min(1),
+});
+export type HookPayload = z.infer<typeof HookPayloadSchema>;
 
 export const PromotePayloadSchema = Base.extend({
   scaleDownDelaySeconds: z.number().int().nonnegative(),

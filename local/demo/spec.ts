@@ -80,6 +80,8 @@ export function writeDemoSpec(
     judge?: DemoJudge;
     /** A background analysis of the success rate from step 1, with these conditions. */
     background?: { successCondition: string; failureCondition: string };
+    /** The Rollout's annotations (alarms, hooks: `rollouts.sfn/…`). */
+    annotations?: Record<string, string>;
   } = {},
 ): string[] {
   const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-demo-"));
@@ -87,7 +89,13 @@ export function writeDemoSpec(
 kind: Rollout
 metadata:
   name: ${options.name ?? "demo"}
-spec:
+${
+  options.annotations
+    ? `  annotations:\n${Object.entries(options.annotations)
+        .map(([k, v]) => `    ${JSON.stringify(k)}: ${JSON.stringify(v)}\n`)
+        .join("")}`
+    : ""
+}spec:
   replicas: 4
   template:
     spec:

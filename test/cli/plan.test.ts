@@ -290,3 +290,21 @@ describe("rollouts plan --rps --error-rate", () => {
     expect(big.err).toContain("--error-rate must be a share between 0 and 1, got 3");
   });
 });
+
+describe("rollouts plan with alarms and hooks", () => {
+  it("shows the alarms and each hook, where it runs and how long it may take", async () => {
+    const { code, out } = await run("plan", "test/fixtures/safety/guarded.yaml");
+    expect(code).toBe(0);
+    expect(out).toContain(
+      "alarms: shop-5xx, shop-p99: one going to ALARM aborts the running step at once; checked before every step and Promote; a missing alarm aborts",
+    );
+    expect(out).toContain(
+      "hook beforeTraffic: arn:aws:lambda:eu-west-1:123456789012:function:smoke before any traffic moves, verdict within 10m",
+    );
+    expect(out).toContain(
+      "hook afterTraffic: arn:aws:lambda:eu-west-1:123456789012:function:load-test after every weight change, verdict within 30m, a heartbeat every 1m",
+    );
+    const json = JSON.parse((await run("plan", "test/fixtures/safety/guarded.yaml", "--json")).out);
+    expect(json.guards).toHaveLength(3);
+  });
+});

@@ -47,6 +47,7 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
         ...(options.pause ? { pause: options.pause } : {}),
         ...(options.count ? { count: options.count } : {}),
         ...(options.background ? { background: options.background } : {}),
+        ...(options.annotations ? { annotations: options.annotations } : {}),
         ...(options.judge
           ? {
               judge: {
@@ -67,6 +68,7 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
     tableName: options.tableName,
     ...(options.wrap ? { wrap: options.wrap } : {}),
     ...(options.notifications ? { notifications: options.notifications } : {}),
+    ...(options.hookFunctions ? { hookFunctions: options.hookFunctions } : {}),
   });
   const sfn = new SFNClient({
     endpoint: stack.env.AWS_ENDPOINT_URL_SFN,

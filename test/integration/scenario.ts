@@ -46,6 +46,10 @@ export interface ScenarioOptions {
   wrap?: (name: HandlerName, handler: LambdaHandler) => LambdaHandler;
   /** The controller's notifications (the embedded runtime only). */
   notifications?: NotificationsProps;
+  /** The Rollout's annotations (`rollouts.sfn/alarms`, the hooks). */
+  annotations?: Record<string, string>;
+  /** Local functions the hooks name, by function name (the embedded runtime only). */
+  hookFunctions?: Record<string, LambdaHandler>;
 }
 
 /** One rollout with three demo services behind its own proxy. */

@@ -198,7 +198,18 @@ describe("compile", () => {
   });
 
   it("uses a placeholder for every function, and every placeholder it uses is known", async () => {
-    const text = JSON.stringify(compile(await seed(), { readinessChecks: true }));
+    // Alarms and hooks bring their own functions: a spec with both uses every placeholder.
+    const guarded: RolloutSpec = {
+      ...(await seed()),
+      alarms: ["shop-5xx"],
+      hooks: {
+        beforeTraffic: {
+          function: "arn:aws:lambda:eu-west-1:123456789012:function:smoke",
+          timeoutSeconds: 600,
+        },
+      },
+    };
+    const text = JSON.stringify(compile(guarded, { readinessChecks: true }));
     const used = new Set([...text.matchAll(/\$\{(\w+)\}/g)].map((m) => m[1]));
     expect([...used].sort()).toEqual(Object.values(FUNCTION_PLACEHOLDERS).sort());
   });

@@ -225,7 +225,7 @@ describe("bad judges are named at their field", () => {
       provider: {plugin: {argoproj-labs/metric-sample: {}}}
 `),
     ).toEqual([
-      'spec.metrics[0].provider.plugin.argoproj-labs/metric-sample: the metric plugin "argoproj-labs/metric-sample" is not supported: the plugin this controller runs is sfn-rollouts/judge',
+      'spec.metrics[0].provider.plugin.argoproj-labs/metric-sample: the metric plugin "argoproj-labs/metric-sample" is not supported: the plugins this controller runs are sfn-rollouts/judge and sfn-rollouts/lambda',
     ]);
   });
 

@@ -434,7 +434,7 @@ spec:
       { file: "t.yaml", text: template },
     ]);
     expect(lines[0]).toBe(
-      "t.yaml: document 1 (AnalysisTemplate bad): spec.metrics[0].provider.job: the job provider is not supported: use prometheus, web, cloudWatch, samples or the sfn-rollouts/judge plugin",
+      "t.yaml: document 1 (AnalysisTemplate bad): spec.metrics[0].provider.job: the job provider is not supported: run the check as a Lambda function with the sfn-rollouts/lambda plugin (provider: {plugin: {sfn-rollouts/lambda: {function, payload}}}), whose returned JSON is the measurement",
     );
     expect(lines).toContain(
       "t.yaml: document 1 (AnalysisTemplate bad): spec.metrics[1].interval: interval must be specified when count > 1",

@@ -1,11 +1,14 @@
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens, type TaskTokens, type TokenDelivery } from "../../functions/abort/task-tokens.ts";
+import type { AlarmReader } from "../../functions/alarms/port.ts";
 import { ManualClock } from "../../functions/clock.ts";
 import { RecordingEventPublisher } from "../../functions/events/memory.ts";
 import { createHandler as createAbort } from "../../functions/handlers/abort.ts";
 import { createHandler as createAwait } from "../../functions/handlers/await.ts";
 import { createHandler as createBegin } from "../../functions/handlers/begin.ts";
+import { createHandler as createCheckAlarms } from "../../functions/handlers/check-alarms.ts";
 import { createHandler as createCheckReady } from "../../functions/handlers/check-ready.ts";
+import { createHandler as createHook } from "../../functions/handlers/hook.ts";
 import { createHandler as createPromote } from "../../functions/handlers/promote.ts";
 import { createHandler as createResume } from "../../functions/handlers/resume.ts";
 import { createHandler as createSetWeight } from "../../functions/handlers/set-weight.ts";
@@ -29,6 +32,7 @@ import type { LambdaHandler } from "../../local/aws/lambda.ts";
 import { SCHEDULE_KEY_PREFIX } from "../../local/aws/scheduler.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "../../local/runtime.ts";
 import {
+  alarmNameOf,
   type CompileOptions,
   compile,
   FUNCTION_PLACEHOLDERS,
@@ -98,6 +102,13 @@ export interface EmbeddedRolloutOptions {
   repository?: string;
   /** Wraps a function's handler (to inject a failure, a duplicate delivery, a race). */
   wrap?: (name: RolloutFunction, handler: LambdaHandler) => LambdaHandler;
+  /** The CloudWatch alarms the step boundaries read (the spec's `alarms`). */
+  alarms?: AlarmReader;
+  /**
+   * Hook functions by name, registered in the runtime's Lambda service as
+   * `arn:aws:lambda:local:…:function:<name>`; the hook function invokes them asynchronously.
+   */
+  hookFunctions?: Record<string, LambdaHandler>;
 }
 
 /** A compiled rollout running in the embedded runtime, with in-memory adapters behind its functions. */
@@ -193,6 +204,13 @@ export async function startEmbeddedRollout(options: EmbeddedRolloutOptions): Pro
       targets.push(settings);
       return options.router;
     },
+    ...(options.alarms ? { alarms: options.alarms } : {}),
+    hooks: {
+      invoke: async (functionArn: string, payload: unknown) => {
+        if (!runtime.lambda.has(functionArn)) throw new Error(`Function not found: ${functionArn}`);
+        void runtime.lambda.invoke(functionArn, payload);
+      },
+    },
   } as Partial<WorkflowDeps> as WorkflowDeps;
   const handlers: Record<RolloutFunction, LambdaHandler> = {
     begin: createBegin(() => deps) as LambdaHandler,
@@ -203,8 +221,11 @@ export async function startEmbeddedRollout(options: EmbeddedRolloutOptions): Pro
     promote: createPromote(() => deps) as LambdaHandler,
     abort: createAbort(() => deps) as LambdaHandler,
     resume: createResume(() => deps) as LambdaHandler,
+    checkAlarms: createCheckAlarms(() => deps) as LambdaHandler,
+    hook: createHook(() => deps) as LambdaHandler,
   };
   const functions: Record<string, RuntimeFunction> = {};
+  for (const [name, handler] of Object.entries(options.hookFunctions ?? {})) functions[name] = { handler };
   for (const [name, handler] of Object.entries(handlers) as Array<[RolloutFunction, LambdaHandler]>) {
     functions[name] = { handler: options.wrap ? options.wrap(name, handler) : handler };
   }
@@ -239,7 +260,14 @@ export async function startEmbeddedRollout(options: EmbeddedRolloutOptions): Pro
     tokens,
     clock,
     events,
-    routes: [{ rollout: spec.name, repository, stateMachineArn }],
+    routes: [
+      {
+        rollout: spec.name,
+        repository,
+        stateMachineArn,
+        ...(spec.alarms ? { alarms: spec.alarms.map(alarmNameOf) } : {}),
+      },
+    ],
   };
 
   let pushes = 0;
