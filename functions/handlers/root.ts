@@ -3,6 +3,7 @@ import { ECSClient } from "@aws-sdk/client-ecs";
 import { ElasticLoadBalancingV2Client } from "@aws-sdk/client-elastic-load-balancing-v2";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { LambdaClient } from "@aws-sdk/client-lambda";
+import { SageMakerClient } from "@aws-sdk/client-sagemaker";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens } from "../abort/task-tokens.ts";
@@ -41,7 +42,12 @@ export function depsFromEnv(
   const config = clientConfig(source);
   const sfn = new SFNClient(config);
   const clock = overrides.clock ?? systemClock;
-  const lazy: { elbv2?: ElasticLoadBalancingV2Client; ecs?: ECSClient; lambda?: LambdaClient } = {};
+  const lazy: {
+    elbv2?: ElasticLoadBalancingV2Client;
+    ecs?: ECSClient;
+    lambda?: LambdaClient;
+    sagemaker?: SageMakerClient;
+  } = {};
   const clients: TrafficClients = {
     get elbv2() {
       lazy.elbv2 ??= new ElasticLoadBalancingV2Client(config);
@@ -54,6 +60,10 @@ export function depsFromEnv(
     get lambda() {
       lazy.lambda ??= new LambdaClient(config);
       return lazy.lambda;
+    },
+    get sagemaker() {
+      lazy.sagemaker ??= new SageMakerClient(config);
+      return lazy.sagemaker;
     },
   };
   return {

@@ -1,11 +1,13 @@
 import type { ECSClient } from "@aws-sdk/client-ecs";
 import type { ElasticLoadBalancingV2Client } from "@aws-sdk/client-elastic-load-balancing-v2";
 import type { LambdaClient } from "@aws-sdk/client-lambda";
+import type { SageMakerClient } from "@aws-sdk/client-sagemaker";
 import { AlbEcsRouter } from "./alb-ecs.ts";
 import { TargetConfigurationError } from "./errors.ts";
 import { LambdaAliasRouter } from "./lambda-alias.ts";
 import { LocalProxyRouter } from "./local-proxy.ts";
 import type { Clock, TrafficRouter } from "./port.ts";
+import { SageMakerRouter } from "./sagemaker.ts";
 import { describeIssues, TargetSettingsSchema } from "./settings.ts";
 
 /**
@@ -17,6 +19,7 @@ export interface TrafficClients {
   readonly elbv2?: ElasticLoadBalancingV2Client;
   readonly ecs?: ECSClient;
   readonly lambda?: LambdaClient;
+  readonly sagemaker?: SageMakerClient;
   readonly fetch?: typeof fetch;
 }
 
@@ -39,6 +42,9 @@ export function createTrafficRouter(settings: unknown, clients: TrafficClients, 
       return new LambdaAliasRouter({ lambda: clients.lambda }, s, clock);
     case "local-proxy":
       return new LocalProxyRouter(clients.fetch ? { fetch: clients.fetch } : {}, s, clock);
+    case "sagemaker":
+      if (!clients.sagemaker) throw new TargetConfigurationError("sagemaker needs the sagemaker client");
+      return new SageMakerRouter({ sagemaker: clients.sagemaker }, s, clock);
   }
 }
 
@@ -46,4 +52,5 @@ export * from "./errors.ts";
 
 export type { LocalProxyState } from "./local-proxy.ts";
 export * from "./port.ts";
+export type { SageMakerState } from "./sagemaker.ts";
 export * from "./settings.ts";

@@ -32,7 +32,7 @@ export type Json = string | number | boolean | null | Json[] | { [key: string]: 
 export type RouterState = { readonly type: TargetType } & Record<string, unknown>;
 
 /** The kinds of target this package drives. */
-export type TargetType = "alb-ecs" | "lambda-alias" | "local-proxy";
+export type TargetType = "alb-ecs" | "lambda-alias" | "local-proxy" | "sagemaker";
 
 /**
  * What was pushed: the artifact the candidate runs. ECS and Lambda image functions take an
@@ -47,7 +47,9 @@ export type CandidateArtifact =
       readonly s3ObjectVersion?: string;
       readonly version?: string;
     }
-  | { readonly upstream: string; readonly version?: string };
+  | { readonly upstream: string; readonly version?: string }
+  /** A SageMaker model package (a version in the Model Registry), by ARN. */
+  | { readonly modelPackage: string; readonly version?: string };
 
 /** The result of reading what is in service before changing anything (`traffic:prepare`). */
 export interface Prepared {
@@ -117,6 +119,23 @@ export interface HeaderRouteChange {
   readonly message: string;
 }
 
+/**
+ * A mirror route (Argo `setMirrorRoute`): `percentage` percent of the matching requests are copied
+ * to the candidate, whose answers are discarded; 0 removes the route.
+ */
+export interface MirrorRoute {
+  readonly name: string;
+  readonly percentage: number;
+  readonly match?: readonly Readonly<Record<string, unknown>>[];
+}
+
+/** The outcome of a mirror route change; `message` says what the target did. */
+export interface MirrorRouteChange {
+  readonly state: RouterState;
+  readonly applied: boolean;
+  readonly message: string;
+}
+
 /** Delays of the rollout spec that the target applies (seconds). */
 export interface PromoteOptions {
   /** `scaleDownDelaySeconds`: how long the replaced side stays ready for a quick return. */
@@ -176,6 +195,13 @@ export interface TrafficRouter {
 
   /** Removes a header route set by {@link setHeaderRoute}; a no-op when absent. */
   removeHeaderRoute(state: RouterState, name: string): Promise<HeaderRouteChange>;
+
+  /**
+   * Copies a share of the live requests to the candidate (a shadow) without changing the answers
+   * callers get; percentage 0 removes the route. Absent on targets that cannot mirror: a spec with
+   * a `setMirrorRoute` step is refused when it is compiled for them.
+   */
+  setMirrorRoute?(state: RouterState, route: MirrorRoute): Promise<MirrorRouteChange>;
 
   /**
    * Makes the candidate the stable side with all the traffic (no second deployment), removes

@@ -110,16 +110,51 @@ export const LocalProxySettingsSchema = z
   })
   .strict();
 
+/** A SageMaker name: endpoints, endpoint configs, models and variants (1–63 characters). */
+const SageMakerName = (what: string) =>
+  z
+    .string()
+    .regex(
+      /^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$/,
+      `a SageMaker ${what} name: 1–63 letters, digits and hyphens`,
+    );
+
+/**
+ * A SageMaker real-time endpoint: the candidate is a second production variant (a model created
+ * from the pushed model package or image) weighted with `UpdateEndpointWeightsAndCapacities`, or a
+ * shadow variant for mirror steps.
+ */
+export const SageMakerSettingsSchema = z
+  .object({
+    type: z.literal("sagemaker"),
+    endpointName: SageMakerName("endpoint"),
+    /** The role SageMaker assumes to run the candidate model (`CreateModel`'s `ExecutionRoleArn`). */
+    executionRoleArn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "an IAM role ARN"),
+    /** The Model Registry group whose approved packages start the rollout and record its outcome. */
+    modelPackageGroupName: SageMakerName("model package group").optional(),
+    /** Instance type of the candidate variant; default: the stable variant's. */
+    instanceType: z.string().startsWith("ml.", "a SageMaker instance type (ml.*)").optional(),
+    /** Instances of the candidate variant; default: the stable variant's. */
+    initialInstanceCount: z.number().int().positive().optional(),
+    /** Seconds an endpoint update (a new variant, a shadow, a promotion) may take before it fails. */
+    progressDeadlineSeconds: WaitSeconds().default(1800),
+    /** Seconds between readiness polls: endpoint updates take minutes. */
+    pollSeconds: WaitSeconds().default(30),
+  })
+  .strict();
+
 /** Any target's settings, discriminated by `type`. */
 export const TargetSettingsSchema = z.discriminatedUnion("type", [
   AlbEcsSettingsSchema,
   LambdaAliasSettingsSchema,
   LocalProxySettingsSchema,
+  SageMakerSettingsSchema,
 ]);
 
 export type AlbEcsSettings = z.infer<typeof AlbEcsSettingsSchema>;
 export type LambdaAliasSettings = z.infer<typeof LambdaAliasSettingsSchema>;
 export type LocalProxySettings = z.infer<typeof LocalProxySettingsSchema>;
+export type SageMakerSettings = z.infer<typeof SageMakerSettingsSchema>;
 export type TargetSettingsInput = z.input<typeof TargetSettingsSchema>;
 
 /**

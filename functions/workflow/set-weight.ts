@@ -70,10 +70,23 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
       message = change.message;
       break;
     }
-    case "setMirrorRoute":
-      throw new TargetConfigurationError(
-        `step ${stepIndex + 1}: setMirrorRoute "${step.name}" is not supported by the ${router.type} target: it cannot mirror requests`,
-      );
+    case "setMirrorRoute": {
+      if (!router.setMirrorRoute) {
+        throw new TargetConfigurationError(
+          `step ${stepIndex + 1}: setMirrorRoute "${step.name}" is not supported by the ${router.type} target: it cannot mirror requests`,
+        );
+      }
+      // Argo: a step with only the name removes the route; a match without a percentage mirrors all.
+      const removes = step.percentage === undefined && step.match === undefined;
+      const change = await router.setMirrorRoute(state, {
+        name: step.name,
+        percentage: removes ? 0 : (step.percentage ?? 100),
+        ...(step.match ? { match: step.match } : {}),
+      });
+      next = change.state;
+      message = change.message;
+      break;
+    }
     case "preview":
       message = "preview: the candidate runs with no live traffic";
       break;
