@@ -11,6 +11,7 @@ import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import { ENV, HANDLERS, type HandlerName } from "../functions/config.ts";
 import { TABLE } from "../functions/store/keys.ts";
+import { targetSpecProblems } from "../functions/traffic/capabilities.ts";
 import {
   compile,
   FUNCTION_PLACEHOLDERS,
@@ -291,6 +292,7 @@ export class RolloutController extends Construct {
     const { spec, problems } = resolveSpec(options.spec);
     const target = resolveTarget(options.target, this.node.tryGetContext(EMBEDDED_CONTEXT) === true);
     problems.push(...target.problems, ...triggerProblems(options));
+    if (spec) problems.push(...targetSpecProblems(target.settings.type, spec).map((p) => `target: ${p}`));
     if (!/^[A-Za-z][A-Za-z0-9]*$/.test(id))
       problems.push(`id: "${id}" must be letters and digits (a construct id)`);
     if (spec && [...this.#rollouts.values()].some((r) => r.name === spec.name)) {

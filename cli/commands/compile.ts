@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { targetSpecProblems } from "../../functions/traffic/capabilities.ts";
 import { targetSettingsProblems } from "../../functions/traffic/settings.ts";
 import { compile, formatProblem, SpecError, type StateMachineDefinition } from "../../statemachine/index.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
@@ -27,7 +28,7 @@ export const registerCompile: RegisterCommand = (program: Command, io, done) => 
           throw new UsageError("--target must be a JSON object");
         }
         // The same check the construct makes before it embeds a target in the Tasks.
-        const problems = targetSettingsProblems(target);
+        const problems = [...targetSettingsProblems(target), ...targetSpecProblems(target.type, spec)];
         if (problems.length > 0) {
           for (const problem of problems) io.err(printable(`rollouts: --target: ${problem}`));
           return done(Exit.badInput);

@@ -795,6 +795,18 @@ describe("validation: one error that lists every bad prop", () => {
     expect((error as PropsError).problems.length).toBeGreaterThanOrEqual(4);
   });
 
+  it("refuses a spec with a mirror step for a target that cannot mirror, naming the step", () => {
+    const stack = new Stack(testApp(), "NoMirror");
+    const controller = new RolloutController(stack, "C", { cloudWatchMetrics: false });
+    expect(() =>
+      controller.addRollout("Ranker", {
+        spec: { files: ["examples/model-shadow.yaml"] },
+        target: { type: "lambda-alias", functionName: "ranker", alias: "live" },
+        trigger: { repository: ecr.Repository.fromRepositoryName(stack, "R", "ranker") },
+      }),
+    ).toThrow(/step 1: setMirrorRoute "shadow": the lambda-alias target cannot mirror requests/);
+  });
+
   it("refuses a rollout name that is not a short DNS label, from files and from a RolloutSpec", () => {
     const stack = new Stack(testApp(), "BadName");
     const controller = new RolloutController(stack, "C");
