@@ -11,7 +11,7 @@ import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import { ENV, HANDLERS, type HandlerName } from "../functions/config.ts";
 import { TABLE } from "../functions/store/keys.ts";
-import { targetSpecProblems } from "../functions/traffic/capabilities.ts";
+import { targetSpecProblems } from "../functions/traffic/settings.ts";
 import {
   compile,
   FUNCTION_PLACEHOLDERS,

@@ -1,6 +1,5 @@
 import type { Command } from "commander";
-import { targetSpecProblems } from "../../functions/traffic/capabilities.ts";
-import { targetSettingsProblems } from "../../functions/traffic/settings.ts";
+import { targetSettingsProblems, targetSpecProblems } from "../../functions/traffic/settings.ts";
 import { compile, formatProblem, SpecError, type StateMachineDefinition } from "../../statemachine/index.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
 import { printable } from "../terminal.ts";
