@@ -309,7 +309,8 @@ export class RolloutController extends Construct {
     try {
       const definition = compile(spec, {
         target: target.settings,
-        readinessChecks: options.target.type === "alb-ecs",
+        // An ECS deployment and a SageMaker endpoint update settle after each traffic step.
+        readinessChecks: options.target.type === "alb-ecs" || options.target.type === "sagemaker",
       });
       return { spec, target, definition };
     } catch (error) {

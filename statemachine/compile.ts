@@ -335,7 +335,9 @@ class DefinitionBuilder {
 
   /** A step that moves traffic: the drift check, and readiness after it when the target has pods. */
   #trafficStep(step: Step, i: number, stem: string, next: string): void {
-    const settled = this.#options.readinessChecks && (step.kind === "setWeight" || step.kind === "preview");
+    const settled =
+      this.#options.readinessChecks &&
+      (step.kind === "setWeight" || step.kind === "preview" || step.kind === "setMirrorRoute");
     const drift = this.#spec.onDrift === "ignore" && step.kind === "setWeight" ? { onDrift: "ignore" } : {};
     this.states[stem] = this.#invoke(
       "setWeight",

@@ -37,7 +37,8 @@ export const registerCompile: RegisterCommand = (program: Command, io, done) => 
       try {
         definition = compile(spec, {
           ...(target ? { target } : {}),
-          ...(opts.readinessChecks ? { readinessChecks: true } : {}),
+          // A SageMaker endpoint is Updating after every change: each traffic step waits for it.
+          ...(opts.readinessChecks || target?.type === "sagemaker" ? { readinessChecks: true } : {}),
         });
       } catch (error) {
         if (!(error instanceof SpecError)) throw error;
