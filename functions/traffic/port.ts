@@ -120,19 +120,19 @@ export interface HeaderRouteChange {
 }
 
 /**
- * A mirror route (Argo `setMirrorRoute`): `percentage` percent of the matching requests are copied
- * to the candidate, whose answers are discarded; 0 removes the route.
+ * A mirror route (Argo `setMirrorRoute`): `percentage` of the requests matching `match` (any entry;
+ * absent = all) are copied to the candidate as well, and the copy's answer is never the caller's.
+ * `percentage` 0 removes the route.
  */
 export interface MirrorRoute {
   readonly name: string;
   readonly percentage: number;
-  readonly match?: readonly Readonly<Record<string, unknown>>[];
+  readonly match?: readonly Record<string, unknown>[];
 }
 
-/** The outcome of a mirror route change; `message` says what the target did. */
+/** The outcome of a mirror route change. */
 export interface MirrorRouteChange {
   readonly state: RouterState;
-  readonly applied: boolean;
   readonly message: string;
 }
 
@@ -197,9 +197,8 @@ export interface TrafficRouter {
   removeHeaderRoute(state: RouterState, name: string): Promise<HeaderRouteChange>;
 
   /**
-   * Copies a share of the live requests to the candidate (a shadow) without changing the answers
-   * callers get; percentage 0 removes the route. Absent on targets that cannot mirror: a spec with
-   * a `setMirrorRoute` step is refused when it is compiled for them.
+   * Copies a share of the requests to the candidate (shadow) without changing who answers; absent
+   * on a target that cannot mirror. Promote and abort remove the mirror.
    */
   setMirrorRoute?(state: RouterState, route: MirrorRoute): Promise<MirrorRouteChange>;
 

@@ -364,8 +364,7 @@ export class SageMakerRouter implements TrafficRouter {
       if (!state.mirror) {
         return {
           state,
-          applied: false,
-          message: `no mirror route ${route.name} on endpoint ${this.#name()}`,
+          message: `no mirror route ${route.name} on endpoint ${this.#name()}: nothing to remove`,
         };
       }
       const next = await this.#update(
@@ -376,7 +375,6 @@ export class SageMakerRouter implements TrafficRouter {
       );
       return {
         state: next,
-        applied: true,
         message: `mirror route ${route.name} removed: endpoint ${this.#name()} back to config ${candidate.deployConfig} (candidate variant at 0%)`,
       };
     }
@@ -407,7 +405,6 @@ export class SageMakerRouter implements TrafficRouter {
       : "";
     return {
       state: next,
-      applied: true,
       message: `mirror route ${route.name}: ${route.percentage}% of the requests copied to shadow variant ${candidate.variant.VariantName} (config ${config})${unmatched}`,
     };
   }

@@ -76,11 +76,11 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
           `step ${stepIndex + 1}: setMirrorRoute "${step.name}" is not supported by the ${router.type} target: it cannot mirror requests`,
         );
       }
-      // Argo: a step with only the name removes the route; a match without a percentage mirrors all.
-      const removes = step.percentage === undefined && step.match === undefined;
+      // Argo: a step with only the name removes the route; a match without a percentage mirrors all of it.
+      const percentage = step.percentage ?? (step.match ? 100 : 0);
       const change = await router.setMirrorRoute(state, {
         name: step.name,
-        percentage: removes ? 0 : (step.percentage ?? 100),
+        percentage,
         ...(step.match ? { match: step.match } : {}),
       });
       next = change.state;
