@@ -12,6 +12,7 @@ import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import { EventBridgePublisher } from "../events/eventbridge.ts";
 import { defaultProviders, maxBodyBytesFrom } from "../metrics/index.ts";
+import { createRegistry } from "../registry/index.ts";
 import { DynamoRolloutStore } from "../store/dynamodb.ts";
 import { RoutingTimer } from "../timer/routing.ts";
 import { SchedulerTimer } from "../timer/scheduler.ts";
@@ -95,6 +96,8 @@ export function depsFromEnv(
     }),
     clock,
     routerFor: (settings) => createTrafficRouter(settings, clients, clock),
+    registryFor: (settings) =>
+      createRegistry(settings, settings.type === "sagemaker" ? { sagemaker: clients.sagemaker } : {}),
     providers: defaultProviders({
       clientConfig: config,
       maxBodyBytes: maxBodyBytesFrom(source[ENV.metricMaxBodyBytes], ENV.metricMaxBodyBytes),

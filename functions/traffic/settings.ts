@@ -3,6 +3,7 @@ import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import { LIMIT_MESSAGES, MAX_REPLICAS, MAX_WAIT_SECONDS } from "../../statemachine/limits.ts";
 import { formatIssues, issueLines } from "../../statemachine/problems.ts";
 import type { RolloutSpec } from "../../statemachine/spec.ts";
+import { MlflowSettingsSchema } from "../registry/settings.ts";
 import type { TargetType } from "./port.ts";
 
 /** Seconds of a deadline or a poll: the readiness loop runs inside an execution, at most a year. */
@@ -109,6 +110,8 @@ export const LocalProxySettingsSchema = z
      * function until its own timeout. 10 s, the AWS SDK clients' request timeout.
      */
     requestTimeoutSeconds: z.number().int().positive().max(50).default(10),
+    /** An MLflow tracking server whose registered model records the promoted version (an alias). */
+    mlflow: MlflowSettingsSchema.optional(),
   })
   .strict();
 
@@ -142,6 +145,8 @@ export const SageMakerSettingsSchema = z
     progressDeadlineSeconds: WaitSeconds().default(1800),
     /** Seconds between readiness polls: endpoint updates take minutes. */
     pollSeconds: WaitSeconds().default(30),
+    /** An MLflow tracking server that records the promoted version instead of the Model Registry. */
+    mlflow: MlflowSettingsSchema.optional(),
   })
   .strict();
 

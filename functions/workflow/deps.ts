@@ -2,6 +2,8 @@ import type { TaskTokens } from "../abort/task-tokens.ts";
 import type { Clock } from "../clock.ts";
 import type { EventPublisher } from "../events/port.ts";
 import type { MetricProvider } from "../metrics/port.ts";
+import type { ModelRegistry } from "../registry/port.ts";
+import type { RegistrySettings } from "../registry/settings.ts";
 import type { RolloutStore } from "../store/port.ts";
 import type { Timer } from "../timer/port.ts";
 import type { TrafficRouter } from "../traffic/port.ts";
@@ -21,4 +23,6 @@ export interface WorkflowDeps {
   routerFor(settings: unknown): TrafficRouter;
   providers: MetricProvider;
   metrics: MetricsSink;
+  /** The model registry a target's settings name (`registryOf`); absent: no registry can be reached. */
+  registryFor?(settings: RegistrySettings): ModelRegistry;
 }
