@@ -9,7 +9,13 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as scheduler from "aws-cdk-lib/aws-scheduler";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
-import { ENV, HANDLERS, type HandlerName } from "../functions/config.ts";
+import {
+  ENV,
+  HANDLERS,
+  type HandlerName,
+  MODEL_PACKAGE_DETAIL_TYPE,
+  modelPackageRoute,
+} from "../functions/config.ts";
 import { TABLE } from "../functions/store/keys.ts";
 import { targetSpecProblems } from "../functions/traffic/settings.ts";
 import {
@@ -258,6 +264,7 @@ export class RolloutController extends Construct {
     this.#grantTarget(scope, options, stateMachine);
     if (usesCloudWatch(spec)) this.#grantCloudWatch();
     const rule = this.#pushRule(scope, spec, options);
+    this.#modelPackageRule(scope, spec, options, stateMachine.stateMachineArn);
     this.#routes.push({
       rollout: spec.name,
       stateMachineArn: stateMachine.stateMachineArn,
@@ -423,6 +430,37 @@ export class RolloutController extends Construct {
       }),
     );
     return rule;
+  }
+
+  /**
+   * A SageMaker target with a `modelPackageGroupName`: a version approved in that group of the
+   * Model Registry (`SageMaker Model Package State Change`, `ModelApprovalStatus` Approved) starts
+   * the rollout through the trigger too, with the package as the revision.
+   */
+  #modelPackageRule(
+    scope: Construct,
+    spec: RolloutSpec,
+    options: RolloutOptions,
+    stateMachineArn: string,
+  ): void {
+    const target = options.target;
+    if (target.type !== "sagemaker" || target.modelPackageGroupName === undefined) return;
+    const group = target.modelPackageGroupName;
+    const rule = new events.Rule(scope, "OnModelPackage", {
+      description: `Starts rollout ${spec.name} when a version of model package group ${group} is approved`,
+      eventPattern: {
+        source: ["aws.sagemaker"],
+        detailType: [MODEL_PACKAGE_DETAIL_TYPE],
+        detail: { ModelPackageGroupName: [group], ModelApprovalStatus: ["Approved"] },
+      },
+    });
+    rule.addTarget(
+      new eventTargets.LambdaFunction(this.functions.trigger, {
+        retryAttempts: 8,
+        deadLetterQueue: this.triggerDeadLetters.queue,
+      }),
+    );
+    this.#routes.push({ rollout: spec.name, stateMachineArn, repository: modelPackageRoute(group) });
   }
 
   /**

@@ -107,9 +107,15 @@ function sageMakerGrants(scope: Construct, target: SageMakerTarget): TargetGrant
     statements.push(
       new iam.PolicyStatement({
         sid: "SageMakerModelPackages",
-        // CreateModel from a package of the group reads it.
-        actions: ["sagemaker:DescribeModelPackage"],
+        // CreateModel from a package of the group reads it; the release's outcome is recorded on it.
+        actions: ["sagemaker:DescribeModelPackage", "sagemaker:UpdateModelPackage", "sagemaker:AddTags"],
         resources: [packages],
+      }),
+      new iam.PolicyStatement({
+        sid: "SageMakerModelPackageGroup",
+        // The group's `production` tag names the version that serves.
+        actions: ["sagemaker:AddTags"],
+        resources: [arn("model-package-group", Token.isUnresolved(group) ? group : group.toLowerCase())],
       }),
     );
     wildcards.push({

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { formatIssues } from "../../statemachine/problems.ts";
+import { MODEL_PACKAGE_DETAIL_TYPE, modelPackageRoute } from "../config.ts";
 import { MODEL_PACKAGE_ARN } from "../registry/settings.ts";
 import { InvalidTriggerEventError, type ParsedPush } from "./event.ts";
 
@@ -11,7 +12,7 @@ import { InvalidTriggerEventError, type ParsedPush } from "./event.ts";
  * `ModelApprovalStatus`). An `Approved` version starts the rollouts of its group, as a push does:
  * the package ARN is what the target deploys.
  */
-export const MODEL_PACKAGE_DETAIL_TYPE = "SageMaker Model Package State Change";
+export { MODEL_PACKAGE_DETAIL_TYPE, modelPackageRoute };
 
 const ModelPackageEventSchema = z.object({
   id: z.string().min(1),
@@ -25,9 +26,6 @@ const ModelPackageEventSchema = z.object({
     ModelApprovalStatus: z.string(),
   }),
 });
-
-/** The trigger route key of a model package group: a colon never appears in an ECR repository name. */
-export const modelPackageRoute = (group: string) => `sagemaker:${group}`;
 
 /** Whether `raw` claims to be a Model Registry event (then {@link parseModelPackageEvent} reads it). */
 export function isModelPackageEvent(raw: unknown): boolean {

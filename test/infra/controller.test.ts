@@ -796,6 +796,33 @@ describe("a SageMaker endpoint target", () => {
     ).toEqual([]);
   });
 
+  it("starts the rollout when a version of the package group is approved, and may record the outcome on the group", () => {
+    template.hasResourceProperties("AWS::Events::Rule", {
+      EventPattern: {
+        source: ["aws.sagemaker"],
+        "detail-type": ["SageMaker Model Package State Change"],
+        detail: { ModelPackageGroupName: ["ranker"], ModelApprovalStatus: ["Approved"] },
+      },
+    });
+    const [trigger] = Object.values(
+      template.findResources("AWS::Lambda::Function", {
+        Properties: { Description: "sfn-rollouts: trigger" },
+      }),
+    );
+    const routes = JSON.parse(flat(trigger?.Properties.Environment.Variables[ENV.rollouts])) as {
+      repository: string;
+    }[];
+    expect(routes.map((r) => r.repository).sort()).toEqual(["ranker", "sagemaker:ranker"]);
+    const statements = statementsOfRole(template, roleOfFunction(template, "promote"));
+    const group = statements.find((s) => s.Sid === "SageMakerModelPackageGroup");
+    expect(resourcesOf(group as Statement)).toEqual([
+      "arn:<AWS::Partition>:sagemaker:eu-west-1:111122223333:model-package-group/ranker",
+    ]);
+    expect(actionsOf(statements.find((s) => s.Sid === "SageMakerModelPackages") as Statement)).toContain(
+      "sagemaker:UpdateModelPackage",
+    );
+  });
+
   it("passes cdk-nag AwsSolutions with zero unacknowledged findings", () => {
     const report = new AwsSolutionsChecks().validateScope(stack);
     expect(
