@@ -103,3 +103,9 @@ export const TIMER_DELIVERY = {
   /** Three 60 s attempts and the 1 + 2 minutes between them take 6 minutes; 10 leave room for throttling. */
   asyncMaximumEventAgeSeconds: 600,
 } as const;
+
+/** The Model Registry's event that starts a model's rollout: an approved model package version. */
+export const MODEL_PACKAGE_DETAIL_TYPE = "SageMaker Model Package State Change";
+
+/** The trigger route key of a model package group: a colon never appears in an ECR repository name. */
+export const modelPackageRoute = (group: string): string => `sagemaker:${group}`;

@@ -107,6 +107,14 @@ export type AlbEcsTarget = Extract<TargetSettingsInput, { type: "alb-ecs" }> & {
 export type LambdaAliasTarget = Extract<TargetSettingsInput, { type: "lambda-alias" }>;
 
 /**
+ * A SageMaker real-time endpoint (`functions/traffic/settings.ts`): the functions get the endpoint,
+ * the configs and models the target creates (`<endpoint>-r-*`), `iam:PassRole` on
+ * `executionRoleArn` (to `sagemaker.amazonaws.com`) and, with `modelPackageGroupName`, the
+ * packages of that group.
+ */
+export type SageMakerTarget = Extract<TargetSettingsInput, { type: "sagemaker" }>;
+
+/**
  * The local proxy of the embedded runtime (`local/proxy`): accepted only when the app runs in the
  * embedded runtime (context `sfn-rollouts:embedded` = true), where the functions can reach it.
  */
@@ -170,7 +178,12 @@ export const EMBEDDED_CONTEXT = "sfn-rollouts:embedded";
  * The traffic target of one rollout, discriminated by `type`. It is embedded in the compiled
  * workflow (steps carry their own parameters) and decides the IAM the target-moving functions get.
  */
-export type RolloutTarget = AlbEcsTarget | LambdaAliasTarget | LocalProxyTarget | KubernetesTarget;
+export type RolloutTarget =
+  | AlbEcsTarget
+  | LambdaAliasTarget
+  | LocalProxyTarget
+  | KubernetesTarget
+  | SageMakerTarget;
 
 /** What starts a rollout: a successful push to an ECR repository. */
 export interface RolloutTrigger {

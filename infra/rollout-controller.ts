@@ -10,8 +10,15 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as scheduler from "aws-cdk-lib/aws-scheduler";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
-import { ENV, HANDLERS, type HandlerName } from "../functions/config.ts";
+import {
+  ENV,
+  HANDLERS,
+  type HandlerName,
+  MODEL_PACKAGE_DETAIL_TYPE,
+  modelPackageRoute,
+} from "../functions/config.ts";
 import { TABLE } from "../functions/store/keys.ts";
+import { targetSpecProblems } from "../functions/traffic/settings.ts";
 import {
   alarmNameOf,
   compile,
@@ -308,6 +315,7 @@ export class RolloutController extends Construct {
     if (usesCloudWatch(spec)) this.#grantCloudWatch();
     const rule = this.#pushRule(scope, spec, options);
     const onAlarm = this.#guard(scope, spec);
+    this.#modelPackageRule(scope, spec, options, stateMachine.stateMachineArn);
     this.#routes.push({
       rollout: spec.name,
       stateMachineArn: stateMachine.stateMachineArn,
@@ -359,6 +367,7 @@ export class RolloutController extends Construct {
     if (alarms.length > 0) problems.push(...alarmProblems(this, options, alarms));
     const target = resolveTarget(options.target, this.node.tryGetContext(EMBEDDED_CONTEXT) === true);
     problems.push(...target.problems, ...triggerProblems(options));
+    if (spec) problems.push(...targetSpecProblems(target.settings.type, spec).map((p) => `target: ${p}`));
     if (!/^[A-Za-z][A-Za-z0-9]*$/.test(id))
       problems.push(`id: "${id}" must be letters and digits (a construct id)`);
     if (spec && [...this.#rollouts.values()].some((r) => r.name === spec.name)) {
@@ -385,7 +394,9 @@ export class RolloutController extends Construct {
         target: kubernetes
           ? { replicas: spec.replicas, maxSurge: spec.maxSurge, ...target.settings }
           : target.settings,
-        readinessChecks: options.target.type === "alb-ecs" || kubernetes,
+        // An ECS deployment, pods and a SageMaker endpoint update settle after each traffic step.
+        readinessChecks:
+          options.target.type === "alb-ecs" || kubernetes || options.target.type === "sagemaker",
       });
       return { spec, target, definition };
     } catch (error) {
@@ -558,6 +569,37 @@ export class RolloutController extends Construct {
       }),
     );
     return rule;
+  }
+
+  /**
+   * A SageMaker target with a `modelPackageGroupName`: a version approved in that group of the
+   * Model Registry (`SageMaker Model Package State Change`, `ModelApprovalStatus` Approved) starts
+   * the rollout through the trigger too, with the package as the revision.
+   */
+  #modelPackageRule(
+    scope: Construct,
+    spec: RolloutSpec,
+    options: RolloutOptions,
+    stateMachineArn: string,
+  ): void {
+    const target = options.target;
+    if (target.type !== "sagemaker" || target.modelPackageGroupName === undefined) return;
+    const group = target.modelPackageGroupName;
+    const rule = new events.Rule(scope, "OnModelPackage", {
+      description: `Starts rollout ${spec.name} when a version of model package group ${group} is approved`,
+      eventPattern: {
+        source: ["aws.sagemaker"],
+        detailType: [MODEL_PACKAGE_DETAIL_TYPE],
+        detail: { ModelPackageGroupName: [group], ModelApprovalStatus: ["Approved"] },
+      },
+    });
+    rule.addTarget(
+      new eventTargets.LambdaFunction(this.functions.trigger, {
+        retryAttempts: 8,
+        deadLetterQueue: this.triggerDeadLetters.queue,
+      }),
+    );
+    this.#routes.push({ rollout: spec.name, stateMachineArn, repository: modelPackageRoute(group) });
   }
 
   /**

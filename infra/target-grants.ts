@@ -3,7 +3,7 @@ import type * as ecr from "aws-cdk-lib/aws-ecr";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type { Construct } from "constructs";
 import { kubernetesGrants } from "./kubernetes.ts";
-import type { AlbEcsTarget, LambdaAliasTarget, RolloutTarget } from "./props.ts";
+import type { AlbEcsTarget, LambdaAliasTarget, RolloutTarget, SageMakerTarget } from "./props.ts";
 
 /**
  * The IAM one traffic target needs, for the functions that move traffic (begin, set-weight,
@@ -33,7 +33,101 @@ export function targetGrants(
     case "kubernetes":
       // The cluster is reached with an EKS access entry (no IAM action) or a kubeconfig secret.
       return kubernetesGrants(scope, target);
+    case "sagemaker":
+      return sageMakerGrants(scope, target);
   }
+}
+
+/**
+ * A SageMaker endpoint: the endpoint itself, the configs and models the target creates (named
+ * `<endpoint>-r-…`), reading any config (the one serving before the rollout is the user's), and
+ * passing the execution role to SageMaker. SageMaker ARNs name resources in lower case.
+ */
+function sageMakerGrants(scope: Construct, target: SageMakerTarget): TargetGrants {
+  const stack = Stack.of(scope);
+  const arn = (resource: string, name: string) =>
+    stack.formatArn({ service: "sagemaker", resource, resourceName: name });
+  const endpointName = Token.isUnresolved(target.endpointName)
+    ? target.endpointName
+    : target.endpointName.toLowerCase();
+  const prefix = Token.isUnresolved(target.endpointName)
+    ? `${target.endpointName}-r-*`
+    : `${target.endpointName.slice(0, 40).replace(/-+$/, "").toLowerCase()}-r-*`;
+  const endpoint = arn("endpoint", endpointName);
+  const configs = arn("endpoint-config", "*");
+  const created = { configs: arn("endpoint-config", prefix), models: arn("model", prefix) };
+  const statements = [
+    new iam.PolicyStatement({
+      sid: "SageMakerEndpoint",
+      actions: [
+        "sagemaker:DescribeEndpoint",
+        "sagemaker:UpdateEndpoint",
+        "sagemaker:UpdateEndpointWeightsAndCapacities",
+      ],
+      resources: [endpoint],
+    }),
+    new iam.PolicyStatement({
+      sid: "SageMakerEndpointConfigs",
+      // Reading the config that serves before the rollout (the user's, any name) and moving the
+      // endpoint back to it on an abort after promotion.
+      actions: ["sagemaker:DescribeEndpointConfig", "sagemaker:UpdateEndpoint"],
+      resources: [configs],
+    }),
+    new iam.PolicyStatement({
+      sid: "SageMakerCreatedConfigs",
+      actions: ["sagemaker:CreateEndpointConfig", "sagemaker:DeleteEndpointConfig"],
+      resources: [created.configs],
+    }),
+    new iam.PolicyStatement({
+      sid: "SageMakerCreatedModels",
+      actions: ["sagemaker:CreateModel", "sagemaker:DescribeModel", "sagemaker:DeleteModel"],
+      resources: [created.models],
+    }),
+    new iam.PolicyStatement({
+      sid: "SageMakerPassExecutionRole",
+      actions: ["iam:PassRole"],
+      resources: [target.executionRoleArn],
+      conditions: { StringEquals: { "iam:PassedToService": "sagemaker.amazonaws.com" } },
+    }),
+  ];
+  const wildcards = [
+    {
+      resource: configs,
+      reason:
+        "the endpoint config serving before the rollout is the user's, whose name is only known when the rollout starts",
+    },
+    {
+      resource: created.configs,
+      reason: "the endpoint configs the target creates are named <endpoint>-r-<hash of the pushed model>",
+    },
+    {
+      resource: created.models,
+      reason: "the models the target creates are named <endpoint>-r-<hash of the pushed model>",
+    },
+  ];
+  if (target.modelPackageGroupName !== undefined) {
+    const group = target.modelPackageGroupName;
+    const packages = arn("model-package", `${Token.isUnresolved(group) ? group : group.toLowerCase()}/*`);
+    statements.push(
+      new iam.PolicyStatement({
+        sid: "SageMakerModelPackages",
+        // CreateModel from a package of the group reads it; the release's outcome is recorded on it.
+        actions: ["sagemaker:DescribeModelPackage", "sagemaker:UpdateModelPackage", "sagemaker:AddTags"],
+        resources: [packages],
+      }),
+      new iam.PolicyStatement({
+        sid: "SageMakerModelPackageGroup",
+        // The group's `production` tag names the version that serves.
+        actions: ["sagemaker:AddTags"],
+        resources: [arn("model-package-group", Token.isUnresolved(group) ? group : group.toLowerCase())],
+      }),
+    );
+    wildcards.push({
+      resource: packages,
+      reason: "the versions of the model package group are registered after deployment",
+    });
+  }
+  return { statements, wildcards };
 }
 
 function albEcsGrants(scope: Construct, target: AlbEcsTarget): TargetGrants {

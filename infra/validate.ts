@@ -142,7 +142,7 @@ export function resolveTarget(
   }
   if ((settings as { type?: unknown }).type === "local-proxy" && !embedded) {
     problems.push(
-      'target.type: "local-proxy" runs only in the embedded runtime; use "alb-ecs" or "lambda-alias"',
+      'target.type: "local-proxy" runs only in the embedded runtime; use "alb-ecs", "lambda-alias" or "sagemaker"',
     );
     return { settings, problems };
   }
@@ -168,6 +168,7 @@ function standIn(key: string, n: number): string {
   if (/ruleArn$/i.test(key)) return `${arn("listener-rule")}/${n}`;
   if (/listenerArn$/i.test(key)) return arn("listener");
   if (key === "server") return `https://token-${n}.example`;
+  if (key === "executionRoleArn") return `arn:aws:iam::000000000000:role/token-${n}`;
   if (/^targetGroup/.test(key))
     return `arn:aws:elasticloadbalancing:us-east-1:000000000000:targetgroup/token/${n}`;
   return `token-${n}`;

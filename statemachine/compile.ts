@@ -369,7 +369,9 @@ class DefinitionBuilder {
       step.kind === "setWeight" && step.weight > 0
         ? this.#hookBefore("afterTraffic", `${stem}-Hook-AfterTraffic`, following, i)
         : following;
-    const settled = this.#options.readinessChecks && (step.kind === "setWeight" || step.kind === "preview");
+    const settled =
+      this.#options.readinessChecks &&
+      (step.kind === "setWeight" || step.kind === "preview" || step.kind === "setMirrorRoute");
     const drift = this.#spec.onDrift === "ignore" && step.kind === "setWeight" ? { onDrift: "ignore" } : {};
     this.states[stem] = this.#invoke(
       "setWeight",

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { targetSettingsProblems } from "../../functions/traffic/settings.ts";
+import { targetSettingsProblems, targetSpecProblems } from "../../functions/traffic/settings.ts";
 import { compile, formatProblem, SpecError, type StateMachineDefinition } from "../../statemachine/index.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
 import { printable } from "../terminal.ts";
@@ -27,7 +27,7 @@ export const registerCompile: RegisterCommand = (program: Command, io, done) => 
           throw new UsageError("--target must be a JSON object");
         }
         // The same check the construct makes before it embeds a target in the Tasks.
-        const problems = targetSettingsProblems(target);
+        const problems = [...targetSettingsProblems(target), ...targetSpecProblems(target.type, spec)];
         if (problems.length > 0) {
           for (const problem of problems) io.err(printable(`rollouts: --target: ${problem}`));
           return done(Exit.badInput);
@@ -37,8 +37,11 @@ export const registerCompile: RegisterCommand = (program: Command, io, done) => 
       try {
         definition = compile(spec, {
           ...(target ? { target } : {}),
-          // A target with pods polls readiness after each weight, as the construct compiles it.
-          ...(opts.readinessChecks || target?.type === "kubernetes" ? { readinessChecks: true } : {}),
+          // A target with pods polls readiness after each weight, as the construct compiles it; a
+          // SageMaker endpoint is Updating after every change: each traffic step waits for it.
+          ...(opts.readinessChecks || target?.type === "kubernetes" || target?.type === "sagemaker"
+            ? { readinessChecks: true }
+            : {}),
         });
       } catch (error) {
         if (!(error instanceof SpecError)) throw error;

@@ -4,6 +4,7 @@ import { ECSClient } from "@aws-sdk/client-ecs";
 import { ElasticLoadBalancingV2Client } from "@aws-sdk/client-elastic-load-balancing-v2";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { LambdaClient } from "@aws-sdk/client-lambda";
+import { SageMakerClient } from "@aws-sdk/client-sagemaker";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SfnTaskTokens } from "../abort/task-tokens.ts";
@@ -15,6 +16,7 @@ import { EventBridgePublisher } from "../events/eventbridge.ts";
 import { LambdaHookInvoker } from "../hooks/lambda.ts";
 import { defaultProviders, maxBodyBytesFrom } from "../metrics/index.ts";
 import { traced } from "../observability/tracing.ts";
+import { createRegistry } from "../registry/index.ts";
 import { DynamoRolloutStore } from "../store/dynamodb.ts";
 import { RoutingTimer } from "../timer/routing.ts";
 import { SchedulerTimer } from "../timer/scheduler.ts";
@@ -51,6 +53,7 @@ export function depsFromEnv(
     lambda?: LambdaClient;
     alarms?: CloudWatchAlarms;
     hooks?: LambdaHookInvoker;
+    sagemaker?: SageMakerClient;
   } = {};
   const clients: TrafficClients = {
     get elbv2() {
@@ -64,6 +67,10 @@ export function depsFromEnv(
     get lambda() {
       lazy.lambda ??= traced(new LambdaClient(config), source);
       return lazy.lambda;
+    },
+    get sagemaker() {
+      lazy.sagemaker ??= new SageMakerClient(config);
+      return lazy.sagemaker;
     },
   };
   return {
@@ -95,6 +102,8 @@ export function depsFromEnv(
     }),
     clock,
     routerFor: (settings) => createTrafficRouter(settings, clients, clock),
+    registryFor: (settings) =>
+      createRegistry(settings, settings.type === "sagemaker" ? { sagemaker: clients.sagemaker } : {}),
     providers: defaultProviders({
       clientConfig: config,
       maxBodyBytes: maxBodyBytesFrom(source[ENV.metricMaxBodyBytes], ENV.metricMaxBodyBytes),

@@ -118,6 +118,15 @@ export const SideEffectSchema = z.discriminatedUnion("kind", [
     key: z.string().min(1),
     payload: z.unknown(),
   }),
+  /** A model registry update (`functions/registry/`): the promoted model, or the rolled-back one. */
+  z.object({
+    kind: z.literal("registry"),
+    id: z.string().min(1),
+    action: z.enum(["promoted", "rolled-back"]),
+    registry: z.unknown(),
+    model: z.object({ modelPackage: z.string().optional(), version: z.string().nullable() }),
+    reason: z.string().optional(),
+  }),
 ]);
 export type SideEffect = z.infer<typeof SideEffectSchema>;
 

@@ -1,12 +1,14 @@
 import type { ECSClient } from "@aws-sdk/client-ecs";
 import type { ElasticLoadBalancingV2Client } from "@aws-sdk/client-elastic-load-balancing-v2";
 import type { LambdaClient } from "@aws-sdk/client-lambda";
+import type { SageMakerClient } from "@aws-sdk/client-sagemaker";
 import { AlbEcsRouter } from "./alb-ecs.ts";
 import { TargetConfigurationError } from "./errors.ts";
 import { type KubernetesClients, KubernetesRouter } from "./kubernetes.ts";
 import { LambdaAliasRouter } from "./lambda-alias.ts";
 import { LocalProxyRouter } from "./local-proxy.ts";
 import type { Clock, TrafficRouter } from "./port.ts";
+import { SageMakerRouter } from "./sagemaker.ts";
 import { describeIssues, TargetSettingsSchema } from "./settings.ts";
 
 /**
@@ -18,6 +20,7 @@ export interface TrafficClients {
   readonly elbv2?: ElasticLoadBalancingV2Client;
   readonly ecs?: ECSClient;
   readonly lambda?: LambdaClient;
+  readonly sagemaker?: SageMakerClient;
   readonly fetch?: typeof fetch;
   /** AWS credentials and region (EKS tokens, a kubeconfig secret), a recorder of API calls. */
   readonly kubernetes?: KubernetesClients;
@@ -44,6 +47,9 @@ export function createTrafficRouter(settings: unknown, clients: TrafficClients, 
       return new LocalProxyRouter(clients.fetch ? { fetch: clients.fetch } : {}, s, clock);
     case "kubernetes":
       return new KubernetesRouter(clients.kubernetes ?? {}, s, clock);
+    case "sagemaker":
+      if (!clients.sagemaker) throw new TargetConfigurationError("sagemaker needs the sagemaker client");
+      return new SageMakerRouter({ sagemaker: clients.sagemaker }, s, clock);
   }
 }
 

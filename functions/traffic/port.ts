@@ -32,7 +32,7 @@ export type Json = string | number | boolean | null | Json[] | { [key: string]: 
 export type RouterState = { readonly type: TargetType } & Record<string, unknown>;
 
 /** The kinds of target this package drives. */
-export type TargetType = "alb-ecs" | "lambda-alias" | "local-proxy" | "kubernetes";
+export type TargetType = "alb-ecs" | "lambda-alias" | "local-proxy" | "kubernetes" | "sagemaker";
 
 /**
  * What was pushed: the artifact the candidate runs. ECS and Lambda image functions take an
@@ -47,7 +47,9 @@ export type CandidateArtifact =
       readonly s3ObjectVersion?: string;
       readonly version?: string;
     }
-  | { readonly upstream: string; readonly version?: string };
+  | { readonly upstream: string; readonly version?: string }
+  /** A SageMaker model package (a version in the Model Registry), by ARN. */
+  | { readonly modelPackage: string; readonly version?: string };
 
 /** The result of reading what is in service before changing anything (`traffic:prepare`). */
 export interface Prepared {

@@ -2,8 +2,11 @@ import { z } from "zod";
 import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import { LIMIT_MESSAGES, MAX_REPLICAS, MAX_WAIT_SECONDS } from "../../statemachine/limits.ts";
 import { formatIssues, issueLines } from "../../statemachine/problems.ts";
+import type { RolloutSpec } from "../../statemachine/spec.ts";
+import { MlflowSettingsSchema } from "../registry/settings.ts";
 import { ModelRouterSettingsSchema } from "../router/settings.ts";
 import { KubernetesSettingsSchema } from "./kubernetes/settings.ts";
+import type { TargetType } from "./port.ts";
 
 /** Seconds of a deadline or a poll: the readiness loop runs inside an execution, at most a year. */
 const WaitSeconds = () => z.number().int().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait);
@@ -111,6 +114,43 @@ export const LocalProxySettingsSchema = z
     requestTimeoutSeconds: z.number().int().positive().max(50).default(10),
     /** Route as a model router: sticky cohorts, mirrored answers compared, feedback (`functions/router`). */
     router: ModelRouterSettingsSchema.optional(),
+    /** An MLflow tracking server whose registered model records the promoted version (an alias). */
+    mlflow: MlflowSettingsSchema.optional(),
+  })
+  .strict();
+
+/** A SageMaker name: endpoints, endpoint configs, models and variants (1–63 characters). */
+const SageMakerName = (what: string) =>
+  z
+    .string()
+    .regex(
+      /^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$/,
+      `a SageMaker ${what} name: 1–63 letters, digits and hyphens`,
+    );
+
+/**
+ * A SageMaker real-time endpoint: the candidate is a second production variant (a model created
+ * from the pushed model package or image) weighted with `UpdateEndpointWeightsAndCapacities`, or a
+ * shadow variant for mirror steps.
+ */
+export const SageMakerSettingsSchema = z
+  .object({
+    type: z.literal("sagemaker"),
+    endpointName: SageMakerName("endpoint"),
+    /** The role SageMaker assumes to run the candidate model (`CreateModel`'s `ExecutionRoleArn`). */
+    executionRoleArn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "an IAM role ARN"),
+    /** The Model Registry group whose approved packages start the rollout and record its outcome. */
+    modelPackageGroupName: SageMakerName("model package group").optional(),
+    /** Instance type of the candidate variant; default: the stable variant's. */
+    instanceType: z.string().startsWith("ml.", "a SageMaker instance type (ml.*)").optional(),
+    /** Instances of the candidate variant; default: the stable variant's. */
+    initialInstanceCount: z.number().int().positive().optional(),
+    /** Seconds an endpoint update (a new variant, a shadow, a promotion) may take before it fails. */
+    progressDeadlineSeconds: WaitSeconds().default(1800),
+    /** Seconds between readiness polls: endpoint updates take minutes. */
+    pollSeconds: WaitSeconds().default(30),
+    /** An MLflow tracking server that records the promoted version instead of the Model Registry. */
+    mlflow: MlflowSettingsSchema.optional(),
   })
   .strict();
 
@@ -120,11 +160,13 @@ export const TargetSettingsSchema = z.discriminatedUnion("type", [
   LambdaAliasSettingsSchema,
   LocalProxySettingsSchema,
   KubernetesSettingsSchema,
+  SageMakerSettingsSchema,
 ]);
 
 export type AlbEcsSettings = z.infer<typeof AlbEcsSettingsSchema>;
 export type LambdaAliasSettings = z.infer<typeof LambdaAliasSettingsSchema>;
 export type LocalProxySettings = z.infer<typeof LocalProxySettingsSchema>;
+export type SageMakerSettings = z.infer<typeof SageMakerSettingsSchema>;
 export type TargetSettingsInput = z.input<typeof TargetSettingsSchema>;
 
 /**
@@ -139,4 +181,43 @@ export function targetSettingsProblems(settings: unknown): string[] {
 /** Formats a zod error as `invalid WHAT: field.path: message; …` for errors that say what to fix. */
 export function describeIssues(error: z.ZodError, what: string): string {
   return `invalid ${what}: ${formatIssues(error)}`;
+}
+
+/**
+ * What each target can do beyond weights, decided when a spec is compiled for it (`rollouts
+ * compile --target`, `addRollout`) so that a spec the target cannot run is refused before it is
+ * deployed, never halfway through a rollout.
+ *
+ * Mirroring needs something that copies requests: SageMaker's shadow variants, or the local
+ * proxy's model router. An ALB forward action and a Lambda alias only split traffic; the
+ * kubernetes target's routers set weights and header routes, not Istio's or the Gateway API's
+ * mirror (not built).
+ */
+const MIRRORS: Readonly<Record<TargetType, boolean>> = {
+  "alb-ecs": false,
+  "lambda-alias": false,
+  "local-proxy": true,
+  kubernetes: false,
+  sagemaker: true,
+};
+
+/** The targets that can run `setMirrorRoute` steps. */
+export const MIRRORING_TARGETS = (Object.keys(MIRRORS) as TargetType[]).filter((t) => MIRRORS[t]);
+
+/**
+ * The steps of `spec` that the target of type `type` cannot run, one line each naming the step
+ * (none: it can run them all). An unknown type is left to the settings' own validation.
+ */
+export function targetSpecProblems(type: unknown, spec: RolloutSpec): string[] {
+  if (typeof type !== "string" || !(type in MIRRORS) || MIRRORS[type as TargetType]) return [];
+  const problems: string[] = [];
+  spec.steps.forEach((step, i) => {
+    if (step.kind === "setMirrorRoute") {
+      problems.push(
+        `step ${i + 1}: setMirrorRoute "${step.name}": the ${type} target cannot mirror requests ` +
+          `(targets that can: ${MIRRORING_TARGETS.join(", ")})`,
+      );
+    }
+  });
+  return problems;
 }

@@ -10,6 +10,7 @@ import { appendEvent, isRunning, newRolloutItem, type RolloutItem } from "../sto
 import { decideTrigger, describe, type RolloutExecutionInput } from "./decide.ts";
 import { type ImagePush, parseEcrEvent } from "./event.ts";
 import type { Executions } from "./executions.ts";
+import { isModelPackageEvent, parseModelPackageEvent } from "./model-package.ts";
 import { matchRoutes, type TriggerRoute } from "./routes.ts";
 
 export interface TriggerDeps {
@@ -61,7 +62,8 @@ export type TriggerResult =
  * Infrastructure faults throw (the Lambda is retried; every step is idempotent).
  */
 export async function startRollout(deps: TriggerDeps, event: unknown): Promise<TriggerResult> {
-  const parsed = parseEcrEvent(event);
+  // An approved model package starts a model's rollout as a push starts a service's.
+  const parsed = isModelPackageEvent(event) ? parseModelPackageEvent(event) : parseEcrEvent(event);
   if (parsed.kind === "ignored") return parsed;
   const push = parsed.push;
   const routes = matchRoutes(deps.routes, push);

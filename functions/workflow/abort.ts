@@ -6,7 +6,7 @@ import { update } from "../store/update.ts";
 import type { RouterState } from "../traffic/port.ts";
 import { terminateBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
-import { commit, flush, isDone, publishEffect, scheduleEffect } from "./effects.ts";
+import { commit, flush, isDone, publishEffect, registryEffects, scheduleEffect } from "./effects.ts";
 import { eventAbout, withEvent } from "./item.ts";
 import type { AbortPayload, WorkflowContext } from "./payloads.ts";
 
@@ -102,6 +102,9 @@ export async function abort(
         ? [scaleDownEffect(deps, context, payload.target, payload.abortScaleDownDelaySeconds)]
         : []),
     publishEffect(context, STEP, eventAbout(deps, context, "RolloutAborted", message, null)),
+    ...(payload.onFailure === "rollback"
+      ? registryEffects(STEP, payload.target, context, { action: "rolled-back", reason })
+      : []),
   ];
   await update(deps.store, context.rollout, "latest", (latest) => {
     assertDrives(latest, context.executionArn);

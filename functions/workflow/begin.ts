@@ -1,4 +1,5 @@
 import { abortedStatusMessage, ExecutionSupersededError } from "../abort/errors.ts";
+import { MODEL_PACKAGE_ARN } from "../registry/settings.ts";
 import { appendEvent, newRolloutItem, type Revision, type RolloutItem } from "../store/schema.ts";
 import { upsert } from "../store/update.ts";
 import type { CandidateArtifact, RouterState } from "../traffic/port.ts";
@@ -45,6 +46,8 @@ export function artifactFor(settings: unknown, revision: Revision): CandidateArt
     }
     return { upstream, version };
   }
+  // A version approved in the Model Registry (the trigger's model package events).
+  if (MODEL_PACKAGE_ARN.test(revision.image)) return { modelPackage: revision.image, version };
   return { image: revision.image, version };
 }
 

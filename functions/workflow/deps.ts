@@ -4,6 +4,8 @@ import type { Clock } from "../clock.ts";
 import type { EventPublisher } from "../events/port.ts";
 import type { HookInvoker } from "../hooks/port.ts";
 import type { MetricProvider } from "../metrics/port.ts";
+import type { ModelRegistry } from "../registry/port.ts";
+import type { RegistrySettings } from "../registry/settings.ts";
 import type { RolloutStore } from "../store/port.ts";
 import type { Timer } from "../timer/port.ts";
 import type { TrafficRouter } from "../traffic/port.ts";
@@ -27,4 +29,6 @@ export interface WorkflowDeps {
   alarms?: AlarmReader;
   /** Lifecycle hooks' functions, started with their task token. */
   hooks?: HookInvoker;
+  /** The model registry a target's settings name (`registryOf`); absent: no registry can be reached. */
+  registryFor?(settings: RegistrySettings): ModelRegistry;
 }

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { LifecycleDetailSchema, type LifecycleEvent, LifecycleEventTypeSchema } from "../events/port.ts";
+import { modelOf, RegistrySettingsSchema, registryOf } from "../registry/settings.ts";
 import type { RolloutItem, RolloutItemInput, SideEffect, SideEffects } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import type { ScheduleRequest } from "../timer/port.ts";
@@ -49,6 +50,30 @@ export function publishEffect(context: WorkflowContext, step: string, event: Lif
 /** A Timer request to make after the state write. */
 export function scheduleEffect(step: string, request: ScheduleRequest): SideEffect {
   return { kind: "schedule", id: `${step}/schedule/${request.key}`, ...request };
+}
+
+/**
+ * The registry update of a release's outcome, when the target names a registry (none otherwise):
+ * the promoted model recorded as production, or the rolled-back candidate marked with `reason`.
+ */
+export function registryEffects(
+  step: string,
+  target: unknown,
+  context: Pick<WorkflowContext, "image" | "tag">,
+  outcome: { action: "promoted" } | { action: "rolled-back"; reason: string },
+): SideEffect[] {
+  const registry = registryOf(target);
+  if (!registry) return [];
+  return [
+    {
+      kind: "registry",
+      id: `${step}/registry/${outcome.action}`,
+      action: outcome.action,
+      registry,
+      model: modelOf(context),
+      ...(outcome.action === "rolled-back" ? { reason: outcome.reason } : {}),
+    },
+  ];
 }
 
 /**
@@ -110,6 +135,13 @@ function owns(item: Pick<RolloutItem, "executionArn" | "effects">, context: Work
 }
 
 async function perform(deps: WorkflowDeps, effect: SideEffect): Promise<void> {
+  if (effect.kind === "registry") {
+    if (!deps.registryFor) throw new Error(`no model registry is configured for ${effect.id}`);
+    const registry = deps.registryFor(RegistrySettingsSchema.parse(effect.registry));
+    if (effect.action === "promoted") await registry.promoted(effect.model);
+    else await registry.rolledBack(effect.model, effect.reason ?? "rolled back");
+    return;
+  }
   if (effect.kind === "schedule") {
     await deps.timer.schedule({ at: effect.at, key: effect.key, payload: effect.payload });
     return;

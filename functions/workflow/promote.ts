@@ -3,7 +3,7 @@ import { pushHistory, type RolloutItem } from "../store/schema.ts";
 import type { RouterState } from "../traffic/port.ts";
 import { terminateBackground, watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
-import { commit, flush, isDone, publishEffect, scheduleEffect } from "./effects.ts";
+import { commit, flush, isDone, publishEffect, registryEffects, scheduleEffect } from "./effects.ts";
 import { drivingItem, eventAbout, recordStep, withEvent } from "./item.ts";
 import type { PromotePayload } from "./payloads.ts";
 
@@ -60,6 +60,7 @@ export async function promote(
             }),
           ]),
       publishEffect(context, STEP, eventAbout(deps, context, "RolloutCompleted", message, null)),
+      ...(restaging ? [] : registryEffects(STEP, payload.target, context, { action: "promoted" })),
     ];
     await recordStep(
       deps,

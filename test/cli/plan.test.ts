@@ -195,6 +195,28 @@ describe("rollouts compile", () => {
     expect(unknown.err).toContain("rollouts: --target: type:");
   });
 
+  it("refuses a mirror step for a target that cannot mirror, naming the step, and embeds it for one that can", async () => {
+    const model = ["examples/model-shadow.yaml"];
+    const alias = { type: "lambda-alias", functionName: "api", alias: "live" };
+    const refused = await run("compile", ...model, "--target", JSON.stringify(alias));
+    expect(refused.code).toBe(2);
+    expect(refused.out).toBe("");
+    expect(refused.err).toContain(
+      'rollouts: --target: step 1: setMirrorRoute "shadow": the lambda-alias target cannot mirror requests (targets that can: local-proxy, sagemaker)',
+    );
+    expect(refused.err).toContain('step 3: setMirrorRoute "shadow"');
+    const endpoint = {
+      type: "sagemaker",
+      endpointName: "ranker",
+      executionRoleArn: "arn:aws:iam::123456789012:role/ranker",
+    };
+    const { code, out } = await run("compile", ...model, "--target", JSON.stringify(endpoint));
+    expect(code).toBe(0);
+    const definition = JSON.parse(out);
+    expect(validator(definition).isValid).toBe(true);
+    expect(definition.States["Step01-SetMirrorRoute-shadow"].Parameters.Payload.target).toEqual(endpoint);
+  });
+
   it("rejects a target that is not a JSON object", async () => {
     const { code, err } = await run("compile", ...SEED, "--target", "[1]");
     expect(code).toBe(2);

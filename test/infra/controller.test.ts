@@ -744,6 +744,98 @@ describe("a Lambda alias target, an AMP workspace, CloudWatch metrics and a cust
   });
 });
 
+describe("a SageMaker endpoint target", () => {
+  let stack: Stack;
+  let template: Template;
+
+  beforeAll(() => {
+    stack = new Stack(testApp(), "Model", { env: { account: "111122223333", region: "eu-west-1" } });
+    const controller = new RolloutController(stack, "Controller", { cloudWatchMetrics: false });
+    controller.addRollout("Ranker", {
+      spec: { files: ["examples/model-shadow.yaml"] },
+      target: {
+        type: "sagemaker",
+        endpointName: "Ranker-Prod",
+        executionRoleArn: "arn:aws:iam::111122223333:role/ranker-sagemaker",
+        modelPackageGroupName: "ranker",
+      },
+      trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repo", "ranker") },
+    });
+    template = Template.fromStack(stack);
+  });
+
+  it("polls readiness after every traffic step, the mirror steps included: the endpoint is Updating after each", () => {
+    const { props } = rolloutStateMachine(template);
+    const definition = JSON.parse(flat(props.DefinitionString)) as { States: Record<string, Json> };
+    expect(Object.keys(definition.States).filter((s) => s.endsWith("-CheckReady"))).toEqual(
+      expect.arrayContaining([
+        "Candidate-CheckReady",
+        "Step01-SetMirrorRoute-shadow-CheckReady",
+        "Step03-SetMirrorRoute-shadow-CheckReady",
+        "Step04-SetWeight-25-CheckReady",
+      ]),
+    );
+  });
+
+  it("scopes the target's grants to the endpoint, the configs and models it creates, the package group and the execution role", () => {
+    const statements = statementsOfRole(template, roleOfFunction(template, "setWeight"));
+    const bySid = (sid: string) => resourcesOf(statements.find((s) => s.Sid === sid) as Statement);
+    const arn = "arn:<AWS::Partition>:sagemaker:eu-west-1:111122223333";
+    expect(bySid("SageMakerEndpoint")).toEqual([`${arn}:endpoint/ranker-prod`]);
+    expect(bySid("SageMakerCreatedConfigs")).toEqual([`${arn}:endpoint-config/ranker-prod-r-*`]);
+    expect(bySid("SageMakerCreatedModels")).toEqual([`${arn}:model/ranker-prod-r-*`]);
+    expect(bySid("SageMakerModelPackages")).toEqual([`${arn}:model-package/ranker/*`]);
+    const pass = statements.find((s) => s.Sid === "SageMakerPassExecutionRole");
+    expect(resourcesOf(pass as Statement)).toEqual(["arn:aws:iam::111122223333:role/ranker-sagemaker"]);
+    expect(pass?.Condition).toEqual({ StringEquals: { "iam:PassedToService": "sagemaker.amazonaws.com" } });
+    const actions = actionsOfFunction(template, "setWeight");
+    expect(actions.has("sagemaker:UpdateEndpointWeightsAndCapacities")).toBe(true);
+    expect(
+      [...actions].some((a) => a.startsWith("elasticloadbalancing:") || a.startsWith("lambda:Update")),
+    ).toBe(false);
+    expect(
+      statements
+        .filter((s) => resourcesOf(s).includes("*"))
+        .flatMap(actionsOf)
+        .filter((a) => a.startsWith("sagemaker:")),
+    ).toEqual([]);
+  });
+
+  it("starts the rollout when a version of the package group is approved, and may record the outcome on the group", () => {
+    template.hasResourceProperties("AWS::Events::Rule", {
+      EventPattern: {
+        source: ["aws.sagemaker"],
+        "detail-type": ["SageMaker Model Package State Change"],
+        detail: { ModelPackageGroupName: ["ranker"], ModelApprovalStatus: ["Approved"] },
+      },
+    });
+    const [trigger] = Object.values(
+      template.findResources("AWS::Lambda::Function", {
+        Properties: { Description: "sfn-rollouts: trigger" },
+      }),
+    );
+    const routes = JSON.parse(flat(trigger?.Properties.Environment.Variables[ENV.rollouts])) as {
+      repository: string;
+    }[];
+    expect(routes.map((r) => r.repository).sort()).toEqual(["ranker", "sagemaker:ranker"]);
+    const statements = statementsOfRole(template, roleOfFunction(template, "promote"));
+    const group = statements.find((s) => s.Sid === "SageMakerModelPackageGroup");
+    expect(resourcesOf(group as Statement)).toEqual([
+      "arn:<AWS::Partition>:sagemaker:eu-west-1:111122223333:model-package-group/ranker",
+    ]);
+    expect(actionsOf(statements.find((s) => s.Sid === "SageMakerModelPackages") as Statement)).toContain(
+      "sagemaker:UpdateModelPackage",
+    );
+  });
+
+  it("passes cdk-nag AwsSolutions with zero unacknowledged findings", () => {
+    const report = new AwsSolutionsChecks().validateScope(stack);
+    expect(
+      report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+    ).toEqual([]);
+  });
+});
+
 describe("validation: one error that lists every bad prop", () => {
   it("reports every bad controller prop at once", () => {
     const stack = new Stack(testApp(), "Bad");
@@ -798,6 +890,18 @@ describe("validation: one error that lists every bad prop", () => {
     expect(text).toContain("trigger.tagPattern");
     expect(text).toContain('id: "bad id"');
     expect((error as PropsError).problems.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it("refuses a spec with a mirror step for a target that cannot mirror, naming the step", () => {
+    const stack = new Stack(testApp(), "NoMirror");
+    const controller = new RolloutController(stack, "C", { cloudWatchMetrics: false });
+    expect(() =>
+      controller.addRollout("Ranker", {
+        spec: { files: ["examples/model-shadow.yaml"] },
+        target: { type: "lambda-alias", functionName: "ranker", alias: "live" },
+        trigger: { repository: ecr.Repository.fromRepositoryName(stack, "R", "ranker") },
+      }),
+    ).toThrow(/step 1: setMirrorRoute "shadow": the lambda-alias target cannot mirror requests/);
   });
 
   it("refuses a rollout name that is not a short DNS label, from files and from a RolloutSpec", () => {
