@@ -1023,7 +1023,9 @@ health:
     expect(actionsOfFunction(template, "analysisTick")).toContain("cloudwatch:GetMetricData");
 
     // A model package approval starts the same rollout: its route carries the same cooldown.
-    const model = new Stack(testApp(), "GatedModel", { env: { account: "111122223333", region: "eu-west-1" } });
+    const model = new Stack(testApp(), "GatedModel", {
+      env: { account: "111122223333", region: "eu-west-1" },
+    });
     new RolloutController(model, "C").addRollout("Gated", {
       spec: { files: [gate] },
       target: {
