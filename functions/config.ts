@@ -3,10 +3,10 @@
  * them), in one place so neither side can drift from the other.
  */
 
-/** Handler entry files under `functions/handlers/`, each exporting `handler`. */
 /** EventBridge `source` of every lifecycle event: what a team's rule (and the notifications') matches on. */
 export const EVENT_SOURCE = "sfn-rollouts";
 
+/** Handler entry files under `functions/handlers/`, each exporting `handler`. */
 export const HANDLERS = {
   trigger: "trigger",
   begin: "begin",

@@ -17,6 +17,8 @@ export type {
 export { Notifications } from "./notifications.ts";
 export type {
   AlbEcsTarget,
+  KubernetesClusterRef,
+  KubernetesTarget,
   LambdaAliasTarget,
   LocalProxyTarget,
   PrometheusProps,
@@ -27,6 +29,7 @@ export type {
   RolloutSpecSource,
   RolloutTarget,
   RolloutTrigger,
+  SageMakerTarget,
 } from "./props.ts";
 export { EMBEDDED_CONTEXT } from "./props.ts";
 export { type Rollout, RolloutController, type RolloutFunctions } from "./rollout-controller.ts";

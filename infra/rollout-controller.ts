@@ -599,7 +599,13 @@ export class RolloutController extends Construct {
         deadLetterQueue: this.triggerDeadLetters.queue,
       }),
     );
-    this.#routes.push({ rollout: spec.name, stateMachineArn, repository: modelPackageRoute(group) });
+    // An approval is a push like any other: the rollback cooldown holds it back the same way.
+    this.#routes.push({
+      rollout: spec.name,
+      stateMachineArn,
+      repository: modelPackageRoute(group),
+      ...(spec.rollbackCooldown ? { cooldown: spec.rollbackCooldown } : {}),
+    });
   }
 
   /**

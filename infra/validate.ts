@@ -142,7 +142,7 @@ export function resolveTarget(
   }
   if ((settings as { type?: unknown }).type === "local-proxy" && !embedded) {
     problems.push(
-      'target.type: "local-proxy" runs only in the embedded runtime; use "alb-ecs", "lambda-alias" or "sagemaker"',
+      'target.type: "local-proxy" runs only in the embedded runtime; use "alb-ecs", "lambda-alias", "kubernetes" or "sagemaker"',
     );
     return { settings, problems };
   }

@@ -1,4 +1,5 @@
 import { fileURLToPath } from "node:url";
+import { MemoryAlarms } from "../functions/alarms/memory.ts";
 import type { Clock } from "../functions/clock.ts";
 import { HANDLERS, type HandlerName } from "../functions/config.ts";
 import { depsFromEnv } from "../functions/handlers/root.ts";
@@ -72,6 +73,8 @@ export interface LocalWaves {
   passes: LocalPass[];
   coordinatorArn: string;
   metrics: RecordingMetricsSink;
+  /** The CloudWatch alarms every region's functions read (not part of the local façade). */
+  alarms: MemoryAlarms;
   /**
    * Starts the coordinator on a pushed image, with the input and the execution name the trigger
    * gives a push (`<rollout>-<24 hex of the digest>-g<generation>`); returns its execution.
@@ -142,8 +145,10 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
     string,
     HandlerName
   >;
+  // CloudWatch's alarms are not part of the façade: the functions read the local ones.
+  const alarms = new MemoryAlarms();
   const workflowDeps = (env: Record<string, string>) =>
-    once((): WorkflowDeps => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics }));
+    once((): WorkflowDeps => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics, alarms }));
   const factories = handlerFactories({
     workflow: workflowDeps,
     trigger: (env) => once(() => triggerDepsFromEnv(env, clock ? { clock } : {})),
@@ -218,6 +223,7 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
     passes,
     coordinatorArn,
     metrics,
+    alarms,
     release(tag, digest, generation) {
       const executionName = `${spec.name}-${digest.replace(/^sha256:/, "").slice(0, 24)}-g${generation}`;
       const input: RolloutExecutionInput = {

@@ -310,7 +310,11 @@ class DefinitionBuilder {
       this.#payload({ ...this.#target, scaleDownDelaySeconds: spec.scaleDownDelaySeconds }),
       "Healthy",
     );
-    if (spec.backgroundAnalysis) this.#holdable("Promote", "Promote-Held", "Promote", spec.steps.length);
+    // Held during the promotion: after the pause, the alarms are checked again (the hook has run).
+    if (spec.backgroundAnalysis) {
+      const promote = this.#alarmed ? "Promote-CheckAlarms" : "Promote";
+      this.#holdable("Promote", "Promote-Held", promote, spec.steps.length);
+    }
     states.Healthy = { Type: "Succeed" };
     states.Abort = {
       ...this.#invoke(
@@ -575,8 +579,11 @@ class DefinitionBuilder {
     };
   }
 
-  /** After a wait: `rollouts promote --full` skips every remaining step. */
-  #fullChoice(name: string, next: string): State {
+  /**
+   * After a wait: `rollouts promote --full` skips every remaining step, not what guards the
+   * promotion (the afterPromotion hook, the alarm check), unless `full` says where to go.
+   */
+  #fullChoice(name: string, next: string, full = this.#promoteEntry()): State {
     return {
       Type: "Choice",
       Choices: [
@@ -585,7 +592,7 @@ class DefinitionBuilder {
             { Variable: "$.last.outcome", IsPresent: true },
             { Variable: "$.last.outcome", StringEquals: "full" },
           ],
-          Next: "Promote",
+          Next: full,
         },
       ],
       Default: next,
@@ -629,7 +636,7 @@ class DefinitionBuilder {
       this.#payload({ stepIndex, step: { kind: "approval", reason: "held" } }),
       `${held}-Next`,
     );
-    this.states[`${held}-Next`] = this.#fullChoice(held, entry);
+    this.states[`${held}-Next`] = this.#fullChoice(held, entry, stem === "Promote" ? entry : undefined);
   }
 }
 

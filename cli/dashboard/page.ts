@@ -170,8 +170,13 @@ function summary(item: RolloutItem): Html {
 export function applicable(item: RolloutItem): Record<Action, boolean> {
   const running = item.phase === "Progressing" || item.phase === "Paused";
   return {
-    promote: running && item.currentTaskToken !== null && item.waitingFor !== "analysis",
-    "promote-full": running && item.currentTaskToken !== null,
+    // A hook gives its own verdict: nobody promotes past it.
+    promote:
+      running &&
+      item.currentTaskToken !== null &&
+      item.waitingFor !== "analysis" &&
+      item.waitingFor !== "hook",
+    "promote-full": running && item.currentTaskToken !== null && item.waitingFor !== "hook",
     abort: running,
     retry: item.phase === "Degraded",
   };

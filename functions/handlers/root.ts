@@ -69,7 +69,7 @@ export function depsFromEnv(
       return lazy.lambda;
     },
     get sagemaker() {
-      lazy.sagemaker ??= new SageMakerClient(config);
+      lazy.sagemaker ??= traced(new SageMakerClient(config), source);
       return lazy.sagemaker;
     },
   };
@@ -120,11 +120,11 @@ export function depsFromEnv(
     }),
     metrics: new PowertoolsMetricsSink(),
     get alarms() {
-      lazy.alarms ??= new CloudWatchAlarms(new CloudWatchClient(config));
+      lazy.alarms ??= new CloudWatchAlarms(traced(new CloudWatchClient(config), source));
       return lazy.alarms;
     },
     get hooks() {
-      lazy.lambda ??= new LambdaClient(config);
+      lazy.lambda ??= traced(new LambdaClient(config), source);
       lazy.hooks ??= new LambdaHookInvoker(lazy.lambda);
       return lazy.hooks;
     },

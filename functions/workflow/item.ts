@@ -55,7 +55,11 @@ export function recordStep(
     assertNotAborted(latest, context.executionArn);
     if (options.hold === "refuse") assertNotHeld(latest, context.executionArn);
     if (options.step !== undefined && isDone(latest, context, options.step)) return null;
-    return mutate(latest, deps.clock.now());
+    const next = mutate(latest, deps.clock.now());
+    // A hook answers its token itself, so nothing of ours saw the answer: the execution running
+    // this step is the sign its wait is over, unless the step starts another hook's wait.
+    if (next === null || latest.waitingFor !== "hook" || next.waitingFor !== "hook") return next;
+    return { ...next, currentTaskToken: null, waitingFor: null, waitingSince: null };
   });
 }
 

@@ -1021,6 +1021,31 @@ health:
     const routes = flat(Object.values(trigger).at(-1)?.Properties.Environment.Variables.ROLLOUTS_ROUTES);
     expect(routes).toContain('"cooldown":{"seconds":1200,"maxPerHour":3}');
     expect(actionsOfFunction(template, "analysisTick")).toContain("cloudwatch:GetMetricData");
+
+    // A model package approval starts the same rollout: its route carries the same cooldown.
+    const model = new Stack(testApp(), "GatedModel", {
+      env: { account: "111122223333", region: "eu-west-1" },
+    });
+    new RolloutController(model, "C").addRollout("Gated", {
+      spec: { files: [gate] },
+      target: {
+        type: "sagemaker",
+        endpointName: "ranker",
+        executionRoleArn: "arn:aws:iam::111122223333:role/ranker-sagemaker",
+        modelPackageGroupName: "ranker",
+      },
+      trigger: { repository: ecr.Repository.fromRepositoryName(model, "R", "r") },
+    });
+    const modelTrigger = Template.fromStack(model).findResources("AWS::Lambda::Function", {
+      Properties: { Description: "sfn-rollouts: trigger" },
+    });
+    const modelRoutes = JSON.parse(
+      flat(Object.values(modelTrigger).at(-1)?.Properties.Environment.Variables.ROLLOUTS_ROUTES),
+    ) as { repository: string; cooldown?: unknown }[];
+    expect(modelRoutes).toHaveLength(2);
+    for (const route of modelRoutes) {
+      expect(route.cooldown, route.repository).toEqual({ seconds: 1200, maxPerHour: 3 });
+    }
   });
 
   it("refuses to synthesize more routes than the trigger's 4 KB environment can hold", async () => {

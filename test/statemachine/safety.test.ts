@@ -211,6 +211,22 @@ hooks:
     expect(states(d)["Hook-BeforeTraffic"]).not.toHaveProperty("HeartbeatSeconds");
   });
 
+  it("sends promote --full through the afterPromotion hook and the alarm check, never straight to Promote", () => {
+    const spec = load(
+      argo(`    rollouts.sfn/alarms: shop-5xx
+    rollouts.sfn/hook-after-promotion: ${SMOKE}`),
+    );
+    const fullRules = Object.entries(states(compile(spec))).flatMap(([name, s]) =>
+      s.Type === "Choice"
+        ? (s.Choices as Array<{ And?: Array<{ StringEquals?: string }>; Next: string }>)
+            .filter((rule) => rule.And?.some((c) => c.StringEquals === "full"))
+            .map((rule) => [name, rule.Next])
+        : [],
+    );
+    expect(fullRules.length).toBeGreaterThan(0);
+    for (const [name, next] of fullRules) expect(`${name} → ${next}`).toBe(`${name} → Hook-AfterPromotion`);
+  });
+
   it("adds nothing to a rollout without alarms or hooks", () => {
     const plain = load(native(""));
     const text = JSON.stringify(compile(plain));
