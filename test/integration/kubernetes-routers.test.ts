@@ -377,11 +377,15 @@ describe("a blue/green rollout by Service selector on the local Kubernetes API, 
     await s.stack.push("v2", DIGESTS.v2);
     const before: unknown[] = [];
     const item = await drive(s.stack, "v2", healthy, () =>
-      before.push([serving("shop-active"), serving("shop-preview")]),
+      before.push([
+        serving("shop-active"),
+        serving("shop-preview"),
+        replicas(s.held("deployments", selects("shop-preview") ?? "")),
+      ]),
     );
     expect(item?.phase).toBe("Healthy");
-    // While v2 waited for its promotion: active on v1, preview on v2.
-    expect(before).toContainEqual([DIGESTS.v1, DIGESTS.v2]);
+    // While v2 waited for its promotion: active on v1, preview on v2's one preview pod.
+    expect(before).toContainEqual([DIGESTS.v1, DIGESTS.v2, 1]);
     expect([serving("shop-active"), serving("shop-preview")]).toEqual([DIGESTS.v2, DIGESTS.v2]);
     const active = selects("shop-active") as string;
     const old = active === "shop-stable" ? "shop-canary" : "shop-stable";
