@@ -394,6 +394,11 @@ export class KubernetesRouter implements TrafficRouter {
     const candidate = this.#candidate(state);
     const at = this.clock.now() + options.scaleDownDelaySeconds * 1000;
     if (state.firstRelease) {
+      if (s.router.type === "blue-green") {
+        // Nothing served before: both Services go to the Deployment the release was put on.
+        await this.#selectors?.point(s.router.activeService, candidate.deployment);
+        await this.#selectors?.point(s.router.previewService, candidate.deployment);
+      }
       return {
         ...state,
         phase: "promoted",
