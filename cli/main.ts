@@ -7,6 +7,7 @@ import { registerDashboard } from "./commands/dashboard.ts";
 import { registerJudge } from "./commands/judge.ts";
 import { registerOperate } from "./commands/operate.ts";
 import { registerPlan } from "./commands/plan.ts";
+import { registerReplay } from "./commands/replay.ts";
 import { registerSimulate } from "./commands/simulate.ts";
 import { Exit, type Io, processIo, type RegisterCommand, UsageError } from "./io.ts";
 import { printable } from "./terminal.ts";
@@ -20,6 +21,7 @@ const commands: RegisterCommand[] = [
   registerSimulate,
   registerDashboard,
   registerAssign,
+  registerReplay,
 ];
 
 /** The package's version, from its own `package.json` (the same file in the sources and in `dist/`). */

@@ -62,11 +62,17 @@ function lastLook(m: Metric): number | undefined {
   return m.initialDelay + (m.interval ?? 0) * Math.max(0, m.count - 1);
 }
 
-/** The judges of an analysis at a share of traffic, with what they need and how long it takes. */
+/**
+ * The judges of an analysis at a share of traffic, with what they need and how long it takes.
+ * `mirrored` is the percentage of requests copied to the candidate by the mirror routes in force:
+ * with no live share, the judges compare the candidate's answers to those copies with the stable
+ * version's answers to the same requests, so they can decide.
+ */
 function planGates(
   analysis: AnalysisSpec,
   share: number,
   rps: number | undefined,
+  mirrored = 0,
 ): { gates: PlanGate[]; warnings: string[] } {
   const gates: PlanGate[] = [];
   const warnings: string[] = [];
@@ -81,12 +87,15 @@ function planGates(
       ...(needed !== undefined ? { samplesNeeded: needed.samples, perSide: needed.bothSides } : {}),
       ...(last !== undefined ? { lastLookSeconds: last } : {}),
     };
-    if (share <= 0) {
+    const shadow = share <= 0 && mirrored > 0;
+    if (share <= 0 && !shadow) {
       warnings.push(
         `gate "${m.name}": the candidate receives no traffic at this step: the judge can only hold`,
       );
     } else if (needed !== undefined && rps !== undefined && rps > 0) {
-      const perSecond = [rps * (share / 100), ...(needed.bothSides ? [rps * (1 - share / 100)] : [])];
+      const perSecond = shadow
+        ? [rps * (mirrored / 100), ...(needed.bothSides ? [rps] : [])]
+        : [rps * (share / 100), ...(needed.bothSides ? [rps * (1 - share / 100)] : [])];
       const seconds = Math.max(
         ...perSecond.map((r) => (r > 0 ? needed.samples / r : Number.POSITIVE_INFINITY)),
       );
@@ -147,6 +156,8 @@ function pods(spec: RolloutSpec, weight: number): { canary: number; stable: numb
 export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
   let weight = 0;
   let previewPods = 0;
+  /** The mirror routes in force, by name: the percentage of requests each copies. */
+  const mirrors = new Map<string, number>();
   const steps = spec.steps.map((step, index): PlanStep => {
     let detail: string;
     let analysis: string[] | undefined;
@@ -179,6 +190,8 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
           step.match || step.percentage !== undefined
             ? `setMirrorRoute ${step.name}: mirror ${step.percentage ?? 100}% of matching requests`
             : `setMirrorRoute ${step.name}: remove`;
+        if (step.match || step.percentage !== undefined) mirrors.set(step.name, step.percentage ?? 100);
+        else mirrors.delete(step.name);
         break;
       case "preview":
         previewPods = spec.previewReplicaCount ?? spec.replicas;
@@ -202,7 +215,12 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
             `${spec.replicas} pods cannot carry ${weight}% without surge: Argo's rounding gives the candidate no pod here`,
           ]
         : [];
-    const judged = step.kind === "analysis" ? planGates(step.analysis, share, options.rps) : undefined;
+    const mirrored = Math.min(
+      100,
+      [...mirrors.values()].reduce((a, b) => Math.max(a, b), 0),
+    );
+    const judged =
+      step.kind === "analysis" ? planGates(step.analysis, share, options.rps, mirrored) : undefined;
     if (judged) warnings.push(...judged.warnings);
     const warning = warnings.length > 0 ? warnings.join("; ") : undefined;
     return {

@@ -10,6 +10,17 @@ export {
 export { evaluateResult } from "./evaluate.ts";
 export { toArgoJson } from "./json.ts";
 export {
+  type RecordedMeasurement,
+  ReplayInputError,
+  type ReplayRow,
+  type ReplaySummary,
+  replayMeasurements,
+  replayMetrics,
+  resultOf,
+  summarize,
+  summaryLine,
+} from "./replay.ts";
+export {
   createRun,
   measurementsTaken,
   nextTickAt,

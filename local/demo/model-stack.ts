@@ -25,6 +25,8 @@ export async function startModelStack(options: {
   dynamo?: LocalDynamo;
   tableName?: string;
   spec?: { initialDelay?: string; interval?: string; count?: number; samples?: number; window?: string };
+  /** An MLflow tracking server that records the promoted version (the target's `mlflow`). */
+  mlflow?: { trackingUri: string; model: string; alias?: string };
 }): Promise<ModelStack> {
   const models: Record<string, ModelServer> = {};
   const closers: Array<() => Promise<void>> = [];
@@ -43,6 +45,7 @@ export async function startModelStack(options: {
         readinessPath: "/healthz",
         upstreams: Object.fromEntries(Object.entries(models).map(([v, m]) => [v, m.url])),
         router: { type: "model" },
+        ...(options.mlflow ? { mlflow: options.mlflow } : {}),
       } as never,
       ...(clock ? { clock } : {}),
       ...(options.dynamo ? { dynamo: options.dynamo } : {}),

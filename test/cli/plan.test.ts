@@ -1,4 +1,7 @@
 import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import validator from "asl-validator";
 import { describe, expect, it } from "vitest";
 import { run } from "../support/cli.ts";
@@ -281,6 +284,57 @@ describe("rollouts plan with judges", () => {
     );
     // At 50% both versions get 1 rps: 500 s for 500 samples fits in the 10-minute analysis.
     expect(plan.steps[3].warning).toBeUndefined();
+  });
+});
+
+describe("rollouts plan with a judge under a mirror step", () => {
+  // The judged rollout with a shadow: an analysis before the mirror, one under it, one after it is removed.
+  const file = join(mkdtempSync(join(tmpdir(), "plan-mirror-")), "rollout.yaml");
+  writeFileSync(
+    file,
+    readFileSync("examples/rollout-judged.yaml", "utf8").replace(
+      /steps:\n(\s+)- setWeight: 25\n[\s\S]*?(?=\n---|\n*$)/,
+      (_all, indent: string) =>
+        [
+          "steps:",
+          "- analysis: { templates: [{ templateName: judges }] }",
+          "- setMirrorRoute: { name: shadow, percentage: 50, match: [{ method: { exact: POST } }] }",
+          "- analysis: { templates: [{ templateName: judges }] }",
+          "- setMirrorRoute: { name: shadow }",
+          "- analysis: { templates: [{ templateName: judges }] }",
+        ].join(`\n${indent}`),
+    ),
+  );
+
+  it("judges the mirrored copies: no 'no traffic' warning under the mirror, samples timed at its share", async () => {
+    const { code, out, err } = await run(
+      "plan",
+      file,
+      "examples/analysis-judges.yaml",
+      "--rps",
+      "40",
+      "--json",
+    );
+    expect(err).toBe("");
+    expect(code).toBe(0);
+    const plan = JSON.parse(out);
+    expect(plan.steps.map((s: { kind: string }) => s.kind)).toEqual([
+      "analysis",
+      "setMirrorRoute",
+      "analysis",
+      "setMirrorRoute",
+      "analysis",
+    ]);
+    const noTraffic = /the candidate receives no traffic at this step/;
+    expect(plan.steps[0].warning).toMatch(noTraffic);
+    expect(plan.steps[2].warning).toBeUndefined();
+    // 50% of 40 rps mirrored: 20 copies a second reach the candidate, 500 samples in 25 s.
+    expect(plan.steps[2].gates[0]).toMatchObject({
+      metric: "errors",
+      samplesNeeded: 500,
+      secondsToSamples: 25,
+    });
+    expect(plan.steps[4].warning).toMatch(noTraffic);
   });
 });
 

@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
@@ -7,7 +9,9 @@ import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
 /**
  * Model rollouts on the synthesized stack in the embedded runtime, in virtual time: three stub
  * models behind the local proxy routing as a model router, users who send feedback for every
- * answer, and the model rollout (shadow → sticky 25% → 50%) judged through `/compare`.
+ * answer, and the model rollout (shadow → sticky 25% → 50%) judged through `/compare`. The
+ * target names an MLflow tracking server (a local HTTP server answering MLflow's REST calls as
+ * MLflow does), so each outcome is recorded in the registry.
  */
 const digest = (n: number) => `sha256:${String(n).repeat(64)}`;
 
@@ -15,15 +19,55 @@ describe("a model rollout on the embedded runtime", () => {
   let dynamo: LocalDynamo;
   let m: ModelStack;
   const clock = new ManualClock(Date.parse("2026-11-30T12:00:00Z"));
+  /** The MLflow REST calls received: path under `/api/2.0/mlflow/` and JSON body. */
+  const mlflowCalls: Array<{ path: string; body: Record<string, string> }> = [];
+  let mlflow: Server;
 
   beforeAll(async () => {
+    mlflow = createServer((req, res) => {
+      let text = "";
+      req.on("data", (chunk) => {
+        text += chunk;
+      });
+      req.on("end", () => {
+        const path = (req.url ?? "").replace("/api/2.0/mlflow/", "");
+        const known = ["registered-models/alias", "model-versions/set-tag"].includes(path);
+        if (req.method !== "POST" || !known) {
+          res.writeHead(404, { "content-type": "application/json" });
+          res.end(
+            JSON.stringify({ error_code: "ENDPOINT_NOT_FOUND", message: `no ${req.method} ${req.url}` }),
+          );
+          return;
+        }
+        mlflowCalls.push({ path, body: JSON.parse(text) as Record<string, string> });
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end("{}");
+      });
+    });
+    await new Promise<void>((resolve) => mlflow.listen(0, "127.0.0.1", resolve));
+    const trackingUri = `http://127.0.0.1:${(mlflow.address() as AddressInfo).port}`;
     dynamo = await startDynamo("dynalite");
-    m = await startModelStack({ clock, dynamo, tableName: "model-rollouts" });
+    m = await startModelStack({
+      clock,
+      dynamo,
+      tableName: "model-rollouts",
+      mlflow: { trackingUri, model: "churn", alias: "production" },
+    });
   }, 90_000);
   afterAll(async () => {
     await m?.close();
     await dynamo?.close();
+    await new Promise((resolve) => mlflow?.close(resolve));
   });
+
+  /** The registry is written by a side effect after the state write: wait for it in virtual time. */
+  async function registryCalls(done: (calls: typeof mlflowCalls) => boolean) {
+    for (let i = 0; i < 60 && !done(mlflowCalls); i++) {
+      await m.stack.runtime.settle();
+      await m.stack.runtime.advanceBy(1000);
+    }
+    return mlflowCalls;
+  }
 
   /** Users send `rps` requests (and their feedback) each virtual second until the rollout of `tag` ends. */
   async function drive(tag: string, rps = 40, maxSeconds = 400) {
@@ -73,6 +117,14 @@ describe("a model rollout on the embedded runtime", () => {
     const lines = await measurements();
     expect(lines.some((l) => l.startsWith("disagreement Successful"))).toBe(true);
     expect(lines.filter((l) => l.startsWith("quality Successful"))).toHaveLength(2);
+    // the registry's production alias moved to v2 (the version from the tag)
+    const calls = await registryCalls((c) => c.some((x) => x.body.version === "2"));
+    const aliases = calls.filter((c) => c.path === "registered-models/alias").map((c) => c.body);
+    expect(aliases.at(-1)).toEqual({ name: "churn", alias: "production", version: "2" });
+    expect(calls).toContainEqual({
+      path: "model-versions/set-tag",
+      body: { name: "churn", version: "2", key: "rollout", value: "promoted" },
+    });
   }, 600_000);
 
   it("v3, worse by about 9 points of accuracy, passes the shadow and is rolled back by feedback at 25%", async () => {
@@ -96,5 +148,16 @@ describe("a model rollout on the embedded runtime", () => {
     });
     expect(res.headers.get("x-model-version")).toBe("v2");
     await res.body?.cancel();
+    // the registry marks v3 rolled back with the judge's reason; the alias stays on v2
+    const calls = await registryCalls((c) => c.some((x) => x.body.key === "rolled-back"));
+    const tag = calls.find((c) => c.body.key === "rolled-back");
+    expect(tag?.path).toBe("model-versions/set-tag");
+    expect(tag?.body).toMatchObject({ name: "churn", version: "3" });
+    expect(tag?.body.value).toMatch(
+      /Gate "quality" rolled back: candidate \d+\.\d% vs stable \d+\.\d% bad feedback/,
+    );
+    expect(
+      calls.filter((c) => c.path === "registered-models/alias").map((c) => c.body.version),
+    ).not.toContain("3");
   }, 600_000);
 });
