@@ -134,6 +134,13 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
       "us@0",
       "us@2",
     ]);
+    // …and name the step with its wave, as the native reference does (traffic@25@eu).
+    expect(steps.filter((d) => d.revision === 2).map((d) => (d as { stepName?: string }).stepName)).toEqual([
+      "traffic@50@eu",
+      "traffic@100@eu",
+      "traffic@50@us",
+      "traffic@100@us",
+    ]);
   });
 
   it("a wave in approvalsBetween: the next wave bakes, deploys its candidate and waits for rollouts promote in its region", async () => {
