@@ -111,6 +111,13 @@ export function stepSummary(events: RolloutEvent[], step: number): string {
   return text.length > 90 ? `${text.slice(0, 89)}…` : text;
 }
 
+/** `eu/25%`: the stage a pass of a release in waves is at (its last once done); "" outside waves. */
+export function passStageOf(item: RolloutItem): string {
+  if (item.stepCount === 0) return "";
+  const label = item.stepLabels[Math.min(currentStepOf(item), item.stepCount - 1)] ?? "";
+  return /^[a-z0-9-]+\//.test(label) ? label : "";
+}
+
 function stepMark(item: RolloutItem, index: number, current: number): string {
   if (index < current) return "✔";
   if (index > current) return "·";
@@ -212,7 +219,9 @@ export function renderRollout(view: RolloutView): string {
   const strategy = inferStrategy(item);
   if (strategy) lines.push(field("Strategy", strategy));
   const current = currentStepOf(item);
-  lines.push(field("  Step", `${current}/${item.stepCount}`));
+  // A pass of a release in waves: its stage with the wave (`eu/25%`).
+  const stage = passStageOf(item);
+  lines.push(field("  Step", `${current}/${item.stepCount}${stage ? ` (${stage})` : ""}`));
   lines.push(field("  SetWeight", String(item.weight)));
   lines.push(
     field(

@@ -195,6 +195,12 @@ export interface RolloutTrigger {
    * @default every tag
    */
   readonly tagPattern?: string;
+  /**
+   * Whether the rollout's own ECR rule starts it on a push. `false` for a pass of a release in
+   * waves: the wave coordinator starts it (`RolloutWaves`), a push in its region does not.
+   * @default true
+   */
+  readonly pushRule?: boolean;
 }
 
 /** The spec of one rollout: already parsed, or files to parse at synth time. */
@@ -209,6 +215,12 @@ export interface RolloutOptions {
   readonly spec: RolloutSpecSource;
   readonly target: RolloutTarget;
   readonly trigger: RolloutTrigger;
+  /**
+   * The rollout state machine's name, so another region's stack can name its ARN without a
+   * cross-stack reference (a wave coordinator).
+   * @default a name CloudFormation generates
+   */
+  readonly stateMachineName?: string;
   /** Subscriptions of this rollout, added to its spec's (`notifications` / Argo's annotations). */
   readonly notifications?: readonly NotificationSubscriptionInput[];
   /**

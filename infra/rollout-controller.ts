@@ -75,8 +75,11 @@ export interface Rollout {
   readonly spec: RolloutSpec;
   /** The Standard workflow compiled from the spec, one state per step. */
   readonly stateMachine: sfn.StateMachine;
-  /** `aws.ecr` / `ECR Image Action` PUSH SUCCESS on the repository → the trigger function. */
-  readonly rule: events.Rule;
+  /**
+   * `aws.ecr` / `ECR Image Action` PUSH SUCCESS on the repository → the trigger function; absent
+   * with `trigger.pushRule: false`.
+   */
+  readonly rule: events.Rule | undefined;
   readonly logGroup: logs.LogGroup;
   readonly dashboard: cloudwatch.Dashboard;
   /** Any failed execution (an aborted rollout fails its execution with `RolloutAborted`). */
@@ -308,12 +311,12 @@ export class RolloutController extends Construct {
       retention: this.#logRetention,
       removalPolicy: this.#removalPolicy,
     });
-    const stateMachine = this.#rolloutStateMachine(scope, definition, logGroup);
+    const stateMachine = this.#rolloutStateMachine(scope, definition, logGroup, options.stateMachineName);
     const executions = executionsOf(stateMachine);
     this.#grantTrigger(stateMachine, executions);
     this.#grantTarget(scope, options, stateMachine);
     if (usesCloudWatch(spec)) this.#grantCloudWatch();
-    const rule = this.#pushRule(scope, spec, options);
+    const rule = options.trigger.pushRule === false ? undefined : this.#pushRule(scope, spec, options);
     const onAlarm = this.#guard(scope, spec);
     this.#modelPackageRule(scope, spec, options, stateMachine.stateMachineArn);
     this.#routes.push({
@@ -413,11 +416,13 @@ export class RolloutController extends Construct {
     scope: Construct,
     definition: StateMachineDefinition,
     logGroup: logs.LogGroup,
+    stateMachineName?: string,
   ): sfn.StateMachine {
     const invoked = (Object.keys(FUNCTION_PLACEHOLDERS) as FunctionRole[]).map(
       (role) => this.functions[role],
     );
     const stateMachine = new sfn.StateMachine(scope, "StateMachine", {
+      ...(stateMachineName !== undefined ? { stateMachineName } : {}),
       comment: definition.Comment,
       stateMachineType: sfn.StateMachineType.STANDARD,
       definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),

@@ -38,6 +38,11 @@ export interface WaveCoordinatorProps {
   readonly logRetention?: logs.RetentionDays;
   /** @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;
+  /**
+   * The coordinator's name, so its ARN is known without a reference (`RolloutWaves`).
+   * @default a name CloudFormation generates
+   */
+  readonly stateMachineName?: string;
 }
 
 /** The rule Step Functions manages to learn when a `.sync` child execution ends. */
@@ -91,6 +96,7 @@ export class WaveCoordinator extends Construct {
     });
     const targetOf = (p: CoordinatedPass) => props.targets[p.index] as WaveTargetProps;
     this.stateMachine = new sfn.StateMachine(this, "StateMachine", {
+      ...(props.stateMachineName !== undefined ? { stateMachineName: props.stateMachineName } : {}),
       comment: definition.Comment,
       stateMachineType: sfn.StateMachineType.STANDARD,
       definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),

@@ -4,7 +4,7 @@ import { plan } from "./plan.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import { alarmNameOf, type HookPoint } from "./safety.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
-import { passStageLabel } from "./waves.ts";
+import { passStageLabel, passStepName } from "./waves.ts";
 
 /**
  * The Lambda functions a compiled workflow calls, as `definitionSubstitutions` placeholders: the
@@ -226,6 +226,8 @@ class DefinitionBuilder {
           stepLabels: plan(spec).steps.map((s) =>
             spec.pass ? passStageLabel(spec.pass, s.detail) : s.detail,
           ),
+          // A pass's lifecycle events name each step with the wave (`traffic@25@eu`).
+          ...(spec.pass ? { stepNames: spec.steps.map((s) => passStepName(spec.pass as string, s)) } : {}),
           ...this.#target,
         },
         "FirstRevision?",

@@ -354,6 +354,31 @@ export function passStageLabel(pass: string, detail: string): string {
   return `${pass}/${weight ? `${weight[1]}%` : detail}`;
 }
 
+/**
+ * `traffic@25@eu`, `pause@10m@eu`, `approval@us`: a step of a pass as its lifecycle events name
+ * it (the native reference's joined step name: what the step does, its value, the wave).
+ */
+export function passStepName(pass: string, step: Step): string {
+  const kind = ((): string => {
+    switch (step.kind) {
+      case "setWeight":
+        return `traffic@${step.weight}`;
+      case "pause":
+        if (step.reason === "Approval") return "approval";
+        return step.duration !== undefined ? `pause@${formatDuration(step.duration)}` : "pause";
+      case "analysis":
+        return "analysis";
+      case "setMirrorRoute":
+        return `mirror@${step.name}`;
+      case "setHeaderRoute":
+        return `header@${step.name}`;
+      case "preview":
+        return "preview";
+    }
+  })();
+  return `${kind}@${pass}`;
+}
+
 /** One line per wave, in order: what it reaches and what comes after it (`rollouts plan`). */
 export function describeWaves(waves: WavesSpec): string[] {
   return waves.list.map((w, i) => {

@@ -38,6 +38,23 @@ export const registerOperate: RegisterCommand = (program: Command, io, done) => 
     );
 
   program
+    .command("waves")
+    .description(
+      "show every wave of a release: each region's status, step (eu/25%) and weight, reading each region's table",
+    )
+    .argument("<name>", "rollout name")
+    .option(
+      "--at <region=table>",
+      "a wave's region and its controller table, in wave order (repeat for each wave)",
+      (value: string, all: string[]) => [...all, value],
+      [] as string[],
+    )
+    .action(async (name: string, opts: { at: string[] }) => {
+      const { wavesAction } = await import("./waves-actions.ts");
+      done(await wavesAction(io, name, opts));
+    });
+
+  program
     .command("status")
     .description(
       "print the phase and message; exit 0 Healthy, 1 Degraded, 3 Paused, 4 Progressing (2 unknown rollout, 5 AWS error)",

@@ -45,6 +45,8 @@ export const LifecycleDetailSchema = z.object({
   gates: z.array(GateFiguresSchema.extend({ metric: z.string() })).optional(),
   /** The pass of a release in waves (`eu`): the same step in each region is told apart by it. */
   pass: z.string().min(1).optional(),
+  /** The step named with its pass (`traffic@25@eu`), on a pass's events tied to a step. */
+  stepName: z.string().min(1).optional(),
 });
 export type LifecycleDetail = z.infer<typeof LifecycleDetailSchema>;
 
@@ -95,6 +97,7 @@ export function lifecycleEvent(
     atMs: number;
     gates?: LifecycleDetail["gates"];
     pass?: string;
+    stepName?: string;
   },
 ): LifecycleEvent {
   const message =
@@ -114,6 +117,7 @@ export function lifecycleEvent(
       at: new Date(input.atMs).toISOString(),
       ...(input.gates && input.gates.length > 0 ? { gates: input.gates } : {}),
       ...(input.pass ? { pass: input.pass } : {}),
+      ...(input.stepName ? { stepName: input.stepName } : {}),
     }),
   };
 }

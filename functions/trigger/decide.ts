@@ -17,8 +17,8 @@ export const RolloutExecutionInputSchema = z.object({
   }),
   trigger: z.object({
     eventId: z.string().min(1),
-    /** Epoch ms of the push. */
-    eventTime: z.number(),
+    /** Epoch ms of the push (or its event's ISO 8601 `time`, as a wave coordinator's push rule gives it). */
+    eventTime: z.union([z.number(), z.iso.datetime().transform((time) => Date.parse(time))]),
     generation: z.number().int().positive(),
     executionName: z.string().min(1),
   }),

@@ -134,6 +134,7 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
     tag: revision.tag,
     executionArn: executionId,
     ...(payload.rollout.pass ? { pass: payload.rollout.pass } : {}),
+    ...(payload.stepNames ? { stepNames: payload.stepNames } : {}),
   };
   try {
     const router = deps.routerFor(payload.target);

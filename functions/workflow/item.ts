@@ -114,6 +114,7 @@ export function eventAbout(
     atMs: deps.clock.now(),
     ...(gates ? { gates } : {}),
     ...(context.pass ? { pass: context.pass } : {}),
+    ...(step != null && context.stepNames?.[step] ? { stepName: context.stepNames[step] } : {}),
   });
 }
 

@@ -18,6 +18,8 @@ export const WorkflowContextSchema = z.object({
   executionArn: z.string().min(1),
   /** The pass of a release in waves this execution runs (`eu`), which its lifecycle events carry. */
   pass: z.string().min(1).optional(),
+  /** A pass's step names (`traffic@25@eu`), one per step, which its lifecycle events carry. */
+  stepNames: z.array(z.string()).optional(),
 });
 export type WorkflowContext = z.infer<typeof WorkflowContextSchema>;
 
@@ -38,6 +40,8 @@ export const BeginPayloadSchema = z.object({
   rollout: RolloutRefSchema,
   /** What each step does, in words (`setWeight: 25`, `analysis: success-rate`). */
   stepLabels: z.array(z.string()).default([]),
+  /** A pass's step names (`traffic@25@eu`), for its lifecycle events. */
+  stepNames: z.array(z.string()).optional(),
   target: z.unknown().optional(),
 });
 export type BeginPayload = z.infer<typeof BeginPayloadSchema>;

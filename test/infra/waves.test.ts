@@ -2,7 +2,8 @@ import { App, Stack, Validations } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
-import { PropsError, WaveCoordinator, type WaveTargetProps } from "../../infra/index.ts";
+import { EXAMPLE_CONTEXT } from "../../infra/example-stack.ts";
+import { PropsError, RolloutWaves, WaveCoordinator, type WaveTargetProps } from "../../infra/index.ts";
 import { parseRollout, type RolloutSpec, readSourcesSync } from "../../statemachine/index.ts";
 
 const spec = (): RolloutSpec => parseRollout(readSourcesSync(["examples/waves.yaml"], [])).spec;
@@ -116,5 +117,98 @@ describe("WaveCoordinator", () => {
         { region: "eu-west-1", account: "111111111111", stateMachineArn: SM("eu-west-1", "111111111111") },
       ]),
     ).toThrow(/the target in 111111111111\/eu-west-1 is in no wave/);
+  });
+});
+
+describe("RolloutWaves: the whole release in one app", () => {
+  const LOCAL = {
+    type: "alb-ecs",
+    listenerArn: EXAMPLE_CONTEXT.listenerArn,
+    targetGroupA: EXAMPLE_CONTEXT.targetGroupA,
+    targetGroupB: EXAMPLE_CONTEXT.targetGroupB,
+    cluster: EXAMPLE_CONTEXT.cluster,
+    serviceA: EXAMPLE_CONTEXT.serviceA,
+    serviceB: EXAMPLE_CONTEXT.serviceB,
+    containerName: EXAMPLE_CONTEXT.containerName,
+  } as const;
+  function release() {
+    const app = new App({
+      context: { "aws:cdk:bundling-stacks": [] },
+      builtinCloudFormationValidation: false,
+    });
+    const waves = new RolloutWaves(app, "Shop", {
+      spec: spec(),
+      home: { account: "111111111111", region: "eu-west-1" },
+      repository: "shop",
+      tagPattern: "v*",
+      targets: [
+        { region: "eu-west-1", target: LOCAL },
+        {
+          region: "us-east-1",
+          account: "222222222222",
+          target: LOCAL,
+          roleArn: "arn:aws:iam::222222222222:role/shop-waves",
+        },
+      ],
+    });
+    return { app, waves };
+  }
+
+  it("deploys one controller stack per region, each rollout started only by the coordinator", () => {
+    const { waves } = release();
+    expect(waves.regionStacks.map((s: Stack) => [s.region, s.account])).toEqual([
+      ["eu-west-1", "111111111111"],
+      ["us-east-1", "222222222222"],
+    ]);
+    for (const [i, stack] of waves.regionStacks.entries()) {
+      const template = Template.fromStack(stack);
+      const name = ["shop-eu", "shop-rest"][i];
+      template.hasResourceProperties("AWS::StepFunctions::StateMachine", { StateMachineName: name });
+      // No ECR push rule in a region: a push there would start a pass outside the release.
+      const rules = Object.values(template.findResources("AWS::Events::Rule")) as Array<{
+        Properties: { EventPattern?: { source?: string[] } };
+      }>;
+      expect(rules.filter((r) => r.Properties.EventPattern?.source?.includes("aws.ecr"))).toEqual([]);
+    }
+  });
+
+  it("the push in the home region starts the coordinator, which names each region's state machine by its ARN", () => {
+    const { waves } = release();
+    const home = Template.fromStack(waves.homeStack);
+    home.hasResourceProperties("AWS::StepFunctions::StateMachine", { StateMachineName: "shop-waves" });
+    const machine = Object.values(home.findResources("AWS::StepFunctions::StateMachine"))[0] as {
+      Properties: { DefinitionSubstitutions: Record<string, unknown> };
+    };
+    expect(JSON.stringify(machine.Properties.DefinitionSubstitutions.WavePass1StateMachineArn)).toContain(
+      ":states:eu-west-1:111111111111:stateMachine:shop-eu",
+    );
+    expect(JSON.stringify(machine.Properties.DefinitionSubstitutions.WavePass2StateMachineArn)).toContain(
+      ":states:us-east-1:222222222222:stateMachine:shop-rest",
+    );
+    home.hasResourceProperties("AWS::Events::Rule", {
+      EventPattern: {
+        source: ["aws.ecr"],
+        "detail-type": ["ECR Image Action"],
+        detail: Match.objectLike({ "repository-name": ["shop"], "image-tag": [{ prefix: "v" }] }),
+      },
+    });
+    const rule = Object.values(home.findResources("AWS::Events::Rule"))[0] as {
+      Properties: { Targets: Array<{ InputTransformer: { InputPathsMap: Record<string, string> } }> };
+    };
+    expect(Object.values(rule.Properties.Targets[0]?.InputTransformer.InputPathsMap ?? {})).toEqual(
+      expect.arrayContaining(["$.detail.image-digest", "$.detail.image-tag", "$.id", "$.time"]),
+    );
+    // No cross-stack reference: the region stacks can be deployed in any order, alone.
+    expect(JSON.stringify(home.toJSON())).not.toContain("Fn::ImportValue");
+  });
+
+  it("passes cdk-nag AwsSolutions in every stack", () => {
+    const { waves } = release();
+    for (const stack of [waves.homeStack, ...waves.regionStacks]) {
+      const report = new AwsSolutionsChecks().validateScope(stack);
+      expect(
+        report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+      ).toEqual([]);
+    }
   });
 });

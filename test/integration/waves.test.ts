@@ -92,6 +92,9 @@ const where = async (w: LocalWaves) =>
     }),
   );
 
+/** What the rollouts CLI reads one region with. */
+const cliEnv = (p: LocalPass) => Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, p.env[k] ?? ""]));
+
 async function release(w: LocalWaves, tag: "v1" | "v2", generation: number) {
   const arn = w.release(tag, DIGESTS[tag], generation);
   return w.runtime.waitForExecution(arn);
@@ -134,6 +137,16 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
       "us@0",
       "us@2",
     ]);
+    // rollouts get in a region shows the stage with its wave.
+    const got = await runWithEnv(cliEnv(w.passes[0] as LocalPass), "get", "shop");
+    expect(got.out).toMatch(/Step:\s+3\/3 \(eu\/100%\)/);
+    // …and name the step with its wave, as the native reference does (traffic@25@eu).
+    expect(steps.filter((d) => d.revision === 2).map((d) => (d as { stepName?: string }).stepName)).toEqual([
+      "traffic@50@eu",
+      "traffic@100@eu",
+      "traffic@50@us",
+      "traffic@100@us",
+    ]);
   });
 
   it("a wave in approvalsBetween: the next wave bakes, deploys its candidate and waits for rollouts promote in its region", async () => {
@@ -148,15 +161,44 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     }
     expect(item).toMatchObject({ phase: "Paused", waitingFor: "approval", weight: 0 });
     expect(item?.stepLabels[0]).toBe("us/approval: wait for rollouts promote");
+    // rollouts waves reads each region's table: every wave, in wave order, with its step and weight.
+    const shown = await runWithEnv(
+      { ...cliEnv(us), ROLLOUTS_TABLE: "" },
+      "waves",
+      "shop",
+      "--at",
+      `eu-west-1=${w.passes[0]?.tableName}`,
+      "--at",
+      `us-east-1=${us.tableName}`,
+    );
+    expect(shown.code).toBe(0);
+    const rows = shown.out.trim().split("\n");
+    expect(rows[0]).toMatch(/^WAVE\s+REGION\s+STATUS\s+STEP\s+WEIGHT\s+STABLE\s+CANARY/);
+    expect(rows[1]).toMatch(/^eu\s+eu-west-1\s+✔ Healthy\s+3\/3 eu\/100%\s+100\s+v2\s+-/);
+    expect(rows[2]).toMatch(
+      /^us\s+us-east-1\s+॥ Paused\s+0\/4 us\/approval: wait for rollouts promote\s+0\s+v1\s+v2/,
+    );
+    expect(rows).toHaveLength(3);
+    // A region whose table lacks the rollout is named, not skipped.
+    const missing = await runWithEnv(
+      { ...cliEnv(us), ROLLOUTS_TABLE: "" },
+      "waves",
+      "shop",
+      "--at",
+      `eu-west-1=${w.passes[0]?.tableName}`,
+      "--at",
+      "ap-southeast-2=no-such-table",
+    );
+    expect(missing.code).not.toBe(0);
+    expect(missing.err).toContain("ap-southeast-2");
+    const bad = await runWithEnv(cliEnv(us), "waves", "shop", "--at", "=x");
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain("--at");
     const eu = w.runtime.sfn.listExecutions({ stateMachineArn: w.passes[0]?.stateMachineArn ?? "" })[0];
     const usRun = w.runtime.sfn.listExecutions({ stateMachineArn: us.stateMachineArn })[0];
     // The bake of the eu wave came between the two.
     expect((usRun?.startDate ?? 0) - (eu?.stopDate ?? 0)).toBe(300_000);
-    const promoted = await runWithEnv(
-      Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, us.env[k] ?? ""])),
-      "promote",
-      "shop",
-    );
+    const promoted = await runWithEnv(cliEnv(us), "promote", "shop");
     expect(promoted.code).toBe(0);
     expect((await w.runtime.waitForExecution(arn)).status).toBe("SUCCEEDED");
     expect(await where(w)).toEqual([

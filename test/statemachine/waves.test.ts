@@ -7,6 +7,7 @@ import {
   loadRollout,
   parseRollout,
   passSpec,
+  passStepName,
   plan,
   resolveWaves,
   SpecError,
@@ -195,6 +196,27 @@ describe("resolving waves against the deployment's targets", () => {
     expect(labels).toContain("eu/5%");
     expect(labels).toContain("eu/25%");
     expect(labels.at(-1)).toBe("eu/100%");
+    // Lifecycle events name each step with its pass, as the native reference does.
+    const names = (states(definition).Begin!.Parameters as { Payload: { stepNames: string[] } }).Payload
+      .stepNames;
+    expect(names).toEqual(first.steps.map((step) => passStepName("eu", step)));
+    expect(compile(second).States.Begin).toMatchObject({
+      Parameters: { Payload: { stepNames: expect.arrayContaining(["approval@rest-us-east-1"]) } },
+    });
+    // A rollout outside waves keeps the payload it had.
+    const { spec: plain } = await loadRollout(["examples/native.yaml"]);
+    expect(JSON.stringify(compile(plain).States.Begin)).not.toContain("stepNames");
+  });
+
+  it("names each kind of step with its pass: traffic@25@eu", () => {
+    expect(passStepName("eu", { kind: "setWeight", weight: 25 })).toBe("traffic@25@eu");
+    expect(passStepName("eu", { kind: "pause", duration: 600, reason: "CanaryPauseStep" })).toBe(
+      "pause@10m@eu",
+    );
+    expect(passStepName("eu", { kind: "pause", reason: "CanaryPauseStep" })).toBe("pause@eu");
+    expect(passStepName("us", { kind: "pause", reason: "Approval" })).toBe("approval@us");
+    expect(passStepName("us", { kind: "preview" })).toBe("preview@us");
+    expect(passStepName("us", { kind: "setHeaderRoute", name: "testers" })).toBe("header@testers@us");
   });
 });
 

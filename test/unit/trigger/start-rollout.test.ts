@@ -356,3 +356,22 @@ describe("a canary gate's rollback cooldown, applied by the trigger", () => {
     expect(result).toMatchObject({ rollouts: [{ outcome: "started" }] });
   });
 });
+
+describe("the execution input from a wave coordinator's push rule", () => {
+  it("reads the push event's ISO time as epoch milliseconds, and refuses a time that is none", () => {
+    const input = {
+      rollout: "shop",
+      revision: { repository: "shop", image: "i", digest: DIGEST_B, tag: "v2" },
+      trigger: { eventId: "e", eventTime: "2026-12-01T09:00:00Z", generation: 1, executionName: "x" },
+    };
+    expect(RolloutExecutionInputSchema.parse(input).trigger.eventTime).toBe(
+      Date.parse("2026-12-01T09:00:00Z"),
+    );
+    const bad = RolloutExecutionInputSchema.safeParse({
+      ...input,
+      trigger: { ...input.trigger, eventTime: "soon" },
+    });
+    expect(bad.success).toBe(false);
+    expect(JSON.stringify(bad.error?.issues[0]?.path)).toBe('["trigger","eventTime"]');
+  });
+});
