@@ -16,7 +16,6 @@ export {
   type ReplaySummary,
   replayMeasurements,
   replayMetrics,
-  resultOf,
   summarize,
   summaryLine,
 } from "./replay.ts";
