@@ -67,6 +67,7 @@ describe("npm test's preflight", () => {
         prometheus: "prometheus, version 2.42.0",
         java: 'openjdk version "17.0.21"',
         chromium: "Chromium 99.0.4844.51 built on Debian",
+        kubectl: "Client Version: v1.32.4",
       }),
     );
     expect(out.status).toBe(1);
