@@ -154,6 +154,20 @@ export async function loadView(
   if (options.whole) return loadWholeView(deps, name);
   const item = await deps.store.get(name, { fields: SHOWN_FIELDS });
   if (!item) throw new RolloutMissingError(name);
+  return currentRunsView(deps, item, MEASUREMENTS_SHOWN);
+}
+
+/**
+ * The view of `item` for its current execution: its runs only (their ids start with the
+ * execution's name), and of each metric of each of them the newest `last` measurements (one query
+ * per metric, newest first). `rollouts get` draws 3 per metric, the dashboard's charts more.
+ */
+export async function currentRunsView(
+  deps: Pick<OperateDeps, "store">,
+  item: RolloutItem,
+  last: number,
+): Promise<RolloutView> {
+  const name = item.name;
   const runs =
     item.executionArn === null
       ? []
@@ -170,7 +184,7 @@ export async function loadView(
       [...metrics].map((metric) =>
         deps.store.listMeasurements(name, run.runId, StoredMeasurementValueSchema, {
           prefix: `${metric}#`,
-          last: MEASUREMENTS_SHOWN,
+          last,
           // `a#` also starts the ids of a metric named `a#b`: only `a#<sequence>` is this metric's.
           match: (id) => /^\d+$/.test(id.slice(metric.length + 1)),
         }),
