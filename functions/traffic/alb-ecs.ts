@@ -19,7 +19,7 @@ import type {
   TrafficRouter,
   WeightChange,
 } from "./port.ts";
-import { type AlbEcsSettings, AlbEcsSettingsSchema, describeIssues } from "./settings.ts";
+import { type AlbEcsSettings, AlbEcsSettingsSchema, parseTargetSettings } from "./settings.ts";
 import { parseRouterState, secondsUntil } from "./state.ts";
 
 export { slotWeights } from "./alb-ecs/slots.ts";
@@ -95,15 +95,9 @@ export class AlbEcsRouter implements TrafficRouter {
     settings: unknown,
     private readonly clock: Clock,
   ) {
-    const parsed = AlbEcsSettingsSchema.safeParse(settings);
-    if (!parsed.success) {
-      throw new TargetConfigurationError(describeIssues(parsed.error, "alb-ecs settings"), {
-        cause: parsed.error,
-      });
-    }
-    this.#settings = parsed.data;
-    this.#listener = new AlbListener(clients.elbv2, parsed.data);
-    this.#services = new EcsSlots(clients.ecs, parsed.data, clock);
+    this.#settings = parseTargetSettings(AlbEcsSettingsSchema, settings, "alb-ecs settings");
+    this.#listener = new AlbListener(clients.elbv2, this.#settings);
+    this.#services = new EcsSlots(clients.ecs, this.#settings, clock);
   }
 
   async prepare(): Promise<Prepared> {

@@ -25,7 +25,7 @@ import type {
   TrafficRouter,
   WeightChange,
 } from "./port.ts";
-import { describeIssues } from "./settings.ts";
+import { parseTargetSettings } from "./settings.ts";
 import { parseRouterState, secondsUntil } from "./state.ts";
 
 /**
@@ -125,13 +125,7 @@ export class KubernetesRouter implements TrafficRouter {
     settings: unknown,
     private readonly clock: Clock,
   ) {
-    const parsed = KubernetesSettingsSchema.safeParse(settings);
-    if (!parsed.success) {
-      throw new TargetConfigurationError(describeIssues(parsed.error, "kubernetes settings"), {
-        cause: parsed.error,
-      });
-    }
-    const s = parsed.data;
+    const s = parseTargetSettings(KubernetesSettingsSchema, settings, "kubernetes settings");
     this.#settings = s;
     this.#ns = s.namespace;
     const client = new KubeClient(connect(s, clock, clients), clients.onCall);

@@ -31,7 +31,7 @@ import type {
   TrafficRouter,
   WeightChange,
 } from "./port.ts";
-import { describeIssues, type LambdaAliasSettings, LambdaAliasSettingsSchema } from "./settings.ts";
+import { type LambdaAliasSettings, LambdaAliasSettingsSchema, parseTargetSettings } from "./settings.ts";
 import { parseRouterState } from "./state.ts";
 
 /**
@@ -83,13 +83,7 @@ export class LambdaAliasRouter implements TrafficRouter {
     settings: unknown,
     private readonly clock: Clock,
   ) {
-    const parsed = LambdaAliasSettingsSchema.safeParse(settings);
-    if (!parsed.success) {
-      throw new TargetConfigurationError(describeIssues(parsed.error, "lambda-alias settings"), {
-        cause: parsed.error,
-      });
-    }
-    this.#settings = parsed.data;
+    this.#settings = parseTargetSettings(LambdaAliasSettingsSchema, settings, "lambda-alias settings");
   }
 
   async prepare(): Promise<Prepared> {

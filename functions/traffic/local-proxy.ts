@@ -16,7 +16,12 @@ import type {
   TrafficRouter,
   WeightChange,
 } from "./port.ts";
-import { describeIssues, type LocalProxySettings, LocalProxySettingsSchema } from "./settings.ts";
+import {
+  describeIssues,
+  type LocalProxySettings,
+  LocalProxySettingsSchema,
+  parseTargetSettings,
+} from "./settings.ts";
 import { parseRouterState } from "./state.ts";
 
 /**
@@ -78,13 +83,7 @@ export class LocalProxyRouter implements TrafficRouter {
     settings: unknown,
     private readonly clock: Clock,
   ) {
-    const parsed = LocalProxySettingsSchema.safeParse(settings);
-    if (!parsed.success) {
-      throw new TargetConfigurationError(describeIssues(parsed.error, "local-proxy settings"), {
-        cause: parsed.error,
-      });
-    }
-    this.#settings = parsed.data;
+    this.#settings = parseTargetSettings(LocalProxySettingsSchema, settings, "local-proxy settings");
     this.#fetch = clients.fetch ?? fetch;
   }
 

@@ -33,7 +33,7 @@ import type {
   TrafficRouter,
   WeightChange,
 } from "./port.ts";
-import { describeIssues, type SageMakerSettings, SageMakerSettingsSchema } from "./settings.ts";
+import { parseTargetSettings, type SageMakerSettings, SageMakerSettingsSchema } from "./settings.ts";
 import { parseRouterState, secondsUntil } from "./state.ts";
 
 /**
@@ -127,13 +127,7 @@ export class SageMakerRouter implements TrafficRouter {
     settings: unknown,
     private readonly clock: Clock,
   ) {
-    const parsed = SageMakerSettingsSchema.safeParse(settings);
-    if (!parsed.success) {
-      throw new TargetConfigurationError(describeIssues(parsed.error, "sagemaker settings"), {
-        cause: parsed.error,
-      });
-    }
-    this.#settings = parsed.data;
+    this.#settings = parseTargetSettings(SageMakerSettingsSchema, settings, "sagemaker settings");
   }
 
   async prepare(): Promise<Prepared> {

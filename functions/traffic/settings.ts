@@ -5,6 +5,7 @@ import { formatIssues, issueLines } from "../../statemachine/problems.ts";
 import type { RolloutSpec } from "../../statemachine/spec.ts";
 import { MlflowSettingsSchema } from "../registry/settings.ts";
 import { ModelRouterSettingsSchema } from "../router/settings.ts";
+import { TargetConfigurationError } from "./errors.ts";
 import { KubernetesSettingsSchema } from "./kubernetes/settings.ts";
 import type { TargetType } from "./port.ts";
 
@@ -181,6 +182,22 @@ export function targetSettingsProblems(settings: unknown): string[] {
 /** Formats a zod error as `invalid WHAT: field.path: message; …` for errors that say what to fix. */
 export function describeIssues(error: z.ZodError, what: string): string {
   return `invalid ${what}: ${formatIssues(error)}`;
+}
+
+/**
+ * An adapter's settings parsed with its schema, as each adapter's constructor takes them: they
+ * come from a Task's `Parameters`, so a bad field is a `TargetConfigurationError` naming it.
+ */
+export function parseTargetSettings<T extends z.ZodType>(
+  schema: T,
+  settings: unknown,
+  what: string,
+): z.infer<T> {
+  const parsed = schema.safeParse(settings);
+  if (!parsed.success) {
+    throw new TargetConfigurationError(describeIssues(parsed.error, what), { cause: parsed.error });
+  }
+  return parsed.data;
 }
 
 /**
