@@ -14,11 +14,12 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  rmSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HANDLERS } from "../../functions/config.ts";
 import { mannWhitney } from "../../functions/judges/index.ts";
 
@@ -157,6 +158,9 @@ function nodeBinary(version: string): string {
 function cli(app: string, node: string, args: string[]): string {
   return run(node, [join(app, "node_modules/sfn-rollouts/bin/rollouts.mjs"), ...args], { cwd: app });
 }
+
+// The apps and Node.js binaries take about a gigabyte: nothing of it is kept.
+afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 beforeAll(() => {
   const output = run("npm", ["pack", "--json", "--pack-destination", work], {
