@@ -31,6 +31,8 @@ const compiled = (args: string[]) => [
   "--input-type=module",
   "-e",
   `const { main } = await import(${JSON.stringify(`${ROOT}dist/cli/main.js`)}); process.exitCode = await main(process.argv.slice(1));`,
+  // Without `--`, node would read `--version` as its own option.
+  "--",
   ...args,
 ];
 
