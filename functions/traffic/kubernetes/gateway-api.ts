@@ -2,7 +2,7 @@ import { TargetConfigurationError } from "../errors.ts";
 import type { HeaderRoute } from "../port.ts";
 import { type KubeClient, type KubeObject, RESOURCES } from "./client.ts";
 import { type Decision, percent, record, records, updateObject } from "./objects.ts";
-import { prefixRegex, sameShare, type WeightRouter, type WeightWrite } from "./router.ts";
+import { prefixRegex, sameShare, splitWeights, type WeightRouter, type WeightWrite } from "./router.ts";
 
 /**
  * Gateway API: the rules of an HTTPRoute whose `backendRefs` name the stable Service get exact
@@ -47,14 +47,7 @@ export class GatewayApiRouter implements WeightRouter {
           rule.backendRefs = [...refs, canary];
           changed = true;
         }
-        if (stable && stable.weight !== 100 - target) {
-          stable.weight = 100 - target;
-          changed = true;
-        }
-        if (canary.weight !== target) {
-          canary.weight = target;
-          changed = true;
-        }
+        changed = splitWeights(stable, canary, target) || changed;
       }
       const detail = `${this.what}: ${this.settings.canaryService} ${target}, ${this.settings.stableService} ${100 - target}`;
       return changed

@@ -2,7 +2,7 @@ import { TargetConfigurationError } from "../errors.ts";
 import type { HeaderRoute } from "../port.ts";
 import { type KubeClient, type KubeObject, RESOURCES } from "./client.ts";
 import { type Decision, percent, record, records, updateObject } from "./objects.ts";
-import { sameShare, type WeightRouter, type WeightWrite } from "./router.ts";
+import { sameShare, splitWeights, type WeightRouter, type WeightWrite } from "./router.ts";
 
 /**
  * Istio: the HTTP routes of a VirtualService (the named ones, or every one with a destination
@@ -50,14 +50,7 @@ export class IstioRouter implements WeightRouter {
           http.route = [...routes, canary];
           changed = true;
         }
-        if (stable && stable.weight !== 100 - target) {
-          stable.weight = 100 - target;
-          changed = true;
-        }
-        if (canary.weight !== target) {
-          canary.weight = target;
-          changed = true;
-        }
+        changed = splitWeights(stable, canary, target) || changed;
       }
       const detail = `${this.what}: ${this.settings.canaryService} ${target}, ${this.settings.stableService} ${100 - target}`;
       return changed

@@ -37,3 +37,24 @@ export function sameShare(found: number, expected: number): boolean {
 export function prefixRegex(prefix: string): string {
   return `^${prefix.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")}.*`;
 }
+
+/**
+ * Sets a weighted pair of backends (an HTTPRoute's backendRefs, a VirtualService's routes) to
+ * `canary` percent and the rest to the stable one, if it exists; true when anything changed.
+ */
+export function splitWeights(
+  stable: { weight?: unknown } | undefined,
+  canary: { weight?: unknown },
+  canaryPercent: number,
+): boolean {
+  let changed = false;
+  if (stable && stable.weight !== 100 - canaryPercent) {
+    stable.weight = 100 - canaryPercent;
+    changed = true;
+  }
+  if (canary.weight !== canaryPercent) {
+    canary.weight = canaryPercent;
+    changed = true;
+  }
+  return changed;
+}
