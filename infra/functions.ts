@@ -62,8 +62,9 @@ export const FUNCTION_NEEDS: Readonly<Record<HandlerName, readonly Need[]>> = {
   abort: ["target", "timer", "events"],
   // A step boundary: reads the rollout's alarms (an alarm in ALARM aborts before the next step).
   checkAlarms: ["alarms"],
-  // Stores the hook's token on the item, then starts the hook function with it.
-  hook: ["hooks"],
+  // Stores the hook's token on the item, then starts the hook function with it (once: a retry
+  // with a new token after the start ends that wait instead of starting the hook again).
+  hook: ["hooks", "tokens"],
 };
 
 /**

@@ -37,6 +37,15 @@ export function isDone(item: Pick<RolloutItem, "effects">, context: WorkflowCont
   return recordOf(item, context.executionArn).done.includes(id);
 }
 
+/** The done ids of the execution in `context` that start with `prefix`. */
+export function doneUnder(
+  item: Pick<RolloutItem, "effects">,
+  context: WorkflowContext,
+  prefix: string,
+): string[] {
+  return recordOf(item, context.executionArn).done.filter((id) => id.startsWith(prefix));
+}
+
 /** A lifecycle event to publish after the state write; the event's id derives from the step's. */
 export function publishEffect(context: WorkflowContext, step: string, event: LifecycleEvent): SideEffect {
   const id = `${step}/${event.type}`;

@@ -2,6 +2,7 @@ import { SendTaskFailureCommand, SendTaskSuccessCommand } from "@aws-sdk/client-
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HookEvent } from "../../functions/hooks/payload.ts";
 import { localFunctionArn } from "../../local/asl/intrinsics.ts";
+import type { LambdaHandler } from "../../local/aws/lambda.ts";
 import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
 import { type LocalScenario, type LocalScenarioOptions, startScenario } from "./harness.ts";
 import { at, done } from "./scenario.ts";
@@ -214,6 +215,72 @@ describe("alarms and hooks on the embedded runtime", () => {
     );
     expect(s.clock.now() - started).toBeGreaterThanOrEqual(29_000);
     expect(s.clock.now() - started).toBeLessThanOrEqual(32_000);
+  }, 120_000);
+
+  /**
+   * Wraps the `hook` function: once the real handler returned, `after(attempt, again)` decides
+   * what the invocation answers (`again` runs the real handler once more with the same event).
+   */
+  const wrapHook =
+    (after: (attempt: number, again: () => Promise<unknown>) => Promise<unknown>) =>
+    (name: string, handler: LambdaHandler): LambdaHandler => {
+      if (name !== "hook") return handler;
+      let attempts = 0;
+      return async (event, context) => {
+        await handler(event, context);
+        return after(++attempts, async () => await handler(event, context));
+      };
+    };
+
+  it("a hook Lambda invoked again with the same token does not start the hook function again", async () => {
+    const smoke = hook("pass");
+    const s = await start({
+      annotations: { "rollouts.sfn/hook-after-traffic": localFunctionArn("smoke") },
+      hookFunctions: { smoke: smoke.handler },
+      // Every invocation is delivered twice with the same event (an invocation repeated after its
+      // answer was lost): the second must find the hook started.
+      wrap: wrapHook((_attempt, again) => again()),
+    });
+    smoke.attach(s);
+    await s.push("v1");
+    await s.drive(done("v1"));
+    await s.push("v2");
+    const item = await s.drive(done("v2"));
+    expect(item?.phase).toBe("Healthy");
+    expect(smoke.seen.map((e) => [e.hook, e.weight])).toEqual([
+      ["afterTraffic", 25],
+      ["afterTraffic", 50],
+    ]);
+  }, 120_000);
+
+  it("a hook Task retried with a new token after the hook function started does not start it again: the rollout aborts, saying why", async () => {
+    const smoke = hook("silent");
+    const attempts: number[] = [];
+    const s = await start({
+      annotations: { "rollouts.sfn/hook-before-traffic": localFunctionArn("smoke") },
+      hookFunctions: { smoke: smoke.handler },
+      // The first attempt starts the hook function, then the Lambda service fails the invocation:
+      // Step Functions retries the Task, with a new token.
+      wrap: wrapHook(async (attempt) => {
+        attempts.push(attempt);
+        if (attempt === 1) {
+          throw Object.assign(new Error("the answer was lost"), { name: "Lambda.ServiceException" });
+        }
+        return { invoked: localFunctionArn("smoke") };
+      }),
+    });
+    smoke.attach(s);
+    await s.push("v1");
+    await s.drive(done("v1"));
+    await s.push("v2");
+    const item = await s.drive(done("v2"));
+    expect(attempts).toEqual([1, 2]);
+    expect(smoke.seen.map((e) => e.hook)).toEqual(["beforeTraffic"]);
+    expect(item?.phase).toBe("Degraded");
+    expect(item?.weight).toBe(0);
+    expect(item?.message).toBe(
+      `RolloutAborted: Rollout aborted update to revision 2: beforeTraffic hook ${localFunctionArn("smoke")} failed: HookAlreadyStarted: the hook function was already started for this wait, and Step Functions then retried the hook Task with a new task token; the running hook answers the earlier token, which is no longer accepted, so the hook is not started a second time and the rollout stops here`,
+    );
   }, 120_000);
 
   it("an alarm during a hook's wait ends the wait at once through the abort channel", async () => {
