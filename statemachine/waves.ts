@@ -335,7 +335,8 @@ export function resolveWaves<T extends DeployedTarget>(
  * The rollout one pass runs, on its own controller: the release's steps, an approval first when
  * the wave before asked for one (after the candidate is deployed, before any traffic moves), its
  * stages named after the pass, and `onFailure: stop` kept (every rollback leaves the failed target
- * on its stable version; the coordinator decides about the others).
+ * on its stable version; the coordinator decides about the others). A background analysis starts
+ * with the same step of the release as without the approval (its `startingStep` moves with it).
  */
 export function passSpec(spec: RolloutSpec, pass: Pick<WavePass, "pass" | "approvalBefore">): RolloutSpec {
   const { waves, ...rest } = spec;
@@ -345,6 +346,14 @@ export function passSpec(spec: RolloutSpec, pass: Pick<WavePass, "pass" | "appro
     pass: pass.pass,
     onFailure: waves?.onFailure === "stop" || spec.onFailure === "stop" ? "stop" : "rollback",
     steps: [...approval, ...spec.steps],
+    ...(spec.backgroundAnalysis
+      ? {
+          backgroundAnalysis: {
+            ...spec.backgroundAnalysis,
+            startingStep: spec.backgroundAnalysis.startingStep + approval.length,
+          },
+        }
+      : {}),
   };
 }
 

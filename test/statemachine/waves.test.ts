@@ -208,6 +208,33 @@ describe("resolving waves against the deployment's targets", () => {
     expect(JSON.stringify(compile(plain).States.Begin)).not.toContain("stepNames");
   });
 
+  it("a pass with an approval first starts its background analysis at the same real step", async () => {
+    const { spec: canary } = await loadRollout([
+      "examples/rollout.yaml",
+      "examples/analysis-success-rate.yaml",
+    ]);
+    const analysis = canary.steps.find((step) => step.kind === "analysis")?.analysis;
+    if (!analysis) throw new Error("the canary example has no analysis step");
+    const { spec } = await loadRollout(["examples/waves.yaml"]);
+    const { passes } = resolveWaves(spec.waves!, REGIONS);
+    for (const startingStep of [0, 1, spec.steps.length]) {
+      const release = { ...spec, backgroundAnalysis: { startingStep, analysis } };
+      const first = passSpec(release, passes[0]!);
+      expect(first.backgroundAnalysis?.startingStep).toBe(startingStep);
+      const second = passSpec(release, passes[1]!);
+      // One step (the approval) comes first: the analysis starts with the same step as in the spec.
+      expect(second.backgroundAnalysis?.startingStep).toBe(startingStep + 1);
+      expect(second.steps[startingStep + 1]).toEqual(spec.steps[startingStep]);
+      expect(second.backgroundAnalysis?.analysis).toEqual(analysis);
+    }
+    // In the compiled pass, the approval runs with no analysis yet; the first traffic step starts it.
+    const second = passSpec({ ...spec, backgroundAnalysis: { startingStep: 0, analysis } }, passes[1]!);
+    const started = Object.entries(states(compile(second)))
+      .filter(([name]) => name.endsWith("-StartBackgroundAnalysis"))
+      .map(([, state]) => (state.Parameters as { Payload: { stepIndex: number } }).Payload.stepIndex);
+    expect(started).toEqual([1]);
+  });
+
   it("names each kind of step with its pass: traffic@25@eu", () => {
     expect(passStepName("eu", { kind: "setWeight", weight: 25 })).toBe("traffic@25@eu");
     expect(passStepName("eu", { kind: "pause", duration: 600, reason: "CanaryPauseStep" })).toBe(
