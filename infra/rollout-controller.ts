@@ -18,7 +18,7 @@ import {
   modelPackageRoute,
 } from "../functions/config.ts";
 import { TABLE } from "../functions/store/keys.ts";
-import { targetSpecProblems } from "../functions/traffic/settings.ts";
+import { readinessChecksFor, targetSpecProblems } from "../functions/traffic/settings.ts";
 import {
   alarmNameOf,
   compile,
@@ -398,8 +398,7 @@ export class RolloutController extends Construct {
           ? { replicas: spec.replicas, maxSurge: spec.maxSurge, ...target.settings }
           : target.settings,
         // An ECS deployment, pods and a SageMaker endpoint update settle after each traffic step.
-        readinessChecks:
-          options.target.type === "alb-ecs" || kubernetes || options.target.type === "sagemaker",
+        readinessChecks: readinessChecksFor(options.target.type),
       });
       return { spec, target, definition };
     } catch (error) {

@@ -1,5 +1,9 @@
 import type { Command } from "commander";
-import { targetSettingsProblems, targetSpecProblems } from "../../functions/traffic/settings.ts";
+import {
+  readinessChecksFor,
+  targetSettingsProblems,
+  targetSpecProblems,
+} from "../../functions/traffic/settings.ts";
 import { compile, formatProblem, SpecError, type StateMachineDefinition } from "../../statemachine/index.ts";
 import { Exit, type RegisterCommand, UsageError } from "../io.ts";
 import { printable } from "../terminal.ts";
@@ -12,7 +16,11 @@ export const registerCompile: RegisterCommand = (program: Command, io, done) => 
     .description("print the Step Functions state machine (Amazon States Language) a rollout compiles to")
     .argument("<file...>", "Rollout and AnalysisTemplate files (YAML or JSON), or a native spec")
     .option("--target <json>", "traffic target settings to embed in the Tasks, as JSON")
-    .option("--readiness-checks", "poll target readiness after the candidate starts and after each weight")
+    .option(
+      "--readiness-checks",
+      "poll target readiness after each weight (the default for alb-ecs, kubernetes and sagemaker targets)",
+    )
+    .option("--no-readiness-checks", "do not poll readiness after each weight, whatever the target")
     .action(async (files: string[], opts: { target?: string; readinessChecks?: boolean }) => {
       const spec = await loadSpecOrReport(files, io);
       if (!spec) return done(Exit.badInput);
@@ -37,11 +45,9 @@ export const registerCompile: RegisterCommand = (program: Command, io, done) => 
       try {
         definition = compile(spec, {
           ...(target ? { target } : {}),
-          // A target with pods polls readiness after each weight, as the construct compiles it; a
-          // SageMaker endpoint is Updating after every change: each traffic step waits for it.
-          ...(opts.readinessChecks || target?.type === "kubernetes" || target?.type === "sagemaker"
-            ? { readinessChecks: true }
-            : {}),
+          // By default as the construct compiles it for this target (an ECS deployment, pods, a
+          // SageMaker endpoint settle after each weight); the flag decides either way.
+          readinessChecks: opts.readinessChecks ?? readinessChecksFor(target?.type),
         });
       } catch (error) {
         if (!(error instanceof SpecError)) throw error;

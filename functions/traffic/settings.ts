@@ -222,6 +222,25 @@ const MIRRORS: Readonly<Record<TargetType, boolean>> = {
 export const MIRRORING_TARGETS = (Object.keys(MIRRORS) as TargetType[]).filter((t) => MIRRORS[t]);
 
 /**
+ * Whether a rollout on this target polls readiness after the candidate starts and after each
+ * traffic step, as `addRollout` compiles it and `rollouts compile --target` by default: an ECS
+ * deployment and pods settle after each change, a SageMaker endpoint is Updating after every
+ * one; a Lambda alias and the local proxy shift at once.
+ */
+const SETTLES: Readonly<Record<TargetType, boolean>> = {
+  "alb-ecs": true,
+  "lambda-alias": false,
+  "local-proxy": false,
+  kubernetes: true,
+  sagemaker: true,
+};
+
+/** Whether the target of type `type` polls readiness after each traffic step (an unknown type: no). */
+export function readinessChecksFor(type: unknown): boolean {
+  return typeof type === "string" && type in SETTLES && SETTLES[type as TargetType];
+}
+
+/**
  * The steps of `spec` that the target of type `type` cannot run, one line each naming the step
  * (none: it can run them all). An unknown type is left to the settings' own validation.
  */

@@ -164,6 +164,33 @@ describe("rollouts compile", () => {
     expect(bad.err).toContain("rollouts: --target: router.virtualService:");
   });
 
+  it("polls readiness by default where the construct does (alb-ecs too); the flag overrides either way", async () => {
+    const alb = {
+      type: "alb-ecs",
+      listenerArn: "arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/app/shop/1/2",
+      targetGroupA: "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/a/1",
+      targetGroupB: "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/b/2",
+      cluster: "shop",
+      serviceA: "shop-a",
+      serviceB: "shop-b",
+      containerName: "app",
+    };
+    const lambda = { type: "lambda-alias", functionName: "api", alias: "live" };
+    const checks = async (target: object, ...flags: string[]) => {
+      const { code, out, err } = await run("compile", ...SEED, "--target", JSON.stringify(target), ...flags);
+      expect(err.split("\n").filter((l) => l.startsWith("rollouts:"))).toEqual([]);
+      expect(code).toBe(0);
+      return Object.keys(JSON.parse(out).States).filter((s) => s.endsWith("-CheckReady")).length;
+    };
+    // A Lambda alias shifts at once: only the candidate's start is waited for, unless asked.
+    const once = await checks(lambda);
+    expect(await checks(lambda, "--readiness-checks")).toBeGreaterThan(once);
+    // An ECS deployment settles after each traffic step: the construct polls it, so does compile.
+    expect(await checks(alb)).toBeGreaterThan(once);
+    expect(await checks(alb)).toBe(await checks(lambda, "--readiness-checks"));
+    expect(await checks(alb, "--no-readiness-checks")).toBe(once);
+  });
+
   it("validates the target as the construct does: every bad field, one line each, exit 2", async () => {
     const target = {
       type: "alb-ecs",
