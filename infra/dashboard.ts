@@ -18,7 +18,8 @@ const PHASES = ["Successful", "Failed", "Error", "Inconclusive"] as const;
  * failed execution: an aborted rollout fails its execution, and someone should read why.
  *
  * A superseded execution (a newer push took the rollout over) also ends failed, with the error
- * `ExecutionSuperseded`, and nobody needs to act on it. Step Functions' `ExecutionsFailed` has no
+ * `ExecutionSuperseded` (even when its Abort ran before the newer execution took over), and nobody
+ * needs to act on it. Step Functions' `ExecutionsFailed` has no
  * dimension for the error, so when the state machine's log group is given the alarm counts the
  * log's `ExecutionFailed` events whose error is not `ExecutionSuperseded` (a metric filter),
  * instead of `ExecutionsFailed`. With `alarmTopic` the alarm notifies it (and again when it is OK).

@@ -60,6 +60,18 @@ export class ExecutionSupersededError extends Error {
   }
 }
 
+/**
+ * How the trigger words the abort of an older revision's execution when a newer push supersedes
+ * it (`supersededReason(push)`); Abort reads it back (`isSupersedeReason`) to end that execution
+ * as superseded rather than as a failed rollout.
+ */
+const SUPERSEDED_BY = "superseded by a newer revision: ";
+
+export const supersededReason = (newer: string): string => `${SUPERSEDED_BY}${newer}`;
+
+export const isSupersedeReason = (reason: string | null): boolean =>
+  reason?.startsWith(SUPERSEDED_BY) === true;
+
 /** Throws `ExecutionSupersededError` unless `executionArn` is the execution recorded on the item. */
 export function assertDrives(item: Pick<RolloutItem, "executionArn">, executionArn: string): void {
   if (item.executionArn !== executionArn) throw new ExecutionSupersededError(executionArn, item.executionArn);

@@ -1,3 +1,4 @@
+import { supersededReason } from "../abort/errors.ts";
 import { type AbortOutcome, requestAbort } from "../abort/request-abort.ts";
 import type { TaskTokens } from "../abort/task-tokens.ts";
 import type { Clock } from "../clock.ts";
@@ -232,7 +233,7 @@ async function supersede(
     store: deps.store,
     sfn: deps.tokens,
     name: current.name,
-    reason: `superseded by a newer revision: ${describe(push)}`,
+    reason: supersededReason(describe(push)),
     clock: deps.clock,
     executionArn: current.executionArn,
   });

@@ -1,7 +1,13 @@
-import { abortedStatusMessage, assertDrives } from "../abort/errors.ts";
+import {
+  abortedStatusMessage,
+  assertDrives,
+  ExecutionSupersededError,
+  isSupersedeReason,
+  ROLLOUT_ABORTED,
+} from "../abort/errors.ts";
 import { METRICS } from "../config.ts";
 import { RolloutNotFoundError } from "../store/errors.ts";
-import { MAX_ROLLBACKS, type SideEffect } from "../store/schema.ts";
+import { MAX_ROLLBACKS, type RolloutItem, type SideEffect } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import type { RouterState } from "../traffic/port.ts";
 import { terminateBackground } from "./analysis.ts";
@@ -65,9 +71,11 @@ export async function abort(
   }
   const reason = abortReason(payload.error, item.abortReason);
   const message = abortedStatusMessage(context.revision, reason);
+  const superseded = supersededWhileDriving(item, payload, context);
   if (isDone(item, context, STEP)) {
     // A retry: the abort is recorded; only its pending side effects may be missing.
     await flush(deps, context);
+    if (superseded) throw superseded;
     return { phase: "Degraded", message };
   }
   let state = item.targetState as RouterState;
@@ -142,7 +150,30 @@ export async function abort(
     deps.metrics.put({ name: METRICS.canaryWeight, value: 0, rollout: context.rollout });
   deps.metrics.put({ name: METRICS.aborts, value: 1, rollout: context.rollout });
   await flush(deps, context);
+  if (superseded) throw superseded;
   return { phase: "Degraded", message };
+}
+
+/**
+ * The end of an execution that a newer push stopped while it still drove the rollout: the trigger
+ * records the push, then fails this execution's wait with the supersede's reason; when this Abort
+ * runs before the newer execution's Begin has taken over, it rolls back as any abort does (the
+ * newer execution may never start), and then ends the execution as superseded, not as a failed
+ * rollout, as it would had Begin come first. An execution stopped by its own failure (an analysis,
+ * a hook, a step's error) ends aborted even if a newer push arrives meanwhile.
+ */
+function supersededWhileDriving(
+  item: Pick<RolloutItem, "abortReason" | "trigger">,
+  payload: AbortPayload,
+  context: WorkflowContext,
+): ExecutionSupersededError | undefined {
+  const own = context.executionArn.split(":").at(-1);
+  const newer = item.trigger?.executionName;
+  if (payload.error.Error !== ROLLOUT_ABORTED || !isSupersedeReason(item.abortReason)) return undefined;
+  if (newer === undefined || newer === own) return undefined;
+  const error = new ExecutionSupersededError(context.executionArn, newer);
+  error.message = `execution ${context.executionArn} was ${item.abortReason}; its abort put the traffic back before ${newer} took over`;
+  return error;
 }
 
 /** The id under which Abort records its state write and its side effects. */

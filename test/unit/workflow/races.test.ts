@@ -249,6 +249,106 @@ describe("a superseded execution", () => {
     expect(w.router.canary).toBe(25);
   });
 
+  it("a newer push whose Begin comes after the old execution's Abort: the old one rolls back and still ends superseded", async () => {
+    let abortDone: () => void = () => undefined;
+    const aborted = new Promise<void>((resolve) => {
+      abortDone = resolve;
+    });
+    const revision3 = executionName(NAME, digest(3), 3);
+    let abortCalls: string[] = [];
+    const w: FakeRollout = await withStable({
+      steps: [weightStep(25), forever, weightStep(50)],
+      wrap: (name, handler) => {
+        if (name === "begin")
+          return async (event, context) => {
+            // The newer execution's Begin runs only once the old execution's Abort has finished.
+            const trigger = (event as { input: { trigger: { executionName: string } } }).input.trigger;
+            if (trigger.executionName === revision3) await aborted;
+            return handler(event, context);
+          };
+        if (name === "abort")
+          return async (event, context) => {
+            const calls = w.router.calls.length;
+            try {
+              return await handler(event, context);
+            } finally {
+              abortCalls = w.router.calls.slice(calls);
+              abortDone();
+            }
+          };
+        return handler;
+      },
+    });
+    const old = w.executionArnOf(await w.push(v2));
+    expect(await w.run(old)).toEqual({ state: "Waiting", at: "Step02-Pause" });
+    expect(w.router.canary).toBe(25);
+    const pushed = await w.push(v3);
+    expect(pushed).toMatchObject({ outcome: "started", superseded: { status: "signalled" } });
+    const next = w.executionArnOf(pushed);
+    // The supersede is what stopped it: it ends as superseded (not counted as a failed rollout),
+    // after its Abort put the traffic back, since it still drove the rollout then.
+    expect(await w.run(old)).toEqual({ state: "Superseded" });
+    expect(failedTasks(w, old)).toEqual(["Step02-Pause: RolloutAborted", "Abort: ExecutionSuperseded"]);
+    expect(abortCalls).toContain("abort");
+    expect(await w.run(next)).toEqual({ state: "Waiting", at: "Step02-Pause" });
+    expect(begun(w, next).revision).toBe(3);
+    expect(w.router.canary).toBe(25);
+  });
+
+  it("an execution aborting for its own failure when a newer push arrives still ends aborted", async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let abortEntered: () => void = () => undefined;
+    const entered = new Promise<void>((resolve) => {
+      abortEntered = resolve;
+    });
+    let abortDone: () => void = () => undefined;
+    const aborted = new Promise<void>((resolve) => {
+      abortDone = resolve;
+    });
+    const revision3 = executionName(NAME, digest(3), 3);
+    const w: FakeRollout = await withStable({
+      steps: [weightStep(25), forever],
+      wrap: (name, handler) => {
+        if (name === "setWeight")
+          return async (event, context) => {
+            const e = event as { stepIndex?: number; context?: { revision?: number } };
+            if (e.stepIndex === 0 && e.context?.revision === 2)
+              throw Object.assign(new Error("the target refused the weight"), { name: "TargetRejected" });
+            return handler(event, context);
+          };
+        if (name === "abort")
+          return async (event, context) => {
+            abortEntered();
+            await gate; // the newer push is accepted while this Abort runs
+            try {
+              return await handler(event, context);
+            } finally {
+              abortDone();
+            }
+          };
+        if (name === "begin")
+          return async (event, context) => {
+            const trigger = (event as { input: { trigger: { executionName: string } } }).input.trigger;
+            if (trigger.executionName === revision3) await aborted;
+            return handler(event, context);
+          };
+        return handler;
+      },
+    });
+    const old = w.executionArnOf(await w.push(v2));
+    const running = w.run(old);
+    await entered;
+    const pushed = await w.push(v3);
+    expect(pushed).toMatchObject({ outcome: "started", superseded: { status: "recorded" } });
+    release();
+    // Its own failure stopped it, not the supersede: it counts as an aborted rollout.
+    expect(await running).toMatchObject({ state: "Aborted" });
+    expect(await w.run(w.executionArnOf(pushed))).toEqual({ state: "Waiting", at: "Step02-Pause" });
+  });
+
   it("a late Begin of an older push is refused without touching the rollout", async () => {
     let release: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => {
