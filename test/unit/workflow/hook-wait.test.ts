@@ -3,6 +3,7 @@ import { runHook } from "../../../functions/workflow/hook.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
 import { setWeight } from "../../../functions/workflow/set-weight.ts";
 import { direct, itemOf, ROLLOUT, startRevision, TARGET } from "../../support/direct-workflow.ts";
+import { interceptSaves } from "../../support/store.ts";
 
 const base = (context: WorkflowContext) => ({ context, rollout: ROLLOUT, target: TARGET });
 const HOOK = "arn:aws:lambda:us-east-1:123456789012:function:smoke";
@@ -36,5 +37,49 @@ describe("a lifecycle hook's wait", () => {
       currentTaskToken: null,
       waitingSince: null,
     });
+  });
+
+  it("is started once per token; a start whose record was lost is made again (at least once)", async () => {
+    const d = direct();
+    const r2 = await startRevision(d, 2);
+    const invoked: string[] = [];
+    d.deps.hooks = {
+      invoke: async (_fn: string, event: { taskToken: string }) => void invoked.push(event.taskToken),
+    } as never;
+    const payload = (taskToken: string) => ({
+      ...base(r2),
+      stepIndex: 0,
+      hook: { point: "afterTraffic" as const, function: HOOK, timeoutSeconds: 600 },
+      taskToken,
+    });
+    const store = d.deps.store;
+    // The Lambda dies after Lambda accepted the invocation, before the start is recorded.
+    let saves = 0;
+    d.deps.store = interceptSaves(store, () => {
+      if (++saves === 2) throw new Error("the function timed out");
+    });
+    await expect(runHook(d.deps, payload("token-1"))).rejects.toThrow("the function timed out");
+    d.deps.store = store;
+    expect(await runHook(d.deps, payload("token-1"))).toEqual({ invoked: HOOK, started: true });
+    expect(await runHook(d.deps, payload("token-1"))).toEqual({ invoked: HOOK, started: false });
+    expect(invoked).toEqual(["token-1", "token-1"]);
+    // A new token for the same wait (the Task retried): the hook is not started again, the new
+    // wait ends with HookAlreadyStarted.
+    d.tokens.live.add("token-2");
+    expect(await runHook(d.deps, payload("token-2"))).toEqual({ invoked: HOOK, started: false });
+    expect(invoked).toEqual(["token-1", "token-1"]);
+    expect(d.tokens.failures).toEqual([
+      {
+        token: "token-2",
+        error: "HookAlreadyStarted",
+        cause: expect.stringContaining("not started a second time"),
+      },
+    ]);
+    // Another hook state of the same execution is its own wait.
+    expect(await runHook(d.deps, { ...payload("token-3"), stepIndex: 2 })).toEqual({
+      invoked: HOOK,
+      started: true,
+    });
+    expect(invoked).toEqual(["token-1", "token-1", "token-3"]);
   });
 });
