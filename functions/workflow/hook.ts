@@ -11,7 +11,7 @@ import type { HookPayload, WorkflowContext } from "./payloads.ts";
  * the hook function: that function answers the earlier attempt's token, which Step Functions no
  * longer accepts, and it is not started a second time.
  */
-export const HOOK_ALREADY_STARTED = "HookAlreadyStarted";
+const HOOK_ALREADY_STARTED = "HookAlreadyStarted";
 
 /**
  * A lifecycle hook's wait: the task token is stored on the rollout item (in the conditional write
