@@ -131,6 +131,15 @@ async function pushed(w: LocalWaves, tag: "v1" | "v2" | "v3" | null, digest: str
   return w.runtime.waitForExecution(await pushOnly(w, tag, digest));
 }
 
+/** Advances virtual time until `ready` holds (or fails after `limitMs`). */
+async function until(w: LocalWaves, ready: () => Promise<boolean>, limitMs = 3_600_000) {
+  for (let t = 0; t <= limitMs; t += 10_000) {
+    if (await ready()) return;
+    await w.runtime.advanceBy(10_000);
+  }
+  throw new Error(`still waiting after ${limitMs} ms`);
+}
+
 // Synthesizing two controllers costs seconds of CPU on a shared machine, before any virtual time.
 describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () => {
   it("promotes wave after wave: each region runs the whole rollout, its stages named after its wave", async () => {
@@ -335,5 +344,66 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
       expect(item?.phase).toBe("Healthy");
       expect(item?.stableRevision).toMatchObject({ digest: DIGESTS.v4, tag: null });
     }
+  });
+
+  it("a newer push takes a pass over: the older release stops as superseded and rolls nothing back", async () => {
+    const w = await start("rollback-all", false, "superseded", "eu");
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+    const older = await pushOnly(w, "v2", DIGESTS.v2);
+    const [eu, us] = w.passes as [LocalPass, LocalPass];
+    // The older release promoted eu and waits for the approval of us.
+    await until(w, async () => (await us.item())?.waitingFor === "approval");
+    expect((await eu.item())?.stableRevision?.tag).toBe("v2");
+    const newer = await pushOnly(w, "v3", DIGESTS.v3);
+    const newerName = newer.split(":").at(-1) as string;
+    // The newer release runs eu, bakes, and takes us over from the older one.
+    await until(w, async () => (await us.item())?.executionArn?.endsWith(`:${newerName}`) === true);
+    expect(await w.runtime.waitForExecution(older)).toMatchObject({
+      status: "FAILED",
+      error: "WaveSuperseded",
+    });
+    // The older release returned nothing: eu keeps the newer release's version.
+    expect((await eu.item())?.stableRevision?.tag).toBe("v3");
+    expect(
+      w.runtime.sfn
+        .listExecutions({ stateMachineArn: eu.stateMachineArn })
+        .filter((e) => e.name.startsWith("undo-")),
+    ).toEqual([]);
+    await until(w, async () => (await us.item())?.waitingFor === "approval");
+    expect((await runWithEnv(cliEnv(us), "promote", "shop")).code).toBe(0);
+    expect((await w.runtime.waitForExecution(newer)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v3", "Healthy"],
+      ["us", "v3", "Healthy"],
+    ]);
+  });
+
+  it("rollback-all of an older release leaves alone a pass a newer release has taken over", async () => {
+    const w = await start("rollback-all", true, "newer-owns");
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+    const older = await pushOnly(w, "v2", DIGESTS.v2);
+    const [eu, us] = w.passes as [LocalPass, LocalPass];
+    // eu is promoted; us waits for its v2 candidate, which never gets ready: v3 is pushed shortly
+    // before us gives up, so the older release rolls back while the newer one runs eu.
+    const deadline = async () =>
+      ((await us.item())?.targetState as { deadlineAt?: number } | null)?.deadlineAt ?? undefined;
+    await until(w, async () => (await deadline()) !== undefined);
+    expect((await eu.item())?.stableRevision?.tag).toBe("v2");
+    await w.runtime.advanceTo(((await deadline()) as number) - 20_000);
+    expect(w.runtime.sfn.describeExecution(older).status).toBe("RUNNING");
+    const newer = await pushOnly(w, "v3", DIGESTS.v3);
+    expect(await w.runtime.waitForExecution(older)).toMatchObject({ status: "FAILED", error: "WaveFailed" });
+    expect((await w.runtime.waitForExecution(newer)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v3", "Healthy"],
+      ["us", "v3", "Healthy"],
+    ]);
+    // The older release's undo of eu was refused: eu never went back to v1.
+    const undo = w.runtime.sfn
+      .listExecutions({ stateMachineArn: eu.stateMachineArn })
+      .find((e) => e.name.startsWith("undo-"));
+    expect(undo).toMatchObject({ status: "FAILED", error: "ExecutionSuperseded" });
+    expect((await eu.item())?.history.map((h) => h.tag)).not.toContain(undefined);
+    expect((await eu.item())?.history.map((h) => h.tag).slice(-1)).toEqual(["v3"]);
   });
 });
