@@ -54,6 +54,8 @@ export class RolloutWaves extends Construct {
   readonly rollouts: readonly Rollout[];
   readonly coordinator: WaveCoordinator;
   readonly rule: events.Rule;
+  /** Without `tagPattern`: the rule that starts a release on a push by digest only (no tag). */
+  readonly digestRule?: events.Rule;
 
   constructor(scope: Construct, id: string, props: RolloutWavesProps) {
     super(scope, id);
@@ -107,24 +109,27 @@ export class RolloutWaves extends Construct {
       stateMachineName: `${spec.name}-waves`,
     });
     const tagFilter = imageTagFilter(props.tagPattern);
-    this.rule = new events.Rule(this.homeStack, "OnPush", {
-      description: `Starts the release of ${spec.name} in waves on a push to ${props.repository}`,
-      eventPattern: {
-        source: ["aws.ecr"],
-        detailType: ["ECR Image Action"],
-        detail: {
-          "action-type": ["PUSH"],
-          result: ["SUCCESS"],
-          "repository-name": [props.repository],
-          ...(tagFilter ? { "image-tag": tagFilter } : {}),
+    const onPush = (id: string, tagged: boolean) =>
+      new events.Rule(this.homeStack, id, {
+        description: `Starts the release of ${spec.name} in waves on a push${tagged ? "" : " by digest only"} to ${props.repository}`,
+        eventPattern: {
+          source: ["aws.ecr"],
+          detailType: ["ECR Image Action"],
+          detail: {
+            "action-type": ["PUSH"],
+            result: ["SUCCESS"],
+            "repository-name": [props.repository],
+            // A push by digest only has no image-tag: EventBridge fills a missing path with
+            // nothing, so the tagged rule would give the revision the tag "".
+            "image-tag": tagged ? (tagFilter ?? [{ exists: true }]) : [{ exists: false }],
+          },
         },
-      },
-    });
+      });
     const digest = events.EventField.fromPath("$.detail.image-digest");
     const suffix = home.region.startsWith("cn-") ? "amazonaws.com.cn" : "amazonaws.com";
     // The trigger's input (`RolloutExecutionInput`); a push through this rule is not numbered
     // (generation 1), the coordinator's execution name tells releases apart.
-    this.rule.addTarget(
+    const start = (tag: string | null) =>
       new eventTargets.SfnStateMachine(this.coordinator.stateMachine, {
         retryAttempts: 8,
         input: events.RuleTargetInput.fromObject({
@@ -133,7 +138,7 @@ export class RolloutWaves extends Construct {
             repository: props.repository,
             image: `${home.account}.dkr.ecr.${home.region}.${suffix}/${props.repository}@${digest}`,
             digest,
-            tag: events.EventField.fromPath("$.detail.image-tag"),
+            tag,
           },
           trigger: {
             eventId: events.EventField.eventId,
@@ -142,7 +147,13 @@ export class RolloutWaves extends Construct {
             executionName: events.EventField.eventId,
           },
         }),
-      }),
-    );
+      });
+    this.rule = onPush("OnPush", true);
+    this.rule.addTarget(start(events.EventField.fromPath("$.detail.image-tag")));
+    // Without a tag pattern every push starts a release, a push by digest only too: its revision has no tag.
+    if (props.tagPattern === undefined) {
+      this.digestRule = onPush("OnPushByDigest", false);
+      this.digestRule.addTarget(start(null));
+    }
   }
 }

@@ -43,6 +43,8 @@ export interface StartRuntimeOptions {
   template?: unknown;
   /** Resolver overrides for the template: logical id → `Ref` value, `Id.Attr` → `Fn::GetAtt` value. */
   refs?: Record<string, string>;
+  /** What to run, already extracted (several templates merged, see `mergeStacks`): instead of `template`. */
+  stack?: ExtractedStack;
   definitions?: RuntimeDefinition[];
   /**
    * Code for the functions, keyed by function name, logical id or ARN. Functions given here that
@@ -137,7 +139,10 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
   }
   const env = runtimeEnv(facade.url, options);
   const stack =
-    options.template === undefined ? undefined : extractStack(options.template, { refs: options.refs ?? {} });
+    options.stack ??
+    (options.template === undefined
+      ? undefined
+      : extractStack(options.template, { refs: options.refs ?? {} }));
   registerFunctions(lambda, stack, options.functions, env);
   const byName = registerStateMachines(sfn, stack, options.definitions ?? []);
   for (const rule of [...(stack?.rules ?? []), ...(options.rules ?? [])]) bus.addRule(rule);

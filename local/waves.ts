@@ -11,19 +11,17 @@ import type { RolloutExecutionInput } from "../functions/trigger/decide.ts";
 import type { WorkflowDeps } from "../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
 import {
-  compileWaves,
   type DeployedTarget,
   type Problem,
   parseRollout,
-  passSpec,
   type RolloutSpec,
   readSourcesSync,
   resolveWaves,
   SpecError,
   type WavePass,
-  wavePlaceholders,
 } from "../statemachine/index.ts";
-import { extractStack, handlerNameFor } from "./asl/extract.ts";
+import { type ExtractedStack, extractStack, handlerNameFor, mergeStacks } from "./asl/extract.ts";
+import { LOCAL_ACCOUNT } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
 import { handlerFactories } from "./handler-factories.ts";
@@ -44,8 +42,12 @@ export interface LocalWavesOptions {
   specFiles: string[];
   /** The deployment's regions, matched against the waves (`resolveWaves`). */
   regions: LocalRegion[];
-  /** The ECR repository of the release's image. */
+  /** The ECR repository of the release's image, pushed in the home region. */
   repository?: string;
+  /** Which tags start the release (`RolloutWavesProps.tagPattern`). @default every tag */
+  tagPattern?: string;
+  /** Where the coordinator runs and the image is pushed. @default the first pass's region, account 000000000000 */
+  home?: { account: string; region: string };
   clock?: Clock;
   dynamo?: LocalDynamo["engine"] | LocalDynamo;
   /** Each region's table is `<prefix>-<account>-<region>` (several releases can share one DynamoDB); default `rollouts`. */
@@ -80,20 +82,26 @@ export interface LocalWaves {
    * gives a push (`<rollout>-<24 hex of the digest>-g<generation>`); returns its execution.
    */
   release(tag: string, digest: string, generation: number): string;
+  /**
+   * Puts the `ECR Image Action` event of a push to the release's repository on the bus, as ECR
+   * does on AWS (`tag` null: a push by digest only): the home rule, if it matches, starts the
+   * coordinator through its input transformer.
+   */
+  push(tag: string | null, digest: string, at?: Date): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
- * Several "regions" on one embedded runtime: the synthesized app holds one `RolloutController`
- * per region (its own table, functions, Timer and the pass's state machine), all sharing the
- * runtime's event bus and engine, and the wave coordinator compiled from the same spec, whose
- * `startExecution.sync:2` Tasks start each region's rollout in turn. Handlers run in-process
- * through their `createHandler` factories, as in `startLocalStack`.
+ * A release in waves on one embedded runtime: the app `RolloutWaves` synthesizes — a stack per
+ * pass (its own `RolloutController`: table, functions, Timer and the pass's state machine) and
+ * the home stack (the wave coordinator and the ECR push rule) — runs whole, every stack sharing
+ * the runtime's event bus and engine. A push put on the bus goes through the home rule's input
+ * transformer to the coordinator, whose `startExecution.sync:2` Tasks start each region's rollout
+ * in turn. Handlers run in-process through their `createHandler` factories, as in `startLocalStack`.
  */
 export async function startLocalWaves(options: LocalWavesOptions): Promise<LocalWaves> {
-  const [{ App, Stack }, ecr, { RolloutController, EMBEDDED_CONTEXT }] = await Promise.all([
+  const [{ App }, { RolloutWaves, EMBEDDED_CONTEXT }] = await Promise.all([
     import("aws-cdk-lib"),
-    import("aws-cdk-lib/aws-ecr"),
     import("../infra/index.ts"),
   ]);
   const problems: Problem[] = [];
@@ -111,6 +119,13 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
     );
   }
   const repository = options.repository ?? spec.name;
+  const tableOf = (p: WavePass<LocalRegion>) =>
+    `${options.tablePrefix ?? "rollouts"}-${p.target.account ? `${p.target.account}-` : ""}${p.target.region}`;
+  const home = options.home ?? {
+    account: LOCAL_ACCOUNT,
+    region: (resolved.passes[0] as WavePass<LocalRegion>).target.region,
+  };
+  const tables = new Map(resolved.passes.map((p) => [p.target, tableOf(p)]));
   const app = new App({
     context: {
       "aws:cdk:bundling-stacks": [],
@@ -119,22 +134,36 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
     },
     builtinCloudFormationValidation: false,
   });
-  const stack = new Stack(app, "SfnRolloutsWaves");
-  const tableOf = (p: WavePass<LocalRegion>) =>
-    `${options.tablePrefix ?? "rollouts"}-${p.target.account ? `${p.target.account}-` : ""}${p.target.region}`;
-  resolved.passes.forEach((p, i) => {
-    const controller = new RolloutController(stack, `Region${i + 1}`, { tableName: tableOf(p) });
-    // The coordinator starts each region's rollout: the construct's push rule of a region names a
-    // repository of its own that nothing pushes to, so a push never starts a region by itself.
-    controller.addRollout("Rollout", {
-      spec: passSpec(spec, p),
-      target: { type: "local-proxy", ...p.target.target } as never,
-      trigger: {
-        repository: ecr.Repository.fromRepositoryName(stack, `Repository${i + 1}`, `${repository}-${p.pass}`),
-      },
-    });
+  const waves = new RolloutWaves(app, "Waves", {
+    spec,
+    home,
+    repository,
+    ...(options.tagPattern === undefined ? {} : { tagPattern: options.tagPattern }),
+    targets: options.regions.map((r) => ({
+      region: r.region,
+      ...(r.account === undefined ? {} : { account: r.account }),
+      ...(r.labels === undefined ? {} : { labels: r.labels }),
+      target: { type: "local-proxy", ...r.target } as never,
+      // Every region is on this machine: the role another account would be assumed with is only named.
+      ...(r.account !== undefined && r.account !== home.account
+        ? { roleArn: `arn:aws:iam::${r.account}:role/${spec.name}-waves` }
+        : {}),
+      controller: { tableName: tables.get(r) ?? tableOf({ target: r } as WavePass<LocalRegion>) },
+    })),
   });
-  const template = app.synth().getStackByName(stack.stackName).template as unknown;
+  const assembly = app.synth();
+  // Each stack's resources the template does not name get the stack's name first, as
+  // CloudFormation names them: the pass stacks hold the same constructs.
+  const extracted = localizeStateMachineArns(
+    mergeStacks(
+      [...waves.regionStacks, waves.homeStack].map((stack) =>
+        extractStack(assembly.getStackArtifact(stack.artifactId).template, {
+          stackName: stack.stackName,
+          namePrefix: `${stack.stackName}-`,
+        }),
+      ),
+    ),
+  );
 
   const ownDynamo = typeof options.dynamo !== "object";
   const dynamo =
@@ -153,13 +182,12 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
     workflow: workflowDeps,
     trigger: (env) => once(() => triggerDepsFromEnv(env, clock ? { clock } : {})),
   });
-  const extracted = extractStack(template);
   const functions = new Map<string, RuntimeFunction>();
   for (const fn of extracted.functions) {
     const file = handlerNameFor(fn, Object.values(HANDLERS));
     if (!file) continue;
     const name = byFile[file] as HandlerName;
-    functions.set(fn.logicalId, {
+    functions.set(fn.arn, {
       factory: (env) => {
         const handler = factories[name]({ ...env });
         return options.wrap ? options.wrap(name, handler, env.ROLLOUTS_TABLE ?? "") : handler;
@@ -169,52 +197,25 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
   const admin = dynamo.client();
   for (const table of extracted.tables) await createTableFromTemplate(admin, table.name, table.properties);
 
-  const machineOf = (i: number) => {
-    const found = extracted.stateMachines.find(
-      (m) => m.logicalId.startsWith(`Region${i + 1}Rollout`) && !m.logicalId.includes("Ticker"),
-    );
-    if (!found) throw new Error(`the synthesized stack has no rollout state machine for region ${i + 1}`);
-    return found;
-  };
-  const coordinated = resolved.passes.map((p) => ({
-    ...p,
-    target: { ...p.target, crossAccount: p.target.account !== undefined },
-  }));
-  const coordinatorName = `${spec.name}-waves`;
-  const substitutions = Object.fromEntries(
-    resolved.passes.flatMap((p, i) => {
-      const names = wavePlaceholders(i + 1);
-      return [
-        [names.stateMachineArn, machineOf(i).arn],
-        // Every region is on this machine: the role another account would be assumed with is only named.
-        ...(p.target.account
-          ? [[names.roleArn, `arn:aws:iam::${p.target.account}:role/${spec.name}-waves`]]
-          : []),
-      ];
-    }),
-  );
   const runtime = await startRuntime({
-    template,
+    stack: extracted,
     functions,
-    definitions: [
-      { name: coordinatorName, definition: compileWaves(spec, coordinated) as never, substitutions },
-    ],
     ...(clock ? { clock } : {}),
     env: { AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint },
   });
-  const passes: LocalPass[] = resolved.passes.map((p, i) => {
+  const passes: LocalPass[] = resolved.passes.map((p) => {
     const tableName = tableOf(p);
     const store = new DynamoRolloutStore({ client: dynamo.client(), tableName });
     return {
       ...p,
-      stateMachineArn: runtime.stateMachineArn(machineOf(i).logicalId),
+      stateMachineArn: runtime.stateMachineArn(`${spec.name}-${p.pass}`),
       tableName,
       store,
       item: () => store.get(spec.name),
       env: { ...runtime.env, AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint, ROLLOUTS_TABLE: tableName },
     };
   });
-  const coordinatorArn = runtime.stateMachineArn(coordinatorName);
+  const coordinatorArn = runtime.stateMachineArn(`${spec.name}-waves`);
   return {
     runtime,
     dynamo,
@@ -239,11 +240,48 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
       return runtime.startExecution({ stateMachineArn: coordinatorArn, name: executionName, input })
         .executionArn;
     },
+    async push(tag, digest, at) {
+      const result = await runtime.putEvents([
+        {
+          Source: "aws.ecr",
+          DetailType: "ECR Image Action",
+          Time: (at ?? new Date(runtime.clock.now())).getTime(),
+          Detail: JSON.stringify({
+            "action-type": "PUSH",
+            result: "SUCCESS",
+            "repository-name": repository,
+            "image-digest": digest,
+            ...(tag === null ? {} : { "image-tag": tag }),
+          }),
+        },
+      ]);
+      if (result.FailedEntryCount)
+        throw new Error(`the push of ${tag ?? digest} was not accepted: ${JSON.stringify(result)}`);
+    },
     close: async () => {
       await runtime.close();
       admin.destroy();
       if (ownDynamo) await dynamo.close();
     },
+  };
+}
+
+/**
+ * The coordinator names each region's state machine by its ARN on AWS (its region and account);
+ * on this machine every region is local, so an ARN naming a state machine of the app is
+ * rewritten to that state machine's local ARN.
+ */
+function localizeStateMachineArns(stack: ExtractedStack): ExtractedStack {
+  const local = new Map(stack.stateMachines.map((m) => [m.name, m.arn]));
+  const pattern = /arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:([A-Za-z0-9_-]+)/g;
+  return {
+    ...stack,
+    stateMachines: stack.stateMachines.map((m) => ({
+      ...m,
+      definition: JSON.parse(
+        JSON.stringify(m.definition).replace(pattern, (arn, name: string) => local.get(name) ?? arn),
+      ) as Record<string, unknown>,
+    })),
   };
 }
 

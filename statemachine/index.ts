@@ -70,5 +70,6 @@ export {
   compileWaves,
   START_EXECUTION_SYNC,
   WAVE_FAILED,
+  WAVE_SUPERSEDED,
   wavePlaceholders,
 } from "./waves-compile.ts";

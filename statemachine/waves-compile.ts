@@ -1,5 +1,5 @@
 import type { StateMachineDefinition } from "./compile.ts";
-import { definitionProblems } from "./compile.ts";
+import { definitionProblems, EXECUTION_SUPERSEDED } from "./compile.ts";
 import { formatDuration } from "./duration.ts";
 import { SpecError } from "./problems.ts";
 import type { RolloutSpec } from "./spec.ts";
@@ -17,6 +17,9 @@ export const START_EXECUTION_SYNC = "arn:aws:states:::states:startExecution.sync
 
 /** The error a coordinator ends with when a pass failed. */
 export const WAVE_FAILED = "WaveFailed";
+
+/** The error a coordinator ends with when a newer release took one of its passes over. */
+export const WAVE_SUPERSEDED = "WaveSuperseded";
 
 /** `definitionSubstitutions` placeholders of pass `n` (from 1): its state machine and, cross-account, the role. */
 export const wavePlaceholders = (n: number) => ({
@@ -84,7 +87,23 @@ export function compileWaves(spec: RolloutSpec, passes: readonly CoordinatedPass
             : `${p.pass} failed and returned to its stable version; the passes before it keep the release`,
       Parameters: { pass: p.pass, wave: p.wave, "error.$": "$.failure.Error", "cause.$": "$.failure.Cause" },
       ResultPath: "$.failed",
-      Next: undoFrom,
+      Next: `${name}-Superseded?`,
+    };
+    // A newer release took this pass's rollout over: it owns the passes before too, so nothing
+    // is rolled back and the release ends as superseded.
+    states[`${name}-Superseded?`] = {
+      Type: "Choice",
+      Comment: `Did a newer release take ${p.pass} over?`,
+      Choices: [
+        {
+          And: [
+            { Variable: "$.failure.Cause", IsPresent: true },
+            { Variable: "$.failure.Cause", StringMatches: `*${EXECUTION_SUPERSEDED}*` },
+          ],
+          Next: "ReleaseSuperseded",
+        },
+      ],
+      Default: undoFrom,
     };
   });
   if (waves.onFailure === "rollback-all") {
@@ -107,6 +126,8 @@ export function compileWaves(spec: RolloutSpec, passes: readonly CoordinatedPass
             "tag.$": `$.passes.${key(n)}.previous.tag`,
           },
           rollback: true,
+          // Refused if another execution (a newer release) has taken the rollout over since.
+          "undoes.$": `$.passes.${key(n)}.executionArn`,
         }),
         Comment: `Wave ${p.wave}: ${p.pass} back to the version it had before the release`,
         ResultSelector: { "executionArn.$": "$.ExecutionArn" },
@@ -118,6 +139,12 @@ export function compileWaves(spec: RolloutSpec, passes: readonly CoordinatedPass
     }
   }
   states.Released = { Type: "Succeed" };
+  states.ReleaseSuperseded = {
+    Type: "Fail",
+    Error: WAVE_SUPERSEDED,
+    Cause:
+      "A newer release took a pass's rollout over: it owns the regions now; this release rolled nothing back.",
+  };
   states.ReleaseFailed = {
     Type: "Fail",
     Error: WAVE_FAILED,

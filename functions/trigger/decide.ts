@@ -28,6 +28,12 @@ export const RolloutExecutionInputSchema = z.object({
    * rollback within its rollbackWindow.
    */
   rollback: z.boolean().optional(),
+  /**
+   * With `rollback`: the execution of the release this rollback undoes. The rollback is refused
+   * (`ExecutionSuperseded`) when another execution has taken the rollout over since — a newer
+   * release owns it, and an older one must not roll it back.
+   */
+  undoes: z.string().min(1).optional(),
 });
 export type RolloutExecutionInput = z.infer<typeof RolloutExecutionInputSchema>;
 

@@ -1,3 +1,4 @@
+import { EXECUTION_SUPERSEDED } from "../../statemachine/compile.ts";
 import { abortedStatusMessage, ExecutionSupersededError } from "../abort/errors.ts";
 import { MODEL_PACKAGE_ARN } from "../registry/settings.ts";
 import { appendEvent, newRolloutItem, type Revision, type RolloutItem } from "../store/schema.ts";
@@ -66,6 +67,7 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
   let firstRevision = false;
   let previousWeight = 0;
   let targetState: unknown = null;
+  let supersededWait: string | null = null;
   const item = await upsert(deps.store, name, (current) => {
     const now = deps.clock.now();
     if (current?.trigger && current.trigger.executionName !== input.trigger.executionName) {
@@ -84,6 +86,11 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
       previousWeight = current.weight;
       return current.phase === "Degraded" ? { ...current, phase: "Progressing", message: "" } : null;
     }
+    if (input.undoes !== undefined && current?.executionArn !== input.undoes) {
+      throw new ExecutionSupersededError(input.undoes, current?.executionArn ?? null);
+    }
+    // The execution taken over may wait on a token (an approval, a pause): it is ended below.
+    supersededWait = current?.executionArn !== executionId ? (current?.currentTaskToken ?? null) : null;
     // The takeover starts the new execution's effects record afresh: what the superseded one still
     // had pending (its events never published, its Timer requests never made) is discarded, and its
     // `flush` stops at its next write. Those events never go out.
@@ -126,6 +133,7 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
     };
   });
   if (!item || !revision) throw new Error(`Begin could not record rollout "${name}"`);
+  if (supersededWait !== null) await endSupersededWait(deps, supersededWait, executionId);
   const context: WorkflowContext = {
     rollout: name,
     revision: revision.revision,
@@ -169,4 +177,22 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
     throw error;
   }
   return { context, firstRevision };
+}
+
+/**
+ * The execution taken over waited on a token nobody would answer any more (its item now names
+ * this execution): it is failed with `ExecutionSuperseded`, so that execution ends as superseded
+ * instead of waiting for ever (and a wave coordinator waiting on it learns why). A token already
+ * used or timed out, or a call that fails, changes nothing for this execution.
+ */
+async function endSupersededWait(deps: WorkflowDeps, token: string, executionId: string): Promise<void> {
+  try {
+    await deps.tokens.sendFailure(
+      token,
+      EXECUTION_SUPERSEDED,
+      `A newer revision took over the rollout: ${executionId.split(":").at(-1)}`,
+    );
+  } catch {
+    // The wait stays open; a person can still stop that execution.
+  }
 }

@@ -93,6 +93,8 @@ export interface ExtractOptions {
   /** Values of the template's parameters. */
   parameters?: Record<string, string>;
   stackName?: string;
+  /** Put before the names of resources the template does not name (see `ResolveContext.namePrefix`). */
+  namePrefix?: string;
 }
 
 /**
@@ -120,6 +122,7 @@ export function extractStack(template: unknown, options: ExtractOptions = {}): E
     parameters,
     ...(root.Conditions === undefined ? {} : { conditions: root.Conditions }),
     ...(options.stackName === undefined ? {} : { stackName: options.stackName }),
+    ...(options.namePrefix === undefined ? {} : { namePrefix: options.namePrefix }),
   };
   const stack: ExtractedStack = {
     stateMachines: [],
@@ -157,6 +160,17 @@ export function extractStack(template: unknown, options: ExtractOptions = {}): E
   return stack;
 }
 
+/** Several extracted templates as one (their names kept apart by each one's `namePrefix`). */
+export function mergeStacks(stacks: readonly ExtractedStack[]): ExtractedStack {
+  return {
+    stateMachines: stacks.flatMap((s) => s.stateMachines),
+    functions: stacks.flatMap((s) => s.functions),
+    rules: stacks.flatMap((s) => s.rules),
+    tables: stacks.flatMap((s) => s.tables),
+    apiDestinations: stacks.flatMap((s) => s.apiDestinations),
+  };
+}
+
 function extractStateMachine(
   logicalId: string,
   resource: TemplateResource,
@@ -184,7 +198,7 @@ function extractStateMachine(
       `${logicalId}: the resolved definition is not JSON: ${(error as Error).message}`,
     );
   }
-  const name = physicalName(logicalId, resource);
+  const name = physicalName(logicalId, resource, ctx.namePrefix);
   return {
     logicalId,
     name,
@@ -221,7 +235,7 @@ function extractFunction(
     env[key] = typeof value === "string" ? value : JSON.stringify(value);
   }
   const code = (props.Code ?? {}) as { ZipFile?: unknown };
-  const name = physicalName(logicalId, resource);
+  const name = physicalName(logicalId, resource, ctx.namePrefix);
   return {
     logicalId,
     name,
@@ -263,7 +277,7 @@ function extractRule(logicalId: string, resource: TemplateResource, ctx: Resolve
   const pattern = props.EventPattern;
   return {
     logicalId,
-    name: typeof props.Name === "string" ? props.Name : logicalId,
+    name: typeof props.Name === "string" ? props.Name : `${ctx.namePrefix ?? ""}${logicalId}`,
     eventBusName: busName,
     enabled: props.State !== "DISABLED",
     eventPattern: typeof pattern === "string" ? JSON.parse(pattern) : pattern,

@@ -39,6 +39,11 @@ export interface ResolveContext {
   /** The template's `Conditions`, evaluated on demand for `Fn::If`. */
   conditions?: Readonly<Record<string, unknown>>;
   stackName?: string;
+  /**
+   * Put before the logical id of a resource with no explicit name, as CloudFormation names such a
+   * resource after its stack: several templates' resources then do not collide on one runtime.
+   */
+  namePrefix?: string;
 }
 
 /** Marks `AWS::NoValue`: the property is removed from its parent. */
@@ -49,8 +54,11 @@ export class UnresolvableError extends Error {
   override readonly name = "UnresolvableError";
 }
 
-/** The physical name a resource gets locally: its explicit name property, else its logical id. */
-export function physicalName(logicalId: string, resource: TemplateResource | undefined): string {
+/**
+ * The physical name a resource gets locally: its explicit name property, else its logical id
+ * (after `prefix`, the stack's `namePrefix`).
+ */
+export function physicalName(logicalId: string, resource: TemplateResource | undefined, prefix = ""): string {
   const props = resource?.Properties ?? {};
   const named: Record<string, string> = {
     "AWS::Lambda::Function": "FunctionName",
@@ -67,7 +75,7 @@ export function physicalName(logicalId: string, resource: TemplateResource | und
   };
   const key = resource === undefined ? undefined : named[resource.Type];
   const value = key === undefined ? undefined : props[key];
-  return typeof value === "string" ? value : logicalId;
+  return typeof value === "string" ? value : `${prefix}${logicalId}`;
 }
 
 /** What `Ref` gives for a resource, a parameter or a pseudo parameter. */
@@ -80,7 +88,7 @@ export function refOf(id: string, ctx: ResolveContext): string {
   if (parameter !== undefined) return parameter;
   const resource = ctx.resources[id];
   if (resource === undefined) throw new UnresolvableError(`Ref to unknown logical id "${id}"`);
-  const name = physicalName(id, resource);
+  const name = physicalName(id, resource, ctx.namePrefix);
   switch (resource.Type) {
     case "AWS::StepFunctions::StateMachine":
       return localStateMachineArn(name);
@@ -100,7 +108,7 @@ export function attributeOf(id: string, attribute: string, ctx: ResolveContext):
   // A `Ref` override names the resource (a table's real name) unless `Ref` gives an ARN.
   const refIsArn =
     resource.Type === "AWS::StepFunctions::StateMachine" || resource.Type === "AWS::SNS::Topic";
-  const name = (refIsArn ? undefined : ctx.refs?.[id]) ?? physicalName(id, resource);
+  const name = (refIsArn ? undefined : ctx.refs?.[id]) ?? physicalName(id, resource, ctx.namePrefix);
   const arn = resourceArn(resource.Type, name);
   if (attribute === "Arn") return arn;
   if (attribute === "Name" || attribute === "TableName" || attribute === "RoleId") return name;

@@ -230,7 +230,10 @@ export function targetInput(target: ExtractedTarget, event: BusEvent, ruleName: 
     "aws.events.event.ingestion-time": event.time,
   };
   for (const [name, path] of Object.entries(transformer.inputPathsMap)) {
-    values[name] = JSONPath({ path, json: event as object, wrap: false });
+    // A path the event lacks gives no value: the placeholder is filled with nothing (`"<tag>"`
+    // becomes `""`), as on EventBridge — not with null.
+    const value: unknown = JSONPath({ path, json: event as object, wrap: false });
+    values[name] = value === undefined ? "" : value;
   }
   return fillPlaceholders(transformer.inputTemplate, values);
 }

@@ -131,7 +131,7 @@ describe("RolloutWaves: the whole release in one app", () => {
     serviceB: EXAMPLE_CONTEXT.serviceB,
     containerName: EXAMPLE_CONTEXT.containerName,
   } as const;
-  function release() {
+  function release(tagPattern: string | null = "v*") {
     const app = new App({
       context: { "aws:cdk:bundling-stacks": [] },
       builtinCloudFormationValidation: false,
@@ -140,7 +140,7 @@ describe("RolloutWaves: the whole release in one app", () => {
       spec: spec(),
       home: { account: "111111111111", region: "eu-west-1" },
       repository: "shop",
-      tagPattern: "v*",
+      ...(tagPattern === null ? {} : { tagPattern }),
       targets: [
         { region: "eu-west-1", target: LOCAL },
         {
@@ -200,6 +200,30 @@ describe("RolloutWaves: the whole release in one app", () => {
     );
     // No cross-stack reference: the region stacks can be deployed in any order, alone.
     expect(JSON.stringify(home.toJSON())).not.toContain("Fn::ImportValue");
+  });
+
+  it("without a tagPattern a push by digest only starts the release through its own rule, with tag null", () => {
+    const home = Template.fromStack(release(null).waves.homeStack);
+    const rules = Object.values(home.findResources("AWS::Events::Rule")) as Array<{
+      Properties: {
+        EventPattern: { detail: Record<string, unknown> };
+        Targets: Array<{
+          InputTransformer: { InputPathsMap: Record<string, string>; InputTemplate: string };
+        }>;
+      };
+    }>;
+    expect(rules.map((r) => r.Properties.EventPattern.detail["image-tag"])).toEqual([
+      [{ exists: true }],
+      [{ exists: false }],
+    ]);
+    const [tagged, byDigest] = rules.map((r) => r.Properties.Targets[0]?.InputTransformer);
+    expect(Object.values(tagged?.InputPathsMap ?? {})).toContain("$.detail.image-tag");
+    expect(Object.values(byDigest?.InputPathsMap ?? {})).not.toContain("$.detail.image-tag");
+    expect(byDigest?.InputTemplate).toContain('"tag":null');
+    // With a tagPattern, a push by digest only has no tag to match: one rule.
+    expect(
+      Object.keys(Template.fromStack(release().waves.homeStack).findResources("AWS::Events::Rule")),
+    ).toHaveLength(1);
   });
 
   it("passes cdk-nag AwsSolutions in every stack", () => {

@@ -54,7 +54,13 @@ afterEach(async () => {
 });
 
 /** Two regions; in us-east-1 v2's upstream is dead when `usFails`, so its candidate never gets ready. */
-async function start(onFailure: string, usFails: boolean, table: string, between = ""): Promise<LocalWaves> {
+async function start(
+  onFailure: string,
+  usFails: boolean,
+  table: string,
+  between = "",
+  tagPattern?: string,
+): Promise<LocalWaves> {
   const clock = new ManualClock(Date.parse("2026-12-01T12:00:00Z"));
   const file = join(dir, `${table}.yaml`);
   writeFileSync(file, spec(onFailure, between));
@@ -67,7 +73,13 @@ async function start(onFailure: string, usFails: boolean, table: string, between
     return {
       adminUrl: proxy.adminUrl,
       readinessPath: "/healthz",
-      upstreams: { v1: v1.url, v2: fails ? dead : v2.url },
+      // v3 runs v2's app; a push by digest only finds its upstream by the digest.
+      upstreams: {
+        v1: v1.url,
+        v2: fails ? dead : v2.url,
+        v3: v2.url,
+        [DIGESTS.v4]: v2.url,
+      },
     };
   };
   waves = await startLocalWaves({
@@ -79,6 +91,7 @@ async function start(onFailure: string, usFails: boolean, table: string, between
     clock,
     dynamo,
     tablePrefix: table,
+    ...(tagPattern === undefined ? {} : { tagPattern }),
   });
   return waves;
 }
@@ -98,6 +111,33 @@ const cliEnv = (p: LocalPass) => Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, 
 async function release(w: LocalWaves, tag: "v1" | "v2", generation: number) {
   const arn = w.release(tag, DIGESTS[tag], generation);
   return w.runtime.waitForExecution(arn);
+}
+
+/** The coordinator's executions. */
+const coordinatorRuns = (w: LocalWaves) =>
+  w.runtime.sfn.listExecutions({ stateMachineArn: w.coordinatorArn });
+
+/** Pushes through the home rule; answers the coordinator's execution the push started. */
+async function pushOnly(w: LocalWaves, tag: "v1" | "v2" | "v3" | null, digest: string): Promise<string> {
+  const before = new Set(coordinatorRuns(w).map((e) => e.executionArn));
+  await w.push(tag, digest);
+  const started = coordinatorRuns(w).filter((e) => !before.has(e.executionArn));
+  expect(started).toHaveLength(1);
+  return (started[0] as { executionArn: string }).executionArn;
+}
+
+/** Pushes through the home rule and waits for the coordinator the push started. */
+async function pushed(w: LocalWaves, tag: "v1" | "v2" | "v3" | null, digest: string) {
+  return w.runtime.waitForExecution(await pushOnly(w, tag, digest));
+}
+
+/** Advances virtual time until `ready` holds (or fails after `limitMs`). */
+async function until(w: LocalWaves, ready: () => Promise<boolean>, limitMs = 3_600_000) {
+  for (let t = 0; t <= limitMs; t += 10_000) {
+    if (await ready()) return;
+    await w.runtime.advanceBy(10_000);
+  }
+  throw new Error(`still waiting after ${limitMs} ms`);
 }
 
 // Synthesizing two controllers costs seconds of CPU on a shared machine, before any virtual time.
@@ -238,5 +278,132 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
       .find((e) => e.name.startsWith("undo-"));
     expect(undo?.status).toBe("SUCCEEDED");
     expect((undo?.stopDate ?? 0) - (undo?.startDate ?? 0)).toBeLessThan(60_000);
+  });
+
+  it("a push to the repository starts the whole release through the home rule of RolloutWaves", async () => {
+    const w = await start("rollback-all", false, "push");
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+    const done = await pushed(w, "v2", DIGESTS.v2);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v2", "Healthy"],
+      ["us", "v2", "Healthy"],
+    ]);
+    // The input the rule's transformer built: the image in the home registry, by digest.
+    expect(JSON.parse(done.input)).toMatchObject({
+      rollout: "shop",
+      revision: {
+        repository: "shop",
+        image: `000000000000.dkr.ecr.eu-west-1.amazonaws.com/shop@${DIGESTS.v2}`,
+        digest: DIGESTS.v2,
+        tag: "v2",
+      },
+      trigger: { generation: 1 },
+    });
+    expect((await w.passes[1]?.item())?.stableRevision).toMatchObject({ digest: DIGESTS.v2, tag: "v2" });
+    // Each region ran its rollout under the coordinator's execution name.
+    const name = done.executionArn.split(":").at(-1);
+    for (const p of w.passes) {
+      const run = w.runtime.sfn
+        .listExecutions({ stateMachineArn: p.stateMachineArn })
+        .find((e) => e.name === name);
+      expect(run?.status).toBe("SUCCEEDED");
+    }
+    expect(w.runtime.bus.failures).toEqual([]);
+  });
+
+  it("a push whose tag the tagPattern does not match starts nothing", async () => {
+    const w = await start("rollback-all", false, "pattern", "", "v*");
+    await w.push("latest", DIGESTS.v1);
+    await w.runtime.runUntilIdle();
+    expect(coordinatorRuns(w)).toEqual([]);
+    expect(await where(w)).toEqual([
+      ["eu", null, null],
+      ["us", null, null],
+    ]);
+    // …and a push by digest only has no tag for the pattern to match.
+    await w.push(null, DIGESTS.v4);
+    await w.runtime.runUntilIdle();
+    expect(coordinatorRuns(w)).toEqual([]);
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+  });
+
+  it("a push by digest only (no image-tag in ECR's event) releases that digest, with no tag", async () => {
+    const w = await start("rollback-all", false, "digest");
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+    const done = await pushed(w, null, DIGESTS.v4);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(JSON.parse(done.input).revision).toEqual({
+      repository: "shop",
+      image: `000000000000.dkr.ecr.eu-west-1.amazonaws.com/shop@${DIGESTS.v4}`,
+      digest: DIGESTS.v4,
+      tag: null,
+    });
+    for (const p of w.passes) {
+      const item = await p.item();
+      expect(item?.phase).toBe("Healthy");
+      expect(item?.stableRevision).toMatchObject({ digest: DIGESTS.v4, tag: null });
+    }
+  });
+
+  it("a newer push takes a pass over: the older release stops as superseded and rolls nothing back", async () => {
+    const w = await start("rollback-all", false, "superseded", "eu");
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+    const older = await pushOnly(w, "v2", DIGESTS.v2);
+    const [eu, us] = w.passes as [LocalPass, LocalPass];
+    // The older release promoted eu and waits for the approval of us.
+    await until(w, async () => (await us.item())?.waitingFor === "approval");
+    expect((await eu.item())?.stableRevision?.tag).toBe("v2");
+    const newer = await pushOnly(w, "v3", DIGESTS.v3);
+    const newerName = newer.split(":").at(-1) as string;
+    // The newer release runs eu, bakes, and takes us over from the older one.
+    await until(w, async () => (await us.item())?.executionArn?.endsWith(`:${newerName}`) === true);
+    expect(await w.runtime.waitForExecution(older)).toMatchObject({
+      status: "FAILED",
+      error: "WaveSuperseded",
+    });
+    // The older release returned nothing: eu keeps the newer release's version.
+    expect((await eu.item())?.stableRevision?.tag).toBe("v3");
+    expect(
+      w.runtime.sfn
+        .listExecutions({ stateMachineArn: eu.stateMachineArn })
+        .filter((e) => e.name.startsWith("undo-")),
+    ).toEqual([]);
+    await until(w, async () => (await us.item())?.waitingFor === "approval");
+    expect((await runWithEnv(cliEnv(us), "promote", "shop")).code).toBe(0);
+    expect((await w.runtime.waitForExecution(newer)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v3", "Healthy"],
+      ["us", "v3", "Healthy"],
+    ]);
+  });
+
+  it("rollback-all of an older release leaves alone a pass a newer release has taken over", async () => {
+    const w = await start("rollback-all", true, "newer-owns");
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+    const older = await pushOnly(w, "v2", DIGESTS.v2);
+    const [eu, us] = w.passes as [LocalPass, LocalPass];
+    // eu is promoted; us waits for its v2 candidate, which never gets ready: v3 is pushed shortly
+    // before us gives up, so the older release rolls back while the newer one runs eu.
+    const deadline = async () =>
+      ((await us.item())?.targetState as { deadlineAt?: number } | null)?.deadlineAt ?? undefined;
+    await until(w, async () => (await deadline()) !== undefined);
+    expect((await eu.item())?.stableRevision?.tag).toBe("v2");
+    await w.runtime.advanceTo(((await deadline()) as number) - 20_000);
+    expect(w.runtime.sfn.describeExecution(older).status).toBe("RUNNING");
+    const newer = await pushOnly(w, "v3", DIGESTS.v3);
+    expect(await w.runtime.waitForExecution(older)).toMatchObject({ status: "FAILED", error: "WaveFailed" });
+    expect((await w.runtime.waitForExecution(newer)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v3", "Healthy"],
+      ["us", "v3", "Healthy"],
+    ]);
+    // The older release's undo of eu was refused: eu never went back to v1.
+    const undo = w.runtime.sfn
+      .listExecutions({ stateMachineArn: eu.stateMachineArn })
+      .find((e) => e.name.startsWith("undo-"));
+    expect(undo).toMatchObject({ status: "FAILED", error: "ExecutionSuperseded" });
+    expect((await eu.item())?.history.map((h) => h.tag)).not.toContain(undefined);
+    expect((await eu.item())?.history.map((h) => h.tag).slice(-1)).toEqual(["v3"]);
   });
 });

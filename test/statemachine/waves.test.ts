@@ -275,13 +275,22 @@ describe("the wave coordinator", () => {
     });
     expect(s["Pass03-rest-ap-southeast-2"]?.Next).toBe("Released");
     // The third pass failing undoes the second, then the first, then fails the release.
-    expect(s["Pass03-rest-ap-southeast-2-Failed"]?.Next).toBe("Undo-Pass02-rest-us-east-1?");
+    // …unless a newer release took the pass over: it owns the passes before, nothing is undone.
+    expect(s["Pass03-rest-ap-southeast-2-Failed"]?.Next).toBe("Pass03-rest-ap-southeast-2-Superseded?");
+    expect(s["Pass03-rest-ap-southeast-2-Superseded?"]).toMatchObject({
+      Type: "Choice",
+      Choices: [{ Next: "ReleaseSuperseded" }],
+      Default: "Undo-Pass02-rest-us-east-1?",
+    });
+    expect(s.ReleaseSuperseded).toMatchObject({ Type: "Fail", Error: "WaveSuperseded" });
     expect(s["Undo-Pass02-rest-us-east-1"]?.Next).toBe("Undo-Pass01-eu?");
     expect(s["Undo-Pass01-eu"]?.Next).toBe("ReleaseFailed");
-    expect(s["Pass01-eu-Failed"]?.Next).toBe("ReleaseFailed");
+    expect(s["Pass01-eu-Superseded?"]?.Default).toBe("ReleaseFailed");
+    // Each undo names the execution the release ran there: refused if another has taken over since.
     expect((s["Undo-Pass01-eu"]!.Parameters as { Input: Record<string, unknown> }).Input).toMatchObject({
       rollback: true,
       revision: { "digest.$": "$.passes.p01.previous.digest" },
+      "undoes.$": "$.passes.p01.executionArn",
     });
   });
 
@@ -292,7 +301,7 @@ describe("the wave coordinator", () => {
       const definition = compileWaves({ ...spec, waves: { ...spec.waves!, onFailure } }, passes);
       expect(validator(definition).isValid).toBe(true);
       expect(Object.keys(definition.States).filter((n) => n.startsWith("Undo-"))).toEqual([]);
-      expect(states(definition)["Pass03-rest-ap-southeast-2-Failed"]?.Next).toBe("ReleaseFailed");
+      expect(states(definition)["Pass03-rest-ap-southeast-2-Superseded?"]?.Default).toBe("ReleaseFailed");
     }
   });
 });

@@ -90,4 +90,21 @@ describe("target input", () => {
       size: 42,
     });
   });
+
+  it("fills a placeholder whose path the event lacks with nothing, as EventBridge does (a push by digest only has no image-tag)", () => {
+    const { "image-tag": _, ...untagged } = push.detail;
+    const transformed = targetInput(
+      {
+        id: "t",
+        arn: "a",
+        inputTransformer: {
+          inputPathsMap: { repo: "$.detail.repository-name", tag: "$.detail.image-tag" },
+          inputTemplate: '{"repository": "<repo>", "tag": "<tag>", "image": "<repo>:<tag>"}',
+        },
+      },
+      { ...push, detail: untagged },
+      "r",
+    );
+    expect(JSON.parse(transformed)).toEqual({ repository: "shop/api", tag: "", image: "shop/api:" });
+  });
 });
