@@ -1,0 +1,103 @@
+import type { JudgeSpec, Metric } from "../../statemachine/spec.ts";
+import { readingsOf } from "../metrics/judge.ts";
+import type { ProviderResult } from "../metrics/port.ts";
+import { boundJudgeState } from "./bounds.ts";
+import { judgeMeasurement } from "./run.ts";
+import type { GateFigures, JudgeState, Measurement, MeasurementPhase } from "./types.ts";
+
+/**
+ * A judge's looks decided again, in order, over the readings each look recorded: each look goes
+ * through `judgeMeasurement`, the function the analysis takes its looks with, with the state the
+ * previous replayed look left (a sequential test's always-valid p-value so far) and the look's
+ * place in the analysis (`final` from the metric's `count`). Pure.
+ */
+
+/** The figures a row shows for one decision of a judge. */
+export interface JudgeDecisionFigures {
+  verdict: string;
+  pValue: number | null;
+  bayesFactor: number | null;
+}
+
+/** One judge look replayed: the new phase and figures, or why it was not decided again. */
+export interface JudgeReplay {
+  replayed: MeasurementPhase | null;
+  note?: string;
+  figures?: JudgeDecisionFigures;
+}
+
+export function decisionFigures(figures: GateFigures): JudgeDecisionFigures {
+  return { verdict: figures.verdict, pValue: figures.pValue, bayesFactor: figures.bayesFactor };
+}
+
+/** The replay of one judge metric's looks: call {@link JudgeChain.next} with each, oldest first. */
+export class JudgeChain {
+  #state: JudgeState | undefined;
+  /** Looks that reached a verdict or held so far: what `final` is computed from. */
+  #counted = 0;
+  /** The first look that could not be decided again: every later one depends on it. */
+  #broken: number | undefined;
+
+  constructor(
+    private readonly metric: Metric,
+    private readonly spec: JudgeSpec,
+  ) {}
+
+  next(m: Measurement): JudgeReplay {
+    // A look the store refused is an Error without figures: it took no look, as in the analysis.
+    if (!m.judge && m.phase === "Error" && m.readings === undefined && !m.truncated?.judge) {
+      return { replayed: "Error", ...(m.message ? { note: m.message } : {}) };
+    }
+    const index = this.#counted + 1;
+    this.#counted = index;
+    if (this.#broken !== undefined) {
+      return {
+        replayed: null,
+        note: `look #${this.#broken} could not be decided again, and a judge decides each look on the ones before: not re-decided`,
+      };
+    }
+    const why = this.#unreplayable(m, index);
+    if (why) {
+      this.#broken = index;
+      return { replayed: null, note: `${why}: not re-decided` };
+    }
+    const answer: ProviderResult =
+      m.readings?.ok === true
+        ? { ok: true, result: m.readings.values, value: "" }
+        : { ok: false, message: m.readings?.ok === false ? m.readings.message : "" };
+    const out = judgeMeasurement(this.metric, this.spec, answer, this.#state, index - 1, m.finishedAt);
+    // The state goes on as the analysis stores it between looks.
+    this.#state = boundJudgeState(out.judge);
+    const figures = out.measurement.judge;
+    return {
+      replayed: out.measurement.phase,
+      ...(out.measurement.message ? { note: out.measurement.message } : {}),
+      ...(figures ? { figures: decisionFigures(figures) } : {}),
+    };
+  }
+
+  /** Why this look cannot be decided again, or undefined. */
+  #unreplayable(m: Measurement, index: number): string | undefined {
+    if (m.truncated?.readings !== undefined) {
+      return `the readings were cut to fit the store (${m.truncated.readings.toLocaleString("en-US")} bytes)`;
+    }
+    if (!m.readings) return "the look was recorded without its readings";
+    if (m.judge && m.judge.look !== index) {
+      return `the record lacks look #${index} (this is look #${m.judge.look})`;
+    }
+    if (m.readings.ok) {
+      const recorded = m.readings.values;
+      const missing = readingsOf(this.spec)
+        .map((r) => r.key)
+        .filter((key) => !(key in recorded));
+      if (missing.length > 0) {
+        return `the look has no reading ${missing.map((k) => `"${k}"`).join(", ")} (it read ${
+          Object.keys(recorded)
+            .map((k) => `"${k}"`)
+            .join(", ") || "nothing"
+        })`;
+      }
+    }
+    return undefined;
+  }
+}
