@@ -135,7 +135,7 @@ export async function replayAction(io: Io, rollout: string, options: ReplayOptio
         metric,
         measurement,
       }));
-      const rows = replayMeasurements(metrics, recorded);
+      const rows = replayMeasurements(metrics, recorded, run.run.run.metrics);
       replayed.push({ runId: run.runId, templates: run.run.templates, rows, summary: summarize(rows) });
     }
     if (replayed.length === 0) {

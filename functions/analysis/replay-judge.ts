@@ -38,10 +38,22 @@ export class JudgeChain {
   /** The first look that could not be decided again: every later one depends on it. */
   #broken: number | undefined;
 
+  /** The readings the replayed judge takes that the recorded one took otherwise: none can be replayed. */
+  readonly #changed: string[];
+
+  /** `recorded`: the judge the run measured with, when known; its readings must be the replayed one's. */
   constructor(
     private readonly metric: Metric,
     private readonly spec: JudgeSpec,
-  ) {}
+    recorded?: JudgeSpec,
+  ) {
+    const before = new Map(
+      (recorded ? readingsOf(recorded) : []).map((r) => [r.key, JSON.stringify(r.reading)]),
+    );
+    this.#changed = readingsOf(spec)
+      .filter((r) => before.has(r.key) && before.get(r.key) !== JSON.stringify(r.reading))
+      .map((r) => r.key);
+  }
 
   next(m: Measurement): JudgeReplay {
     // A look the store refused is an Error without figures: it took no look, as in the analysis.
@@ -78,6 +90,9 @@ export class JudgeChain {
 
   /** Why this look cannot be decided again, or undefined. */
   #unreplayable(m: Measurement, index: number): string | undefined {
+    if (this.#changed.length > 0) {
+      return `the judge reads ${this.#changed.map((k) => `"${k}"`).join(", ")} otherwise than the run did (its query or expression changed)`;
+    }
     if (m.truncated?.readings !== undefined) {
       return `the readings were cut to fit the store (${m.truncated.readings.toLocaleString("en-US")} bytes)`;
     }

@@ -106,8 +106,11 @@ function replayOne(
 export function replayMeasurements(
   metrics: readonly Metric[],
   measurements: readonly RecordedMeasurement[],
+  /** The run's own metrics, when `metrics` replaces some: a judge must read what the run read. */
+  recorded: readonly Metric[] = metrics,
 ): ReplayRow[] {
   const byName = new Map(metrics.map((m) => [m.name, m]));
+  const recordedByName = new Map(recorded.map((m) => [m.name, m]));
   const counts = new Map<string, number>();
   const chains = new Map<string, JudgeChain>();
   const chainOf = (metric: Metric | undefined): JudgeChain | undefined => {
@@ -115,7 +118,7 @@ export function replayMeasurements(
     if (!metric || !spec) return undefined;
     let chain = chains.get(metric.name);
     if (!chain) {
-      chain = new JudgeChain(metric, spec);
+      chain = new JudgeChain(metric, spec, recordedByName.get(metric.name)?.provider.judge);
       chains.set(metric.name, chain);
     }
     return chain;

@@ -200,4 +200,18 @@ describe("looks that cannot be decided again", () => {
     expect(rows[0]?.replayed).toBeNull();
     expect(rows[0]?.note).toMatch(/the look has no reading "candidate.value"/);
   });
+
+  it("a template whose judge reads a side differently is refused: the recorded values answer the old query", async () => {
+    const metric = judgeMetric(FIELDS, TWO_PROPORTION);
+    const looks = await record(metric, new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }));
+    const other = judgeMetric(
+      FIELDS,
+      TWO_PROPORTION.replace("bad: result.requests - result.ok", "bad: result.ok"),
+    );
+    const rows = replayMeasurements(replayMetrics([metric], [other]), looks, [metric]);
+    expect(rows.map((r) => r.replayed)).toEqual([null, null, null, null, null]);
+    expect(rows[0]?.note).toMatch(
+      /the judge reads "candidate.bad" otherwise than the run did \(its query or expression changed\): not re-decided/,
+    );
+  });
 });
