@@ -103,6 +103,44 @@ describe("what a measurement keeps", () => {
     expect(boundMeasurement(small)).toBe(small);
   });
 
+  it("keeps a judge's readings whole or not at all, and lets them go before the judge's figures", () => {
+    const readings = (size: number): NonNullable<Measurement["readings"]> => ({
+      ok: true,
+      values: { "candidate.value": { ok: true, value: "1".repeat(size) } },
+    });
+    const look = (extra: Partial<Measurement>): Measurement => ({
+      phase: "Running",
+      startedAt: T0.toISOString(),
+      finishedAt: T0.toISOString(),
+      judge: {
+        test: "mann-whitney",
+        decision: "hold",
+        verdict: "INSUFFICIENT",
+        reason: "too few",
+        statistic: null,
+        z: null,
+        bayesFactor: null,
+        pValue: null,
+        effect: null,
+        look: 1,
+      },
+      ...extra,
+    });
+    const fits = look({ readings: readings(1900) });
+    expect(boundMeasurement(fits)).toBe(fits);
+    const large = boundMeasurement(look({ readings: readings(5000) }));
+    expect(large.readings).toBeUndefined();
+    expect(large.truncated).toEqual({ readings: bytes(JSON.stringify(readings(5000))) });
+    // Readings within their bound, but the whole look past its own: the readings go, the figures stay.
+    const crowded = boundMeasurement(
+      look({ value: "v".repeat(2000), message: "m".repeat(1000), readings: readings(1900) }),
+    );
+    expect(bytes(JSON.stringify(crowded))).toBeLessThanOrEqual(MAX_MEASUREMENT_BYTES);
+    expect(crowded.readings).toBeUndefined();
+    expect(crowded.judge?.look).toBe(1);
+    expect(crowded.truncated?.readings).toBe(bytes(JSON.stringify(readings(1900))));
+  });
+
   it("truncates on character boundaries within the byte budget", () => {
     expect(truncateText("short", 10)).toEqual({ text: "short" });
     const cut = truncateText("😀".repeat(100), 60);
