@@ -1,6 +1,6 @@
 import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import type { Metric } from "../../statemachine/spec.ts";
-import type { AnalysisRun, GateFigures, JudgeState, Measurement } from "./types.ts";
+import type { AnalysisRun, GateFigures, JudgeState, Measurement, RecordedReadings } from "./types.ts";
 
 /**
  * What a run may keep, so that it always fits in one DynamoDB item (400 KB) however large the
@@ -36,6 +36,11 @@ export const MAX_REASON_BYTES = 512;
  * a few times that), so they always fit; a list of raw samples beyond this is not kept.
  */
 export const MAX_READINGS_BYTES = 2048;
+/**
+ * Bytes of a judge's readings on the look's own item (one DynamoDB item of at most 400 KB, see
+ * `store/size.ts`): about 6,000 raw samples per side. Past this the item says they were cut too.
+ */
+export const MAX_STORED_READINGS_BYTES = 64 * 1024;
 /** Measurements a run keeps in all metrics together: 48 × 4 KB = 192 KiB of the 400 KB item. */
 export const MAX_RETAINED_MEASUREMENTS = 48;
 
@@ -145,6 +150,21 @@ export function boundMeasurement(measurement: Measurement): Measurement {
     delete out.judge;
   }
   return Object.keys(truncated).length > 0 ? { ...out, truncated } : out;
+}
+
+/**
+ * A look as its own item keeps it: the measurement as its run keeps it, with the readings the run
+ * had to let go back on it when they fit {@link MAX_STORED_READINGS_BYTES}. Pure.
+ */
+export function measurementItem(
+  measurement: Measurement,
+  readings: RecordedReadings | undefined,
+): Measurement {
+  if (measurement.truncated?.readings === undefined || !readings) return measurement;
+  if (jsonBytes(readings) > MAX_STORED_READINGS_BYTES) return measurement;
+  const { readings: _cut, ...truncated } = measurement.truncated;
+  const { truncated: _all, ...rest } = measurement;
+  return { ...rest, readings, ...(Object.keys(truncated).length > 0 ? { truncated } : {}) };
 }
 
 function needsCut(m: Measurement): boolean {

@@ -286,21 +286,35 @@ async function measureSafely(
  * modified. Calling it before anything is due only re-assesses.
  */
 export async function tick(run: AnalysisRun, now: Date, provider: MetricProvider): Promise<AnalysisRun> {
+  return (await tickTaking(run, now, provider)).run;
+}
+
+/**
+ * {@link tick}, with the readings each judge measured in it took, by metric, whole: the run keeps
+ * a look within its bound, the look's own item may keep more (`measurementItem`).
+ */
+export async function tickTaking(
+  run: AnalysisRun,
+  now: Date,
+  provider: MetricProvider,
+): Promise<{ run: AnalysisRun; readings: Map<string, RecordedReadings> }> {
   const next = structuredClone(run);
-  if (isCompleted(next.phase)) return next;
+  const readings = new Map<string, RecordedReadings>();
+  if (isCompleted(next.phase)) return { run: next, readings };
   const due = dueMetrics(next, now);
   const startedAt = new Date(next.startedAt);
   const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now, startedAt)));
   due.forEach((metric, i) => {
     const before = resultOf(next, metric.name);
     const { measurement, judge } = toMeasurement(metric, answers[i] as ProviderResult, now, before);
+    if (measurement.readings) readings.set(metric.name, measurement.readings);
     recordMeasurement(next, metric, measurement);
     const after = resultOf(next, metric.name);
     if (judge && after) after.judge = boundJudgeState(judge);
   });
   assessRun(next, now);
   trimMeasurements(next);
-  return next;
+  return { run: next, readings };
 }
 
 /**

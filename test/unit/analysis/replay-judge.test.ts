@@ -62,7 +62,7 @@ describe("a judge's looks are recorded with their readings", () => {
     expect(looks[0]?.measurement.truncated).toBeUndefined();
   });
 
-  it("does not keep a list of samples past the bound: it is flagged as cut and not re-decided", async () => {
+  it("a run does not keep a list of samples past its bound: the look says it was cut, and is not re-decided from it", async () => {
     const samples: MetricProvider = {
       async measure(metric) {
         const v2 = (metric.provider.web?.url ?? "").includes("v2");
