@@ -173,6 +173,50 @@ describe("replay of a sequential judge carries its state from look to look", () 
   });
 });
 
+describe("replay of a score", () => {
+  const score = (maxRatio: number) => `test: score
+metrics:
+  - name: errors
+    test: comparative
+    critical: true
+    maxRatio: ${maxRatio}
+    candidate: {prometheus: {query: "errors v2"}}
+    stable: {prometheus: {query: "errors v1"}}
+  - name: latency
+    test: comparative
+    maxRatio: 1.2
+    candidate: {prometheus: {query: "latency v2"}}
+    stable: {prometheus: {query: "latency v1"}}`;
+  // Errors 30% higher on the candidate, latency the same.
+  const prometheus: MetricProvider = {
+    async measure(metric) {
+      const q = metric.provider.prometheus?.query ?? "";
+      const v = q === "errors v2" ? 0.013 : q === "errors v1" ? 0.01 : 100;
+      return { ok: true, result: [v], value: "" };
+    },
+  };
+
+  it("re-decides each metric of the score: a tighter critical ratio rolls back from the first look", async () => {
+    const metric = judgeMetric("interval: 1m\ncount: 5", score(1.5));
+    const looks = await record(metric, new ProviderRouter({ prometheus }));
+    expect(looks.map((l) => l.measurement.phase)).toEqual([
+      "Running",
+      "Running",
+      "Running",
+      "Running",
+      "Successful",
+    ]);
+    expect(summarize(replayMeasurements([metric], looks))).toMatchObject({ replayed: 5, differ: 0 });
+    const tighter = judgeMetric("interval: 1m\ncount: 5", score(1.2));
+    const rows = replayMeasurements(replayMetrics([metric], [tighter]), looks);
+    expect(rows.map((r) => r.replayed)).toEqual(["Failed", "Failed", "Failed", "Failed", "Failed"]);
+    expect(summarize(rows).firstChange).toMatchObject({ index: 1, recorded: "Running", replayed: "Failed" });
+    expect(rows[0]?.note).toMatch(
+      /critical metric errors: candidate 0.013, stable 0.01: ratio 1.3 > maxRatio 1.2/,
+    );
+  });
+});
+
 describe("looks that cannot be decided again", () => {
   it("a look recorded without its readings, and every later look of that judge, say why", async () => {
     const metric = judgeMetric(FIELDS, TWO_PROPORTION);
