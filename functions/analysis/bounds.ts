@@ -38,7 +38,7 @@ export const MAX_REASON_BYTES = 512;
 export const MAX_READINGS_BYTES = 2048;
 /**
  * Bytes of a judge's readings on the look's own item (one DynamoDB item of at most 400 KB, see
- * `store/size.ts`): about 6,000 raw samples per side. Past this the item says they were cut too.
+ * `store/size.ts`): 8,000 three-digit samples per side, 1,700 full-precision decimals. Past this the item says they were cut too.
  */
 export const MAX_STORED_READINGS_BYTES = 64 * 1024;
 /** Measurements a run keeps in all metrics together: 48 × 4 KB = 192 KiB of the 400 KB item. */
