@@ -1,9 +1,9 @@
 import type { JudgeSpec, Metric } from "../../statemachine/spec.ts";
-import { readingsOf } from "../metrics/judge.ts";
+import { type JudgeReadings, readingsOf } from "../metrics/judge.ts";
 import type { ProviderResult } from "../metrics/port.ts";
 import { boundJudgeState } from "./bounds.ts";
 import { judgeMeasurement } from "./run.ts";
-import type { GateFigures, JudgeState, Measurement, MeasurementPhase } from "./types.ts";
+import type { GateFigures, JudgeState, Measurement, MeasurementPhase, RecordedReadings } from "./types.ts";
 
 /**
  * A judge's looks decided again, in order, over the readings each look recorded: each look goes
@@ -28,6 +28,18 @@ export interface JudgeReplay {
 
 export function decisionFigures(figures: GateFigures): JudgeDecisionFigures {
   return { verdict: figures.verdict, pValue: figures.pValue, bayesFactor: figures.bayesFactor };
+}
+
+/** The readings as the judge took them: a sample JSON kept as null was not a finite number. */
+function takenReadings(values: Extract<RecordedReadings, { ok: true }>["values"]): JudgeReadings {
+  const out: JudgeReadings = {};
+  for (const [key, v] of Object.entries(values)) {
+    out[key] =
+      v.ok && v.series
+        ? { ...v, series: v.series.map((s) => ({ labels: s.labels, value: s.value ?? Number.NaN })) }
+        : (v as JudgeReadings[string]);
+  }
+  return out;
 }
 
 /** The replay of one judge metric's looks: call {@link JudgeChain.next} with each, oldest first. */
@@ -75,7 +87,7 @@ export class JudgeChain {
     }
     const answer: ProviderResult =
       m.readings?.ok === true
-        ? { ok: true, result: m.readings.values, value: "" }
+        ? { ok: true, result: takenReadings(m.readings.values), value: "" }
         : { ok: false, message: m.readings?.ok === false ? m.readings.message : "" };
     const out = judgeMeasurement(this.metric, this.spec, answer, this.#state, index - 1, m.finishedAt);
     // The state goes on as the analysis stores it between looks.

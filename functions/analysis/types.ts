@@ -104,7 +104,10 @@ export const RecordedReadingSchema = z.union([
     .object({
       ok: z.literal(true),
       value: z.unknown(),
-      series: z.array(z.object({ labels: z.record(z.string(), z.string()), value: z.number() })).optional(),
+      /** A sample's value; null where it was not finite (NaN, ±Inf: JSON has no such number). */
+      series: z
+        .array(z.object({ labels: z.record(z.string(), z.string()), value: z.number().nullable() }))
+        .optional(),
     })
     .strict(),
   z.object({ ok: z.literal(false), message: z.string() }).strict(),

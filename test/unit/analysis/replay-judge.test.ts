@@ -173,6 +173,32 @@ describe("replay of a sequential judge carries its state from look to look", () 
   });
 });
 
+describe("readings JSON cannot hold", () => {
+  it("a Prometheus sample that is NaN is stored as null, read back, and decided again the same", async () => {
+    // A histogram whose candidate reads NaN in one bucket (a 0/0 the query did not guard against).
+    const buckets = (nan: boolean) =>
+      [0.05, 0.1, 0.25, 0.5, Number.POSITIVE_INFINITY].map((le, i) => ({
+        labels: { le: le === Number.POSITIVE_INFINITY ? "+Inf" : String(le) },
+        value: nan && i === 2 ? Number.NaN : ([100, 300, 600, 900, 1000][i] as number),
+      }));
+    const prometheus: MetricProvider = {
+      async measure(metric) {
+        const series = buckets((metric.provider.prometheus?.query ?? "").includes("v2"));
+        return { ok: true, result: series.map((x) => x.value), value: "", series };
+      },
+    };
+    const metric = judgeMetric(
+      "interval: 1m\ncount: 2",
+      `test: mann-whitney\ndata: histogram\nminSamples: 100\ncandidate: {prometheus: {query: "b v2"}}\nstable: {prometheus: {query: "b v1"}}`,
+    );
+    const looks = await record(metric, new ProviderRouter({ prometheus }));
+    expect(looks.map((l) => l.measurement.phase)).toEqual(["Running", "Inconclusive"]);
+    const rows = replayMeasurements([metric], looks);
+    expect(rows.map((r) => r.replayed)).toEqual(["Running", "Inconclusive"]);
+    expect(rows.map((r) => r.note)).toEqual(looks.map((l) => l.measurement.message));
+  });
+});
+
 describe("replay of a score", () => {
   const score = (maxRatio: number) => `test: score
 metrics:
