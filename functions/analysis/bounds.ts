@@ -10,8 +10,9 @@ import type { AnalysisRun, GateFigures, JudgeState, Measurement, RecordedReading
  *   {@link MAX_VALUE_BYTES}, its message {@link MAX_MESSAGE_BYTES}, each metadata value
  *   {@link MAX_METADATA_VALUE_BYTES} (at most {@link MAX_METADATA_ENTRIES} entries), a judge's
  *   reason {@link MAX_REASON_BYTES}, a judge's readings {@link MAX_READINGS_BYTES} (kept whole or
- *   not at all: a reading cut in half cannot be decided again); what is cut ends with `… [truncated: N bytes]` and the
- *   measurement's `truncated` names each cut field with its original size in bytes;
+ *   not at all: a reading cut in half cannot be decided again; the look's own item may keep up
+ *   to {@link MAX_STORED_READINGS_BYTES}); what is cut ends with `… [truncated: N bytes]` and
+ *   the measurement's `truncated` names each cut field with its original size in bytes;
  * - a **run** keeps at most {@link MAX_RETAINED_MEASUREMENTS} measurements in all: each metric
  *   keeps `min(measurementRetention, floor(48 / metrics))`, and at least its last one (the next
  *   due time is computed from it). The counters keep counting, and every measurement is also
@@ -38,7 +39,8 @@ export const MAX_REASON_BYTES = 512;
 export const MAX_READINGS_BYTES = 2048;
 /**
  * Bytes of a judge's readings on the look's own item (one DynamoDB item of at most 400 KB, see
- * `store/size.ts`): 8,000 three-digit samples per side, 1,700 full-precision decimals. Past this the item says they were cut too.
+ * `store/size.ts`): 8,000 three-digit samples per side, 1,700 full-precision decimals. Past
+ * this the item says they were cut too.
  */
 export const MAX_STORED_READINGS_BYTES = 64 * 1024;
 /** Measurements a run keeps in all metrics together: 48 × 4 KB = 192 KiB of the 400 KB item. */
