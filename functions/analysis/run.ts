@@ -156,7 +156,6 @@ export function judgeMeasurement(
     final: count !== undefined && counted + 1 >= count,
   };
   const out = judgeLook(metric.name, judge, answer, previous, look);
-  const readings = recordedReadings(answer);
   return {
     measurement: {
       phase: out.phase,
@@ -165,23 +164,16 @@ export function judgeMeasurement(
       startedAt: at,
       finishedAt: at,
       judge: out.figures,
-      ...(readings ? { readings } : {}),
+      readings: recordedReadings(answer),
     },
     judge: out.state,
   };
 }
 
-/**
- * The readings as the store keeps them (JSON), or why the reader failed; undefined for readings
- * JSON cannot hold (the look is then listed by a replay as recorded without them).
- */
-function recordedReadings(answer: ProviderResult): RecordedReadings | undefined {
+/** The readings as the store keeps them (JSON), or why the reader failed. */
+function recordedReadings(answer: ProviderResult): RecordedReadings {
   if (!answer.ok) return { ok: false, message: answer.message };
-  try {
-    return { ok: true, values: JSON.parse(JSON.stringify(answer.result ?? {})) };
-  } catch {
-    return undefined;
-  }
+  return { ok: true, values: JSON.parse(JSON.stringify(answer.result ?? {})) };
 }
 
 function plainMeasurement(metric: Metric, answer: ProviderResult, at: string): Measurement {
