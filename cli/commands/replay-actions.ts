@@ -8,6 +8,7 @@ import {
   summarize,
   summaryLine,
 } from "../../functions/analysis/index.ts";
+import { formatNumber } from "../../functions/judges/index.ts";
 import type { StoredRun } from "../../functions/store/port.ts";
 import type { StoredAnalysis } from "../../functions/workflow/analysis.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
@@ -51,6 +52,13 @@ function selected(run: StoredRun<StoredAnalysis>, analysis: string | undefined):
   return run.runId === analysis || run.runId.endsWith(`.${analysis}`) || run.run.templates.includes(analysis);
 }
 
+/** A judge's decision in a row: `FAIL p=7.2e-04`, `hold p=0.32 BF=3.1`. */
+function decision(f: { verdict: string; pValue: number | null; bayesFactor: number | null }): string {
+  const p = f.pValue !== null ? ` p=${formatNumber(f.pValue)}` : "";
+  const bf = f.bayesFactor !== null ? ` BF=${formatNumber(f.bayesFactor)}` : "";
+  return `${f.verdict}${p}${bf}`;
+}
+
 function renderRun(r: ReplayedRun): string {
   const lines = [printable(`run ${r.runId} (${r.templates.join(", ")})`)];
   for (const row of r.rows) {
@@ -58,9 +66,12 @@ function renderRun(r: ReplayedRun): string {
     const mark = row.differs ? "  *" : "";
     const value = row.value !== undefined ? ` = ${row.value}` : "";
     const note = row.note ? `  (${row.note})` : "";
+    const judge = row.judge
+      ? `  [${decision(row.judge.recorded)} → ${row.judge.replayed ? decision(row.judge.replayed) : "-"}]`
+      : "";
     lines.push(
       printable(
-        `  ${row.metric} #${row.index} ${row.at}${value}: ${row.recorded} → ${replayed}${mark}${note}`,
+        `  ${row.metric} #${row.index} ${row.at}${value}: ${row.recorded} → ${replayed}${mark}${judge}${note}`,
       ),
     );
   }
@@ -124,7 +135,7 @@ export async function replayAction(io: Io, rollout: string, options: ReplayOptio
         metric,
         measurement,
       }));
-      const rows = replayMeasurements(metrics, recorded);
+      const rows = replayMeasurements(metrics, recorded, run.run.run.metrics);
       replayed.push({ runId: run.runId, templates: run.run.templates, rows, summary: summarize(rows) });
     }
     if (replayed.length === 0) {

@@ -1,6 +1,6 @@
 import { ARGO_DEFAULTS } from "../../statemachine/defaults.ts";
 import type { Metric } from "../../statemachine/spec.ts";
-import type { AnalysisRun, GateFigures, JudgeState, Measurement } from "./types.ts";
+import type { AnalysisRun, GateFigures, JudgeState, Measurement, RecordedReadings } from "./types.ts";
 
 /**
  * What a run may keep, so that it always fits in one DynamoDB item (400 KB) however large the
@@ -9,8 +9,10 @@ import type { AnalysisRun, GateFigures, JudgeState, Measurement } from "./types.
  * - a **measurement** keeps at most {@link MAX_MEASUREMENT_BYTES}: its display value at most
  *   {@link MAX_VALUE_BYTES}, its message {@link MAX_MESSAGE_BYTES}, each metadata value
  *   {@link MAX_METADATA_VALUE_BYTES} (at most {@link MAX_METADATA_ENTRIES} entries), a judge's
- *   reason {@link MAX_REASON_BYTES}; what is cut ends with `… [truncated: N bytes]` and the
- *   measurement's `truncated` names each cut field with its original size in bytes;
+ *   reason {@link MAX_REASON_BYTES}, a judge's readings {@link MAX_READINGS_BYTES} (kept whole or
+ *   not at all: a reading cut in half cannot be decided again; the look's own item may keep up
+ *   to {@link MAX_STORED_READINGS_BYTES}); what is cut ends with `… [truncated: N bytes]` and
+ *   the measurement's `truncated` names each cut field with its original size in bytes;
  * - a **run** keeps at most {@link MAX_RETAINED_MEASUREMENTS} measurements in all: each metric
  *   keeps `min(measurementRetention, floor(48 / metrics))`, and at least its last one (the next
  *   due time is computed from it). The counters keep counting, and every measurement is also
@@ -30,6 +32,17 @@ export const MAX_METADATA_VALUE_BYTES = 256;
 export const MAX_METADATA_ENTRIES = 8;
 /** Bytes of a judge's reason (it quotes a failed reading's message). */
 export const MAX_REASON_BYTES = 512;
+/**
+ * Bytes of a judge's readings at one look: counts take about 200 bytes (a score's several metrics
+ * a few times that), so they always fit; a list of raw samples beyond this is not kept.
+ */
+export const MAX_READINGS_BYTES = 2048;
+/**
+ * Bytes of a judge's readings on the look's own item (one DynamoDB item of at most 400 KB, see
+ * `store/size.ts`): 8,000 three-digit samples per side, 1,700 full-precision decimals. Past
+ * this the item says they were cut too.
+ */
+export const MAX_STORED_READINGS_BYTES = 64 * 1024;
 /** Measurements a run keeps in all metrics together: 48 × 4 KB = 192 KiB of the 400 KB item. */
 export const MAX_RETAINED_MEASUREMENTS = 48;
 
@@ -116,6 +129,10 @@ export function boundMeasurement(measurement: Measurement): Measurement {
     out.metadata = Object.fromEntries(kept);
   }
   if (out.judge) out.judge = boundFigures(out.judge, truncated, "judge");
+  if (out.readings && jsonBytes(out.readings) > MAX_READINGS_BYTES) {
+    truncated.readings = jsonBytes(out.readings);
+    delete out.readings;
+  }
   // Whatever still does not fit (a score's many metrics) goes, largest detail first.
   if (jsonBytes({ ...out, truncated }) > MAX_MEASUREMENT_BYTES && out.judge?.metrics) {
     truncated["judge.metrics"] = jsonBytes(measurement.judge?.metrics);
@@ -126,6 +143,10 @@ export function boundMeasurement(measurement: Measurement): Measurement {
     truncated.metadata = jsonBytes(measurement.metadata);
     delete out.metadata;
   }
+  if (jsonBytes({ ...out, truncated }) > MAX_MEASUREMENT_BYTES && out.readings) {
+    truncated.readings = jsonBytes(measurement.readings);
+    delete out.readings;
+  }
   if (jsonBytes({ ...out, truncated }) > MAX_MEASUREMENT_BYTES && out.judge) {
     truncated.judge = jsonBytes(measurement.judge);
     delete out.judge;
@@ -133,11 +154,27 @@ export function boundMeasurement(measurement: Measurement): Measurement {
   return Object.keys(truncated).length > 0 ? { ...out, truncated } : out;
 }
 
+/**
+ * A look as its own item keeps it: the measurement as its run keeps it, with the readings the run
+ * had to let go back on it when they fit {@link MAX_STORED_READINGS_BYTES}. Pure.
+ */
+export function measurementItem(
+  measurement: Measurement,
+  readings: RecordedReadings | undefined,
+): Measurement {
+  if (measurement.truncated?.readings === undefined || !readings) return measurement;
+  if (jsonBytes(readings) > MAX_STORED_READINGS_BYTES) return measurement;
+  const { readings: _cut, ...truncated } = measurement.truncated;
+  const { truncated: _all, ...rest } = measurement;
+  return { ...rest, readings, ...(Object.keys(truncated).length > 0 ? { truncated } : {}) };
+}
+
 function needsCut(m: Measurement): boolean {
   return (
     (m.value !== undefined && bytesOf(m.value) > MAX_VALUE_BYTES) ||
     (m.message !== undefined && bytesOf(m.message) > MAX_MESSAGE_BYTES) ||
     (m.judge !== undefined && bytesOf(m.judge.reason) > MAX_REASON_BYTES) ||
+    (m.readings !== undefined && jsonBytes(m.readings) > MAX_READINGS_BYTES) ||
     (m.metadata !== undefined &&
       (Object.keys(m.metadata).length > MAX_METADATA_ENTRIES ||
         Object.entries(m.metadata).some(

@@ -3,6 +3,8 @@ export {
   boundMeasurement,
   MAX_MEASUREMENT_BYTES,
   MAX_RETAINED_MEASUREMENTS,
+  MAX_STORED_READINGS_BYTES,
+  measurementItem,
   retentionOf,
   shrinkToFit,
   truncateText,

@@ -1,5 +1,6 @@
 import type { Metric } from "../../statemachine/spec.ts";
 import { evaluateResult } from "./evaluate.ts";
+import { decisionFigures, JudgeChain, type JudgeDecisionFigures } from "./replay-judge.ts";
 import type { Measurement, MeasurementPhase } from "./types.ts";
 
 /**
@@ -10,9 +11,11 @@ import type { Measurement, MeasurementPhase } from "./types.ts";
  * What is replayed is what a measurement keeps: a plain metric's result (its `value`, the JSON
  * the provider answered, `[0.5]` for a vector) goes through the metric's success and failure
  * conditions again. A provider that failed (an Error without a value) has nothing to re-decide:
- * it stays an Error. A judge keeps its figures at each look but not the readings behind them
- * (the item stays bounded), so its looks are listed with their recorded decision and not
- * re-decided: `replayed` is null and `note` says why.
+ * it stays an Error. A judge's look keeps the readings the judge decided on (`readings`, within
+ * the measurement's bound): its looks are decided again in order by the judge of the run or of
+ * the template, carrying its state from look to look (`replay-judge.ts`). A look without its
+ * readings (recorded before they were kept, or cut to fit) is listed with its recorded decision,
+ * `replayed` null and `note` saying why, and so is every later look of that judge.
  */
 export interface RecordedMeasurement {
   metric: string;
@@ -31,6 +34,8 @@ export interface ReplayRow {
   /** The replayed verdict's message (an Error names the condition), or why it was not replayed. */
   note?: string;
   differs: boolean;
+  /** A judge's look: the recorded decision's figures, and the replayed one's when it was decided again. */
+  judge?: { recorded: JudgeDecisionFigures; replayed?: JudgeDecisionFigures };
 }
 
 export interface ReplaySummary {
@@ -72,9 +77,18 @@ export function resultOf(value: string): unknown {
   }
 }
 
-function replayOne(metric: Metric | undefined, m: Measurement): Pick<ReplayRow, "replayed" | "note"> {
-  if (m.judge || metric?.provider.judge) {
-    return { replayed: null, note: "a judge's look keeps its figures, not its readings: not re-decided" };
+function replayOne(
+  metric: Metric | undefined,
+  m: Measurement,
+): Pick<ReplayRow, "replayed" | "note"> & { figures?: JudgeDecisionFigures } {
+  if (m.judge || m.readings || m.truncated?.readings !== undefined) {
+    // A judge's look with a metric that is not a judge (anymore): nothing decides it the same way.
+    return {
+      replayed: null,
+      note: metric
+        ? "a judge's look, and the metric is not a judge: not re-decided"
+        : "the metric is not in the run's definition",
+    };
   }
   if (!metric) return { replayed: null, note: "the metric is not in the run's definition" };
   if (m.truncated?.value !== undefined) {
@@ -92,16 +106,33 @@ function replayOne(metric: Metric | undefined, m: Measurement): Pick<ReplayRow, 
 export function replayMeasurements(
   metrics: readonly Metric[],
   measurements: readonly RecordedMeasurement[],
+  /** The run's own metrics, when `metrics` replaces some: a judge must read what the run read. */
+  recorded: readonly Metric[] = metrics,
 ): ReplayRow[] {
   const byName = new Map(metrics.map((m) => [m.name, m]));
+  const recordedByName = new Map(recorded.map((m) => [m.name, m]));
   const counts = new Map<string, number>();
+  const chains = new Map<string, JudgeChain>();
+  const chainOf = (metric: Metric | undefined): JudgeChain | undefined => {
+    const spec = metric?.provider.judge;
+    if (!metric || !spec) return undefined;
+    let chain = chains.get(metric.name);
+    if (!chain) {
+      chain = new JudgeChain(metric, spec, recordedByName.get(metric.name)?.provider.judge);
+      chains.set(metric.name, chain);
+    }
+    return chain;
+  };
   const ordered = measurements
     .map((r, i) => ({ r, i }))
     .sort((a, b) => a.r.measurement.finishedAt.localeCompare(b.r.measurement.finishedAt) || a.i - b.i);
   return ordered.map(({ r }) => {
     const index = (counts.get(r.metric) ?? 0) + 1;
     counts.set(r.metric, index);
-    const { replayed, note } = replayOne(byName.get(r.metric), r.measurement);
+    const metric = byName.get(r.metric);
+    const chain = chainOf(metric);
+    const { replayed, note, figures } = chain ? chain.next(r.measurement) : replayOne(metric, r.measurement);
+    const recordedFigures = r.measurement.judge;
     return {
       metric: r.metric,
       index,
@@ -111,6 +142,14 @@ export function replayMeasurements(
       replayed,
       ...(note ? { note } : {}),
       differs: replayed !== null && replayed !== r.measurement.phase,
+      ...(recordedFigures
+        ? {
+            judge: {
+              recorded: decisionFigures(recordedFigures),
+              ...(figures ? { replayed: figures } : {}),
+            },
+          }
+        : {}),
     };
   });
 }

@@ -1,4 +1,4 @@
-import type { AnalysisSpec, Metric } from "../../statemachine/spec.ts";
+import type { AnalysisSpec, JudgeSpec, Metric } from "../../statemachine/spec.ts";
 import type { MetricProvider, ProviderResult } from "../metrics/port.ts";
 import { assessRun, effectiveCount, isTerminating } from "./assess.ts";
 import { boundJudgeState, boundMeasurement, trimMeasurements, truncateText } from "./bounds.ts";
@@ -10,6 +10,7 @@ import {
   type JudgeState,
   type Measurement,
   type MetricResult,
+  type RecordedReadings,
 } from "./types.ts";
 
 /**
@@ -131,27 +132,48 @@ function toMeasurement(
 ): { measurement: Measurement; judge?: JudgeState } {
   const at = now.toISOString();
   const judge = metric.provider.judge;
-  if (judge) {
-    // A judge never errors: whatever it could not read is a hold, with the reason.
-    const count = effectiveCount(metric);
-    const look = {
-      index: (result?.judge?.looks ?? 0) + 1,
-      final: count !== undefined && (result?.count ?? 0) + 1 >= count,
-    };
-    const out = judgeLook(metric.name, judge, answer, result?.judge, look);
-    return {
-      measurement: {
-        phase: out.phase,
-        value: out.value,
-        message: out.message,
-        startedAt: at,
-        finishedAt: at,
-        judge: out.figures,
-      },
-      judge: out.state,
-    };
-  }
+  if (judge) return judgeMeasurement(metric, judge, answer, result?.judge, result?.count ?? 0, at);
   return { measurement: plainMeasurement(metric, answer, at) };
+}
+
+/**
+ * A judge metric's look: its measurement (with the readings it decided on, so a replay can decide
+ * it again) and the judge's state for the next look. `counted` is the metric's `count` so far (its
+ * looks that reached a verdict or held). The analysis and `rollouts replay` both take a look here.
+ */
+export function judgeMeasurement(
+  metric: Metric,
+  judge: JudgeSpec,
+  answer: ProviderResult,
+  previous: JudgeState | undefined,
+  counted: number,
+  at: string,
+): { measurement: Measurement; judge: JudgeState } {
+  // A judge never errors: whatever it could not read is a hold, with the reason.
+  const count = effectiveCount(metric);
+  const look = {
+    index: (previous?.looks ?? 0) + 1,
+    final: count !== undefined && counted + 1 >= count,
+  };
+  const out = judgeLook(metric.name, judge, answer, previous, look);
+  return {
+    measurement: {
+      phase: out.phase,
+      value: out.value,
+      message: out.message,
+      startedAt: at,
+      finishedAt: at,
+      judge: out.figures,
+      readings: recordedReadings(answer),
+    },
+    judge: out.state,
+  };
+}
+
+/** The readings as the store keeps them (JSON), or why the reader failed. */
+function recordedReadings(answer: ProviderResult): RecordedReadings {
+  if (!answer.ok) return { ok: false, message: answer.message };
+  return { ok: true, values: JSON.parse(JSON.stringify(answer.result ?? {})) };
 }
 
 function plainMeasurement(metric: Metric, answer: ProviderResult, at: string): Measurement {
@@ -264,21 +286,35 @@ async function measureSafely(
  * modified. Calling it before anything is due only re-assesses.
  */
 export async function tick(run: AnalysisRun, now: Date, provider: MetricProvider): Promise<AnalysisRun> {
+  return (await tickTaking(run, now, provider)).run;
+}
+
+/**
+ * {@link tick}, with the readings each judge measured in it took, by metric, whole: the run keeps
+ * a look within its bound, the look's own item may keep more (`measurementItem`).
+ */
+export async function tickTaking(
+  run: AnalysisRun,
+  now: Date,
+  provider: MetricProvider,
+): Promise<{ run: AnalysisRun; readings: Map<string, RecordedReadings> }> {
   const next = structuredClone(run);
-  if (isCompleted(next.phase)) return next;
+  const readings = new Map<string, RecordedReadings>();
+  if (isCompleted(next.phase)) return { run: next, readings };
   const due = dueMetrics(next, now);
   const startedAt = new Date(next.startedAt);
   const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now, startedAt)));
   due.forEach((metric, i) => {
     const before = resultOf(next, metric.name);
     const { measurement, judge } = toMeasurement(metric, answers[i] as ProviderResult, now, before);
+    if (measurement.readings) readings.set(metric.name, measurement.readings);
     recordMeasurement(next, metric, measurement);
     const after = resultOf(next, metric.name);
     if (judge && after) after.judge = boundJudgeState(judge);
   });
   assessRun(next, now);
   trimMeasurements(next);
-  return next;
+  return { run: next, readings };
 }
 
 /**

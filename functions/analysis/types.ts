@@ -95,6 +95,35 @@ export const JudgeStateSchema = z
   .strict();
 export type JudgeState = z.infer<typeof JudgeStateSchema>;
 
+/**
+ * One reading of a judge's look as it was read: the expression's value (and a Prometheus
+ * vector's labelled samples), or why it failed. JSON, as the store keeps it.
+ */
+export const RecordedReadingSchema = z.union([
+  z
+    .object({
+      ok: z.literal(true),
+      value: z.unknown(),
+      /** A sample's value; null where it was not finite (NaN, ±Inf: JSON has no such number). */
+      series: z
+        .array(z.object({ labels: z.record(z.string(), z.string()), value: z.number().nullable() }))
+        .optional(),
+    })
+    .strict(),
+  z.object({ ok: z.literal(false), message: z.string() }).strict(),
+]);
+
+/**
+ * What a judge read at one look, kept with its measurement so the look can be decided again
+ * (`rollouts replay`): every reading by key (`candidate.bad`, `<metric>/stable.value`), or the
+ * reason the judge's reader failed as a whole.
+ */
+export const RecordedReadingsSchema = z.discriminatedUnion("ok", [
+  z.object({ ok: z.literal(true), values: z.record(z.string(), RecordedReadingSchema) }).strict(),
+  z.object({ ok: z.literal(false), message: z.string() }).strict(),
+]);
+export type RecordedReadings = z.infer<typeof RecordedReadingsSchema>;
+
 export const MeasurementSchema = z
   .object({
     phase: MeasurementPhaseSchema,
@@ -106,6 +135,11 @@ export const MeasurementSchema = z
     metadata: z.record(z.string(), z.string()).optional(),
     /** A judge's decision at this look. */
     judge: GateFiguresSchema.optional(),
+    /**
+     * What a judge read at this look (bounded: `bounds.ts`); absent on plain metrics, on looks
+     * recorded before readings were kept, and when cut (`truncated.readings`).
+     */
+    readings: RecordedReadingsSchema.optional(),
     /**
      * Fields cut to keep the measurement within its bound (`bounds.ts`), each with its original
      * size in bytes: `{value: 1048576}`. The cut text ends with `… [truncated: N bytes]`.

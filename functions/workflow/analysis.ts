@@ -3,7 +3,7 @@ import type { AnalysisSpec } from "../../statemachine/spec.ts";
 import { PauseRequestedError } from "../abort/errors.ts";
 import { requestAbort } from "../abort/request-abort.ts";
 import { requestHold } from "../abort/request-hold.ts";
-import { MAX_MESSAGE_BYTES, shrinkToFit, truncateText } from "../analysis/bounds.ts";
+import { MAX_MESSAGE_BYTES, measurementItem, shrinkToFit, truncateText } from "../analysis/bounds.ts";
 import { gatesOf } from "../analysis/judge.ts";
 import {
   createRun,
@@ -12,7 +12,7 @@ import {
   nextTickAt,
   recordStoreFailure,
   terminate,
-  tick,
+  tickTaking,
   unstorableRun,
 } from "../analysis/run.ts";
 import { type AnalysisRun, AnalysisRunSchema, isCompleted } from "../analysis/types.ts";
@@ -244,7 +244,8 @@ async function advance(
   const orphaned =
     !item || item.executionArn !== context.executionArn || item.abortRequested || !isRunning(item);
   const before = stored.run;
-  const after = orphaned ? terminate(before, now) : await tick(before, now, deps.providers);
+  const taken = orphaned ? undefined : await tickTaking(before, now, deps.providers);
+  const after = taken ? taken.run : terminate(before, now);
   let next: StoredAnalysis = { ...stored, run: after, tick: stored.tick + 1 };
   let saved: StoredRun;
   try {
@@ -265,7 +266,8 @@ async function advance(
         rollout: context.rollout,
         runId,
         measurementId: `${metric}#${String(seq).padStart(6, "0")}`,
-        value: { metric, ...measurement },
+        // Its own item keeps a judge's readings that the run's copy had no room for.
+        value: { metric, ...measurementItem(measurement, taken?.readings.get(metric)) },
         at: Date.parse(measurement.finishedAt),
         ttlSeconds: MEASUREMENT_TTL_SECONDS,
       })

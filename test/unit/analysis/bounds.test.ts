@@ -6,7 +6,9 @@ import {
   createRun,
   MAX_MEASUREMENT_BYTES,
   MAX_RETAINED_MEASUREMENTS,
+  MAX_STORED_READINGS_BYTES,
   type Measurement,
+  measurementItem,
   nextTickAt,
   retentionOf,
   shrinkToFit,
@@ -101,6 +103,73 @@ describe("what a measurement keeps", () => {
     // A measurement that fits is kept exactly.
     const small = { phase: "Successful", value: "[0.99]", startedAt: "a", finishedAt: "b" } as const;
     expect(boundMeasurement(small)).toBe(small);
+  });
+
+  it("keeps a judge's readings whole or not at all, and lets them go before the judge's figures", () => {
+    const readings = (size: number): NonNullable<Measurement["readings"]> => ({
+      ok: true,
+      values: { "candidate.value": { ok: true, value: "1".repeat(size) } },
+    });
+    const look = (extra: Partial<Measurement>): Measurement => ({
+      phase: "Running",
+      startedAt: T0.toISOString(),
+      finishedAt: T0.toISOString(),
+      judge: {
+        test: "mann-whitney",
+        decision: "hold",
+        verdict: "INSUFFICIENT",
+        reason: "too few",
+        statistic: null,
+        z: null,
+        bayesFactor: null,
+        pValue: null,
+        effect: null,
+        look: 1,
+      },
+      ...extra,
+    });
+    const fits = look({ readings: readings(1900) });
+    expect(boundMeasurement(fits)).toBe(fits);
+    const large = boundMeasurement(look({ readings: readings(5000) }));
+    expect(large.readings).toBeUndefined();
+    expect(large.truncated).toEqual({ readings: bytes(JSON.stringify(readings(5000))) });
+    // Readings within their bound, but the whole look past its own: the readings go, the figures stay.
+    const crowded = boundMeasurement(
+      look({ value: "v".repeat(2000), message: "m".repeat(1000), readings: readings(1900) }),
+    );
+    expect(bytes(JSON.stringify(crowded))).toBeLessThanOrEqual(MAX_MEASUREMENT_BYTES);
+    expect(crowded.readings).toBeUndefined();
+    expect(crowded.judge?.look).toBe(1);
+    expect(crowded.truncated?.readings).toBe(bytes(JSON.stringify(readings(1900))));
+  });
+
+  it("a look's own item takes back the readings its run had no room for, up to its own bound", () => {
+    const readings = (size: number): NonNullable<Measurement["readings"]> => ({
+      ok: true,
+      values: { "candidate.value": { ok: true, value: "1".repeat(size) } },
+    });
+    const cut = (size: number, also: Record<string, number> = {}): Measurement => ({
+      phase: "Failed",
+      startedAt: T0.toISOString(),
+      finishedAt: T0.toISOString(),
+      truncated: { ...also, readings: bytes(JSON.stringify(readings(size))) },
+    });
+    expect(measurementItem(cut(13_000), readings(13_000))).toEqual({
+      phase: "Failed",
+      startedAt: T0.toISOString(),
+      finishedAt: T0.toISOString(),
+      readings: readings(13_000),
+    });
+    // Other cut fields stay flagged.
+    expect(measurementItem(cut(13_000, { value: 9000 }), readings(13_000)).truncated).toEqual({
+      value: 9000,
+    });
+    // Past the item's bound the readings stay cut.
+    const huge = cut(MAX_STORED_READINGS_BYTES + 1);
+    expect(measurementItem(huge, readings(MAX_STORED_READINGS_BYTES + 1))).toBe(huge);
+    // A look whose readings fit its run is kept as it is.
+    const whole: Measurement = { ...cut(10), truncated: undefined, readings: readings(10) };
+    expect(measurementItem(whole, readings(10))).toBe(whole);
   });
 
   it("truncates on character boundaries within the byte budget", () => {
