@@ -23,7 +23,8 @@ export interface WaveTargetProps extends DeployedTarget {
   /**
    * A role in the target's account that the coordinator assumes to start and read the pass's
    * executions there (its trust policy names the coordinator's role). Required when `account` is
-   * not the coordinator's.
+   * not the coordinator's: this construct lives in the home account and cannot create it there
+   * (`RolloutWaves` does, in the pass's stack, when none is given).
    * @default none: the target is in the coordinator's account
    */
   readonly roleArn?: string;
@@ -43,6 +44,12 @@ export interface WaveCoordinatorProps {
    * @default a name CloudFormation generates
    */
   readonly stateMachineName?: string;
+  /**
+   * The name of the coordinator's role, so a role in another account can trust it by ARN before
+   * it exists (`RolloutWaves`).
+   * @default a name CloudFormation generates
+   */
+  readonly roleName?: string;
 }
 
 /** The rule Step Functions manages to learn when a `.sync` child execution ends. */
@@ -95,8 +102,17 @@ export class WaveCoordinator extends Construct {
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
     const targetOf = (p: CoordinatedPass) => props.targets[p.index] as WaveTargetProps;
+    const role =
+      props.roleName === undefined
+        ? undefined
+        : new iam.Role(this, "Role", {
+            roleName: props.roleName,
+            assumedBy: new iam.ServicePrincipal("states.amazonaws.com"),
+            description: `The wave coordinator of ${props.spec.name}`,
+          });
     this.stateMachine = new sfn.StateMachine(this, "StateMachine", {
       ...(props.stateMachineName !== undefined ? { stateMachineName: props.stateMachineName } : {}),
+      ...(role ? { role } : {}),
       comment: definition.Comment,
       stateMachineType: sfn.StateMachineType.STANDARD,
       definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),
