@@ -24,6 +24,7 @@ import {
   wavePlaceholders,
 } from "../statemachine/index.ts";
 import { extractStack, handlerNameFor } from "./asl/extract.ts";
+import { LOCAL_ACCOUNT } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
 import { handlerFactories } from "./handler-factories.ts";
@@ -180,12 +181,17 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
     ...p,
     target: { ...p.target, crossAccount: p.target.account !== undefined },
   }));
+  // Each pass's state machine in its own region and account, as on AWS.
+  const regionalArn = (i: number) => {
+    const target = (resolved.passes[i] as WavePass<LocalRegion>).target;
+    return `arn:aws:states:${target.region}:${target.account ?? LOCAL_ACCOUNT}:stateMachine:${machineOf(i).name}`;
+  };
   const coordinatorName = `${spec.name}-waves`;
   const substitutions = Object.fromEntries(
     resolved.passes.flatMap((p, i) => {
       const names = wavePlaceholders(i + 1);
       return [
-        [names.stateMachineArn, machineOf(i).arn],
+        [names.stateMachineArn, regionalArn(i)],
         // Every region is on this machine: the role another account would be assumed with is only named.
         ...(p.target.account
           ? [[names.roleArn, `arn:aws:iam::${p.target.account}:role/${spec.name}-waves`]]
@@ -195,6 +201,7 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
   );
   const runtime = await startRuntime({
     template,
+    refs: Object.fromEntries(resolved.passes.map((_, i) => [machineOf(i).logicalId, regionalArn(i)])),
     functions,
     definitions: [
       { name: coordinatorName, definition: compileWaves(spec, coordinated) as never, substitutions },

@@ -213,15 +213,25 @@ async function readPass(
     if (!item) return { ...row, problem: `no rollout "${rollout}" in table ${table}` };
     return { ...row, item };
   } catch (error) {
-    const cause = (error as { cause?: unknown }).cause;
-    const why = describeError(cause instanceof Error ? cause : error);
-    return {
-      ...row,
-      problem: foreign
-        ? `cannot read account ${ref.account} with these credentials (run with that account's): ${why}`
-        : why,
-    };
+    return { ...row, problem: whyUnreadable(error, foreign ? ref.account : undefined) };
   }
+}
+
+const DENIED =
+  /AccessDenied|UnrecognizedClient|InvalidClientTokenId|ExpiredToken|NotAuthorized|CredentialsProvider/;
+
+/**
+ * Why a pass could not be read: the SDK's error (the store's cause when it wraps one); for a pass
+ * in another `account` refused by IAM or STS, that these credentials are not that account's.
+ */
+export function whyUnreadable(error: unknown, account: string | undefined): string {
+  const cause = (error as { cause?: unknown }).cause;
+  const failure = cause instanceof Error ? cause : error;
+  const why = describeError(failure);
+  const denied = DENIED.test((failure as { name?: string }).name ?? "");
+  return account !== undefined && denied
+    ? `cannot read account ${account} with these credentials (run with that account's): ${why}`
+    : why;
 }
 
 /**

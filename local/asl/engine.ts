@@ -200,7 +200,8 @@ export class LocalStepFunctions {
     } catch {
       throw new SfnError("InvalidExecutionInput", "Invalid State Machine Execution Input: not JSON");
     }
-    const executionArn = `arn:aws:states:${LOCAL_REGION}:${LOCAL_ACCOUNT}:execution:${machine.name}:${name}`;
+    // In its state machine's region and account, as on AWS (a pass of a release in waves names its own).
+    const executionArn = `${machine.stateMachineArn.replace(/:stateMachine:[^:]+$/, ":execution:")}${machine.name}:${name}`;
     const existing = this.#executions.get(executionArn);
     if (existing !== undefined) {
       const same = existing.description.status === "RUNNING" && existing.description.input === text;

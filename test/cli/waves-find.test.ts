@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { passesOfCoordinator } from "../../cli/commands/waves-find.ts";
+import { passesOfCoordinator, whyUnreadable } from "../../cli/commands/waves-find.ts";
 import { type Runtime, startRuntime } from "../../local/runtime.ts";
 import { CLI_ENV_KEYS } from "../../local/stack.ts";
 import {
@@ -88,7 +88,29 @@ describe("rollouts waves: a pass it cannot read is a row saying why", () => {
     await runtime?.close();
   });
 
-  it("names the missing tag, and the other account it has no credentials for", async () => {
+  it("says that another account refused these credentials, and only then", () => {
+    const denied = Object.assign(
+      new Error("User: arn:aws:sts::111111111111:assumed-role/x is not authorized"),
+      {
+        name: "AccessDeniedException",
+      },
+    );
+    expect(whyUnreadable(denied, "222222222222")).toBe(
+      "cannot read account 222222222222 with these credentials (run with that account's): AccessDeniedException: User: arn:aws:sts::111111111111:assumed-role/x is not authorized",
+    );
+    expect(whyUnreadable(denied, undefined)).toBe(
+      "AccessDeniedException: User: arn:aws:sts::111111111111:assumed-role/x is not authorized",
+    );
+    const gone = Object.assign(new Error("Requested resource not found"), {
+      name: "ResourceNotFoundException",
+    });
+    // The store wraps the SDK's error: its cause is what is shown.
+    expect(whyUnreadable(new Error("store unavailable", { cause: gone }), "222222222222")).toBe(
+      "ResourceNotFoundException: Requested resource not found",
+    );
+  });
+
+  it("names the missing tag, and the state machine the other account does not show", async () => {
     const env = Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, runtime.env[k] ?? ""]));
     const shown = await runWithEnv(env, "waves", "shop");
     expect(shown.err).toBe("");
@@ -99,7 +121,7 @@ describe("rollouts waves: a pass it cannot read is a row saying why", () => {
       /^eu\s+local\s+\? Unknown\s+-\s+-\s+-\s+-\s+its state machine arn:aws:states:local:\d+:stateMachine:shop-eu has no sfn-rollouts:table tag naming its table$/,
     );
     expect(rows[3]).toMatch(
-      /^rest\s+us-east-1\s+\? Unknown\s+-\s+-\s+-\s+-\s+cannot read account 222222222222 with these credentials \(run with that account's\): ResourceNotFound: /,
+      /^rest\s+us-east-1\s+\? Unknown\s+-\s+-\s+-\s+-\s+ResourceNotFound: Resource not found: 'arn:aws:states:us-east-1:222222222222:stateMachine:shop-rest'$/,
     );
     expect(rows).toHaveLength(4);
   });

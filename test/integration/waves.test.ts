@@ -201,9 +201,9 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
       /^Coordinator: arn:aws:states:\S+:stateMachine:shop-waves, newest release shop-\w+-g2: RUNNING$/,
     );
     expect(lines[1]).toMatch(/^WAVE\s+REGION\s+STATUS\s+STEP\s+WEIGHT\s+STABLE\s+CANARY\s+MESSAGE$/);
-    expect(lines[2]).toMatch(/^eu\s+local\s+✔ Healthy\s+3\/3 eu\/100%\s+100\s+v2\s+-/);
+    expect(lines[2]).toMatch(/^eu\s+eu-west-1\s+✔ Healthy\s+3\/3 eu\/100%\s+100\s+v2\s+-/);
     expect(lines[3]).toMatch(
-      /^us\s+local\s+॥ Paused\s+0\/4 us\/approval: wait for rollouts promote\s+0\s+v1\s+v2/,
+      /^us\s+us-east-1\s+॥ Paused\s+0\/4 us\/approval: wait for rollouts promote\s+0\s+v1\s+v2/,
     );
     expect(lines).toHaveLength(4);
     // rollouts get in us-east-1 adds every wave, the coordinator found from the execution that started us.
@@ -253,8 +253,8 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     expect(shown.code).toBe(0);
     const rows = shown.out.trim().split("\n");
     expect(rows[0]).toMatch(/newest release shop-\w+-g2: FAILED$/);
-    expect(rows[2]).toMatch(/^eu\s+local\s+✔ Healthy\s+3\/3 eu\/100%\s+100\s+v2\s+-/);
-    expect(rows[3]).toMatch(/^us\s+local\s+\? Unknown\s+-\s+-\s+-\s+-\s+ResourceNotFoundException: /);
+    expect(rows[2]).toMatch(/^eu\s+eu-west-1\s+✔ Healthy\s+3\/3 eu\/100%\s+100\s+v2\s+-/);
+    expect(rows[3]).toMatch(/^us\s+us-east-1\s+\? Unknown\s+-\s+-\s+-\s+-\s+ResourceNotFoundException: /);
   });
 
   it("rollback-all: the failed second wave returns to stable, and the promoted first wave goes back to its previous version", async () => {
