@@ -669,7 +669,8 @@ export class RolloutController extends Construct {
   #operateOn(policy: iam.Policy, stateMachine: sfn.StateMachine, executions: string): void {
     policy.addStatements(
       new iam.PolicyStatement({
-        actions: ["states:ListExecutions", "states:StartExecution"],
+        // ListTagsForResource: the table tag, through which `rollouts waves` finds each pass's table.
+        actions: ["states:ListExecutions", "states:StartExecution", "states:ListTagsForResource"],
         resources: [stateMachine.stateMachineArn],
       }),
       new iam.PolicyStatement({

@@ -167,6 +167,31 @@ export class WaveCoordinator extends Construct {
       "the coordinator reads and stops the executions it starts in each pass's state machine, named after each release",
     );
   }
+
+  /**
+   * Lets a person's role run `rollouts waves` and `rollouts get`'s "Waves:" against this release:
+   * read the coordinator's definition and list its executions, and find it by name
+   * (`ListStateMachines`, which has no resource-level permission). Each pass's region needs the
+   * controller's `grantOperate` (its table and the state machine's tag).
+   */
+  grantRead(grantee: iam.IGrantable): iam.Grant {
+    const grant = iam.Grant.addToPrincipal({
+      grantee,
+      actions: ["states:DescribeStateMachine", "states:ListExecutions"],
+      resourceArns: [this.stateMachine.stateMachineArn],
+    });
+    iam.Grant.addToPrincipal({ grantee, actions: ["states:ListStateMachines"], resourceArns: ["*"] });
+    const principal = grantee.grantPrincipal;
+    const policy = Construct.isConstruct(principal) ? principal.node.tryFindChild("DefaultPolicy") : undefined;
+    if (policy) {
+      acknowledgeWildcards(
+        policy,
+        ["*"],
+        "states:ListStateMachines has no resource-level permissions: the CLI finds the coordinator <rollout>-waves by name",
+      );
+    }
+    return grant;
+  }
 }
 
 /** `arn:aws:states:<region>:<account>:execution:<state machine name>:*` of a state machine's ARN. */

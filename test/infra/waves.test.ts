@@ -1,5 +1,6 @@
-import { App, Stack, Validations } from "aws-cdk-lib";
+import { App, type CfnElement, Stack, Validations } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import * as iam from "aws-cdk-lib/aws-iam";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
 import { EXAMPLE_CONTEXT } from "../../infra/example-stack.ts";
@@ -91,6 +92,39 @@ describe("WaveCoordinator", () => {
       expect(reason.length, id).toBeGreaterThan(30);
     }
     expect(Annotations.fromStack(stack).findError("*", Match.anyValue())).toEqual([]);
+  });
+
+  it("grantRead: what rollouts waves reads of the coordinator, and nothing more", () => {
+    const app = new App({
+      context: { "aws:cdk:bundling-stacks": [] },
+      builtinCloudFormationValidation: false,
+    });
+    const stack = new Stack(app, "Home", { env: { account: "111111111111", region: "eu-west-1" } });
+    const coordinator = new WaveCoordinator(stack, "Waves", { spec: spec(), targets: TARGETS });
+    const operator = new iam.Role(stack, "Operator", {
+      roleName: "rollouts-operator",
+      assumedBy: new iam.AccountRootPrincipal(),
+    });
+    coordinator.grantRead(operator);
+    const template = Template.fromStack(stack);
+    const operatorId = stack.getLogicalId(operator.node.defaultChild as CfnElement);
+    const coordinatorId = stack.getLogicalId(coordinator.stateMachine.node.defaultChild as CfnElement);
+    const policies = Object.values(
+      template.findResources("AWS::IAM::Policy", { Properties: { Roles: [{ Ref: operatorId }] } }),
+    ) as Array<{ Properties: { PolicyDocument: { Statement: unknown[] } } }>;
+    expect(policies).toHaveLength(1);
+    expect(policies[0]?.Properties.PolicyDocument.Statement).toEqual([
+      {
+        Action: ["states:DescribeStateMachine", "states:ListExecutions"],
+        Effect: "Allow",
+        Resource: { Ref: coordinatorId },
+      },
+      { Action: "states:ListStateMachines", Effect: "Allow", Resource: "*" },
+    ]);
+    const report = new AwsSolutionsChecks().validateScope(stack);
+    expect(
+      report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+    ).toEqual([]);
   });
 
   it("refuses a target of another account without a role, and a region in no wave, naming each", () => {
