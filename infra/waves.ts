@@ -182,7 +182,9 @@ export class WaveCoordinator extends Construct {
     });
     iam.Grant.addToPrincipal({ grantee, actions: ["states:ListStateMachines"], resourceArns: ["*"] });
     const principal = grantee.grantPrincipal;
-    const policy = Construct.isConstruct(principal) ? principal.node.tryFindChild("DefaultPolicy") : undefined;
+    const policy = Construct.isConstruct(principal)
+      ? principal.node.tryFindChild("DefaultPolicy")
+      : undefined;
     if (policy) {
       acknowledgeWildcards(
         policy,
