@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { passesOfCoordinator, whyUnreadable } from "../../cli/commands/waves-find.ts";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { findRelease, passesOfCoordinator, whyUnreadable } from "../../cli/commands/waves-find.ts";
+import type { RolloutItem } from "../../functions/store/schema.ts";
 import { type Runtime, startRuntime } from "../../local/runtime.ts";
 import { CLI_ENV_KEYS } from "../../local/stack.ts";
 import {
@@ -85,6 +86,7 @@ describe("rollouts waves: a pass it cannot read is a row saying why", () => {
     });
   });
   afterAll(async () => {
+    vi.unstubAllEnvs();
     await runtime?.close();
   });
 
@@ -108,6 +110,35 @@ describe("rollouts waves: a pass it cannot read is a row saying why", () => {
     expect(whyUnreadable(new Error("store unavailable", { cause: gone }), "222222222222")).toBe(
       "ResourceNotFoundException: Requested resource not found",
     );
+  });
+
+  it("for a pass's item, takes the coordinator that started its execution, whatever its name", async () => {
+    runtime.sfn.createStateMachine({
+      name: "shop-release",
+      definition: coordinator({ eu: runtime.stateMachineArn("shop-eu"), rest: REST, role: ROLE }),
+    });
+    const parent = `${runtime.stateMachineArn("shop-release").replace(":stateMachine:", ":execution:")}:r1`;
+    const child = runtime.sfn.startExecution({
+      stateMachineArn: runtime.stateMachineArn("shop-eu"),
+      name: "shop-child",
+      input: JSON.stringify({ rollout: "shop", AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID: parent }),
+    });
+    // The SDK reads its endpoints and region from the environment, as the CLI's users set them.
+    const env = Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, runtime.env[k] ?? ""]));
+    for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
+    const item = { name: "shop", executionArn: child.executionArn } as RolloutItem;
+    const found = await findRelease("shop", { item, env });
+    expect(found?.coordinatorArn).toBe(runtime.stateMachineArn("shop-release"));
+    expect(found?.rows.map((r) => r.pass)).toEqual(["eu", "rest"]);
+    // An execution no coordinator started: the one named <rollout>-waves in this region.
+    const alone = runtime.sfn.startExecution({
+      stateMachineArn: runtime.stateMachineArn("shop-eu"),
+      name: "alone",
+    });
+    const byName = await findRelease("shop", { item: { ...item, executionArn: alone.executionArn }, env });
+    expect(byName?.coordinatorArn).toBe(runtime.stateMachineArn("shop-waves"));
+    expect(await findRelease("cart", { env })).toBeUndefined();
+    vi.unstubAllEnvs();
   });
 
   it("names the missing tag, and the state machine the other account does not show", async () => {
