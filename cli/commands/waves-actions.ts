@@ -112,15 +112,19 @@ async function discoveredWavesAction(
   options: { table?: string; env?: AwsOptions["env"] },
 ): Promise<number> {
   const env = options.env ?? process.env;
-  const table = options.table?.trim() || env[ENV.tableName]?.trim();
+  const given = options.table?.trim();
+  const table = given || env[ENV.tableName]?.trim();
   let item: RolloutItem | undefined;
   if (table) {
-    // The rollout's item in this region's table, if it is there, names the coordinator that started it.
-    const code = await withAws(io, { table, env }, async (deps) => {
+    // The rollout's item in this region's table, if it is there, names the coordinator that started
+    // it. A --table that cannot be read ends the command; ROLLOUTS_TABLE, set for some other
+    // region perhaps, is only a hint: the coordinator is then looked for by name.
+    const quiet: Io = { out: io.out, err: () => {} };
+    const code = await withAws(given ? io : quiet, { table, env }, async (deps) => {
       item = await deps.store.get(name);
       return Exit.ok;
     });
-    if (code !== Exit.ok) return code;
+    if (code !== Exit.ok && given) return code;
   }
   let found: FoundRelease | undefined;
   try {

@@ -212,6 +212,13 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     expect(got.out).toMatch(/Step:\s+0\/4 \(us\/approval: wait for rollouts promote\)/);
     const section = got.out.split("\nWaves:\n")[1]?.trimEnd().split("\n") ?? [];
     expect(section.map((l) => l.trim())).toEqual(lines);
+    // ROLLOUTS_TABLE naming a table this region lacks is only a hint; --table is not.
+    const hinted = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "no-such-table" }, "waves", "shop");
+    expect(hinted.code).toBe(0);
+    expect(hinted.out).toBe(found.out);
+    const given = await runWithEnv(cliEnv(us), "waves", "shop", "--table", "no-such-table");
+    expect(given.code).toBe(2);
+    expect(given.err).toContain('table "no-such-table" does not exist');
     // A rollout outside waves has no section, and rollouts waves names what it could not find.
     const none = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "" }, "waves", "cart");
     expect(none.code).toBe(2);
