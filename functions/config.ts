@@ -57,6 +57,12 @@ export const ENV = {
 } as const;
 
 /**
+ * The tag on each rollout's state machine naming its controller's table: `rollouts get` and
+ * `rollouts waves` find each pass's table of a release in waves through it.
+ */
+export const TABLE_TAG = "sfn-rollouts:table";
+
+/**
  * CloudWatch metrics the handlers publish (Embedded Metric Format in their logs) and the
  * construct's dashboard and alarms read. Every metric has the dimension `Rollout`.
  */

@@ -33,6 +33,12 @@ export type {
 } from "./props.ts";
 export { EMBEDDED_CONTEXT } from "./props.ts";
 export { type Rollout, RolloutController, type RolloutFunctions } from "./rollout-controller.ts";
-export { RolloutWaves, type RolloutWavesProps, type RolloutWavesTarget } from "./rollout-waves.ts";
+export {
+  coordinatorRoleName,
+  passRoleName,
+  RolloutWaves,
+  type RolloutWavesProps,
+  type RolloutWavesTarget,
+} from "./rollout-waves.ts";
 export { PropsError } from "./validate.ts";
 export { WaveCoordinator, type WaveCoordinatorProps, type WaveTargetProps } from "./waves.ts";

@@ -1,4 +1,4 @@
-import { Annotations, ArnFormat, Lazy, Names, RemovalPolicy, Stack, Token } from "aws-cdk-lib";
+import { Annotations, ArnFormat, Lazy, Names, RemovalPolicy, Stack, Tags, Token } from "aws-cdk-lib";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as events from "aws-cdk-lib/aws-events";
@@ -16,6 +16,7 @@ import {
   type HandlerName,
   MODEL_PACKAGE_DETAIL_TYPE,
   modelPackageRoute,
+  TABLE_TAG,
 } from "../functions/config.ts";
 import { TABLE } from "../functions/store/keys.ts";
 import { readinessChecksFor, targetSpecProblems } from "../functions/traffic/settings.ts";
@@ -442,6 +443,8 @@ export class RolloutController extends Construct {
       }),
     );
     acknowledgeStateMachineRole(stateMachine);
+    // The table whose item this state machine drives, so `rollouts waves` finds it from the ARN.
+    Tags.of(stateMachine).add(TABLE_TAG, this.table.tableName);
     return stateMachine;
   }
 
@@ -665,7 +668,8 @@ export class RolloutController extends Construct {
   #operateOn(policy: iam.Policy, stateMachine: sfn.StateMachine, executions: string): void {
     policy.addStatements(
       new iam.PolicyStatement({
-        actions: ["states:ListExecutions", "states:StartExecution"],
+        // ListTagsForResource: the table tag, through which `rollouts waves` finds each pass's table.
+        actions: ["states:ListExecutions", "states:StartExecution", "states:ListTagsForResource"],
         resources: [stateMachine.stateMachineArn],
       }),
       new iam.PolicyStatement({

@@ -1,9 +1,12 @@
+import { createHash } from "node:crypto";
 import { Stack } from "aws-cdk-lib";
 import * as ecr from "aws-cdk-lib/aws-ecr";
 import * as events from "aws-cdk-lib/aws-events";
 import * as eventTargets from "aws-cdk-lib/aws-events-targets";
+import * as iam from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
 import { type DeployedTarget, passSpec, type RolloutSpec, resolveWaves } from "../statemachine/index.ts";
+import { acknowledgeWildcards } from "./nag.ts";
 import type { RolloutControllerProps, RolloutTarget } from "./props.ts";
 import { type Rollout, RolloutController } from "./rollout-controller.ts";
 import { imageTagFilter } from "./tag-pattern.ts";
@@ -14,7 +17,11 @@ import { WaveCoordinator, type WaveTargetProps } from "./waves.ts";
 export interface RolloutWavesTarget extends DeployedTarget {
   /** The traffic this region's rollout moves. */
   readonly target: RolloutTarget;
-  /** A role in another account the coordinator assumes there (see `WaveTargetProps.roleArn`). */
+  /**
+   * A role in another account the coordinator assumes there (see `WaveTargetProps.roleArn`).
+   * @default for a target in another account, the role `<rollout>-waves-<pass>` this construct
+   * creates in the pass's stack (`passRoleName`)
+   */
   readonly roleArn?: string;
   /** @default the controller's defaults */
   readonly controller?: RolloutControllerProps;
@@ -40,6 +47,22 @@ function partitionOf(region: string): string {
   return "aws";
 }
 
+/** A role name of at most 64 characters: a longer one keeps its start and a hash of the whole. */
+function roleNameOf(base: string): string {
+  if (base.length <= 64) return base;
+  return `${base.slice(0, 55)}-${createHash("sha256").update(base).digest("hex").slice(0, 8)}`;
+}
+
+/** The coordinator's role: `<rollout>-waves-<home region>`, so a role in another account can trust it by ARN. */
+export const coordinatorRoleName = (rollout: string, homeRegion: string): string =>
+  roleNameOf(`${rollout}-waves-${homeRegion}`);
+
+/** The role a pass in another account is started through: `<rollout>-waves-<pass>`, in that account. */
+export const passRoleName = (rollout: string, pass: string): string => roleNameOf(`${rollout}-waves-${pass}`);
+
+/** The rule Step Functions manages to learn when a `.sync` child execution ends. */
+const SYNC_RULE = "StepFunctionsGetEventsForStepFunctionsExecutionRule";
+
 /**
  * A whole release in waves in one CDK app: one stack per pass with its own `RolloutController`
  * and the pass's rollout (no push rule of its own, its state machine named
@@ -56,6 +79,8 @@ export class RolloutWaves extends Construct {
   readonly rule: events.Rule;
   /** Without `tagPattern`: the rule that starts a release on a push by digest only (no tag). */
   readonly digestRule?: events.Rule;
+  /** The roles created for passes in another account (none given), by pass. */
+  readonly passRoles: ReadonlyMap<string, iam.Role>;
 
   constructor(scope: Construct, id: string, props: RolloutWavesProps) {
     super(scope, id);
@@ -72,6 +97,9 @@ export class RolloutWaves extends Construct {
     this.homeStack = new Stack(this, "Home", { env: home });
     const stacks: Stack[] = [];
     const rollouts: Rollout[] = [];
+    const passRoles = new Map<string, iam.Role>();
+    const coordinatorRole = coordinatorRoleName(spec.name, home.region);
+    const homePartition = partitionOf(home.region);
     const targets: WaveTargetProps[] = props.targets.map((t) => ({
       region: t.region,
       ...(t.account !== undefined ? { account: t.account } : {}),
@@ -96,17 +124,37 @@ export class RolloutWaves extends Construct {
         }),
       );
       stacks.push(stack);
+      const partition = partitionOf(p.target.region);
+      const stateMachineArn = `arn:${partition}:states:${p.target.region}:${account}:stateMachine:${name}`;
+      let roleArn = p.target.roleArn;
+      if (account !== home.account && roleArn === undefined) {
+        const role = passRole(stack, {
+          roleName: passRoleName(spec.name, p.pass),
+          coordinatorRoleArn: `arn:${homePartition}:iam::${home.account}:role/${coordinatorRole}`,
+          homeAccount: home.account,
+          partition,
+          stateMachineArn,
+          executions: `arn:${partition}:states:${p.target.region}:${account}:execution:${name}:*`,
+          rule: `arn:${partition}:events:${p.target.region}:${account}:rule/${SYNC_RULE}`,
+          description: `Assumed by the wave coordinator of ${spec.name} in ${home.account}/${home.region} to run pass ${p.pass}`,
+        });
+        passRoles.set(p.pass, role);
+        roleArn = `arn:${partition}:iam::${account}:role/${passRoleName(spec.name, p.pass)}`;
+      }
       targets[p.index] = {
         ...(targets[p.index] as WaveTargetProps),
-        stateMachineArn: `arn:${partitionOf(p.target.region)}:states:${p.target.region}:${account}:stateMachine:${name}`,
+        stateMachineArn,
+        ...(roleArn !== undefined ? { roleArn } : {}),
       };
     }
+    this.passRoles = passRoles;
     this.regionStacks = stacks;
     this.rollouts = rollouts;
     this.coordinator = new WaveCoordinator(this.homeStack, "Coordinator", {
       spec,
       targets,
       stateMachineName: `${spec.name}-waves`,
+      roleName: coordinatorRole,
     });
     const tagFilter = imageTagFilter(props.tagPattern);
     const onPush = (id: string, tagged: boolean) =>
@@ -156,4 +204,61 @@ export class RolloutWaves extends Construct {
       this.digestRule.addTarget(start(null));
     }
   }
+}
+
+/**
+ * The role in a pass's account that the coordinator assumes (the Task's `Credentials`): trusted by
+ * the home account only as the coordinator's role (`aws:PrincipalArn`, so it deploys before that
+ * role exists), allowed exactly to start the pass's state machine, read and stop its executions,
+ * and manage the rule `.sync` needs there.
+ */
+function passRole(
+  stack: Stack,
+  options: {
+    roleName: string;
+    coordinatorRoleArn: string;
+    homeAccount: string;
+    partition: string;
+    stateMachineArn: string;
+    executions: string;
+    rule: string;
+    description: string;
+  },
+): iam.Role {
+  const role = new iam.Role(stack, "CoordinatorRole", {
+    roleName: options.roleName,
+    description: options.description,
+    assumedBy: new iam.ArnPrincipal(
+      `arn:${options.partition}:iam::${options.homeAccount}:root`,
+    ).withConditions({
+      ArnEquals: { "aws:PrincipalArn": options.coordinatorRoleArn },
+    }),
+  });
+  role.addToPolicy(
+    new iam.PolicyStatement({
+      sid: "StartPass",
+      actions: ["states:StartExecution"],
+      resources: [options.stateMachineArn],
+    }),
+  );
+  role.addToPolicy(
+    new iam.PolicyStatement({
+      sid: "FollowPass",
+      actions: ["states:DescribeExecution", "states:StopExecution"],
+      resources: [options.executions],
+    }),
+  );
+  role.addToPolicy(
+    new iam.PolicyStatement({
+      sid: "SyncRule",
+      actions: ["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+      resources: [options.rule],
+    }),
+  );
+  acknowledgeWildcards(
+    role,
+    [options.executions],
+    "the coordinator reads and stops the executions it starts in the pass's state machine, named after each release",
+  );
+  return role;
 }

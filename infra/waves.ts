@@ -23,7 +23,8 @@ export interface WaveTargetProps extends DeployedTarget {
   /**
    * A role in the target's account that the coordinator assumes to start and read the pass's
    * executions there (its trust policy names the coordinator's role). Required when `account` is
-   * not the coordinator's.
+   * not the coordinator's: this construct lives in the home account and cannot create it there
+   * (`RolloutWaves` does, in the pass's stack, when none is given).
    * @default none: the target is in the coordinator's account
    */
   readonly roleArn?: string;
@@ -43,6 +44,12 @@ export interface WaveCoordinatorProps {
    * @default a name CloudFormation generates
    */
   readonly stateMachineName?: string;
+  /**
+   * The name of the coordinator's role, so a role in another account can trust it by ARN before
+   * it exists (`RolloutWaves`).
+   * @default a name CloudFormation generates
+   */
+  readonly roleName?: string;
 }
 
 /** The rule Step Functions manages to learn when a `.sync` child execution ends. */
@@ -95,8 +102,17 @@ export class WaveCoordinator extends Construct {
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
     const targetOf = (p: CoordinatedPass) => props.targets[p.index] as WaveTargetProps;
+    const role =
+      props.roleName === undefined
+        ? undefined
+        : new iam.Role(this, "Role", {
+            roleName: props.roleName,
+            assumedBy: new iam.ServicePrincipal("states.amazonaws.com"),
+            description: `The wave coordinator of ${props.spec.name}`,
+          });
     this.stateMachine = new sfn.StateMachine(this, "StateMachine", {
       ...(props.stateMachineName !== undefined ? { stateMachineName: props.stateMachineName } : {}),
+      ...(role ? { role } : {}),
       comment: definition.Comment,
       stateMachineType: sfn.StateMachineType.STANDARD,
       definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),
@@ -150,6 +166,33 @@ export class WaveCoordinator extends Construct {
       executions,
       "the coordinator reads and stops the executions it starts in each pass's state machine, named after each release",
     );
+  }
+
+  /**
+   * Lets a person's role run `rollouts waves` and `rollouts get`'s "Waves:" against this release:
+   * read the coordinator's definition and list its executions, and find it by name
+   * (`ListStateMachines`, which has no resource-level permission). Each pass's region needs the
+   * controller's `grantOperate` (its table and the state machine's tag).
+   */
+  grantRead(grantee: iam.IGrantable): iam.Grant {
+    const grant = iam.Grant.addToPrincipal({
+      grantee,
+      actions: ["states:DescribeStateMachine", "states:ListExecutions"],
+      resourceArns: [this.stateMachine.stateMachineArn],
+    });
+    iam.Grant.addToPrincipal({ grantee, actions: ["states:ListStateMachines"], resourceArns: ["*"] });
+    const principal = grantee.grantPrincipal;
+    const policy = Construct.isConstruct(principal)
+      ? principal.node.tryFindChild("DefaultPolicy")
+      : undefined;
+    if (policy) {
+      acknowledgeWildcards(
+        policy,
+        ["*"],
+        "states:ListStateMachines has no resource-level permissions: the CLI finds the coordinator <rollout>-waves by name",
+      );
+    }
+    return grant;
   }
 }
 

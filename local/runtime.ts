@@ -308,6 +308,7 @@ function registerStateMachines(
       arn: machine.arn,
       type: machine.type,
       definition: machine.definition,
+      ...(machine.tags ? { tags: machine.tags } : {}),
     });
     byName.set(machine.name, machine.arn);
     byName.set(machine.logicalId, machine.arn);

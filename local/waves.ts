@@ -20,7 +20,7 @@ import {
   SpecError,
   type WavePass,
 } from "../statemachine/index.ts";
-import { type ExtractedStack, extractStack, handlerNameFor, mergeStacks } from "./asl/extract.ts";
+import { extractStack, handlerNameFor, mergeStacks } from "./asl/extract.ts";
 import { LOCAL_ACCOUNT } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
@@ -144,25 +144,35 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
       ...(r.account === undefined ? {} : { account: r.account }),
       ...(r.labels === undefined ? {} : { labels: r.labels }),
       target: { type: "local-proxy", ...r.target } as never,
-      // Every region is on this machine: the role another account would be assumed with is only named.
-      ...(r.account !== undefined && r.account !== home.account
-        ? { roleArn: `arn:aws:iam::${r.account}:role/${spec.name}-waves` }
-        : {}),
+      // A region in another account gets the role RolloutWaves creates there; on this machine
+      // every region is local, so assuming it changes nothing.
       controller: { tableName: tables.get(r) ?? tableOf({ target: r } as WavePass<LocalRegion>) },
     })),
   });
   const assembly = app.synth();
   // Each stack's resources the template does not name get the stack's name first, as
   // CloudFormation names them: the pass stacks hold the same constructs.
-  const extracted = localizeStateMachineArns(
-    mergeStacks(
-      [...waves.regionStacks, waves.homeStack].map((stack) =>
-        extractStack(assembly.getStackArtifact(stack.artifactId).template, {
-          stackName: stack.stackName,
-          namePrefix: `${stack.stackName}-`,
-        }),
-      ),
-    ),
+  // Each pass's state machine at its ARN on AWS (its region and account), which the coordinator
+  // names; each stack's resources the template does not name get the stack's name first, as
+  // CloudFormation names them: the pass stacks hold the same constructs.
+  const extracted = mergeStacks(
+    [...waves.regionStacks, waves.homeStack].map((stack) => {
+      const template = assembly.getStackArtifact(stack.artifactId).template as {
+        Resources?: Record<string, { Type?: string; Properties?: { StateMachineName?: unknown } }>;
+      };
+      const refs: Record<string, string> = {};
+      for (const [logicalId, resource] of Object.entries(template.Resources ?? {})) {
+        const name = resource.Properties?.StateMachineName;
+        if (resource.Type === "AWS::StepFunctions::StateMachine" && typeof name === "string") {
+          refs[logicalId] = `arn:aws:states:${stack.region}:${stack.account}:stateMachine:${name}`;
+        }
+      }
+      return extractStack(template, {
+        stackName: stack.stackName,
+        namePrefix: `${stack.stackName}-`,
+        refs,
+      });
+    }),
   );
 
   const ownDynamo = typeof options.dynamo !== "object";
@@ -263,25 +273,6 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
       admin.destroy();
       if (ownDynamo) await dynamo.close();
     },
-  };
-}
-
-/**
- * The coordinator names each region's state machine by its ARN on AWS (its region and account);
- * on this machine every region is local, so an ARN naming a state machine of the app is
- * rewritten to that state machine's local ARN.
- */
-function localizeStateMachineArns(stack: ExtractedStack): ExtractedStack {
-  const local = new Map(stack.stateMachines.map((m) => [m.name, m.arn]));
-  const pattern = /arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:([A-Za-z0-9_-]+)/g;
-  return {
-    ...stack,
-    stateMachines: stack.stateMachines.map((m) => ({
-      ...m,
-      definition: JSON.parse(
-        JSON.stringify(m.definition).replace(pattern, (arn, name: string) => local.get(name) ?? arn),
-      ) as Record<string, unknown>,
-    })),
   };
 }
 

@@ -317,7 +317,12 @@ export function getAction(io: Io, name: string, options: WatchCommandOptions) {
         : renderRollout(view);
     const load = () => loadView(deps, name, { whole: options.json === true });
     if (!options.watch) {
-      io.out(draw(await load()));
+      const view = await load();
+      // A pass of a release in waves: every wave beside this region's view.
+      const waves = options.json
+        ? ""
+        : await (await import("./waves-actions.ts")).wavesSection(view.item, options.env);
+      io.out(draw(view) + waves);
       return Exit.ok;
     }
     const controller = new AbortController();

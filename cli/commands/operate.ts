@@ -40,16 +40,20 @@ export const registerOperate: RegisterCommand = (program: Command, io, done) => 
   program
     .command("waves")
     .description(
-      "show every wave of a release: each region's status, step (eu/25%) and weight, reading each region's table",
+      "show every wave of a release, found from its coordinator (<name>-waves in this region, or the one that started the rollout in --table): each region's status, step (eu/25%) and weight",
     )
     .argument("<name>", "rollout name")
     .option(
+      "--table <name>",
+      "a region's table holding the rollout, to find its coordinator from (default: $ROLLOUTS_TABLE)",
+    )
+    .option(
       "--at <region=table>",
-      "a wave's region and its controller table, in wave order (repeat for each wave)",
+      "instead of the coordinator: a wave's region and its controller table, in wave order (repeat for each wave)",
       (value: string, all: string[]) => [...all, value],
       [] as string[],
     )
-    .action(async (name: string, opts: { at: string[] }) => {
+    .action(async (name: string, opts: { at: string[]; table?: string }) => {
       const { wavesAction } = await import("./waves-actions.ts");
       done(await wavesAction(io, name, opts));
     });

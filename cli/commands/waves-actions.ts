@@ -1,3 +1,4 @@
+import { ENV } from "../../functions/config.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import type { AwsOptions } from "../aws.ts";
 import { Exit } from "../exit-codes.ts";
@@ -6,6 +7,7 @@ import { currentStepOf, PHASE_ICON, passStageOf } from "../render.ts";
 import { columns } from "../table.ts";
 import { printable } from "../terminal.ts";
 import { RolloutMissingError, withAws } from "./operate-actions.ts";
+import { type FoundRelease, findRelease } from "./waves-find.ts";
 
 /** One `--at REGION=TABLE`: where a wave's rollout lives. */
 export interface WaveLocation {
@@ -26,10 +28,20 @@ export function parseLocation(text: string): WaveLocation {
 
 const tagOf = (r: RolloutItem["stableRevision"]) => (r ? (r.tag ?? String(r.revision)) : "-");
 
-/** One row per wave, in the order given: the wave, its region, status, step, weight and revisions. */
-export function renderWaves(rows: readonly { location: WaveLocation; item: RolloutItem }[]): string {
+/**
+ * One row per wave, in the order given: the wave, its region, status, step, weight and revisions.
+ * A row without an item is a pass that could not be read: its `problem` is the message.
+ */
+export function renderWaves(
+  rows: readonly { location: WaveLocation; item?: RolloutItem; pass?: string; problem?: string }[],
+): string {
   const header = ["WAVE", "REGION", "STATUS", "STEP", "WEIGHT", "STABLE", "CANARY", "MESSAGE"];
-  const cells = rows.map(({ location, item }) => {
+  const cells = rows.map(({ location, item, pass, problem }) => {
+    if (!item) {
+      return [pass ?? "-", location.region, "? Unknown", "-", "-", "-", "-", problem ?? "not read"].map(
+        (cell) => printable(cell),
+      );
+    }
     const stage = passStageOf(item);
     const canary =
       item.currentRevision && item.currentRevision.digest !== item.stableRevision?.digest
@@ -50,16 +62,21 @@ export function renderWaves(rows: readonly { location: WaveLocation; item: Rollo
 }
 
 /**
- * `rollouts waves NAME --at REGION=TABLE...`: every wave of a release, reading each region's
- * table in that region (the waves in the order given). A region that cannot be read ends the
- * command with its error, prefixed with the region.
+ * `rollouts waves NAME`: every wave of a release, found from its coordinator (`waves-find.ts`):
+ * the state machine `<NAME>-waves` in the CLI's region, or the one that started the rollout's
+ * execution in the table given (`--table`, `ROLLOUTS_TABLE`). A pass that cannot be read is a row
+ * saying why; exit 2 when there is no coordinator to find.
+ *
+ * `rollouts waves NAME --at REGION=TABLE...` reads the regions given instead (the waves in the
+ * order given); a region that cannot be read ends the command with its error, prefixed with the
+ * region.
  */
 export async function wavesAction(
   io: Io,
   name: string,
-  options: { at: readonly string[]; env?: AwsOptions["env"] },
+  options: { at: readonly string[]; table?: string; env?: AwsOptions["env"] },
 ): Promise<number> {
-  if (options.at.length === 0) throw new UsageError("--at REGION=TABLE: name at least one region");
+  if (options.at.length === 0) return discoveredWavesAction(io, name, options);
   const locations = options.at.map(parseLocation);
   const base = options.env ?? process.env;
   const rows: { location: WaveLocation; item: RolloutItem }[] = [];
@@ -79,4 +96,77 @@ export async function wavesAction(
   }
   io.out(renderWaves(rows));
   return Exit.ok;
+}
+
+/** A release's header: its coordinator and its newest execution. */
+export function releaseLine(found: Pick<FoundRelease, "coordinatorArn" | "latest">): string {
+  const latest = found.latest
+    ? `, newest release ${found.latest.name}: ${found.latest.status}`
+    : ", never run";
+  return printable(`Coordinator: ${found.coordinatorArn}${latest}`);
+}
+
+async function discoveredWavesAction(
+  io: Io,
+  name: string,
+  options: { table?: string; env?: AwsOptions["env"] },
+): Promise<number> {
+  const env = options.env ?? process.env;
+  const given = options.table?.trim();
+  const table = given || env[ENV.tableName]?.trim();
+  let item: RolloutItem | undefined;
+  if (table) {
+    // The rollout's item in this region's table, if it is there, names the coordinator that started
+    // it. A --table that cannot be read ends the command; ROLLOUTS_TABLE, set for some other
+    // region perhaps, is only a hint: the coordinator is then looked for by name.
+    const quiet: Io = { out: io.out, err: () => {} };
+    const code = await withAws(given ? io : quiet, { table, env }, async (deps) => {
+      item = await deps.store.get(name);
+      return Exit.ok;
+    });
+    if (code !== Exit.ok && given) return code;
+  }
+  let found: FoundRelease | undefined;
+  try {
+    found = await findRelease(name, { item, env });
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    io.err(printable(`rollouts: cannot read the coordinator of "${name}": ${(error as Error).message}`));
+    return Exit.unavailable;
+  }
+  if (!found) {
+    io.err(
+      printable(
+        `rollouts: no release in waves for "${name}": no state machine ${name}-waves in this region (run in the home region, AWS_REGION) and no execution of it started by one${table ? ` in table ${table}` : ""}; or name each region with --at REGION=TABLE`,
+      ),
+    );
+    return Exit.badInput;
+  }
+  io.out(`${releaseLine(found)}\n${renderWaves(found.rows)}`);
+  return Exit.ok;
+}
+
+/**
+ * The "Waves:" section `rollouts get` adds for a pass of a release in waves (its stages carry
+ * the pass's name, `eu/25%`): the release's coordinator and every wave's row. "" for a rollout
+ * that is not a pass; a coordinator that cannot be found or read is a line saying why.
+ */
+export async function wavesSection(item: RolloutItem, env: AwsOptions["env"] | undefined): Promise<string> {
+  if (!item.stepLabels.some((label) => /^[a-z0-9-]+\//.test(label))) return "";
+  let text: string;
+  try {
+    const found = await findRelease(item.name, { item, env });
+    text = found
+      ? `${releaseLine(found)}\n${renderWaves(found.rows)}`
+      : printable(
+          `no coordinator found: no ${item.name}-waves in this region and the execution names none\n`,
+        );
+  } catch (error) {
+    text = printable(`cannot read the release's coordinator: ${(error as Error).message}\n`);
+  }
+  return `\nWaves:\n${text
+    .trimEnd()
+    .split("\n")
+    .map((line) => `  ${line}`)
+    .join("\n")}\n`;
 }

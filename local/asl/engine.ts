@@ -42,6 +42,8 @@ export interface StateMachineRecord {
   type: "STANDARD" | "EXPRESS";
   creationDate: number;
   definition: Record<string, unknown>;
+  /** Its tags (`ListTagsForResource`). */
+  tags?: Record<string, string>;
 }
 
 /** The Step Functions errors the façade returns, by their AWS names. */
@@ -135,6 +137,7 @@ export class LocalStepFunctions {
     definition: Record<string, unknown>;
     arn?: string;
     type?: "STANDARD" | "EXPRESS";
+    tags?: Record<string, string>;
   }): StateMachineRecord {
     const arn = input.arn ?? localStateMachineArn(input.name);
     if (this.#machines.has(arn))
@@ -160,6 +163,7 @@ export class LocalStepFunctions {
       type: input.type ?? "STANDARD",
       creationDate: this.#sleeper.now(),
       definition: input.definition,
+      ...(input.tags ? { tags: input.tags } : {}),
     };
     this.#machines.set(arn, { ...record, compiled });
     return record;
@@ -196,7 +200,8 @@ export class LocalStepFunctions {
     } catch {
       throw new SfnError("InvalidExecutionInput", "Invalid State Machine Execution Input: not JSON");
     }
-    const executionArn = `arn:aws:states:${LOCAL_REGION}:${LOCAL_ACCOUNT}:execution:${machine.name}:${name}`;
+    // In its state machine's region and account, as on AWS (a pass of a release in waves names its own).
+    const executionArn = `${machine.stateMachineArn.replace(/:stateMachine:[^:]+$/, ":execution:")}${machine.name}:${name}`;
     const existing = this.#executions.get(executionArn);
     if (existing !== undefined) {
       const same = existing.description.status === "RUNNING" && existing.description.input === text;

@@ -16,6 +16,8 @@ export interface ExtractedStateMachine {
   arn: string;
   type: "STANDARD" | "EXPRESS";
   definition: Record<string, unknown>;
+  /** Its `Tags`, intrinsics resolved. */
+  tags?: Record<string, string>;
 }
 
 /** A Lambda function of the template: what the runtime needs to run it in-process. */
@@ -205,6 +207,12 @@ function extractStateMachine(
     arn: resolveString({ Ref: logicalId }, ctx, `${logicalId} ARN`),
     type: props.StateMachineType === "EXPRESS" ? "EXPRESS" : "STANDARD",
     definition,
+    tags: Object.fromEntries(
+      ((resolveValue(props.Tags ?? [], ctx) ?? []) as { Key: string; Value: unknown }[]).map((t) => [
+        t.Key,
+        String(t.Value),
+      ]),
+    ),
   };
 }
 

@@ -52,6 +52,8 @@ const schemas = {
     includeExecutionData: z.boolean().optional(),
   }),
   ListStateMachines: z.object({ maxResults: z.number().int().optional(), nextToken: z.string().optional() }),
+  DescribeStateMachine: z.object({ stateMachineArn: z.string() }),
+  ListTagsForResource: z.object({ resourceArn: z.string() }),
 } as const;
 
 type Operation = keyof typeof schemas;
@@ -127,6 +129,23 @@ export function handleSfn(
             creationDate: epochSeconds(m.creationDate),
           })),
         };
+      case "DescribeStateMachine": {
+        const machine = machineOf(sfn, parse(schemas.DescribeStateMachine).stateMachineArn);
+        return {
+          stateMachineArn: machine.stateMachineArn,
+          name: machine.name,
+          status: "ACTIVE",
+          definition: JSON.stringify(machine.definition),
+          type: machine.type,
+          creationDate: epochSeconds(machine.creationDate),
+        };
+      }
+      case "ListTagsForResource": {
+        const arn = parse(schemas.ListTagsForResource).resourceArn;
+        const machine = sfn.listStateMachines().find((m) => m.stateMachineArn === arn);
+        if (!machine) throw new AwsApiError("ResourceNotFound", `Resource not found: '${arn}'`);
+        return { tags: Object.entries(machine.tags ?? {}).map(([key, value]) => ({ key, value })) };
+      }
       default:
         throw new AwsApiError(
           "UnknownOperationException",
@@ -146,6 +165,12 @@ function describe(d: ExecutionDescription): Record<string, unknown> {
     inputDetails: { included: true },
     ...(d.output === undefined ? {} : { outputDetails: { included: true } }),
   };
+}
+
+function machineOf(sfn: LocalStepFunctions, arn: string) {
+  const machine = sfn.listStateMachines().find((m) => m.stateMachineArn === arn);
+  if (!machine) throw new AwsApiError("StateMachineDoesNotExist", `State Machine Does Not Exist: '${arn}'`);
+  return machine;
 }
 
 /** Pages a list: `nextToken` is the offset of the next page. */

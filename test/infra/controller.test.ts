@@ -546,6 +546,7 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
         "states:DescribeExecution",
         "states:GetExecutionHistory",
         "states:ListExecutions",
+        "states:ListTagsForResource",
         "states:SendTaskFailure",
         "states:SendTaskHeartbeat",
         "states:SendTaskSuccess",

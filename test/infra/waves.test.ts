@@ -1,5 +1,6 @@
-import { App, Stack, Validations } from "aws-cdk-lib";
+import { App, type CfnElement, Stack, Validations } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import * as iam from "aws-cdk-lib/aws-iam";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
 import { EXAMPLE_CONTEXT } from "../../infra/example-stack.ts";
@@ -93,6 +94,39 @@ describe("WaveCoordinator", () => {
     expect(Annotations.fromStack(stack).findError("*", Match.anyValue())).toEqual([]);
   });
 
+  it("grantRead: what rollouts waves reads of the coordinator, and nothing more", () => {
+    const app = new App({
+      context: { "aws:cdk:bundling-stacks": [] },
+      builtinCloudFormationValidation: false,
+    });
+    const stack = new Stack(app, "Home", { env: { account: "111111111111", region: "eu-west-1" } });
+    const coordinator = new WaveCoordinator(stack, "Waves", { spec: spec(), targets: TARGETS });
+    const operator = new iam.Role(stack, "Operator", {
+      roleName: "rollouts-operator",
+      assumedBy: new iam.AccountRootPrincipal(),
+    });
+    coordinator.grantRead(operator);
+    const template = Template.fromStack(stack);
+    const operatorId = stack.getLogicalId(operator.node.defaultChild as CfnElement);
+    const coordinatorId = stack.getLogicalId(coordinator.stateMachine.node.defaultChild as CfnElement);
+    const policies = Object.values(
+      template.findResources("AWS::IAM::Policy", { Properties: { Roles: [{ Ref: operatorId }] } }),
+    ) as Array<{ Properties: { PolicyDocument: { Statement: unknown[] } } }>;
+    expect(policies).toHaveLength(1);
+    expect(policies[0]?.Properties.PolicyDocument.Statement).toEqual([
+      {
+        Action: ["states:DescribeStateMachine", "states:ListExecutions"],
+        Effect: "Allow",
+        Resource: { Ref: coordinatorId },
+      },
+      { Action: "states:ListStateMachines", Effect: "Allow", Resource: "*" },
+    ]);
+    const report = new AwsSolutionsChecks().validateScope(stack);
+    expect(
+      report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+    ).toEqual([]);
+  });
+
   it("refuses a target of another account without a role, and a region in no wave, naming each", () => {
     const [eu, us] = TARGETS as [WaveTargetProps, WaveTargetProps];
     const { roleArn: _role, ...noRole } = us;
@@ -131,7 +165,10 @@ describe("RolloutWaves: the whole release in one app", () => {
     serviceB: EXAMPLE_CONTEXT.serviceB,
     containerName: EXAMPLE_CONTEXT.containerName,
   } as const;
-  function release(tagPattern: string | null = "v*") {
+  function release(
+    roleArn: string | null = "arn:aws:iam::222222222222:role/shop-waves",
+    tagPattern: string | null = "v*",
+  ) {
     const app = new App({
       context: { "aws:cdk:bundling-stacks": [] },
       builtinCloudFormationValidation: false,
@@ -147,12 +184,19 @@ describe("RolloutWaves: the whole release in one app", () => {
           region: "us-east-1",
           account: "222222222222",
           target: LOCAL,
-          roleArn: "arn:aws:iam::222222222222:role/shop-waves",
+          ...(roleArn ? { roleArn } : {}),
         },
       ],
     });
     return { app, waves };
   }
+
+  const statementsOf = (template: Template) =>
+    Object.values(template.findResources("AWS::IAM::Policy")).flatMap(
+      (p) =>
+        (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument
+          .Statement,
+    );
 
   it("deploys one controller stack per region, each rollout started only by the coordinator", () => {
     const { waves } = release();
@@ -164,6 +208,11 @@ describe("RolloutWaves: the whole release in one app", () => {
       const template = Template.fromStack(stack);
       const name = ["shop-eu", "shop-rest"][i];
       template.hasResourceProperties("AWS::StepFunctions::StateMachine", { StateMachineName: name });
+      // Its tag names the controller's table: rollouts waves finds each region's table through it.
+      template.hasResourceProperties("AWS::StepFunctions::StateMachine", {
+        StateMachineName: name,
+        Tags: [{ Key: "sfn-rollouts:table", Value: { Ref: Match.stringLikeRegexp("^ControllerTable") } }],
+      });
       // No ECR push rule in a region: a push there would start a pass outside the release.
       const rules = Object.values(template.findResources("AWS::Events::Rule")) as Array<{
         Properties: { EventPattern?: { source?: string[] } };
@@ -203,7 +252,7 @@ describe("RolloutWaves: the whole release in one app", () => {
   });
 
   it("without a tagPattern a push by digest only starts the release through its own rule, with tag null", () => {
-    const home = Template.fromStack(release(null).waves.homeStack);
+    const home = Template.fromStack(release(undefined, null).waves.homeStack);
     const rules = Object.values(home.findResources("AWS::Events::Rule")) as Array<{
       Properties: {
         EventPattern: { detail: Record<string, unknown> };
@@ -224,6 +273,108 @@ describe("RolloutWaves: the whole release in one app", () => {
     expect(
       Object.keys(Template.fromStack(release().waves.homeStack).findResources("AWS::Events::Rule")),
     ).toHaveLength(1);
+  });
+
+  it("creates the role another account's pass is started through: trusting exactly the coordinator's role, allowed exactly that pass", () => {
+    const { waves } = release(null);
+    const [eu, us] = waves.regionStacks.map((s) => Template.fromStack(s)) as [Template, Template];
+    const home = Template.fromStack(waves.homeStack);
+    // The coordinator's role has a name known before it is deployed.
+    home.hasResourceProperties("AWS::StepFunctions::StateMachine", {
+      StateMachineName: "shop-waves",
+      RoleArn: { "Fn::GetAtt": [Match.stringLikeRegexp("^CoordinatorRole"), "Arn"] },
+    });
+    home.hasResourceProperties("AWS::IAM::Role", {
+      RoleName: "shop-waves-eu-west-1",
+      AssumeRolePolicyDocument: {
+        Statement: [
+          { Action: "sts:AssumeRole", Effect: "Allow", Principal: { Service: "states.amazonaws.com" } },
+        ],
+        Version: "2012-10-17",
+      },
+    });
+    // In the other account: one role, trusting the home account only as the coordinator's role.
+    const roles = Object.values(us.findResources("AWS::IAM::Role")).filter(
+      (r) => (r as { Properties: { RoleName?: string } }).Properties.RoleName === "shop-waves-rest",
+    ) as Array<{ Properties: Record<string, unknown> }>;
+    expect(roles).toHaveLength(1);
+    expect(roles[0]?.Properties.AssumeRolePolicyDocument).toEqual({
+      Statement: [
+        {
+          Action: "sts:AssumeRole",
+          Effect: "Allow",
+          Principal: { AWS: "arn:aws:iam::111111111111:root" },
+          Condition: {
+            ArnEquals: { "aws:PrincipalArn": "arn:aws:iam::111111111111:role/shop-waves-eu-west-1" },
+          },
+        },
+      ],
+      Version: "2012-10-17",
+    });
+    const rolePolicies = Object.values(us.findResources("AWS::IAM::Policy")).filter((p) =>
+      JSON.stringify((p as { Properties: { Roles: unknown } }).Properties.Roles).includes("CoordinatorRole"),
+    ) as Array<{ Properties: { PolicyDocument: { Statement: Statement[] } } }>;
+    expect(rolePolicies).toHaveLength(1);
+    expect(rolePolicies[0]?.Properties.PolicyDocument.Statement).toEqual([
+      {
+        Sid: "StartPass",
+        Action: "states:StartExecution",
+        Effect: "Allow",
+        Resource: "arn:aws:states:us-east-1:222222222222:stateMachine:shop-rest",
+      },
+      {
+        Sid: "FollowPass",
+        Action: ["states:DescribeExecution", "states:StopExecution"],
+        Effect: "Allow",
+        Resource: "arn:aws:states:us-east-1:222222222222:execution:shop-rest:*",
+      },
+      {
+        Sid: "SyncRule",
+        Action: ["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+        Effect: "Allow",
+        Resource:
+          "arn:aws:events:us-east-1:222222222222:rule/StepFunctionsGetEventsForStepFunctionsExecutionRule",
+      },
+    ]);
+    // The same account needs none.
+    expect(JSON.stringify(eu.toJSON())).not.toContain("shop-waves-");
+    // The coordinator assumes exactly that role, named by its ARN (no cross-stack reference).
+    const bySid = Object.fromEntries(
+      statementsOf(home)
+        .filter((s) => s.Sid)
+        .map((s) => [s.Sid, s]),
+    );
+    expect(bySid.AssumePassRoles).toMatchObject({
+      Action: "sts:AssumeRole",
+      Resource: "arn:aws:iam::222222222222:role/shop-waves-rest",
+    });
+    const machine = Object.values(home.findResources("AWS::StepFunctions::StateMachine"))[0] as {
+      Properties: { DefinitionSubstitutions: Record<string, unknown> };
+    };
+    expect(machine.Properties.DefinitionSubstitutions.WavePass2RoleArn).toBe(
+      "arn:aws:iam::222222222222:role/shop-waves-rest",
+    );
+    expect(JSON.stringify(home.toJSON())).not.toContain("Fn::ImportValue");
+    for (const stack of [waves.homeStack, ...waves.regionStacks]) {
+      const report = new AwsSolutionsChecks().validateScope(stack);
+      expect(
+        report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+      ).toEqual([]);
+      expect(Annotations.fromStack(stack).findError("*", Match.anyValue())).toEqual([]);
+    }
+  });
+
+  it("a roleArn given wins: no role is created, the coordinator assumes the one given", () => {
+    const { waves } = release("arn:aws:iam::222222222222:role/shop-waves");
+    const us = Template.fromStack(waves.regionStacks[1] as Stack);
+    expect(JSON.stringify(us.toJSON())).not.toContain("shop-waves");
+    const home = Template.fromStack(waves.homeStack);
+    const machine = Object.values(home.findResources("AWS::StepFunctions::StateMachine"))[0] as {
+      Properties: { DefinitionSubstitutions: Record<string, unknown> };
+    };
+    expect(machine.Properties.DefinitionSubstitutions.WavePass2RoleArn).toBe(
+      "arn:aws:iam::222222222222:role/shop-waves",
+    );
   });
 
   it("passes cdk-nag AwsSolutions in every stack", () => {

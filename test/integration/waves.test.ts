@@ -231,6 +231,38 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     );
     expect(missing.code).not.toBe(0);
     expect(missing.err).toContain("ap-southeast-2");
+    // Without --at, rollouts waves finds every pass from the coordinator shop-waves in this region:
+    // its definition names each pass's state machine, whose tag names its table.
+    const found = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "" }, "waves", "shop");
+    expect(found.err).toBe("");
+    expect(found.code).toBe(0);
+    const lines = found.out.trim().split("\n");
+    expect(lines[0]).toMatch(
+      /^Coordinator: arn:aws:states:\S+:stateMachine:shop-waves, newest release shop-\w+-g2: RUNNING$/,
+    );
+    expect(lines[1]).toMatch(/^WAVE\s+REGION\s+STATUS\s+STEP\s+WEIGHT\s+STABLE\s+CANARY\s+MESSAGE$/);
+    expect(lines[2]).toMatch(/^eu\s+eu-west-1\s+✔ Healthy\s+3\/3 eu\/100%\s+100\s+v2\s+-/);
+    expect(lines[3]).toMatch(
+      /^us\s+us-east-1\s+॥ Paused\s+0\/4 us\/approval: wait for rollouts promote\s+0\s+v1\s+v2/,
+    );
+    expect(lines).toHaveLength(4);
+    // rollouts get in us-east-1 adds every wave, the coordinator found from the execution that started us.
+    const got = await runWithEnv(cliEnv(us), "get", "shop");
+    expect(got.code).toBe(0);
+    expect(got.out).toMatch(/Step:\s+0\/4 \(us\/approval: wait for rollouts promote\)/);
+    const section = got.out.split("\nWaves:\n")[1]?.trimEnd().split("\n") ?? [];
+    expect(section.map((l) => l.trim())).toEqual(lines);
+    // ROLLOUTS_TABLE naming a table this region lacks is only a hint; --table is not.
+    const hinted = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "no-such-table" }, "waves", "shop");
+    expect(hinted.code).toBe(0);
+    expect(hinted.out).toBe(found.out);
+    const given = await runWithEnv(cliEnv(us), "waves", "shop", "--table", "no-such-table");
+    expect(given.code).toBe(2);
+    expect(given.err).toContain('table "no-such-table" does not exist');
+    // A rollout outside waves has no section, and rollouts waves names what it could not find.
+    const none = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "" }, "waves", "cart");
+    expect(none.code).toBe(2);
+    expect(none.err).toContain('no release in waves for "cart": no state machine cart-waves');
     const bad = await runWithEnv(cliEnv(us), "waves", "shop", "--at", "=x");
     expect(bad.code).toBe(2);
     expect(bad.err).toContain("--at");
@@ -258,6 +290,18 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     ]);
     expect((await w.passes[1]?.item())?.weight).toBe(0);
     expect(JSON.parse(done.output ?? "null")).toBeNull();
+    // A region that cannot be read (its table gone) is a row saying why; the others are shown.
+    const { DeleteTableCommand } = await import("@aws-sdk/client-dynamodb");
+    const admin = w.dynamo.client();
+    await admin.send(new DeleteTableCommand({ TableName: w.passes[1]?.tableName }));
+    admin.destroy();
+    const eu = w.passes[0] as LocalPass;
+    const shown = await runWithEnv({ ...cliEnv(eu), ROLLOUTS_TABLE: "" }, "waves", "shop");
+    expect(shown.code).toBe(0);
+    const rows = shown.out.trim().split("\n");
+    expect(rows[0]).toMatch(/newest release shop-\w+-g2: FAILED$/);
+    expect(rows[2]).toMatch(/^eu\s+eu-west-1\s+✔ Healthy\s+3\/3 eu\/100%\s+100\s+v2\s+-/);
+    expect(rows[3]).toMatch(/^us\s+us-east-1\s+\? Unknown\s+-\s+-\s+-\s+-\s+ResourceNotFoundException: /);
   });
 
   it("rollback-all: the failed second wave returns to stable, and the promoted first wave goes back to its previous version", async () => {
