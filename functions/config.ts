@@ -64,8 +64,8 @@ export const ENV = {
    * functions to change it.
    */
   metricMaxBodyBytes: "ROLLOUTS_METRIC_MAX_BODY_BYTES",
-  /** The router function's rollout: its configuration and observations are `MODEL#<rollout>` items. */
-  routerRollout: "ROLLOUTS_ROUTER_ROLLOUT",
+  /** The router function's name (its target's endpoint): its configuration and observations are `MODEL#<name>` items. */
+  routerName: "ROLLOUTS_ROUTER_NAME",
 } as const;
 
 /**

@@ -61,13 +61,13 @@ function env(name: string, source: NodeJS.ProcessEnv): string {
   return value;
 }
 
-/** The router of the rollout the construct names, over the controller's table. */
+/** The router the construct names (its endpoint), over the controller's table. */
 export function routerFromEnv(source: NodeJS.ProcessEnv = process.env): SharedModelRouter {
   const config = clientConfig(source);
   return new SharedModelRouter({
     client: new DynamoDBClient(config),
     tableName: env(ENV.tableName, source),
-    rollout: env(ENV.routerRollout, source),
+    router: env(ENV.routerName, source),
     call: backendCaller(new SageMakerRuntimeClient(config)),
   });
 }

@@ -8,7 +8,8 @@ import { MODEL_CONFIG_SK, modelPk } from "./keys.ts";
 export interface DynamoRouterConfigOptions {
   readonly client: DynamoDBClient;
   readonly tableName: string;
-  readonly rollout: string;
+  /** The router's name (a SageMaker target's endpoint): its items are `MODEL#<router>`. */
+  readonly router: string;
   /** Milliseconds a read configuration is reused by one execution environment; default 1,000. */
   readonly cacheMs?: number;
   readonly now?: () => number;
@@ -20,7 +21,7 @@ export class RouterConfigInvalidError extends Error {
 }
 
 /**
- * The model router's configuration as one item of the controller's table (`MODEL#<rollout>` /
+ * The model router's configuration as one item of the controller's table (`MODEL#<router>` /
  * `CONFIG`): the target writes it when a step changes the routing, every execution environment of
  * the router function reads it, each reusing what it read for `cacheMs` (so a step reaches every
  * environment within that time, and a busy router reads it about once a second per environment).
@@ -38,7 +39,7 @@ export class DynamoRouterConfig {
       marshallOptions: { removeUndefinedValues: true },
     });
     this.#table = options.tableName;
-    this.#pk = modelPk(options.rollout);
+    this.#pk = modelPk(options.router);
     this.cacheMs = options.cacheMs ?? 1000;
     this.#now = options.now ?? Date.now;
   }

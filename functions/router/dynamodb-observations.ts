@@ -14,8 +14,8 @@ import type { FeedbackOutcome, Observations, ObservedWindow, Sample } from "./re
 export interface DynamoObservationsOptions {
   readonly client: DynamoDBClient;
   readonly tableName: string;
-  /** The rollout whose router this is: its partition is `MODEL#<rollout>`. */
-  readonly rollout: string;
+  /** The router's name (a SageMaker target's endpoint): its items are `MODEL#<router>`. */
+  readonly router: string;
   /** Seconds an answer (and so its feedback) is kept; default one day (the TTL). */
   readonly retentionSeconds?: number;
   /** Most answer items one `/compare` window reads, newest first; default 20,000. */
@@ -28,7 +28,7 @@ export const DEFAULT_MAX_ITEMS = 20_000;
 
 /**
  * The router's observations in the controller's DynamoDB table, shared by every execution
- * environment of the router function: one item per answer (served or shadow) in the rollout's
+ * environment of the router function: one item per answer (served or shadow) in the router's
  * `MODEL#` partition, sorted by completion time; feedback is a conditional update of the served
  * answer's item (404 when it is not kept, 409 when it already has feedback); a `/compare` window is
  * one Query, newest first, bounded by `maxItems` (the answer says when the bound cut it), and is
@@ -48,7 +48,7 @@ export class DynamoObservations implements Observations {
       unmarshallOptions: { wrapNumbers: (value: string) => Number(value) },
     });
     this.#table = options.tableName;
-    this.#pk = modelPk(options.rollout);
+    this.#pk = modelPk(options.router);
     this.now = options.now ?? Date.now;
     this.retentionSeconds = options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS;
     this.maxItems = options.maxItems ?? DEFAULT_MAX_ITEMS;

@@ -1,16 +1,18 @@
 /**
  * Where the model router keeps its observations and its configuration in the controller's table
- * (`functions/store/keys.ts`): a partition of its own per rollout, so the router's writes never
- * touch the rollout's partition and a `/compare` window is one Query.
+ * (`functions/store/keys.ts`): a partition of its own per router, so the router's writes never
+ * touch a rollout's partition and a `/compare` window is one Query. A router is named by what it
+ * routes to: a SageMaker target's by its endpoint (one rollout drives one endpoint), which is what
+ * both the target (from its settings) and the router function (from its environment) know.
  *
- * - `MODEL#<rollout>` / `A#<completed at, epoch ms, 13 digits>#<s|v>#<request id>`: one answer
+ * - `MODEL#<router>` / `A#<completed at, epoch ms, 13 digits>#<s|v>#<request id>`: one answer
  *   (`s` served, `v` shadow), ordered by time; feedback is an attribute set on it later;
- * - `MODEL#<rollout>` / `R#<request id>`: where the served answer of a request id is (its sort key,
+ * - `MODEL#<router>` / `R#<request id>`: where the served answer of a request id is (its sort key,
  *   version and prediction), so feedback finds it without a scan;
- * - `MODEL#<rollout>` / `CONFIG`: the routing configuration the target writes and the router reads.
+ * - `MODEL#<router>` / `CONFIG`: the routing configuration the target writes and the router reads.
  * Answers and request ids carry the TTL attribute, so they go away on their own.
  */
-export const modelPk = (rollout: string): string => `MODEL#${rollout}`;
+export const modelPk = (router: string): string => `MODEL#${router}`;
 export const MODEL_CONFIG_SK = "CONFIG";
 export const ANSWER_SK_PREFIX = "A#";
 export const REQUEST_SK_PREFIX = "R#";

@@ -14,7 +14,8 @@ export interface SharedRouterOptions
   extends Omit<ModelRouterOptions, "config" | "observations" | "maxSamples" | "maxRequestIds"> {
   readonly client: DynamoDBClient;
   readonly tableName: string;
-  readonly rollout: string;
+  /** The router's name (a SageMaker target's endpoint): its items are `MODEL#<router>`. */
+  readonly router: string;
   readonly call?: CallBackend;
   /** Milliseconds a configuration read is reused; default 1,000. */
   readonly configCacheMs?: number;
@@ -36,11 +37,11 @@ export class SharedModelRouter {
   #applied: ModelRouterConfig | null = null;
 
   constructor(options: SharedRouterOptions) {
-    const { client, tableName, rollout, configCacheMs, retentionSeconds, maxItems, ...rest } = options;
+    const { client, tableName, router, configCacheMs, retentionSeconds, maxItems, ...rest } = options;
     this.observations = new DynamoObservations({
       client,
       tableName,
-      rollout,
+      router,
       ...(retentionSeconds !== undefined ? { retentionSeconds } : {}),
       ...(maxItems !== undefined ? { maxItems } : {}),
       ...(rest.now ? { now: rest.now } : {}),
@@ -48,7 +49,7 @@ export class SharedModelRouter {
     this.config = new DynamoRouterConfig({
       client,
       tableName,
-      rollout,
+      router,
       ...(configCacheMs !== undefined ? { cacheMs: configCacheMs } : {}),
       ...(rest.now ? { now: rest.now } : {}),
     });

@@ -22,11 +22,11 @@ let config: DynamoRouterConfig;
 
 beforeAll(async () => {
   db = await startDynalite();
-  config = new DynamoRouterConfig({ client: db.client(), tableName: db.tableName, rollout: "fraud" });
+  config = new DynamoRouterConfig({ client: db.client(), tableName: db.tableName, router: "fraud" });
   const shared = new SharedModelRouter({
     client: db.client(),
     tableName: db.tableName,
-    rollout: "fraud",
+    router: "fraud",
     call: backendCaller(new SageMakerRuntimeClient({ region: "eu-west-1" })),
     configCacheMs: 0,
   });
@@ -113,7 +113,7 @@ describe("the router function behind a Function URL", () => {
     const shared = new SharedModelRouter({
       client: db.client(),
       tableName: db.tableName,
-      rollout: "fraud",
+      router: "fraud",
       call: backendCaller(new SageMakerRuntimeClient({ region: "eu-west-1" })),
       timeoutMs: 100,
     });
@@ -147,7 +147,7 @@ describe("the router function behind a Function URL", () => {
     const sink = new PassThrough();
     sink.on("data", (c: Buffer) => chunks.push(c));
     const handler = createHandler(
-      () => new SharedModelRouter({ client: db.client(), tableName: db.tableName, rollout: "fraud" }),
+      () => new SharedModelRouter({ client: db.client(), tableName: db.tableName, router: "fraud" }),
       localStreamingRuntime,
     );
     await handler({ rawPath: "/x" } as never, sink);

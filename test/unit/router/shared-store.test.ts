@@ -41,20 +41,20 @@ describe("the model router's shared store", () => {
     const target = new DynamoRouterConfig({
       client: db.client(),
       tableName: db.tableName,
-      rollout: "shared",
+      router: "shared",
     });
     await target.write({ primary: v1, candidate: v2, weight: 30, mirrorPercent: 100, salt: "s" });
     const a = new SharedModelRouter({
       client: db.client(),
       tableName: db.tableName,
-      rollout: "shared",
+      router: "shared",
       call,
       now,
     });
     const b = new SharedModelRouter({
       client: db.client(),
       tableName: db.tableName,
-      rollout: "shared",
+      router: "shared",
       call,
       now,
     });
@@ -112,11 +112,11 @@ describe("the model router's shared store", () => {
   it("a new configuration reaches every environment once its cache expires", async () => {
     const clock = { now: 1_800_000_000_000 };
     const now = () => clock.now;
-    const target = new DynamoRouterConfig({ client: db.client(), tableName: db.tableName, rollout: "cache" });
+    const target = new DynamoRouterConfig({ client: db.client(), tableName: db.tableName, router: "cache" });
     const router = new SharedModelRouter({
       client: db.client(),
       tableName: db.tableName,
-      rollout: "cache",
+      router: "cache",
       call,
       now,
       configCacheMs: 1000,
@@ -133,7 +133,7 @@ describe("the model router's shared store", () => {
   });
 
   it("names the item and the field of a stored configuration that is not valid", async () => {
-    const writer = new DynamoRouterConfig({ client: db.client(), tableName: db.tableName, rollout: "bad" });
+    const writer = new DynamoRouterConfig({ client: db.client(), tableName: db.tableName, router: "bad" });
     const { PutCommand, DynamoDBDocumentClient } = await import("@aws-sdk/lib-dynamodb");
     await DynamoDBDocumentClient.from(db.client()).send(
       new PutCommand({
@@ -151,7 +151,7 @@ describe("the model router's shared store", () => {
     const dynamo = new DynamoObservations({
       client: db.client(),
       tableName: db.tableName,
-      rollout: "same",
+      router: "same",
       now,
     });
     const config = { primary: v1, candidate: v2, compare: { kind: "score" as const, path: "score" } };
@@ -212,7 +212,7 @@ describe("the model router's shared store", () => {
     const store = new DynamoObservations({
       client: db.client(),
       tableName: db.tableName,
-      rollout: "cut",
+      router: "cut",
       maxItems: 5,
       now: () => clock.now,
     });
@@ -238,7 +238,7 @@ describe("the model router's shared store", () => {
     const whole = new DynamoObservations({
       client: db.client(),
       tableName: db.tableName,
-      rollout: "cut",
+      router: "cut",
       maxItems: 8,
       now: () => clock.now,
     });
