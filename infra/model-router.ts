@@ -6,7 +6,7 @@ import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { ENV } from "../functions/config.ts";
-import { modelPk } from "../functions/router/keys.ts";
+import { modelPk } from "../functions/store/keys.ts";
 import { BUNDLING, FUNCTION_DEFAULTS, handlerEntry, PROJECT_ROOT, prebuiltBundle } from "./functions.ts";
 import { acknowledge, acknowledgeWildcards } from "./nag.ts";
 

@@ -12,7 +12,7 @@
  * - `MODEL#<router>` / `CONFIG`: the routing configuration the target writes and the router reads.
  * Answers and request ids carry the TTL attribute, so they go away on their own.
  */
-export const modelPk = (router: string): string => `MODEL#${router}`;
+export { modelPk } from "../store/keys.ts";
 export const MODEL_CONFIG_SK = "CONFIG";
 export const ANSWER_SK_PREFIX = "A#";
 export const REQUEST_SK_PREFIX = "R#";
