@@ -14,6 +14,7 @@ export type {
   TeamsService,
   WebhookService,
 } from "./notifications.ts";
+export type { ModelRouterOptions, ModelRouterResources } from "./model-router.ts";
 export { Notifications } from "./notifications.ts";
 export type {
   AlbEcsTarget,
