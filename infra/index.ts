@@ -6,6 +6,7 @@
  */
 
 export { FUNCTION_NEEDS, type Need } from "./functions.ts";
+export type { ModelRouterOptions, ModelRouterResources } from "./model-router.ts";
 export type {
   EmailService,
   NotificationService,
@@ -14,7 +15,6 @@ export type {
   TeamsService,
   WebhookService,
 } from "./notifications.ts";
-export type { ModelRouterOptions, ModelRouterResources } from "./model-router.ts";
 export { Notifications } from "./notifications.ts";
 export type {
   AlbEcsTarget,
