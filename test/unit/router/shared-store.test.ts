@@ -207,6 +207,32 @@ describe("the model router's shared store", () => {
     expect(lateMemory.primary.requests).toBeLessThan(fromMemory.primary.requests);
   });
 
+  it("forgets an answer past its retention: feedback for it is a 404 naming the retention", async () => {
+    const clock = { now: 1_800_000_000_000 };
+    const store = new DynamoObservations({
+      client: db.client(),
+      tableName: db.tableName,
+      router: "expiry",
+      retentionSeconds: 10,
+      now: () => clock.now,
+    });
+    await store.add({
+      at: clock.now,
+      version: "v1",
+      role: "served",
+      latencyMs: 1,
+      ok: true,
+      requestId: "old",
+      user: "u",
+    });
+    clock.now += 9_000;
+    expect((await store.served("old"))?.version).toBe("v1");
+    clock.now += 2_000;
+    const outcome = await store.feedback("old", true);
+    expect(outcome).toMatchObject({ ok: false, status: 404 });
+    expect(outcome.ok ? "" : outcome.message).toContain("keeps answers for 10 s");
+  });
+
   it("reads at most maxItems answers of a window, newest first, and says the window was cut", async () => {
     const clock = { now: 1_800_000_000_000 };
     const store = new DynamoObservations({
