@@ -24,6 +24,16 @@ export const HANDLERS = {
 
 export type HandlerName = keyof typeof HANDLERS;
 
+/**
+ * Handler entry files of the functions a rollout gets of its own (not one per controller):
+ * the model router, created by `addRollout` for a target with `router: {type: model}`.
+ */
+export const ROLLOUT_HANDLERS = {
+  router: "router",
+} as const;
+
+export type RolloutHandlerName = keyof typeof ROLLOUT_HANDLERS;
+
 /** Environment variables the construct sets on every function. */
 export const ENV = {
   /** The DynamoDB table of rollout items, runs and measurements. */
@@ -54,6 +64,8 @@ export const ENV = {
    * functions to change it.
    */
   metricMaxBodyBytes: "ROLLOUTS_METRIC_MAX_BODY_BYTES",
+  /** The router function's name (its target's endpoint): its configuration and observations are `MODEL#<name>` items. */
+  routerName: "ROLLOUTS_ROUTER_NAME",
 } as const;
 
 /**

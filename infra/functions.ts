@@ -4,16 +4,25 @@ import { fileURLToPath } from "node:url";
 import { Duration } from "aws-cdk-lib";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
-import { HANDLERS, type HandlerName } from "../functions/config.ts";
+import {
+  HANDLERS,
+  type HandlerName,
+  ROLLOUT_HANDLERS,
+  type RolloutHandlerName,
+} from "../functions/config.ts";
 import { ANALYSIS_FUNCTION_TIMEOUT_SECONDS } from "../statemachine/index.ts";
 
 /** The repository root: `functions/handlers/*.ts` and `package-lock.json` live there. */
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 /** The handler file of a function, as `NodejsFunction` wants its `entry`. */
-export function handlerEntry(name: HandlerName, root = PROJECT_ROOT): string {
-  return `${root.replace(/\/$/, "")}/functions/handlers/${HANDLERS[name]}.ts`;
+export function handlerEntry(name: HandlerName | RolloutHandlerName, root = PROJECT_ROOT): string {
+  return `${root.replace(/\/$/, "")}/functions/handlers/${handlerFile(name)}.ts`;
 }
+
+/** A handler's file name: the controller's (`HANDLERS`) or a rollout's own (`ROLLOUT_HANDLERS`). */
+const handlerFile = (name: HandlerName | RolloutHandlerName): string =>
+  name in ROLLOUT_HANDLERS ? ROLLOUT_HANDLERS[name as RolloutHandlerName] : HANDLERS[name as HandlerName];
 
 /**
  * The folder of a handler's prebuilt bundle (`index.mjs` and its source map), or undefined when
@@ -22,8 +31,11 @@ export function handlerEntry(name: HandlerName, root = PROJECT_ROOT): string {
  * esbuild nor this package's sources. Running from the sources (this repository's tests and
  * apps), there is no such folder and the construct bundles `functions/handlers/*.ts` itself.
  */
-export function prebuiltBundle(name: HandlerName, from = import.meta.url): string | undefined {
-  const dir = fileURLToPath(new URL(`../handlers/${HANDLERS[name]}/`, from));
+export function prebuiltBundle(
+  name: HandlerName | RolloutHandlerName,
+  from = import.meta.url,
+): string | undefined {
+  const dir = fileURLToPath(new URL(`../handlers/${handlerFile(name)}/`, from));
   return existsSync(join(dir, "index.mjs")) ? dir : undefined;
 }
 

@@ -6,6 +6,7 @@
  */
 
 export { FUNCTION_NEEDS, type Need } from "./functions.ts";
+export type { ModelRouterOptions, ModelRouterResources } from "./model-router.ts";
 export type {
   EmailService,
   NotificationService,

@@ -9,6 +9,7 @@ import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type { TargetSettingsInput } from "../functions/traffic/settings.ts";
 import type { NotificationSubscriptionInput, RolloutSpec } from "../statemachine/index.ts";
+import type { ModelRouterOptions } from "./model-router.ts";
 import type { NotificationsProps } from "./notifications.ts";
 
 /**
@@ -230,4 +231,9 @@ export interface RolloutOptions {
    * @default the spec's alarms only
    */
   readonly alarms?: ReadonlyArray<cloudwatch.IAlarm | string>;
+  /**
+   * The model router's Function URL, for a target with `router: {type: model}`.
+   * @default authType AWS_IAM
+   */
+  readonly modelRouter?: ModelRouterOptions;
 }

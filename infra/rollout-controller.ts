@@ -43,6 +43,7 @@ import {
   prebuiltBundle,
 } from "./functions.ts";
 import { kubernetesAccessEntries, kubernetesVpc } from "./kubernetes.ts";
+import { type ModelRouterResources, modelRouter } from "./model-router.ts";
 import { acknowledge, acknowledgeStateMachineRole, acknowledgeWildcards } from "./nag.ts";
 import { Notifications, notificationsProblems, subscriptionProblems } from "./notifications.ts";
 import { EMBEDDED_CONTEXT, type RolloutControllerProps, type RolloutOptions } from "./props.ts";
@@ -89,6 +90,8 @@ export interface Rollout {
   readonly notificationRules: readonly events.Rule[];
   /** With alarms: `CloudWatch Alarm State Change` to ALARM of one of them → the abort channel. */
   readonly alarmRule?: events.Rule;
+  /** With a target's `router: {type: model}`: the router function, its Function URL and the URL's output. */
+  readonly modelRouter?: ModelRouterResources;
 }
 
 /** The functions every rollout shares, by handler. */
@@ -320,6 +323,7 @@ export class RolloutController extends Construct {
     const rule = options.trigger.pushRule === false ? undefined : this.#pushRule(scope, spec, options);
     const onAlarm = this.#guard(scope, spec);
     this.#modelPackageRule(scope, spec, options, stateMachine.stateMachineArn);
+    const router = this.#modelRouter(scope, spec, options);
     this.#routes.push({
       rollout: spec.name,
       stateMachineArn: stateMachine.stateMachineArn,
@@ -354,6 +358,7 @@ export class RolloutController extends Construct {
       failedExecutionsAlarm: alarm,
       notificationRules,
       ...(onAlarm ? { alarmRule: onAlarm } : {}),
+      ...(router ? { modelRouter: router } : {}),
     };
     this.#rollouts.set(id, rollout);
     return rollout;
@@ -550,6 +555,34 @@ export class RolloutController extends Construct {
         "target.passRoles is empty: RegisterTaskDefinition fails if the task definition names a task or execution role",
       );
     }
+  }
+
+  /** The router function and its Function URL, for a SageMaker target that asks for a model router. */
+  #modelRouter(
+    scope: Construct,
+    spec: RolloutSpec,
+    options: RolloutOptions,
+  ): ModelRouterResources | undefined {
+    const target = options.target;
+    if (target.type !== "sagemaker" || target.router === undefined) {
+      if (options.modelRouter !== undefined) {
+        throw new PropsError(`RolloutController.addRollout("${scope.node.id}")`, [
+          "modelRouter: the target has no router: {type: model} (the router is deployed for a sagemaker target with one)",
+        ]);
+      }
+      return undefined;
+    }
+    const tableKey = this.#kmsStatement();
+    return modelRouter(scope, {
+      rollout: spec.name,
+      routerName: target.endpointName,
+      endpointName: target.endpointName,
+      table: this.table,
+      ...(tableKey ? { tableKey } : {}),
+      logRetention: this.#logRetention,
+      removalPolicy: this.#removalPolicy,
+      ...(options.modelRouter?.authType ? { authType: options.modelRouter.authType } : {}),
+    });
   }
 
   /** `aws.ecr` / `ECR Image Action` PUSH SUCCESS on the repository (and tag pattern) → the trigger. */

@@ -24,11 +24,13 @@ execFileSync(
 );
 
 const { build } = await import("esbuild");
-const { HANDLERS } = await import(`${dist}/functions/config.js`);
+const { HANDLERS, ROLLOUT_HANDLERS } = await import(`${dist}/functions/config.js`);
+// The controller's functions and those a rollout gets of its own (the model router).
+const files = [...Object.values(HANDLERS), ...Object.values(ROLLOUT_HANDLERS)];
 const { BUNDLING } = await import(`${dist}/infra/functions.js`);
 
 await Promise.all(
-  Object.values(HANDLERS).map((file) =>
+  files.map((file) =>
     build({
       entryPoints: [`${root}functions/handlers/${file}.ts`],
       outfile: `${dist}/handlers/${file}/index.mjs`,
@@ -46,4 +48,4 @@ await Promise.all(
     }),
   ),
 );
-console.error(`built ${dist} (${Object.keys(HANDLERS).length} handler bundles)`);
+console.error(`built ${dist} (${files.length} handler bundles)`);

@@ -17,6 +17,7 @@ import { LambdaHookInvoker } from "../hooks/lambda.ts";
 import { defaultProviders, maxBodyBytesFrom } from "../metrics/index.ts";
 import { traced } from "../observability/tracing.ts";
 import { createRegistry } from "../registry/index.ts";
+import { DynamoRouterConfig } from "../router/dynamodb-config.ts";
 import { DynamoRolloutStore } from "../store/dynamodb.ts";
 import { RoutingTimer } from "../timer/routing.ts";
 import { SchedulerTimer } from "../timer/scheduler.ts";
@@ -54,6 +55,7 @@ export function depsFromEnv(
     alarms?: CloudWatchAlarms;
     hooks?: LambdaHookInvoker;
     sagemaker?: SageMakerClient;
+    routerTable?: DynamoDBClient;
   } = {};
   const clients: TrafficClients = {
     get elbv2() {
@@ -71,6 +73,16 @@ export function depsFromEnv(
     get sagemaker() {
       lazy.sagemaker ??= traced(new SageMakerClient(config), source);
       return lazy.sagemaker;
+    },
+    // The target writes the model router's configuration item; the router reads it.
+    modelRouterConfig: (router) => {
+      lazy.routerTable ??= traced(new DynamoDBClient(config), source);
+      return new DynamoRouterConfig({
+        client: lazy.routerTable,
+        tableName: env(ENV.tableName, source),
+        router,
+        cacheMs: 0,
+      });
     },
   };
   return {

@@ -12,9 +12,31 @@ const httpUrl = z.url().refine((u) => u.startsWith("http://") || u.startsWith("h
   message: "an http:// or https:// URL",
 });
 
-/** One model version behind the router: its name (what `x-model-version` says) and where it answers. */
-export const BackendSchema = z.object({ name: z.string().min(1).max(128), url: httpUrl }).strict();
+/** A SageMaker endpoint's production variant, called with `InvokeEndpoint` and `TargetVariant`. */
+export const SageMakerVariantSchema = z
+  .object({ endpoint: z.string().min(1).max(63), variant: z.string().min(1).max(63) })
+  .strict();
+
+/**
+ * One model version behind the router: its name (what `x-model-version` says) and where it
+ * answers: an HTTP base URL, or a SageMaker endpoint's variant (the router function on AWS).
+ */
+export const BackendSchema = z
+  .object({
+    name: z.string().min(1).max(128),
+    url: httpUrl.optional(),
+    sagemaker: SageMakerVariantSchema.optional(),
+  })
+  .strict()
+  .refine((b) => (b.url === undefined) !== (b.sagemaker === undefined), {
+    message: "give exactly one of url (an HTTP backend) or sagemaker ({endpoint, variant})",
+  });
 export type Backend = z.infer<typeof BackendSchema>;
+
+/** Where a backend answers, for messages: its URL or `sagemaker:ENDPOINT/VARIANT`. */
+export function describeBackend(backend: Backend): string {
+  return backend.url ?? `sagemaker:${backend.sagemaker?.endpoint}/${backend.sagemaker?.variant}`;
+}
 
 /** How the two answers of a mirrored request are compared. */
 export const CompareSchema = z

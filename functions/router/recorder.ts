@@ -85,7 +85,7 @@ export interface RecorderOptions {
 export const DEFAULT_MAX_SAMPLES = 200_000;
 export const DEFAULT_MAX_REQUEST_IDS = 100_000;
 
-export class Recorder {
+export class Recorder implements Observations {
   readonly maxSamples: number;
   readonly maxRequestIds: number;
   readonly now: () => number;
@@ -147,50 +147,95 @@ export class Recorder {
 
   /** The `/compare` summary of `version` over the last `windowSeconds`. */
   summary(version: string, windowSeconds: number): ModelVersionSummary {
-    const recent = this.#recent(windowSeconds).filter((s) => s.version === version);
-    const served = recent.filter((s) => s.role === "served");
-    const shadow = recent.filter((s) => s.role === "shadow");
-    const ok = served.filter((s) => s.ok).length;
-    const latencies = served.map((s) => s.latencyMs).sort((a, b) => a - b);
-    const withFeedback = served.filter((s) => s.feedback !== undefined);
-    const good = withFeedback.filter((s) => s.feedback === true).length;
-    const compared = shadow.filter((s) => s.agree !== undefined);
-    const agreement = compared.filter((s) => s.agree === true).length;
-    const abs = compared.flatMap((s) => (s.absDiff === undefined ? [] : [s.absDiff]));
-    const rel = compared.flatMap((s) => (s.relDiff === undefined ? [] : [s.relDiff]));
-    const shadowErrors = shadow.filter((s) => !s.ok).length;
-    const shadowLatencies = shadow.map((s) => s.latencyMs).sort((a, b) => a - b);
+    return summarize(this.#recent(windowSeconds), version);
+  }
+
+  /** {@link Observations.window}: every kept sample of the window (memory is bounded by `maxSamples`). */
+  window(windowSeconds: number): ObservedWindow {
     return {
-      version,
-      requests: served.length,
-      ok,
-      errors: served.length - ok,
-      success_rate: ratio(ok, served.length),
-      error_rate: ratio(served.length - ok, served.length),
-      mean_ms: latencies.length === 0 ? null : round(latencies.reduce((a, b) => a + b, 0) / latencies.length),
-      p50_ms: nearestRank(latencies, 0.5),
-      p95_ms: nearestRank(latencies, 0.95),
-      p99_ms: nearestRank(latencies, 0.99),
-      users: new Set(served.map((s) => s.user)).size,
-      feedback: withFeedback.length,
-      feedback_good: good,
-      feedback_bad: withFeedback.length - good,
-      feedback_rate: ratio(good, withFeedback.length),
-      shadow: {
-        requests: shadow.length,
-        errors: shadowErrors,
-        error_rate: ratio(shadowErrors, shadow.length),
-        p50_ms: nearestRank(shadowLatencies, 0.5),
-        p95_ms: nearestRank(shadowLatencies, 0.95),
-        compared: compared.length,
-        agreement,
-        agreement_rate: ratio(agreement, compared.length),
-        disagreement_rate: ratio(compared.length - agreement, compared.length),
-        mean_abs_diff: abs.length === 0 ? null : abs.reduce((a, b) => a + b, 0) / abs.length,
-        mean_rel_diff: rel.length === 0 ? null : rel.reduce((a, b) => a + b, 0) / rel.length,
-      },
+      samples: this.#recent(windowSeconds),
+      read: this.#ring.length,
+      limit: this.maxSamples,
+      truncated: false,
     };
   }
+}
+
+/** The samples of a `/compare` window and how they were read. */
+export interface ObservedWindow {
+  readonly samples: readonly Sample[];
+  /** Samples (or stored items) read to answer. */
+  readonly read: number;
+  /** The most the store reads for one window. */
+  readonly limit: number;
+  /** True when the limit cut the window: the oldest samples of the window were not read. */
+  readonly truncated: boolean;
+}
+
+type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * Where the router keeps what `/compare` summarizes: served answers, shadow answers and feedback.
+ * In memory ({@link Recorder}: one process, the local proxy) or in DynamoDB (`dynamodb-observations.ts`:
+ * the router function, whose execution environments share one table).
+ */
+export interface Observations {
+  now(): number;
+  add(sample: Sample): MaybePromise<void>;
+  /** The served answer of a request id, while it is kept (a delayed label is compared with its prediction). */
+  served(requestId: string): MaybePromise<Sample | undefined>;
+  /** Attaches feedback to the answer of `requestId`: 404 when it is not kept, 409 for a second feedback. */
+  feedback(requestId: string, good: boolean): MaybePromise<FeedbackOutcome>;
+  /** The samples completed in the last `windowSeconds`. */
+  window(windowSeconds: number): MaybePromise<ObservedWindow>;
+}
+
+/** The `/compare` summary of `version` among `samples`: one rule for every store. */
+export function summarize(samples: readonly Sample[], version: string): ModelVersionSummary {
+  const recent = samples.filter((s) => s.version === version);
+  const served = recent.filter((s) => s.role === "served");
+  const shadow = recent.filter((s) => s.role === "shadow");
+  const ok = served.filter((s) => s.ok).length;
+  const latencies = served.map((s) => s.latencyMs).sort((a, b) => a - b);
+  const withFeedback = served.filter((s) => s.feedback !== undefined);
+  const good = withFeedback.filter((s) => s.feedback === true).length;
+  const compared = shadow.filter((s) => s.agree !== undefined);
+  const agreement = compared.filter((s) => s.agree === true).length;
+  // Sorted, so the sums (and so the means) do not depend on the order a store returns samples in.
+  const abs = compared.flatMap((s) => (s.absDiff === undefined ? [] : [s.absDiff])).sort((a, b) => a - b);
+  const rel = compared.flatMap((s) => (s.relDiff === undefined ? [] : [s.relDiff])).sort((a, b) => a - b);
+  const shadowErrors = shadow.filter((s) => !s.ok).length;
+  const shadowLatencies = shadow.map((s) => s.latencyMs).sort((a, b) => a - b);
+  return {
+    version,
+    requests: served.length,
+    ok,
+    errors: served.length - ok,
+    success_rate: ratio(ok, served.length),
+    error_rate: ratio(served.length - ok, served.length),
+    mean_ms: latencies.length === 0 ? null : round(latencies.reduce((a, b) => a + b, 0) / latencies.length),
+    p50_ms: nearestRank(latencies, 0.5),
+    p95_ms: nearestRank(latencies, 0.95),
+    p99_ms: nearestRank(latencies, 0.99),
+    users: new Set(served.map((s) => s.user)).size,
+    feedback: withFeedback.length,
+    feedback_good: good,
+    feedback_bad: withFeedback.length - good,
+    feedback_rate: ratio(good, withFeedback.length),
+    shadow: {
+      requests: shadow.length,
+      errors: shadowErrors,
+      error_rate: ratio(shadowErrors, shadow.length),
+      p50_ms: nearestRank(shadowLatencies, 0.5),
+      p95_ms: nearestRank(shadowLatencies, 0.95),
+      compared: compared.length,
+      agreement,
+      agreement_rate: ratio(agreement, compared.length),
+      disagreement_rate: ratio(compared.length - agreement, compared.length),
+      mean_abs_diff: abs.length === 0 ? null : abs.reduce((a, b) => a + b, 0) / abs.length,
+      mean_rel_diff: rel.length === 0 ? null : rel.reduce((a, b) => a + b, 0) / rel.length,
+    },
+  };
 }
 
 /** null without observations, so no condition can pass a version nobody called. */

@@ -5,13 +5,14 @@ import { assign, cohortKeyOf, mirrored } from "./cohort.ts";
 import {
   type Backend,
   comparePredictions,
+  describeBackend,
   type ModelRouterConfig,
   type ModelRouterConfigInput,
   ModelRouterConfigSchema,
   valueAt,
 } from "./config.ts";
 import { mirrorSelects } from "./mirror-match.ts";
-import { Recorder, type RecorderOptions } from "./recorder.ts";
+import { type Observations, Recorder, type RecorderOptions, summarize } from "./recorder.ts";
 
 /**
  * The model router: one core, used by the local proxy and by the router Lambda, so a rollout
@@ -59,6 +60,8 @@ export const SHADOW_HEADER = "x-shadow";
 export interface ModelRouterOptions extends RecorderOptions {
   readonly config?: ModelRouterConfigInput;
   readonly call?: CallBackend;
+  /** Where answers and feedback are kept; default an in-memory {@link Recorder} (with these options). */
+  readonly observations?: Observations;
   /** Non-sticky split: true = candidate. Default: a uniform draw against the weight. */
   readonly split?: (weight: number) => boolean;
   /** Milliseconds a served version may take; default 30 s (then a 504). */
@@ -104,7 +107,7 @@ const FeedbackSchema = z
   });
 
 export class ModelRouter {
-  readonly recorder: Recorder;
+  readonly recorder: Observations;
   readonly mirror: MirrorCounters = { queued: 0, sent: 0, dropped: 0, failed: 0 };
   #config: ModelRouterConfig | null;
   readonly #call: CallBackend;
@@ -119,7 +122,7 @@ export class ModelRouter {
   #idle: Array<() => void> = [];
 
   constructor(options: ModelRouterOptions = {}) {
-    this.recorder = new Recorder(options);
+    this.recorder = options.observations ?? new Recorder(options);
     this.#config = options.config ? ModelRouterConfigSchema.parse(options.config) : null;
     this.#call = options.call ?? fetchBackend;
     this.#split = options.split ?? ((weight) => Math.random() * 100 < weight);
@@ -146,8 +149,8 @@ export class ModelRouter {
    */
   async handle(request: RouterRequest): Promise<RouterResponse> {
     const path = request.url.split("?")[0];
-    if (path === "/feedback" && request.method === "POST") return this.feedback(request.body);
-    if (path === "/compare" && request.method === "GET") return this.compare(request.url);
+    if (path === "/feedback" && request.method === "POST") return await this.feedback(request.body);
+    if (path === "/compare" && request.method === "GET") return await this.compare(request.url);
     return this.route(request);
   }
 
@@ -182,7 +185,8 @@ export class ModelRouter {
     const latencyMs = performance.now() - started;
     const ok = answer.status < 500;
     const prediction = ok ? valueAt(parseJson(answer.body), config.compare.path) : undefined;
-    this.recorder.add({
+    // Kept before the answer is handed back, so feedback sent right after it finds the answer.
+    await this.recorder.add({
       at: this.recorder.now(),
       version: backend.name,
       role: "served",
@@ -210,7 +214,7 @@ export class ModelRouter {
   }
 
   /** `POST /feedback`: attaches a delayed outcome to the answer of a request id, and so to its version. */
-  feedback(text: string): RouterResponse {
+  async feedback(text: string): Promise<RouterResponse> {
     const raw = parseJson(text);
     if (raw === undefined) return json(400, { error: "feedback body is not JSON" });
     const parsed = FeedbackSchema.safeParse(raw);
@@ -218,13 +222,13 @@ export class ModelRouter {
     const { request_id: requestId, good, label } = parsed.data;
     let verdict = good;
     if (verdict === undefined) {
-      const served = this.recorder.served(requestId);
+      const served = await this.recorder.served(requestId);
       const config = this.#config;
       if (served && config) {
         verdict = comparePredictions(config.compare, label, served.prediction)?.agree ?? false;
       } else verdict = false;
     }
-    const outcome = this.recorder.feedback(requestId, verdict);
+    const outcome = await this.recorder.feedback(requestId, verdict);
     if (!outcome.ok) return json(outcome.status, { error: outcome.message });
     return json(200, { request_id: requestId, version: outcome.version, good: outcome.good });
   }
@@ -234,7 +238,7 @@ export class ModelRouter {
    * samples provider's contract. `primary`/`stable` and `candidate`/`canary` name the configured
    * versions, so a template needs no version names.
    */
-  compare(url: string): RouterResponse {
+  async compare(url: string): Promise<RouterResponse> {
     const query = new URL(url, "http://router").searchParams;
     const primary = query.get("primary");
     const candidate = query.get("candidate");
@@ -252,11 +256,14 @@ export class ModelRouter {
       });
     }
     const resolve = (name: string) => resolveVersion(this.#config, name);
+    const observed = await this.recorder.window(seconds);
     return json(200, {
       window: seconds,
-      primary: this.recorder.summary(resolve(primary as string), seconds),
-      candidate: this.recorder.summary(resolve(candidate as string), seconds),
+      primary: summarize(observed.samples, resolve(primary as string)),
+      candidate: summarize(observed.samples, resolve(candidate as string)),
       mirror: { ...this.mirror },
+      // A store that reads at most `limit` samples says when the window held more (newest kept).
+      samples: { read: observed.read, limit: observed.limit, truncated: observed.truncated },
     });
   }
 
@@ -304,7 +311,7 @@ export class ModelRouter {
     const agreement = ok ? comparePredictions(job.config.compare, job.served, prediction) : undefined;
     this.mirror.sent += 1;
     if (!ok) this.mirror.failed += 1;
-    this.recorder.add({
+    await this.recorder.add({
       at: this.recorder.now(),
       version: job.backend.name,
       role: "shadow",
@@ -354,7 +361,7 @@ export class ModelRouter {
         status,
         headers: { "content-type": "application/json" },
         body: `${JSON.stringify({
-          error: `${backend.name} (${backend.url}) ${timedOut ? `did not answer within ${timeoutMs} ms` : `is unreachable: ${(error as Error).message}`}`,
+          error: `${backend.name} (${describeBackend(backend)}) ${timedOut ? `did not answer within ${timeoutMs} ms` : `is unreachable: ${(error as Error).message}`}`,
         })}\n`,
       };
     }
@@ -402,6 +409,7 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 
 /** The default {@link CallBackend}: `fetch` with a deadline, the body read whole. */
 export const fetchBackend: CallBackend = async (backend, request, timeoutMs) => {
+  if (backend.url === undefined) throw new Error(`${describeBackend(backend)} is not an HTTP backend`);
   const base = backend.url.replace(/\/+$/, "");
   const response = await fetch(base + request.url, {
     method: request.method,

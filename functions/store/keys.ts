@@ -28,6 +28,13 @@ export const measurementSkPrefix = (runId: string): string => `MEAS#${runId}#`;
 export const measurementSk = (runId: string, measurementId: string): string =>
   `${measurementSkPrefix(runId)}${measurementId}`;
 
+/**
+ * The model router's partition (`functions/router/keys.ts`): its configuration, answers and
+ * feedback, named by the router (a SageMaker target's endpoint); here so the construct can scope
+ * the router function's role to it.
+ */
+export const modelPk = (router: string): string => `MODEL#${router}`;
+
 /** A human-readable key for error messages. */
 export const describeKey = (pk: string, sk: string): string => `${pk}/${sk}`;
 

@@ -9,6 +9,7 @@ import { LambdaAliasRouter } from "./lambda-alias.ts";
 import { LocalProxyRouter } from "./local-proxy.ts";
 import type { Clock, TrafficRouter } from "./port.ts";
 import { SageMakerRouter } from "./sagemaker.ts";
+import { type RouterConfigStore, SageMakerModelRouter } from "./sagemaker-model-router.ts";
 import { describeIssues, TargetSettingsSchema } from "./settings.ts";
 
 /**
@@ -24,6 +25,8 @@ export interface TrafficClients {
   readonly fetch?: typeof fetch;
   /** AWS credentials and region (EKS tokens, a kubeconfig secret), a recorder of API calls. */
   readonly kubernetes?: KubernetesClients;
+  /** The model router's configuration item of a router (a SageMaker target's endpoint). */
+  readonly modelRouterConfig?: (router: string) => RouterConfigStore;
 }
 
 /** Builds the router for `settings` (validated here; a bad field is a `TargetConfigurationError`). */
@@ -49,6 +52,12 @@ export function createTrafficRouter(settings: unknown, clients: TrafficClients, 
       return new KubernetesRouter(clients.kubernetes ?? {}, s, clock);
     case "sagemaker":
       if (!clients.sagemaker) throw new TargetConfigurationError("sagemaker needs the sagemaker client");
+      if (s.router) {
+        if (!clients.modelRouterConfig)
+          throw new TargetConfigurationError("sagemaker with router: {type: model} needs the router's table");
+        const endpoint = new SageMakerRouter({ sagemaker: clients.sagemaker }, s, clock);
+        return new SageMakerModelRouter(endpoint, s, clients.modelRouterConfig(s.endpointName));
+      }
       return new SageMakerRouter({ sagemaker: clients.sagemaker }, s, clock);
   }
 }

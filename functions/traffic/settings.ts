@@ -152,6 +152,12 @@ export const SageMakerSettingsSchema = z
     pollSeconds: WaitSeconds().default(30),
     /** An MLflow tracking server that records the promoted version instead of the Model Registry. */
     mlflow: MlflowSettingsSchema.optional(),
+    /**
+     * Route through a model router (`functions/router`): `addRollout` deploys the router function
+     * behind a Function URL, and the target writes its configuration (the variants, the weight,
+     * the comparing mirror) instead of SageMaker's weights and shadow variants.
+     */
+    router: ModelRouterSettingsSchema.optional(),
   })
   .strict();
 

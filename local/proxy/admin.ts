@@ -154,9 +154,13 @@ function compare(
   }
   if (state.modelMode) {
     // The model router's summaries: the same fields, plus feedback, users and the shadow's view.
-    const answer = state.model.compare(req.url ?? "/");
-    res.writeHead(answer.status, answer.headers);
-    res.end(answer.body);
+    state.model.compare(req.url ?? "/").then(
+      (answer) => {
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body);
+      },
+      (err: unknown) => sendJson(res, 500, { error: String(err) }),
+    );
     return;
   }
   const resolve = (name: string) => {

@@ -62,7 +62,7 @@ export async function modelForward(
   }
   const request = { method: req.method ?? "GET", url: req.url ?? "/", headers, body };
   if (request.method === "POST" && request.url.split("?")[0] === "/feedback") {
-    const answer = router.feedback(body);
+    const answer = await router.feedback(body);
     send(res, answer.status, answer.headers, answer.body);
     return;
   }

@@ -20,7 +20,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HANDLERS } from "../../functions/config.ts";
+import { HANDLERS, ROLLOUT_HANDLERS } from "../../functions/config.ts";
 import { mannWhitney } from "../../functions/judges/index.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -197,7 +197,7 @@ describe("the packed package", () => {
       expect(packed, path).toContain(path);
     }
     const handlers = packed.filter((p) => /^dist\/handlers\/[a-z-]+\/index\.mjs$/.test(p));
-    expect(handlers).toHaveLength(Object.keys(HANDLERS).length);
+    expect(handlers).toHaveLength(Object.keys(HANDLERS).length + Object.keys(ROLLOUT_HANDLERS).length);
     expect(packed.filter((p) => p.startsWith("test/") || p.startsWith("node_modules/"))).toEqual([]);
     // TypeScript sources stay in the repository: the package runs without a TypeScript loader.
     expect(

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { assign } from "../../../functions/router/cohort.ts";
 import type { Backend } from "../../../functions/router/config.ts";
+import type { Recorder } from "../../../functions/router/recorder.ts";
 import { type CallBackend, ModelRouter, type RouterRequest } from "../../../functions/router/router.ts";
 
 const v1: Backend = { name: "v1", url: "http://v1.test" };
@@ -89,7 +90,9 @@ describe("model router", () => {
       expect(JSON.parse(answer.body)).toEqual({ label: x % 2 });
     }
     await router.idle();
-    const compare = JSON.parse(router.compare("/compare?primary=primary&candidate=candidate&window=60").body);
+    const compare = JSON.parse(
+      (await router.compare("/compare?primary=primary&candidate=candidate&window=60")).body,
+    );
     expect(compare.primary.version).toBe("v1");
     expect(compare.primary.requests).toBe(100);
     expect(compare.primary.users).toBe(100);
@@ -142,7 +145,7 @@ describe("model router", () => {
     });
     for (let x = 0; x < 10; x++) await router.route(post({ user: `u${x}`, x }));
     await router.idle();
-    const shadow = router.recorder.summary("v2", 60).shadow;
+    const shadow = (router.recorder as Recorder).summary("v2", 60).shadow;
     expect(shadow.compared).toBe(10);
     expect(shadow.agreement).toBe(5);
     expect(shadow.mean_abs_diff).toBeCloseTo((5 * 0.5 + 5 * 20) / 10, 9);
@@ -161,20 +164,22 @@ describe("model router", () => {
         (await router.route(post({ user: `u${i}` }, { "x-request-id": `r${i}` }))).headers["x-request-id"],
       );
     expect(ids).toEqual(["r0", "r1", "r2", "r3"]);
-    const good = router.feedback(JSON.stringify({ request_id: "r1", good: true }));
+    const good = await router.feedback(JSON.stringify({ request_id: "r1", good: true }));
     expect(good.status).toBe(200);
     expect(JSON.parse(good.body)).toEqual({ request_id: "r1", version: "v2", good: true });
     // a delayed label: the true label 1 against v2's answer 0 is bad feedback
-    expect(JSON.parse(router.feedback(JSON.stringify({ request_id: "r2", label: 1 })).body).good).toBe(false);
-    expect(router.feedback(JSON.stringify({ request_id: "r1", good: false })).status).toBe(409);
-    const forgotten = router.feedback(JSON.stringify({ request_id: "r0", good: true }));
+    expect(
+      JSON.parse((await router.feedback(JSON.stringify({ request_id: "r2", label: 1 }))).body).good,
+    ).toBe(false);
+    expect((await router.feedback(JSON.stringify({ request_id: "r1", good: false }))).status).toBe(409);
+    const forgotten = await router.feedback(JSON.stringify({ request_id: "r0", good: true }));
     expect(forgotten.status).toBe(404);
     expect(forgotten.body).toContain("keeps the last 3 request ids");
-    expect(router.feedback("{").status).toBe(400);
-    const both = router.feedback(JSON.stringify({ request_id: "r3", good: true, label: 1 }));
+    expect((await router.feedback("{")).status).toBe(400);
+    const both = await router.feedback(JSON.stringify({ request_id: "r3", good: true, label: 1 }));
     expect(both.status).toBe(400);
     expect(both.body).toContain("exactly one of good");
-    const v2Summary = router.recorder.summary("v2", 60);
+    const v2Summary = (router.recorder as Recorder).summary("v2", 60);
     expect(v2Summary).toMatchObject({
       requests: 4,
       feedback: 2,
@@ -182,7 +187,7 @@ describe("model router", () => {
       feedback_bad: 1,
       feedback_rate: 0.5,
     });
-    expect(router.recorder.summary("v1", 60).feedback).toBe(0);
+    expect((router.recorder as Recorder).summary("v1", 60).feedback).toBe(0);
   });
 
   it("refuses a configuration with a weight and no candidate, naming the field", () => {

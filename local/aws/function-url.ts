@@ -1,0 +1,128 @@
+import { randomUUID } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { PassThrough, type Writable } from "node:stream";
+import type { StreamingHandler, StreamingRuntime } from "../../functions/handlers/router.ts";
+import type { FunctionUrlEvent, ResponseMetadata } from "../../functions/router/function-url.ts";
+
+/**
+ * A Lambda Function URL in `RESPONSE_STREAM` mode on this machine, for a streaming handler: each
+ * HTTP request becomes a payload format 2.0 event; the handler writes to a response stream whose
+ * first bytes are, as on Lambda, the JSON prelude (status, headers, cookies) and eight NUL bytes
+ * that `HttpResponseStream.from` writes; the server sends the status and headers when the prelude
+ * is complete, then the body as it comes, and ends the HTTP response when the handler ends the
+ * stream, even while the invocation goes on (as Lambda does).
+ */
+export interface LocalFunctionUrl {
+  readonly url: string;
+  /** Resolves when every invocation started so far has returned. */
+  settled(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const DELIMITER = Buffer.alloc(8);
+
+/** `awslambda` as Lambda's Node.js runtime provides it, for handlers run here. */
+export const localStreamingRuntime: StreamingRuntime = {
+  streamifyResponse: (handler) => handler,
+  HttpResponseStream: {
+    from(stream: Writable, metadata: ResponseMetadata): Writable {
+      stream.write(JSON.stringify(metadata));
+      stream.write(DELIMITER);
+      return stream;
+    },
+  },
+};
+
+export async function startFunctionUrl(handler: StreamingHandler, port = 0): Promise<LocalFunctionUrl> {
+  const invocations = new Set<Promise<void>>();
+  const server = http.createServer((req, res) => {
+    const invocation = serve(handler, req, res);
+    invocations.add(invocation);
+    void invocation.finally(() => invocations.delete(invocation));
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  const { port: bound } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${bound}`,
+    settled: async () => {
+      while (invocations.size > 0) await Promise.allSettled([...invocations]);
+    },
+    close: async () => {
+      while (invocations.size > 0) await Promise.allSettled([...invocations]);
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function serve(
+  handler: StreamingHandler,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const stream = new PassThrough();
+  let prelude: Buffer | null = Buffer.alloc(0);
+  const start = (metadata: ResponseMetadata | null) => {
+    const headers: http.OutgoingHttpHeaders = { ...(metadata?.headers ?? {}) };
+    if (metadata?.cookies?.length) headers["set-cookie"] = metadata.cookies;
+    res.writeHead(metadata?.statusCode ?? 200, headers);
+  };
+  stream.on("data", (chunk: Buffer) => {
+    if (prelude === null) {
+      res.write(chunk);
+      return;
+    }
+    prelude = Buffer.concat([prelude, chunk]);
+    const at = prelude.indexOf(DELIMITER);
+    if (at < 0) return;
+    start(JSON.parse(prelude.subarray(0, at).toString("utf8")) as ResponseMetadata);
+    const rest = prelude.subarray(at + DELIMITER.length);
+    prelude = null;
+    if (rest.length > 0) res.write(rest);
+  });
+  stream.on("end", () => {
+    if (prelude !== null) {
+      // No prelude: Lambda answers 200 with whatever was written.
+      start(null);
+      res.write(prelude);
+    }
+    res.end();
+  });
+  try {
+    await handler(toEvent(req, Buffer.concat(chunks)), stream, { awsRequestId: randomUUID() });
+    if (!stream.writableEnded) stream.end();
+  } catch (error) {
+    if (!res.headersSent) {
+      res.writeHead(502, { "content-type": "application/json" });
+      res.end(`${JSON.stringify({ message: "Internal Server Error", error: (error as Error).message })}\n`);
+    } else res.destroy(error as Error);
+  }
+}
+
+/** An HTTP request as a Function URL's payload format 2.0 event. */
+export function toEvent(req: http.IncomingMessage, body: Buffer): FunctionUrlEvent {
+  const url = new URL(req.url ?? "/", "http://function-url");
+  const headers: Record<string, string> = {};
+  let cookies: string[] | undefined;
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    if (name === "cookie") cookies = String(value).split(/;\s*/);
+    else headers[name] = Array.isArray(value) ? value.join(",") : value;
+  }
+  const contentType = headers["content-type"] ?? "";
+  const text =
+    body.length === 0 || /^(text\/|application\/(json|x-www-form-urlencoded|xml))/.test(contentType);
+  return {
+    version: "2.0",
+    rawPath: url.pathname,
+    rawQueryString: url.search.replace(/^\?/, ""),
+    headers,
+    ...(cookies ? { cookies } : {}),
+    ...(body.length > 0
+      ? { body: text ? body.toString("utf8") : body.toString("base64"), isBase64Encoded: !text }
+      : {}),
+    requestContext: { http: { method: req.method ?? "GET" }, requestId: randomUUID() },
+  };
+}

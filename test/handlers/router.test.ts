@@ -1,0 +1,158 @@
+import { InvokeEndpointCommand, SageMakerRuntimeClient } from "@aws-sdk/client-sagemaker-runtime";
+import { mockClient } from "aws-sdk-client-mock";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createHandler } from "../../functions/handlers/router.ts";
+import { DynamoRouterConfig } from "../../functions/router/dynamodb-config.ts";
+import { backendCaller } from "../../functions/router/sagemaker-backend.ts";
+import { SharedModelRouter } from "../../functions/router/shared.ts";
+import {
+  type LocalFunctionUrl,
+  localStreamingRuntime,
+  startFunctionUrl,
+} from "../../local/aws/function-url.ts";
+import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
+
+const SHADOW_MS = 1500;
+const sagemaker = mockClient(SageMakerRuntimeClient);
+const answerBody = (label: number) => new TextEncoder().encode(JSON.stringify({ label }));
+
+let db: DynaliteHarness;
+let url: LocalFunctionUrl;
+let config: DynamoRouterConfig;
+
+beforeAll(async () => {
+  db = await startDynalite();
+  config = new DynamoRouterConfig({ client: db.client(), tableName: db.tableName, router: "fraud" });
+  const shared = new SharedModelRouter({
+    client: db.client(),
+    tableName: db.tableName,
+    router: "fraud",
+    call: backendCaller(new SageMakerRuntimeClient({ region: "eu-west-1" })),
+    configCacheMs: 0,
+  });
+  url = await startFunctionUrl(createHandler(() => shared, localStreamingRuntime));
+});
+afterAll(async () => {
+  await url.close();
+  await db.close();
+  sagemaker.restore();
+});
+afterEach(() => {
+  sagemaker.reset();
+});
+
+const endpoint = "fraud-endpoint";
+const variant = (name: string) => ({ name, sagemaker: { endpoint, variant: name } });
+
+describe("the router function behind a Function URL", () => {
+  it("answers before a slow shadow, then sends the copy within the invocation and records it", async () => {
+    await config.write({ primary: variant("v1"), candidate: variant("v2"), mirrorPercent: 100 });
+    sagemaker.on(InvokeEndpointCommand, { TargetVariant: "v1" }).resolves({
+      Body: answerBody(1),
+      ContentType: "application/json",
+      InvokedProductionVariant: "v1",
+    } as never);
+    sagemaker.on(InvokeEndpointCommand, { TargetVariant: "v2" }).callsFake(async () => {
+      await new Promise((r) => setTimeout(r, SHADOW_MS));
+      return { Body: answerBody(0), ContentType: "application/json", InvokedProductionVariant: "v2" };
+    });
+    const started = performance.now();
+    const response = await fetch(`${url.url}/invocations?x=1`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-user-id": "alice", "x-request-id": "req-1" },
+      body: JSON.stringify({ x: 1 }),
+    });
+    const body = await response.json();
+    const answeredMs = performance.now() - started;
+    expect(response.status).toBe(200);
+    expect(body).toEqual({ label: 1 });
+    expect(response.headers.get("x-model-version")).toBe("v1");
+    expect(response.headers.get("x-request-id")).toBe("req-1");
+    expect(response.headers.get("x-route")).toBe("primary");
+    // The whole answer came back well before the shadow answered.
+    expect(answeredMs).toBeLessThan(SHADOW_MS * 0.66);
+    await url.settled();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(SHADOW_MS - 5);
+    const calls = sagemaker.commandCalls(InvokeEndpointCommand).map((c) => c.args[0].input);
+    expect(calls.map((c) => c.TargetVariant).sort()).toEqual(["v1", "v2"]);
+    expect(calls.every((c) => c.EndpointName === endpoint && c.InferenceId === "req-1")).toBe(true);
+    expect(new TextDecoder().decode(calls[0]?.Body as Uint8Array)).toBe(JSON.stringify({ x: 1 }));
+
+    const compare = await fetch(`${url.url}/compare?primary=primary&candidate=candidate&window=60`);
+    const summary = (await compare.json()) as {
+      primary: { requests: number };
+      candidate: { shadow: unknown };
+    };
+    expect(summary.primary.requests).toBe(1);
+    expect(summary.candidate.shadow).toMatchObject({ requests: 1, compared: 1, agreement: 0 });
+    const feedback = await fetch(`${url.url}/feedback`, {
+      method: "POST",
+      body: JSON.stringify({ request_id: "req-1", good: true }),
+      headers: { "content-type": "application/json" },
+    });
+    expect(feedback.status).toBe(200);
+    expect(await feedback.json()).toEqual({ request_id: "req-1", version: "v1", good: true });
+  });
+
+  it("passes a model's error on with its status, naming the version", async () => {
+    await config.write({ primary: variant("v1") });
+    const error = Object.assign(new Error("boom"), {
+      name: "ModelError",
+      OriginalStatusCode: 422,
+      OriginalMessage: "feature x is missing",
+      $metadata: {},
+    });
+    sagemaker.on(InvokeEndpointCommand).rejects(error);
+    const response = await fetch(`${url.url}/invocations`, { method: "POST", body: "{}" });
+    expect(response.status).toBe(422);
+    expect(response.headers.get("x-model-version")).toBe("v1");
+    expect(((await response.json()) as { error: string }).error).toContain("sagemaker:fraud-endpoint/v1");
+  });
+
+  it("answers 504 naming the variant when SageMaker does not answer in time", async () => {
+    const shared = new SharedModelRouter({
+      client: db.client(),
+      tableName: db.tableName,
+      router: "fraud",
+      call: backendCaller(new SageMakerRuntimeClient({ region: "eu-west-1" })),
+      timeoutMs: 100,
+    });
+    sagemaker.on(InvokeEndpointCommand).callsFake(
+      (_input, getClient) =>
+        new Promise((_resolve, reject) => {
+          void getClient;
+          setTimeout(() => reject(new Error("too late")), 2000);
+        }),
+    );
+    const started = performance.now();
+    const answer = await shared.handle({ method: "POST", url: "/invocations", headers: {}, body: "{}" });
+    expect(performance.now() - started).toBeLessThan(1500);
+    expect(answer.status).toBe(504);
+    expect(answer.body).toContain("v1 (sagemaker:fraud-endpoint/v1) did not answer within 100 ms");
+  });
+
+  it("answers 503 naming the item when the stored configuration is not valid, and 400 for a malformed event", async () => {
+    const { DynamoDBDocumentClient, PutCommand } = await import("@aws-sdk/lib-dynamodb");
+    await DynamoDBDocumentClient.from(db.client()).send(
+      new PutCommand({ TableName: db.tableName, Item: { pk: "MODEL#fraud", sk: "CONFIG", config: "{" } }),
+    );
+    const response = await fetch(`${url.url}/invocations`, { method: "POST", body: "{}" });
+    expect(response.status).toBe(503);
+    expect(((await response.json()) as { error: string }).error).toContain(
+      "MODEL#fraud/CONFIG: config is not JSON",
+    );
+
+    const chunks: Buffer[] = [];
+    const { PassThrough } = await import("node:stream");
+    const sink = new PassThrough();
+    sink.on("data", (c: Buffer) => chunks.push(c));
+    const handler = createHandler(
+      () => new SharedModelRouter({ client: db.client(), tableName: db.tableName, router: "fraud" }),
+      localStreamingRuntime,
+    );
+    await handler({ rawPath: "/x" } as never, sink);
+    const text = Buffer.concat(chunks).toString("utf8");
+    expect(text).toContain('"statusCode":400');
+    expect(text).toContain("requestContext.http.method is missing");
+  });
+});
