@@ -6,7 +6,7 @@ import {
   MAX_REPLICAS,
   MAX_WAIT_SECONDS,
 } from "./limits.ts";
-import { HeaderFields, Sigv4Fields } from "./providers.ts";
+import { HeaderFields, SamplesSigv4Schema, Sigv4Fields } from "./providers.ts";
 import { re2Problem } from "./re2.ts";
 
 /**
@@ -120,6 +120,7 @@ export const ArgoSamplesSchema = z
     primary: z.string().min(1),
     candidate: z.string().min(1),
     window: IntOrString.optional(),
+    sigv4: SamplesSigv4Schema.optional(),
   })
   .strict();
 

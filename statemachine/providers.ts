@@ -106,6 +106,9 @@ export const CloudWatchProviderSchema = z
   })
   .strict();
 
+/** SigV4 for the samples provider: the region defaults to the address's, then `AWS_REGION`. */
+export const SamplesSigv4Schema = z.object({ region: z.string().min(1).optional() }).strict();
+
 export const SamplesProviderSchema = z
   .object({
     address: httpUrl("address"),
@@ -113,6 +116,11 @@ export const SamplesProviderSchema = z
     candidate: z.string().min(1),
     /** Seconds of samples to compare. */
     window: z.number().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait).default(60),
+    /**
+     * Sign the request with SigV4 (service `lambda`), for a Function URL whose auth is `AWS_IAM`.
+     * A `*.lambda-url.<region>.on.aws` address is signed without it.
+     */
+    sigv4: SamplesSigv4Schema.optional(),
   })
   .strict();
 

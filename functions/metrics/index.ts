@@ -74,11 +74,19 @@ export function awsPrometheusSigner(sigv4: Sigv4Config): RequestSigner {
   }
   const region = sigv4.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
   if (!region) throw new UnsupportedProviderError("sigv4: no region (set sigv4.region or AWS_REGION)");
+  return awsSigner("aps", region, sigv4.profile);
+}
+
+/**
+ * A SigV4 signer of `service` in `region` from the default credential chain (or a named profile):
+ * Amazon Managed Prometheus (`aps`) and Lambda Function URLs (`lambda`, the samples provider).
+ */
+export function awsSigner(service: string, region: string, profile?: string): RequestSigner {
   const signer = new SignatureV4({
-    service: "aps",
+    service,
     region,
     sha256: Sha256,
-    credentials: defaultProvider(sigv4.profile ? { profile: sigv4.profile } : {}),
+    credentials: defaultProvider(profile ? { profile } : {}),
   });
   return {
     sign: async (request) => {
@@ -125,6 +133,16 @@ export function defaultProviders(options: DefaultProviderOptions = {}): Provider
       return lambda.measure(metric, ctx);
     },
   };
+  // One signer (and so one credential chain) per region, for the life of the process.
+  const lambdaSigners = new Map<string, RequestSigner>();
+  const lambdaSigner = (region: string): RequestSigner => {
+    let signer = lambdaSigners.get(region);
+    if (!signer) {
+      signer = awsSigner("lambda", region);
+      lambdaSigners.set(region, signer);
+    }
+    return signer;
+  };
   const http = {
     ...(options.fetch ? { fetch: options.fetch } : {}),
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
@@ -137,7 +155,7 @@ export function defaultProviders(options: DefaultProviderOptions = {}): Provider
     }),
     web: new WebMetricProvider(http),
     cloudWatch: lazyCloudWatch,
-    samples: new SamplesMetricProvider(http),
+    samples: new SamplesMetricProvider({ ...http, signerFor: lambdaSigner }),
     lambda: lazyLambda,
   });
 }

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { PassThrough, type Writable } from "node:stream";
 import type { StreamingHandler, StreamingRuntime } from "../../functions/handlers/router.ts";
 import type { FunctionUrlEvent, ResponseMetadata } from "../../functions/router/function-url.ts";
+import { type LocalCredentials, sigv4Problem } from "./sigv4-verify.ts";
 
 /**
  * A Lambda Function URL in `RESPONSE_STREAM` mode on this machine, for a streaming handler: each
@@ -34,10 +35,26 @@ export const localStreamingRuntime: StreamingRuntime = {
   },
 };
 
-export async function startFunctionUrl(handler: StreamingHandler, port = 0): Promise<LocalFunctionUrl> {
+/**
+ * The URL's auth: `NONE` (the default here) serves every request; `AWS_IAM` serves only a request
+ * signed with SigV4 for service `lambda` in `region` with `credentials`, and answers any other as
+ * a Function URL does: 403 `{"Message":"Forbidden"}` (IAM policies are not evaluated here).
+ */
+export type FunctionUrlAuth =
+  | { type: "NONE" }
+  | { type: "AWS_IAM"; credentials: LocalCredentials; region: string };
+
+/** The answer of a Function URL to a request it does not authorize. */
+export const FORBIDDEN_BODY = '{"Message":"Forbidden"}';
+
+export async function startFunctionUrl(
+  handler: StreamingHandler,
+  port = 0,
+  auth: FunctionUrlAuth = { type: "NONE" },
+): Promise<LocalFunctionUrl> {
   const invocations = new Set<Promise<void>>();
   const server = http.createServer((req, res) => {
-    const invocation = serve(handler, req, res);
+    const invocation = serve(handler, req, res, auth);
     invocations.add(invocation);
     void invocation.finally(() => invocations.delete(invocation));
   });
@@ -59,9 +76,22 @@ async function serve(
   handler: StreamingHandler,
   req: http.IncomingMessage,
   res: http.ServerResponse,
+  auth: FunctionUrlAuth,
 ): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
+  if (auth.type === "AWS_IAM") {
+    const problem = await sigv4Problem(req, Buffer.concat(chunks), { ...auth, service: "lambda" });
+    if (problem) {
+      res.writeHead(403, {
+        "content-type": "application/json",
+        "x-amzn-errortype": "AccessDeniedException",
+        "x-rollouts-auth-problem": problem.replace(/[^\x20-\x7e]/g, "?"),
+      });
+      res.end(FORBIDDEN_BODY);
+      return;
+    }
+  }
   const stream = new PassThrough();
   let prelude: Buffer | null = Buffer.alloc(0);
   const start = (metadata: ResponseMetadata | null) => {

@@ -1,0 +1,122 @@
+import { SageMakerRuntimeClient } from "@aws-sdk/client-sagemaker-runtime";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createHandler } from "../../functions/handlers/router.ts";
+import { defaultProviders } from "../../functions/metrics/index.ts";
+import { functionUrlRegion, SamplesMetricProvider } from "../../functions/metrics/samples.ts";
+import { DynamoRouterConfig } from "../../functions/router/dynamodb-config.ts";
+import { backendCaller } from "../../functions/router/sagemaker-backend.ts";
+import { SharedModelRouter } from "../../functions/router/shared.ts";
+import {
+  FORBIDDEN_BODY,
+  type LocalFunctionUrl,
+  localStreamingRuntime,
+  startFunctionUrl,
+} from "../../local/aws/function-url.ts";
+import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
+import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
+
+/** The credentials of this process, as the embedded runtime gives its functions. */
+const credentials = { accessKeyId: "local", secretAccessKey: "local", sessionToken: "local" };
+const region = "eu-west-1";
+
+let db: DynaliteHarness;
+let url: LocalFunctionUrl;
+
+beforeAll(async () => {
+  vi.stubEnv("AWS_ACCESS_KEY_ID", credentials.accessKeyId);
+  vi.stubEnv("AWS_SECRET_ACCESS_KEY", credentials.secretAccessKey);
+  vi.stubEnv("AWS_SESSION_TOKEN", credentials.sessionToken);
+  vi.stubEnv("AWS_REGION", region);
+  db = await startDynalite();
+  const config = new DynamoRouterConfig({ client: db.client(), tableName: db.tableName, router: "fraud" });
+  await config.write({
+    primary: { name: "v1", sagemaker: { endpoint: "fraud", variant: "v1" } },
+    candidate: { name: "v2", sagemaker: { endpoint: "fraud", variant: "v2" } },
+  });
+  const shared = new SharedModelRouter({
+    client: db.client(),
+    tableName: db.tableName,
+    router: "fraud",
+    call: backendCaller(new SageMakerRuntimeClient({ region })),
+    configCacheMs: 0,
+  });
+  url = await startFunctionUrl(
+    createHandler(() => shared, localStreamingRuntime),
+    0,
+    {
+      type: "AWS_IAM",
+      credentials,
+      region,
+    },
+  );
+});
+afterAll(async () => {
+  await url?.close();
+  await db?.close();
+  vi.unstubAllEnvs();
+});
+
+function metric(extra: Record<string, unknown> = {}): Metric {
+  return MetricSchema.parse({
+    name: "feedback",
+    provider: { samples: { address: url.url, primary: "v1", candidate: "v2", window: 60, ...extra } },
+  });
+}
+
+const now = new Date();
+
+describe("the samples provider against a Function URL whose auth is AWS_IAM", () => {
+  it("an unsigned read is refused with the Function URL's 403", async () => {
+    const r = await defaultProviders().measure(metric(), { now });
+    expect(r).toEqual({ ok: false, message: `received non 2xx response code: 403: ${FORBIDDEN_BODY}` });
+  });
+
+  it("a read signed with SigV4 (service lambda) gets both summaries", async () => {
+    const r = await defaultProviders().measure(metric({ sigv4: {} }), { now });
+    expect(r.ok).toBe(true);
+    expect(r).toMatchObject({ result: { primary: { version: "v1" }, candidate: { version: "v2" } } });
+  });
+
+  it("a read signed with another secret, or for another region, is refused", async () => {
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", "not-the-local-secret");
+    try {
+      const r = await defaultProviders().measure(metric({ sigv4: {} }), { now });
+      expect(r).toEqual({ ok: false, message: `received non 2xx response code: 403: ${FORBIDDEN_BODY}` });
+    } finally {
+      vi.stubEnv("AWS_SECRET_ACCESS_KEY", credentials.secretAccessKey);
+    }
+    const elsewhere = await defaultProviders().measure(metric({ sigv4: { region: "us-east-1" } }), { now });
+    expect(elsewhere).toMatchObject({ ok: false, message: expect.stringContaining("403") });
+  });
+});
+
+describe("which reads are signed", () => {
+  it("a Function URL host is signed for its own region; a look-alike host is not", async () => {
+    expect(functionUrlRegion("abc123.lambda-url.eu-central-1.on.aws")).toBe("eu-central-1");
+    expect(functionUrlRegion("abc123.lambda-url.eu-central-1.on.aws.evil.example")).toBeUndefined();
+    expect(functionUrlRegion("127.0.0.1")).toBeUndefined();
+    const seen: { url: string; headers: Record<string, string> }[] = [];
+    const regions: string[] = [];
+    const provider = new SamplesMetricProvider({
+      fetch: async (input, init) => {
+        seen.push({ url: String(input), headers: { ...(init?.headers as Record<string, string>) } });
+        return new Response(JSON.stringify({ primary: {}, candidate: {} }), { status: 200 });
+      },
+      signerFor: (r) => {
+        regions.push(r);
+        return { sign: async (req) => ({ ...req, headers: { ...req.headers, authorization: "signed" } }) };
+      },
+    });
+    const at = (address: string) =>
+      MetricSchema.parse({ name: "m", provider: { samples: { address, primary: "a", candidate: "b" } } });
+    await provider.measure(at("https://abc123.lambda-url.eu-central-1.on.aws"), { now });
+    await provider.measure(at("https://abc123.lambda-url.eu-central-1.on.aws.evil.example"), { now });
+    expect(regions).toEqual(["eu-central-1"]);
+    expect(seen.map((s) => s.headers.authorization)).toEqual(["signed", undefined]);
+  });
+
+  it("a read that must be signed, in a build without a signer, says so", async () => {
+    const r = await new SamplesMetricProvider().measure(metric({ sigv4: {} }), { now });
+    expect(r).toEqual({ ok: false, message: "samples sigv4: signing is not configured in this build" });
+  });
+});
