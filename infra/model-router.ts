@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, type RemovalPolicy, Stack } from "aws-cdk-lib";
+import { CfnOutput, Duration, Fn, type RemovalPolicy, Stack } from "aws-cdk-lib";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
@@ -7,6 +7,7 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { ENV } from "../functions/config.ts";
 import { modelPk } from "../functions/store/keys.ts";
+import { MODEL_ROUTER_URL } from "../statemachine/providers.ts";
 import { BUNDLING, FUNCTION_DEFAULTS, handlerEntry, PROJECT_ROOT, prebuiltBundle } from "./functions.ts";
 import { acknowledge, acknowledgeWildcards } from "./nag.ts";
 
@@ -128,4 +129,34 @@ export function modelRouter(scope: Construct, props: ModelRouterProps): ModelRou
     value: url.url,
   });
   return { function: fn, url, output };
+}
+
+/** True when a compiled definition reads the rollout's model router (`{{rollout.modelRouter}}`). */
+export function readsModelRouter<T>(definition: T): boolean {
+  return JSON.stringify(definition).includes(MODEL_ROUTER_URL);
+}
+
+/**
+ * The definition with `{{rollout.modelRouter}}` replaced by the router's Function URL (a token that
+ * CloudFormation resolves), without the trailing slash so `{{rollout.modelRouter}}/path` stays one.
+ */
+export function withModelRouterUrl<T>(definition: T, url: lambda.FunctionUrl): T {
+  const address = Fn.select(0, Fn.split("/", Fn.select(1, Fn.split("https://", url.url))));
+  return JSON.parse(JSON.stringify(definition).split(MODEL_ROUTER_URL).join(`https://${address}`)) as T;
+}
+
+/**
+ * `lambda:InvokeFunctionUrl` on exactly the router function, and only through its IAM-authenticated
+ * URL, for the roles that measure (the samples provider signs its reads of `/compare`).
+ */
+export function grantRouterReads(router: ModelRouterResources, roles: readonly iam.IRole[]): void {
+  for (const role of roles) {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ["lambda:InvokeFunctionUrl"],
+        resources: [router.function.functionArn],
+        conditions: { StringEquals: { "lambda:FunctionUrlAuthType": "AWS_IAM" } },
+      }),
+    );
+  }
 }

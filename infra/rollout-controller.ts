@@ -31,6 +31,7 @@ import {
   SpecError,
   type StateMachineDefinition,
 } from "../statemachine/index.ts";
+import { MODEL_ROUTER_URL } from "../statemachine/providers.ts";
 import { rolloutDashboard } from "./dashboard.ts";
 import { type DeadLetters, deadLetters, onAsyncFailure } from "./dead-letters.ts";
 import {
@@ -43,7 +44,13 @@ import {
   prebuiltBundle,
 } from "./functions.ts";
 import { kubernetesAccessEntries, kubernetesVpc } from "./kubernetes.ts";
-import { type ModelRouterResources, modelRouter } from "./model-router.ts";
+import {
+  grantRouterReads,
+  type ModelRouterResources,
+  modelRouter,
+  readsModelRouter,
+  withModelRouterUrl,
+} from "./model-router.ts";
 import { acknowledge, acknowledgeStateMachineRole, acknowledgeWildcards } from "./nag.ts";
 import { Notifications, notificationsProblems, subscriptionProblems } from "./notifications.ts";
 import { EMBEDDED_CONTEXT, type RolloutControllerProps, type RolloutOptions } from "./props.ts";
@@ -315,7 +322,13 @@ export class RolloutController extends Construct {
       retention: this.#logRetention,
       removalPolicy: this.#removalPolicy,
     });
-    const stateMachine = this.#rolloutStateMachine(scope, definition, logGroup, options.stateMachineName);
+    const router = this.#modelRouter(scope, spec, options);
+    const stateMachine = this.#rolloutStateMachine(
+      scope,
+      this.#fillModelRouter(id, definition, router),
+      logGroup,
+      options.stateMachineName,
+    );
     const executions = executionsOf(stateMachine);
     this.#grantTrigger(stateMachine, executions);
     this.#grantTarget(scope, options, stateMachine);
@@ -323,7 +336,6 @@ export class RolloutController extends Construct {
     const rule = options.trigger.pushRule === false ? undefined : this.#pushRule(scope, spec, options);
     const onAlarm = this.#guard(scope, spec);
     this.#modelPackageRule(scope, spec, options, stateMachine.stateMachineArn);
-    const router = this.#modelRouter(scope, spec, options);
     this.#routes.push({
       rollout: spec.name,
       stateMachineArn: stateMachine.stateMachineArn,
@@ -555,6 +567,32 @@ export class RolloutController extends Construct {
         "target.passRoles is empty: RegisterTaskDefinition fails if the task definition names a task or execution role",
       );
     }
+  }
+
+  /**
+   * The measuring functions allowed to read the model router's URL, and the definition with that
+   * URL where the spec says `{{rollout.modelRouter}}`; a spec that says it without a router is refused.
+   */
+  #fillModelRouter(
+    id: string,
+    definition: StateMachineDefinition,
+    router: ModelRouterResources | undefined,
+  ): StateMachineDefinition {
+    if (router) {
+      grantRouterReads(
+        router,
+        (Object.keys(FUNCTION_NEEDS) as HandlerName[])
+          .filter((n) => FUNCTION_NEEDS[n].includes("metrics"))
+          .map((n) => this.#roles[n]),
+      );
+    }
+    if (!readsModelRouter(definition)) return definition;
+    if (!router) {
+      throw new PropsError(`RolloutController.addRollout("${id}")`, [
+        `spec: a samples address is ${MODEL_ROUTER_URL}, but the rollout has no model router (a sagemaker target with router: {type: model})`,
+      ]);
+    }
+    return withModelRouterUrl(definition, router.url);
   }
 
   /** The router function and its Function URL, for a SageMaker target that asks for a model router. */

@@ -106,12 +106,21 @@ export const CloudWatchProviderSchema = z
   })
   .strict();
 
+/**
+ * The URL of the rollout's model router (its Function URL), as a samples `address` (or an arg
+ * value that becomes one): the RolloutController fills it in when it deploys the router.
+ */
+export const MODEL_ROUTER_URL = "{{rollout.modelRouter}}";
+
 /** SigV4 for the samples provider: the region defaults to the address's, then `AWS_REGION`. */
 export const SamplesSigv4Schema = z.object({ region: z.string().min(1).optional() }).strict();
 
 export const SamplesProviderSchema = z
   .object({
-    address: httpUrl("address"),
+    address: z.string().refine((url) => url.startsWith(MODEL_ROUTER_URL) || HTTP_URL.test(url), {
+      error: (issue) =>
+        `address must be an http:// or https:// URL or ${MODEL_ROUTER_URL}, got ${JSON.stringify(String(issue.input).slice(0, 100))}: providers are read over HTTP(S) only`,
+    }),
     primary: z.string().min(1),
     candidate: z.string().min(1),
     /** Seconds of samples to compare. */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { issueLines } from "../../statemachine/problems.ts";
+import { MODEL_ROUTER_URL } from "../../statemachine/providers.ts";
 import type { Metric } from "../../statemachine/spec.ts";
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -70,6 +71,12 @@ export class SamplesMetricProvider implements MetricProvider {
   async measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
     const spec = metric.provider.samples;
     if (!spec) return { ok: false, message: `metric "${metric.name}" has no samples provider` };
+    if (spec.address.startsWith(MODEL_ROUTER_URL)) {
+      return {
+        ok: false,
+        message: `samples address ${MODEL_ROUTER_URL} was not filled in: it is the model router's URL, which the RolloutController fills in for a rollout with a model router`,
+      };
+    }
     let url: URL;
     try {
       url = new URL(`${spec.address.replace(/\/+$/, "")}/compare`);

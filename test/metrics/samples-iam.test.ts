@@ -119,4 +119,16 @@ describe("which reads are signed", () => {
     const r = await new SamplesMetricProvider().measure(metric({ sigv4: {} }), { now });
     expect(r).toEqual({ ok: false, message: "samples sigv4: signing is not configured in this build" });
   });
+
+  it("an address the construct did not fill in ({{rollout.modelRouter}}) is an Error naming it", async () => {
+    const unfilled = MetricSchema.parse({
+      name: "m",
+      provider: { samples: { address: "{{rollout.modelRouter}}", primary: "a", candidate: "b" } },
+    });
+    const r = await new SamplesMetricProvider().measure(unfilled, { now });
+    expect(r).toMatchObject({
+      ok: false,
+      message: expect.stringContaining("{{rollout.modelRouter}} was not filled in"),
+    });
+  });
 });
