@@ -16,6 +16,7 @@ import { handlerNameFor } from "./asl/extract.ts";
 import { LOCAL_ACCOUNT, LOCAL_REGION } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
+import { putEcrPush } from "./events/ecr-push.ts";
 import { handlerFactories } from "./handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
 
@@ -188,24 +189,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     metrics,
     store,
     item: () => store.get(rollout),
-    push: async (tag, digest, at) => {
-      const result = await runtime.putEvents([
-        {
-          Source: "aws.ecr",
-          DetailType: "ECR Image Action",
-          Time: (at ?? new Date(runtime.clock.now())).getTime(),
-          Detail: JSON.stringify({
-            "action-type": "PUSH",
-            result: "SUCCESS",
-            "repository-name": repository,
-            "image-digest": digest,
-            "image-tag": tag,
-          }),
-        },
-      ]);
-      if (result.FailedEntryCount)
-        throw new Error(`the push of ${tag} was not accepted: ${JSON.stringify(result)}`);
-    },
+    push: (tag, digest, at) => putEcrPush(runtime, { repository, digest, tag, at }),
     alarms,
     setAlarm: async (name, value, reason = "") => {
       const [previous] = await alarms.describe([name]);

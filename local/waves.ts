@@ -24,6 +24,7 @@ import { extractStack, handlerNameFor, mergeStacks } from "./asl/extract.ts";
 import { LOCAL_ACCOUNT } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
+import { putEcrPush } from "./events/ecr-push.ts";
 import { handlerFactories } from "./handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
 
@@ -250,23 +251,8 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
       return runtime.startExecution({ stateMachineArn: coordinatorArn, name: executionName, input })
         .executionArn;
     },
-    async push(tag, digest, at) {
-      const result = await runtime.putEvents([
-        {
-          Source: "aws.ecr",
-          DetailType: "ECR Image Action",
-          Time: (at ?? new Date(runtime.clock.now())).getTime(),
-          Detail: JSON.stringify({
-            "action-type": "PUSH",
-            result: "SUCCESS",
-            "repository-name": repository,
-            "image-digest": digest,
-            ...(tag === null ? {} : { "image-tag": tag }),
-          }),
-        },
-      ]);
-      if (result.FailedEntryCount)
-        throw new Error(`the push of ${tag ?? digest} was not accepted: ${JSON.stringify(result)}`);
+    push(tag, digest, at) {
+      return putEcrPush(runtime, { repository, digest, tag, at });
     },
     close: async () => {
       await runtime.close();
