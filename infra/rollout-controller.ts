@@ -64,7 +64,7 @@ import {
   validateAlarmNames,
 } from "./safety.ts";
 import { rolloutTable } from "./table.ts";
-import { imageTagFilter } from "./tag-pattern.ts";
+import { ecrPushPattern, imageTagFilter } from "./tag-pattern.ts";
 import { targetGrants } from "./target-grants.ts";
 import { schedulerRole, type TimerNames, tickerStateMachine, timerNames } from "./timer.ts";
 import {
@@ -626,19 +626,9 @@ export class RolloutController extends Construct {
   /** `aws.ecr` / `ECR Image Action` PUSH SUCCESS on the repository (and tag pattern) → the trigger. */
   #pushRule(scope: Construct, spec: RolloutSpec, options: RolloutOptions): events.Rule {
     const { repository, tagPattern } = options.trigger;
-    const tagFilter = imageTagFilter(tagPattern);
     const rule = new events.Rule(scope, "OnPush", {
       description: `Starts rollout ${spec.name} on a push to ${repository.repositoryName}`,
-      eventPattern: {
-        source: ["aws.ecr"],
-        detailType: ["ECR Image Action"],
-        detail: {
-          "action-type": ["PUSH"],
-          result: ["SUCCESS"],
-          "repository-name": [repository.repositoryName],
-          ...(tagFilter ? { "image-tag": tagFilter } : {}),
-        },
-      },
+      eventPattern: ecrPushPattern(repository.repositoryName, imageTagFilter(tagPattern)),
     });
     rule.addTarget(
       new eventTargets.LambdaFunction(this.functions.trigger, {

@@ -9,7 +9,7 @@ import { type DeployedTarget, passSpec, type RolloutSpec, resolveWaves } from ".
 import { acknowledgeWildcards } from "./nag.ts";
 import type { RolloutControllerProps, RolloutTarget } from "./props.ts";
 import { type Rollout, RolloutController } from "./rollout-controller.ts";
-import { imageTagFilter } from "./tag-pattern.ts";
+import { ecrPushPattern, imageTagFilter } from "./tag-pattern.ts";
 import { PropsError } from "./validate.ts";
 import { WaveCoordinator, type WaveTargetProps } from "./waves.ts";
 
@@ -160,18 +160,12 @@ export class RolloutWaves extends Construct {
     const onPush = (id: string, tagged: boolean) =>
       new events.Rule(this.homeStack, id, {
         description: `Starts the release of ${spec.name} in waves on a push${tagged ? "" : " by digest only"} to ${props.repository}`,
-        eventPattern: {
-          source: ["aws.ecr"],
-          detailType: ["ECR Image Action"],
-          detail: {
-            "action-type": ["PUSH"],
-            result: ["SUCCESS"],
-            "repository-name": [props.repository],
-            // A push by digest only has no image-tag: EventBridge fills a missing path with
-            // nothing, so the tagged rule would give the revision the tag "".
-            "image-tag": tagged ? (tagFilter ?? [{ exists: true }]) : [{ exists: false }],
-          },
-        },
+        // A push by digest only has no image-tag: EventBridge fills a missing path with nothing,
+        // so the tagged rule would give the revision the tag "".
+        eventPattern: ecrPushPattern(
+          props.repository,
+          tagged ? (tagFilter ?? [{ exists: true }]) : [{ exists: false }],
+        ),
       });
     const digest = events.EventField.fromPath("$.detail.image-digest");
     const suffix = home.region.startsWith("cn-") ? "amazonaws.com.cn" : "amazonaws.com";

@@ -1,8 +1,10 @@
 /**
- * ECR tag patterns → EventBridge content filters, kept free of CDK so it can be tested cheaply and
+ * ECR tag patterns → EventBridge content filters, kept free of CDK (types only) so it can be tested cheaply and
  * reused by the trigger's documentation. EventBridge matches `image-tag` itself, so a push whose tag
  * does not match never invokes the trigger (the trigger re-checks with the same pattern).
  */
+
+import type { EventPattern } from "aws-cdk-lib/aws-events";
 
 /**
  * ECR tags: letters, digits, `_`, `.`, `-` (up to 128); a pattern may add the trigger's glob
@@ -41,4 +43,21 @@ export function tagPatternRegExp(pattern: string): RegExp {
     .map((ch) => (ch === "*" ? ".*" : ch === "?" ? "." : ch.replace(/[.-]/g, "\\$&")))
     .join("");
   return new RegExp(`^${body}$`);
+}
+
+/**
+ * The EventBridge pattern of ECR's event for a successful push to `repository`, with an
+ * `image-tag` filter when one is given (absent: every push, a push by digest only included).
+ */
+export function ecrPushPattern(repository: string, imageTag?: unknown[]): EventPattern {
+  return {
+    source: ["aws.ecr"],
+    detailType: ["ECR Image Action"],
+    detail: {
+      "action-type": ["PUSH"],
+      result: ["SUCCESS"],
+      "repository-name": [repository],
+      ...(imageTag ? { "image-tag": imageTag } : {}),
+    },
+  };
 }
