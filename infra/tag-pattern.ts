@@ -1,7 +1,8 @@
 /**
- * ECR tag patterns → EventBridge content filters, kept free of CDK (types only) so it can be tested cheaply and
- * reused by the trigger's documentation. EventBridge matches `image-tag` itself, so a push whose tag
- * does not match never invokes the trigger (the trigger re-checks with the same pattern).
+ * ECR tag patterns → EventBridge content filters, free of CDK but for its types, so it can be
+ * tested cheaply and reused by the trigger's documentation. EventBridge matches `image-tag`
+ * itself, so a push whose tag does not match never invokes the trigger (the trigger re-checks
+ * with the same pattern).
  */
 
 import type { EventPattern } from "aws-cdk-lib/aws-events";
