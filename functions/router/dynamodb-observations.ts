@@ -144,20 +144,7 @@ export class DynamoObservations implements Observations {
     let truncated = false;
     do {
       const page = await this.#doc.send(
-        new QueryCommand({
-          TableName: this.#table,
-          KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :from AND :to",
-          ExpressionAttributeNames: { "#pk": TABLE.partitionKey, "#sk": TABLE.sortKey },
-          ExpressionAttributeValues: {
-            ":pk": this.#pk,
-            // `at > since`, as the in-memory recorder: from the next millisecond on.
-            ":from": `${ANSWER_SK_PREFIX}${padTime(since + 1)}`,
-            ":to": `${ANSWER_SK_PREFIX}~`,
-          },
-          ScanIndexForward: false,
-          Limit: Math.min(1000, this.maxItems - samples.length),
-          ExclusiveStartKey: startKey,
-        }),
+        this.#windowQuery(since, Math.min(1000, this.maxItems - samples.length), startKey),
       );
       for (const item of page.Items ?? []) {
         const sample = toSample(item);
@@ -174,23 +161,27 @@ export class DynamoObservations implements Observations {
     return { samples, read: samples.length, limit: this.maxItems, truncated };
   }
 
+  /** The answers after `since` (epoch ms), newest first, `limit` at most, from `startKey` on. */
+  #windowQuery(since: number, limit: number, startKey: Record<string, unknown> | undefined): QueryCommand {
+    return new QueryCommand({
+      TableName: this.#table,
+      KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :from AND :to",
+      ExpressionAttributeNames: { "#pk": TABLE.partitionKey, "#sk": TABLE.sortKey },
+      ExpressionAttributeValues: {
+        ":pk": this.#pk,
+        // `at > since`, as the in-memory recorder: from the next millisecond on.
+        ":from": `${ANSWER_SK_PREFIX}${padTime(since + 1)}`,
+        ":to": `${ANSWER_SK_PREFIX}~`,
+      },
+      ScanIndexForward: false,
+      Limit: limit,
+      ExclusiveStartKey: startKey,
+    });
+  }
+
   /** Whether the window holds an item past the last one read: the bound cut it. */
   async #more(startKey: Record<string, unknown>, since: number): Promise<boolean> {
-    const page = await this.#doc.send(
-      new QueryCommand({
-        TableName: this.#table,
-        KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :from AND :to",
-        ExpressionAttributeNames: { "#pk": TABLE.partitionKey, "#sk": TABLE.sortKey },
-        ExpressionAttributeValues: {
-          ":pk": this.#pk,
-          ":from": `${ANSWER_SK_PREFIX}${padTime(since + 1)}`,
-          ":to": `${ANSWER_SK_PREFIX}~`,
-        },
-        ScanIndexForward: false,
-        Limit: 1,
-        ExclusiveStartKey: startKey,
-      }),
-    );
+    const page = await this.#doc.send(this.#windowQuery(since, 1, startKey));
     return (page.Items ?? []).length > 0;
   }
 
