@@ -20,7 +20,7 @@ import type {
   WeightChange,
 } from "./port.ts";
 import { type AlbEcsSettings, AlbEcsSettingsSchema, parseTargetSettings } from "./settings.ts";
-import { parseRouterState, secondsUntil } from "./state.ts";
+import { parseRouterState, requirePercent, secondsUntil } from "./state.ts";
 
 export { slotWeights } from "./alb-ecs/slots.ts";
 
@@ -200,9 +200,7 @@ export class AlbEcsRouter implements TrafficRouter {
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
     const state = this.#state(input);
-    if (!Number.isInteger(percent) || percent < 0 || percent > 100) {
-      throw new RouterStateError(`a weight is an integer percent between 0 and 100, got ${percent}`);
-    }
+    requirePercent(percent, "weight");
     if (percent > 0 && state.phase !== "ready") {
       throw new RouterStateError(
         `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,

@@ -26,7 +26,7 @@ import type {
   WeightChange,
 } from "./port.ts";
 import { parseTargetSettings } from "./settings.ts";
-import { parseRouterState, secondsUntil } from "./state.ts";
+import { parseRouterState, requirePercent, secondsUntil } from "./state.ts";
 
 /**
  * Kubernetes: two Deployments and, with a router, the object that splits requests (an HTTPRoute,
@@ -263,9 +263,7 @@ export class KubernetesRouter implements TrafficRouter {
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
     const state = this.#state(input);
-    if (!Number.isInteger(weight) || weight < 0 || weight > 100) {
-      throw new RouterStateError(`a weight is an integer percent between 0 and 100, got ${weight}`);
-    }
+    requirePercent(weight, "weight");
     if (weight > 0 && state.phase !== "ready") {
       throw new RouterStateError(
         `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,

@@ -32,7 +32,7 @@ import type {
   WeightChange,
 } from "./port.ts";
 import { type LambdaAliasSettings, LambdaAliasSettingsSchema, parseTargetSettings } from "./settings.ts";
-import { parseRouterState } from "./state.ts";
+import { parseRouterState, requirePercent } from "./state.ts";
 
 /**
  * A weighted Lambda alias (the `lambda` router). The candidate is a published version:
@@ -235,9 +235,7 @@ export class LambdaAliasRouter implements TrafficRouter {
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
     const state = this.#state(input);
-    if (!Number.isInteger(percent) || percent < 0 || percent > 100) {
-      throw new RouterStateError(`a weight is an integer percent between 0 and 100, got ${percent}`);
-    }
+    requirePercent(percent, "weight");
     if (percent > 0 && (state.phase !== "ready" || !state.candidateVersion)) {
       throw new RouterStateError(
         `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,

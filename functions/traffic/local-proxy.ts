@@ -22,7 +22,7 @@ import {
   LocalProxySettingsSchema,
   parseTargetSettings,
 } from "./settings.ts";
-import { parseRouterState } from "./state.ts";
+import { parseRouterState, requirePercent } from "./state.ts";
 
 /**
  * The local proxy (`local/proxy`) as a traffic target, driven through its admin API, so the
@@ -168,9 +168,7 @@ export class LocalProxyRouter implements TrafficRouter {
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
     const state = this.#state(input);
-    if (!Number.isInteger(percent) || percent < 0 || percent > 100) {
-      throw new RouterStateError(`a weight is an integer percent between 0 and 100, got ${percent}`);
-    }
+    requirePercent(percent, "weight");
     if (percent > 0 && state.phase !== "ready") {
       throw new RouterStateError(
         `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,

@@ -17,6 +17,7 @@ import type {
 } from "./port.ts";
 import type { SageMakerRouter, SageMakerState } from "./sagemaker.ts";
 import type { SageMakerSettings } from "./settings.ts";
+import { requirePercent } from "./state.ts";
 
 /** Where the target writes the model router's configuration (the table's `MODEL#<endpoint>/CONFIG` item). */
 export interface RouterConfigStore {
@@ -77,9 +78,7 @@ export class SageMakerModelRouter implements TrafficRouter {
 
   async setWeight(input: RouterState, percent: number): Promise<WeightChange> {
     const state = this.#ready(input, "send traffic to the candidate");
-    if (!Number.isInteger(percent) || percent < 0 || percent > 100) {
-      throw new RouterStateError(`a weight is an integer percent between 0 and 100, got ${percent}`);
-    }
+    requirePercent(percent, "weight");
     const current = await this.config.read();
     await this.#write(state, {
       weight: percent,
@@ -109,11 +108,7 @@ export class SageMakerModelRouter implements TrafficRouter {
   }
 
   async setMirrorRoute(input: RouterState, route: MirrorRoute): Promise<MirrorRouteChange> {
-    if (!Number.isInteger(route.percentage) || route.percentage < 0 || route.percentage > 100) {
-      throw new RouterStateError(
-        `a mirror percentage is an integer between 0 and 100, got ${route.percentage}`,
-      );
-    }
+    requirePercent(route.percentage, "mirror percentage");
     const state = route.percentage > 0 ? this.#ready(input, "mirror requests to the candidate") : sm(input);
     await this.#write(state, {
       weight: state.candidate ? state.canaryWeight : 0,

@@ -34,7 +34,7 @@ import type {
   WeightChange,
 } from "./port.ts";
 import { parseTargetSettings, type SageMakerSettings, SageMakerSettingsSchema } from "./settings.ts";
-import { parseRouterState, secondsUntil } from "./state.ts";
+import { parseRouterState, requirePercent, secondsUntil } from "./state.ts";
 
 /**
  * A SageMaker real-time endpoint (production variants of one endpoint).
@@ -273,9 +273,7 @@ export class SageMakerRouter implements TrafficRouter {
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
     const state = this.#state(input);
-    if (!Number.isInteger(percent) || percent < 0 || percent > 100) {
-      throw new RouterStateError(`a weight is an integer percent between 0 and 100, got ${percent}`);
-    }
+    requirePercent(percent, "weight");
     const candidate = state.candidate;
     if (state.phase !== "ready" || !candidate) {
       throw new RouterStateError(
@@ -348,11 +346,7 @@ export class SageMakerRouter implements TrafficRouter {
         `cannot mirror requests to the candidate in phase ${state.phase}; it must be ready`,
       );
     }
-    if (!Number.isInteger(route.percentage) || route.percentage < 0 || route.percentage > 100) {
-      throw new RouterStateError(
-        `a mirror percentage is an integer between 0 and 100, got ${route.percentage}`,
-      );
-    }
+    requirePercent(route.percentage, "mirror percentage");
     const endpoint = await this.#describe();
     if (route.percentage === 0) {
       if (!state.mirror) {

@@ -21,3 +21,17 @@ export function parseRouterState<S extends z.ZodType>(schema: S, state: unknown,
 export function secondsUntil(at: number, now: number): number {
   return Math.max(1, Math.ceil((at - now) / 1000));
 }
+
+/**
+ * A weight or a mirror percentage as every target takes it: an integer from 0 to 100, or a
+ * `RouterStateError` naming what it is and what was given.
+ */
+export function requirePercent(value: number, what: "weight" | "mirror percentage"): void {
+  if (!Number.isInteger(value) || value < 0 || value > 100) {
+    throw new RouterStateError(
+      what === "weight"
+        ? `a weight is an integer percent between 0 and 100, got ${value}`
+        : `a mirror percentage is an integer between 0 and 100, got ${value}`,
+    );
+  }
+}
