@@ -76,9 +76,22 @@ export class SageMakerModelRouter implements TrafficRouter {
     };
   }
 
-  async setWeight(input: RouterState, percent: number): Promise<WeightChange> {
+  async setWeight(
+    input: RouterState,
+    percent: number,
+    options: { readonly overwriteDrift?: boolean } = {},
+  ): Promise<WeightChange> {
     const state = this.#ready(input, "send traffic to the candidate");
     requirePercent(percent, "weight");
+    const observed = await this.readWeights(state);
+    if (observed.drift && !options.overwriteDrift) {
+      return {
+        outcome: "drift",
+        state,
+        weights: observed,
+        message: `the model router's configuration changed outside the rollout: the candidate receives ${observed.canary}% instead of ${state.canaryWeight}% (${observed.detail})`,
+      };
+    }
     const current = await this.config.read();
     await this.#write(state, {
       weight: percent,

@@ -149,6 +149,29 @@ describe("a SageMaker target with a model router", () => {
     expect(first.ready).toBe(true);
   });
 
+  it("reports a weight someone else wrote into the router's configuration as drift, and overwrites it only when told", async () => {
+    const r = target();
+    const state = await ready(r);
+    const at25 = await r.setWeight(state, 25);
+    expect(at25.outcome).toBe("applied");
+    const config = await stored();
+    const other = new DynamoRouterConfig({
+      client: db.client(),
+      tableName: db.tableName,
+      router: "ranker",
+      cacheMs: 0,
+    });
+    await other.write({ ...(config as ModelRouterConfig), weight: 60 });
+    const drifted = await r.setWeight(at25.state, 50);
+    expect(drifted.outcome).toBe("drift");
+    expect(drifted.weights).toMatchObject({ canary: 60, expectedCanary: 25, drift: true });
+    expect(drifted.outcome === "drift" ? drifted.message : "").toContain("60% instead of 25%");
+    expect((await stored())?.weight).toBe(60);
+    const overwritten = await r.setWeight(at25.state, 50, { overwriteDrift: true });
+    expect(overwritten.outcome).toBe("applied");
+    expect((await stored())?.weight).toBe(50);
+  });
+
   it("refuses a weight or a mirror before the candidate is ready, and a bad percentage, naming them", async () => {
     const r = target();
     const { state } = await r.prepare();
