@@ -6,6 +6,7 @@ import { ENV } from "../config.ts";
 import {
   type FunctionUrlEvent,
   fromFunctionUrlEvent,
+  MalformedEventError,
   type ResponseMetadata,
   toResponseMetadata,
 } from "../router/function-url.ts";
@@ -39,7 +40,7 @@ export function createHandler(router: () => SharedModelRouter, runtime: Streamin
     try {
       answer = await shared.handle(fromFunctionUrlEvent(event));
     } catch (error) {
-      const malformed = (error as Error).message.startsWith("not a Function URL event");
+      const malformed = error instanceof MalformedEventError;
       answer = {
         status: malformed ? 400 : 503,
         headers: { "content-type": "application/json" },

@@ -23,14 +23,21 @@ export interface ResponseMetadata {
   readonly cookies?: string[];
 }
 
+/** An event that is not a Function URL's (payload format 2.0): the router answers it with a 400. */
+export class MalformedEventError extends Error {
+  override readonly name = "MalformedEventError";
+}
+
 /** The event as the router's request. A malformed event (no method, no path) is an error naming the field. */
 export function fromFunctionUrlEvent(event: FunctionUrlEvent): RouterRequest {
   const method = event?.requestContext?.http?.method;
   if (typeof method !== "string" || method.length === 0) {
-    throw new Error("not a Function URL event (payload format 2.0): requestContext.http.method is missing");
+    throw new MalformedEventError(
+      "not a Function URL event (payload format 2.0): requestContext.http.method is missing",
+    );
   }
   if (typeof event.rawPath !== "string") {
-    throw new Error("not a Function URL event (payload format 2.0): rawPath is missing");
+    throw new MalformedEventError("not a Function URL event (payload format 2.0): rawPath is missing");
   }
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(event.headers ?? {})) {
