@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import {
   CreateEndpointCommand,
   CreateEndpointConfigCommand,
@@ -233,6 +235,44 @@ describe("local SageMaker", () => {
       OriginalStatusCode: 400,
       OriginalMessage: expect.stringMatching(/features/),
     });
+  });
+
+  it("copies requests to a shadow variant and answers from the production one", async () => {
+    let copies = 0;
+    const shadow = createServer((req, res) => {
+      copies++;
+      req.resume();
+      res.writeHead(200, { "content-type": "application/json" }).end('{"version":"shadow"}');
+    });
+    await new Promise<void>((resolve) => shadow.listen(0, "127.0.0.1", resolve));
+    try {
+      runtime.sagemaker.serve("fraud:shadow", `http://127.0.0.1:${(shadow.address() as AddressInfo).port}`);
+      await sm.send(new CreateModelCommand({ ModelName: "m4", PrimaryContainer: { Image: "fraud:shadow" } }));
+      await sm.send(
+        new CreateEndpointConfigCommand({
+          EndpointConfigName: "c4",
+          ProductionVariants: [{ VariantName: "green", ModelName: "m2", InitialVariantWeight: 1 }],
+          ShadowProductionVariants: [{ VariantName: "grey", ModelName: "m4", InitialVariantWeight: 1 }],
+        }),
+      );
+      await sm.send(new UpdateEndpointCommand({ EndpointName: "fraud", EndpointConfigName: "c4" }));
+      await runtime.advanceBy(60_000);
+      expect((await status("fraud")).ShadowProductionVariants?.map((v) => v.VariantName)).toEqual(["grey"]);
+      for (let i = 0; i < 3; i++) expect((await invoke("fraud")).body.version).toBe("v2");
+      await expect.poll(() => copies).toBe(3);
+    } finally {
+      await new Promise((resolve) => shadow.close(resolve));
+    }
+  });
+
+  it("refuses an invocation body a web page can send without a preflight", async () => {
+    const res = await fetch(`${runtime.facadeUrl}/endpoints/fraud/invocations`, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: '{"features":[1,0]}',
+    });
+    expect(res.status).toBe(415);
+    expect(await res.json()).toMatchObject({ __type: "UnsupportedMediaTypeException" });
   });
 
   it("deletes configs and models", async () => {
