@@ -9,6 +9,7 @@ import { localFunctionArn, localStateMachineArn } from "./asl/intrinsics.ts";
 import { TimerSleeper } from "./asl/sleeper.ts";
 import { type Facade, startFacade } from "./aws/facade.ts";
 import { type LambdaHandler, LocalLambda } from "./aws/lambda.ts";
+import { LocalSageMaker } from "./aws/sagemaker.ts";
 import { LocalScheduler } from "./aws/scheduler.ts";
 import { installScopedEnv, uninstallScopedEnv } from "./aws/scoped-env.ts";
 import { LocalEventBus, type PutEventsEntry, type PutEventsResult } from "./events/bus.ts";
@@ -63,6 +64,8 @@ export interface StartRuntimeOptions {
   env?: Record<string, string>;
   /** Region the SDK clients are told (`AWS_REGION`); ARNs always say `local`. */
   region?: string;
+  /** SageMaker: how long an endpoint change takes, and container image → the URL serving it. */
+  sagemaker?: { updateSeconds?: number; images?: Record<string, string> };
   /** Receives timer firings that are neither engine sleeps nor schedules (the handlers' own timer use). */
   onTimerFiring?: FiringHandler;
 }
@@ -80,6 +83,8 @@ export interface Runtime {
   bus: LocalEventBus;
   lambda: LocalLambda;
   scheduler: LocalScheduler;
+  /** The local SageMaker behind `AWS_ENDPOINT_URL_SAGEMAKER` and `_SAGEMAKER_RUNTIME`. */
+  sagemaker: LocalSageMaker;
   /** The ARN of a state machine by name or logical id. */
   stateMachineArn(nameOrLogicalId: string): string;
   putEvents(entries: PutEventsEntry[]): Promise<PutEventsResult>;
@@ -128,11 +133,12 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
   const virtual = isSettableClock(clock);
   const services = buildServices(clock, options.onTimerFiring);
   const { timer, sfn, bus, lambda, scheduler } = services;
+  const sagemaker = new LocalSageMaker({ clock, ...options.sagemaker });
 
   installScopedEnv();
   let facade: Facade;
   try {
-    facade = await startFacade(services);
+    facade = await startFacade({ ...services, sagemaker });
   } catch (error) {
     uninstallScopedEnv();
     throw error;
@@ -160,6 +166,7 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
     bus,
     lambda,
     scheduler,
+    sagemaker,
     stateMachineArn(nameOrLogicalId) {
       return byName.get(nameOrLogicalId) ?? localStateMachineArn(nameOrLogicalId);
     },
@@ -245,6 +252,8 @@ function runtimeEnv(
     AWS_ENDPOINT_URL_EVENTBRIDGE: facadeUrl,
     AWS_ENDPOINT_URL_LAMBDA: facadeUrl,
     AWS_ENDPOINT_URL_SCHEDULER: facadeUrl,
+    AWS_ENDPOINT_URL_SAGEMAKER: facadeUrl,
+    AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME: facadeUrl,
     ...options.env,
   };
 }

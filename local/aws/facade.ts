@@ -9,6 +9,8 @@ import { handleEvents } from "./events-api.ts";
 import type { LocalLambda } from "./lambda.ts";
 import { handleInvoke } from "./lambda-api.ts";
 import { AwsApiError, parseJson, readBody, sendError, sendJson } from "./protocol.ts";
+import type { LocalSageMaker } from "./sagemaker.ts";
+import { handleInvokeEndpoint, handleSageMaker, INVOKE_ENDPOINT_PATH } from "./sagemaker-api.ts";
 import type { LocalScheduler } from "./scheduler.ts";
 import { handleScheduler } from "./scheduler-api.ts";
 import { handleSfn } from "./sfn-api.ts";
@@ -18,6 +20,8 @@ export interface FacadeServices {
   bus: LocalEventBus;
   lambda: LocalLambda;
   scheduler: LocalScheduler;
+  /** SageMaker (control plane and `InvokeEndpoint`), when the runtime has one. */
+  sagemaker?: LocalSageMaker;
   /** Requests count as activity, so virtual time never moves while one is being answered. */
   activity?: Activity;
 }
@@ -35,6 +39,8 @@ const REST_JSON = "application/json";
 /** What the SDK sends as an `Invoke` payload (a blob); JSON is accepted too. */
 const BLOB = "application/octet-stream";
 const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations\/?$/;
+/** What a model is sent through `InvokeEndpoint`: none of them goes out of a page without a preflight. */
+const MODEL_INPUT = [REST_JSON, BLOB, "text/csv", "application/jsonlines", "application/x-npy"];
 
 /**
  * The local AWS API: one HTTP server on 127.0.0.1 (ephemeral port) that answers the Step
@@ -108,6 +114,7 @@ function mediaTypesFor(request: IncomingMessage): readonly string[] {
   }
   const path = new URL(request.url ?? "/", "http://127.0.0.1").pathname;
   if (INVOKE_PATH.test(path)) return [BLOB, REST_JSON];
+  if (INVOKE_ENDPOINT_PATH.test(path)) return MODEL_INPUT;
   return [REST_JSON];
 }
 
@@ -115,6 +122,7 @@ function contentTypeOf(request: IncomingMessage): string {
   const target = request.headers["x-amz-target"];
   if (typeof target === "string" && target.startsWith("AWSStepFunctions.")) return JSON_10;
   if (typeof target === "string" && target.startsWith("AWSEvents.")) return JSON_11;
+  if (typeof target === "string" && target.startsWith("SageMaker.")) return JSON_11;
   return REST_JSON;
 }
 
@@ -137,6 +145,10 @@ async function route(
       sendJson(response, 200, await handleEvents(services.bus, operation, parse), JSON_11);
       return;
     }
+    if (service === "SageMaker" && services.sagemaker) {
+      sendJson(response, 200, handleSageMaker(services.sagemaker, operation, parse), JSON_11);
+      return;
+    }
     throw new AwsApiError("UnknownOperationException", `${target} is not supported locally`);
   }
   const invoke = INVOKE_PATH.exec(url.pathname);
@@ -151,6 +163,11 @@ async function route(
       body,
       response,
     );
+    return;
+  }
+  const endpoint = INVOKE_ENDPOINT_PATH.exec(url.pathname);
+  if (endpoint?.[1] !== undefined && request.method === "POST" && services.sagemaker) {
+    await handleInvokeEndpoint(services.sagemaker, decodeURIComponent(endpoint[1]), request, body, response);
     return;
   }
   const schedule = /^\/schedules\/([^/]+)\/?$/.exec(url.pathname);
