@@ -1,20 +1,10 @@
-import { SageMakerRuntimeClient } from "@aws-sdk/client-sagemaker-runtime";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
-import { createHandler } from "../../functions/handlers/router.ts";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { defaultProviders } from "../../functions/metrics/index.ts";
-import { DynamoRouterConfig } from "../../functions/router/dynamodb-config.ts";
-import { backendCaller } from "../../functions/router/sagemaker-backend.ts";
-import { SharedModelRouter } from "../../functions/router/shared.ts";
-import {
-  FORBIDDEN_BODY,
-  type LocalFunctionUrl,
-  localStreamingRuntime,
-  startFunctionUrl,
-} from "../../local/aws/function-url.ts";
+import { FORBIDDEN_BODY } from "../../local/aws/function-url.ts";
 import { MetricSchema } from "../../statemachine/spec.ts";
-import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
 import { startEmbeddedRollout } from "../support/embedded-rollout.ts";
 import { digest } from "../support/fake-rollout.ts";
+import { type IamRouter, startIamRouter } from "../support/iam-router.ts";
 import { analysisSpec, canarySpec } from "../support/rollout-spec.ts";
 import { FakeRouter } from "../support/traffic.ts";
 
@@ -23,45 +13,13 @@ import { FakeRouter } from "../support/traffic.ts";
  * a Function URL whose auth is AWS_IAM: the analysis reads `/compare` with the shipped providers
  * (`defaultProviders()`, the credentials of the process), so only a signed read is answered.
  */
-const credentials = { accessKeyId: "local", secretAccessKey: "local", sessionToken: "local" };
 const region = "us-east-1";
 
-let db: DynaliteHarness;
-let url: LocalFunctionUrl;
-
+let router: IamRouter;
 beforeAll(async () => {
-  vi.stubEnv("AWS_ACCESS_KEY_ID", credentials.accessKeyId);
-  vi.stubEnv("AWS_SECRET_ACCESS_KEY", credentials.secretAccessKey);
-  vi.stubEnv("AWS_SESSION_TOKEN", credentials.sessionToken);
-  vi.stubEnv("AWS_REGION", region);
-  db = await startDynalite();
-  const config = new DynamoRouterConfig({ client: db.client(), tableName: db.tableName, router: "fraud" });
-  await config.write({
-    primary: { name: "v1", sagemaker: { endpoint: "fraud", variant: "v1" } },
-    candidate: { name: "v2", sagemaker: { endpoint: "fraud", variant: "v2" } },
-  });
-  const shared = new SharedModelRouter({
-    client: db.client(),
-    tableName: db.tableName,
-    router: "fraud",
-    call: backendCaller(new SageMakerRuntimeClient({ region })),
-    configCacheMs: 0,
-  });
-  url = await startFunctionUrl(
-    createHandler(() => shared, localStreamingRuntime),
-    0,
-    {
-      type: "AWS_IAM",
-      credentials,
-      region,
-    },
-  );
+  router = await startIamRouter(region);
 });
-afterAll(async () => {
-  await url?.close();
-  await db?.close();
-  vi.unstubAllEnvs();
-});
+afterAll(() => router?.close());
 
 async function rollOut(sigv4: boolean) {
   const metric = MetricSchema.parse({
@@ -70,7 +28,7 @@ async function rollOut(sigv4: boolean) {
     count: 1,
     successCondition: 'result.candidate.version == "v2" && result.primary.version == "v1"',
     provider: {
-      samples: { address: url.url, primary: "v1", candidate: "v2", ...(sigv4 ? { sigv4: {} } : {}) },
+      samples: { address: router.url.url, primary: "v1", candidate: "v2", ...(sigv4 ? { sigv4: {} } : {}) },
     },
   });
   const w = await startEmbeddedRollout({

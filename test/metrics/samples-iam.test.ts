@@ -1,65 +1,22 @@
-import { SageMakerRuntimeClient } from "@aws-sdk/client-sagemaker-runtime";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createHandler } from "../../functions/handlers/router.ts";
 import { defaultProviders } from "../../functions/metrics/index.ts";
 import { functionUrlRegion, SamplesMetricProvider } from "../../functions/metrics/samples.ts";
-import { DynamoRouterConfig } from "../../functions/router/dynamodb-config.ts";
-import { backendCaller } from "../../functions/router/sagemaker-backend.ts";
-import { SharedModelRouter } from "../../functions/router/shared.ts";
-import {
-  FORBIDDEN_BODY,
-  type LocalFunctionUrl,
-  localStreamingRuntime,
-  startFunctionUrl,
-} from "../../local/aws/function-url.ts";
+import { FORBIDDEN_BODY } from "../../local/aws/function-url.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
+import { credentials, type IamRouter, startIamRouter } from "../support/iam-router.ts";
 
-/** The credentials of this process, as the embedded runtime gives its functions. */
-const credentials = { accessKeyId: "local", secretAccessKey: "local", sessionToken: "local" };
 const region = "eu-west-1";
 
-let db: DynaliteHarness;
-let url: LocalFunctionUrl;
-
+let router: IamRouter;
 beforeAll(async () => {
-  vi.stubEnv("AWS_ACCESS_KEY_ID", credentials.accessKeyId);
-  vi.stubEnv("AWS_SECRET_ACCESS_KEY", credentials.secretAccessKey);
-  vi.stubEnv("AWS_SESSION_TOKEN", credentials.sessionToken);
-  vi.stubEnv("AWS_REGION", region);
-  db = await startDynalite();
-  const config = new DynamoRouterConfig({ client: db.client(), tableName: db.tableName, router: "fraud" });
-  await config.write({
-    primary: { name: "v1", sagemaker: { endpoint: "fraud", variant: "v1" } },
-    candidate: { name: "v2", sagemaker: { endpoint: "fraud", variant: "v2" } },
-  });
-  const shared = new SharedModelRouter({
-    client: db.client(),
-    tableName: db.tableName,
-    router: "fraud",
-    call: backendCaller(new SageMakerRuntimeClient({ region })),
-    configCacheMs: 0,
-  });
-  url = await startFunctionUrl(
-    createHandler(() => shared, localStreamingRuntime),
-    0,
-    {
-      type: "AWS_IAM",
-      credentials,
-      region,
-    },
-  );
+  router = await startIamRouter(region);
 });
-afterAll(async () => {
-  await url?.close();
-  await db?.close();
-  vi.unstubAllEnvs();
-});
+afterAll(() => router?.close());
 
 function metric(extra: Record<string, unknown> = {}): Metric {
   return MetricSchema.parse({
     name: "feedback",
-    provider: { samples: { address: url.url, primary: "v1", candidate: "v2", window: 60, ...extra } },
+    provider: { samples: { address: router.url.url, primary: "v1", candidate: "v2", window: 60, ...extra } },
   });
 }
 
