@@ -45,3 +45,12 @@ export function handlerFactories(
     hook: (env) => createHook(workflow(env)) as LambdaHandler,
   };
 }
+
+/** `build()` on the first call only; later calls return what it built (deps once per environment). */
+export function once<T>(build: () => T): () => T {
+  let value: T | undefined;
+  return () => {
+    value ??= build();
+    return value;
+  };
+}

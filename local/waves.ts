@@ -25,7 +25,7 @@ import { LOCAL_ACCOUNT } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
 import { putEcrPush } from "./events/ecr-push.ts";
-import { handlerFactories } from "./handler-factories.ts";
+import { handlerFactories, once } from "./handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -259,13 +259,5 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
       admin.destroy();
       if (ownDynamo) await dynamo.close();
     },
-  };
-}
-
-function once<T>(build: () => T): () => T {
-  let value: T | undefined;
-  return () => {
-    value ??= build();
-    return value;
   };
 }

@@ -53,29 +53,37 @@ export const CompareSchema = z
   .strict();
 export type CompareSettings = z.infer<typeof CompareSchema>;
 
+/**
+ * How a model router splits and compares, wherever it is configured (the router's configuration,
+ * a target's `router: {type: model}`, the local proxy's model settings): sticky cohorts or a
+ * per-request split, the cohort salt (absent = the candidate's name, so every candidate gets
+ * another first cohort), where the user id is read (a header, then a top-level JSON body field),
+ * and how mirrored answers are compared.
+ */
+export const MODEL_ROUTING_FIELDS = {
+  sticky: z.boolean().default(true),
+  salt: z.string().min(1).max(128).optional(),
+  key: z
+    .object({
+      header: z.string().min(1).max(128).default("x-user-id"),
+      field: z.string().min(1).max(128).default("user"),
+    })
+    .strict()
+    .default({ header: "x-user-id", field: "user" }),
+  compare: CompareSchema.default({ path: "label", kind: "class", absolute: 0, relative: 0 }),
+};
+
 export const ModelRouterConfigSchema = z
   .object({
     primary: BackendSchema,
     candidate: BackendSchema.nullable().default(null),
     /** Percent (0–100) of users (sticky) or requests (not sticky) answered by the candidate. */
     weight: z.number().min(0).max(100).default(0),
-    /** Sticky: a user's cohort is a hash of their key; otherwise each request is split on its own. */
-    sticky: z.boolean().default(true),
-    /** The cohort salt; absent = the candidate's name, so every candidate gets another first cohort. */
-    salt: z.string().min(1).max(128).optional(),
-    /** Where the user id is read: a header, then a top-level JSON body field. */
-    key: z
-      .object({
-        header: z.string().min(1).max(128).default("x-user-id"),
-        field: z.string().min(1).max(128).default("user"),
-      })
-      .strict()
-      .default({ header: "x-user-id", field: "user" }),
+    ...MODEL_ROUTING_FIELDS,
     /** Percent (0–100) of the primary's requests copied to the candidate after the answer (shadow). */
     mirrorPercent: z.number().min(0).max(100).default(0),
     /** Which requests may be mirrored (Argo's `setMirrorRoute` match); empty = all. */
     mirrorMatch: z.array(MirrorMatchSchema).default([]),
-    compare: CompareSchema.default({ path: "label", kind: "class", absolute: 0, relative: 0 }),
   })
   .strict()
   .refine((c) => c.weight === 0 || c.candidate !== null, {

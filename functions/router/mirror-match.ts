@@ -7,7 +7,7 @@ import { re2FullMatch, re2Problem } from "../../statemachine/re2.ts";
  * must all match, each by `exact`, `prefix` or `regex` (RE2, the whole value). No match list: every
  * request.
  */
-const StringMatchSchema = z
+export const StringMatchSchema = z
   .object({ exact: z.string().optional(), prefix: z.string().optional(), regex: z.string().optional() })
   .strict()
   .refine((v) => [v.exact, v.prefix, v.regex].filter((x) => x !== undefined).length === 1, {

@@ -376,7 +376,8 @@ export function resolveVersion(config: ModelRouterConfig | null, name: string): 
   return name;
 }
 
-const HOP_BY_HOP = new Set([
+/** Headers that belong to one connection, not to the request or answer a proxy passes on. */
+export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
   "connection",
   "keep-alive",
   "proxy-authenticate",
@@ -387,8 +388,9 @@ const HOP_BY_HOP = new Set([
   "transfer-encoding",
   "upgrade",
   "host",
-  "content-length",
 ]);
+/** The router buffers bodies: their length is set again by whoever sends them. */
+const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, "content-length"]);
 
 function parseJson(text: string): unknown {
   if (text.length === 0) return undefined;

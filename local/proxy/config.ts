@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { CompareSchema } from "../../functions/router/config.ts";
-import { MirrorMatchSchema } from "../../functions/router/mirror-match.ts";
-import { re2FullMatch, re2Problem } from "../../statemachine/re2.ts";
+import { MODEL_ROUTING_FIELDS } from "../../functions/router/config.ts";
+import { MirrorMatchSchema, StringMatchSchema } from "../../functions/router/mirror-match.ts";
+import { re2FullMatch } from "../../statemachine/re2.ts";
 
 /**
  * The proxy's routing configuration and the bodies of its admin API (`POST /admin/config`). The
@@ -17,16 +17,7 @@ const upstreamUrl = z.url().refine((u) => u.startsWith("http://"), {
 export const HeaderMatchSchema = z
   .object({
     headerName: z.string().min(1),
-    headerValue: z
-      .object({ exact: z.string().optional(), prefix: z.string().optional(), regex: z.string().optional() })
-      .strict()
-      .refine((v) => [v.exact, v.prefix, v.regex].filter((x) => x !== undefined).length === 1, {
-        message: "exactly one of exact, prefix or regex",
-      })
-      .superRefine((v, ctx) => {
-        const problem = v.regex === undefined ? undefined : re2Problem(v.regex);
-        if (problem) ctx.addIssue({ code: "custom", message: `regex does not compile: ${problem}` });
-      }),
+    headerValue: StringMatchSchema,
   })
   .strict();
 
@@ -43,16 +34,7 @@ export const ProxyHeaderRouteSchema = z
  */
 export const ProxyModelSchema = z
   .object({
-    sticky: z.boolean().default(true),
-    salt: z.string().min(1).max(128).optional(),
-    key: z
-      .object({
-        header: z.string().min(1).max(128).default("x-user-id"),
-        field: z.string().min(1).max(128).default("user"),
-      })
-      .strict()
-      .default({ header: "x-user-id", field: "user" }),
-    compare: CompareSchema.default({ path: "label", kind: "class", absolute: 0, relative: 0 }),
+    ...MODEL_ROUTING_FIELDS,
   })
   .strict();
 

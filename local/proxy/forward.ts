@@ -1,22 +1,10 @@
 import http from "node:http";
+import { HOP_BY_HOP_HEADERS } from "../../functions/router/router.ts";
 import { matchesRoute, type ProxyConfig } from "./config.ts";
 import type { TrafficMetrics } from "./metrics.ts";
 import type { ProxyState } from "./state.ts";
 
 type Side = "stable" | "canary";
-
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "host",
-]);
 
 /** What forwarding needs: the state, where to record, the upstream sockets and how long to wait. */
 export interface ForwardContext {
@@ -50,7 +38,7 @@ export function chooseSide(
 function endToEnd(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (!HOP_BY_HOP.has(name) && value !== undefined) out[name] = value;
+    if (!HOP_BY_HOP_HEADERS.has(name) && value !== undefined) out[name] = value;
   }
   return out;
 }
