@@ -20,7 +20,7 @@ import type {
   WeightChange,
 } from "./port.ts";
 import { type AlbEcsSettings, AlbEcsSettingsSchema, parseTargetSettings } from "./settings.ts";
-import { parseRouterState, requirePercent, secondsUntil } from "./state.ts";
+import { appliedWeight, parseRouterState, requirePercent, secondsUntil } from "./state.ts";
 
 export { slotWeights } from "./alb-ecs/slots.ts";
 
@@ -221,17 +221,7 @@ export class AlbEcsRouter implements TrafficRouter {
     const weights = slotWeights(other(state.stableSlot), percent);
     await this.#listener.writeWeights(view, weights);
     const next: AlbEcsState = { ...state, canaryWeight: percent };
-    return {
-      outcome: "applied",
-      state: next,
-      weights: {
-        canary: percent,
-        stable: 100 - percent,
-        expectedCanary: percent,
-        drift: false,
-        detail: describeWeights(weights),
-      },
-    };
+    return appliedWeight(next, percent, describeWeights(weights));
   }
 
   async setHeaderRoute(input: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {

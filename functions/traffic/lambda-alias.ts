@@ -32,7 +32,7 @@ import type {
   WeightChange,
 } from "./port.ts";
 import { type LambdaAliasSettings, LambdaAliasSettingsSchema, parseTargetSettings } from "./settings.ts";
-import { parseRouterState, requirePercent } from "./state.ts";
+import { appliedWeight, parseRouterState, requirePercent } from "./state.ts";
 
 /**
  * A weighted Lambda alias (the `lambda` router). The candidate is a published version:
@@ -256,17 +256,11 @@ export class LambdaAliasRouter implements TrafficRouter {
     const candidate = state.candidateVersion ?? state.stableVersion;
     await this.#updateAlias(alias, weightedAlias(state.stableVersion, candidate, percent));
     const next: LambdaAliasState = { ...state, canaryWeight: percent };
-    return {
-      outcome: "applied",
-      state: next,
-      weights: {
-        canary: percent,
-        stable: 100 - percent,
-        expectedCanary: percent,
-        drift: false,
-        detail: describeAlias(weightedAlias(state.stableVersion, candidate, percent)),
-      },
-    };
+    return appliedWeight(
+      next,
+      percent,
+      describeAlias(weightedAlias(state.stableVersion, candidate, percent)),
+    );
   }
 
   async setHeaderRoute(input: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {

@@ -22,7 +22,7 @@ import {
   LocalProxySettingsSchema,
   parseTargetSettings,
 } from "./settings.ts";
-import { parseRouterState, requirePercent } from "./state.ts";
+import { appliedWeight, parseRouterState, requirePercent } from "./state.ts";
 
 /**
  * The local proxy (`local/proxy`) as a traffic target, driven through its admin API, so the
@@ -184,17 +184,7 @@ export class LocalProxyRouter implements TrafficRouter {
       };
     }
     await this.#write({ canary: state.canary ?? null, canaryVersion: state.canaryVersion, weight: percent });
-    return {
-      outcome: "applied",
-      state: { ...state, canaryWeight: percent },
-      weights: {
-        canary: percent,
-        stable: 100 - percent,
-        expectedCanary: percent,
-        drift: false,
-        detail: `proxy weight ${percent}`,
-      },
-    };
+    return appliedWeight({ ...state, canaryWeight: percent }, percent, `proxy weight ${percent}`);
   }
 
   async setHeaderRoute(input: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {

@@ -17,7 +17,7 @@ import type {
 } from "./port.ts";
 import type { SageMakerRouter, SageMakerState } from "./sagemaker.ts";
 import type { SageMakerSettings } from "./settings.ts";
-import { requirePercent } from "./state.ts";
+import { appliedWeight, requirePercent } from "./state.ts";
 
 /** Where the target writes the model router's configuration (the table's `MODEL#<endpoint>/CONFIG` item). */
 export interface RouterConfigStore {
@@ -99,17 +99,11 @@ export class SageMakerModelRouter implements TrafficRouter {
       mirrorMatch: current?.mirrorMatch ?? [],
     });
     const next: SageMakerState = { ...state, canaryWeight: percent };
-    return {
-      outcome: "applied",
-      state: next,
-      weights: {
-        canary: percent,
-        stable: 100 - percent,
-        expectedCanary: percent,
-        drift: false,
-        detail: `model router: ${state.stableVariant.VariantName}=${100 - percent}, ${state.candidate?.variant.VariantName}=${percent}`,
-      },
-    };
+    return appliedWeight(
+      next,
+      percent,
+      `model router: ${state.stableVariant.VariantName}=${100 - percent}, ${state.candidate?.variant.VariantName}=${percent}`,
+    );
   }
 
   setHeaderRoute(state: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {

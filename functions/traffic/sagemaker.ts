@@ -34,7 +34,7 @@ import type {
   WeightChange,
 } from "./port.ts";
 import { parseTargetSettings, type SageMakerSettings, SageMakerSettingsSchema } from "./settings.ts";
-import { parseRouterState, requirePercent, secondsUntil } from "./state.ts";
+import { appliedWeight, parseRouterState, requirePercent, secondsUntil } from "./state.ts";
 
 /**
  * A SageMaker real-time endpoint (production variants of one endpoint).
@@ -325,17 +325,11 @@ export class SageMakerRouter implements TrafficRouter {
       canaryWeight: percent,
       pending: { what: `weight ${percent}%`, deadlineAt: this.#deadline() },
     };
-    return {
-      outcome: "applied",
-      state: next,
-      weights: {
-        canary: percent,
-        stable: 100 - percent,
-        expectedCanary: percent,
-        drift: false,
-        detail: `${state.stableVariant.VariantName}=${100 - percent}, ${candidate.variant.VariantName}=${percent}`,
-      },
-    };
+    return appliedWeight(
+      next,
+      percent,
+      `${state.stableVariant.VariantName}=${100 - percent}, ${candidate.variant.VariantName}=${percent}`,
+    );
   }
 
   async setMirrorRoute(input: RouterState, route: MirrorRoute): Promise<MirrorRouteChange> {

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { RouterStateError } from "./errors.ts";
+import type { RouterState, WeightChange } from "./port.ts";
 import { describeIssues } from "./settings.ts";
 
 /**
@@ -34,4 +35,13 @@ export function requirePercent(value: number, what: "weight" | "mirror percentag
         : `a mirror percentage is an integer between 0 and 100, got ${value}`,
     );
   }
+}
+
+/** A weight the target now has as the rollout set it: the candidate `percent`, no drift. */
+export function appliedWeight(state: RouterState, percent: number, detail: string): WeightChange {
+  return {
+    outcome: "applied",
+    state,
+    weights: { canary: percent, stable: 100 - percent, expectedCanary: percent, drift: false, detail },
+  };
 }
