@@ -77,7 +77,7 @@ describe("which reads are signed", () => {
     const seen: Array<string | undefined> = [];
     const provider = new SamplesMetricProvider({
       fetch: async (_input, init) => {
-        seen.push((init?.headers as Record<string, string>).authorization);
+        seen.push({ ...(init?.headers as Record<string, string> | undefined) }.authorization);
         return new Response(JSON.stringify({ primary: {}, candidate: {} }), { status: 200 });
       },
       signerFor: (r) => {
