@@ -112,8 +112,14 @@ export const CloudWatchProviderSchema = z
  */
 export const MODEL_ROUTER_URL = "{{rollout.modelRouter}}";
 
-/** SigV4 for the samples provider: the region defaults to the address's, then `AWS_REGION`. */
-export const SamplesSigv4Schema = z.object({ region: z.string().min(1).optional() }).strict();
+/**
+ * SigV4 for the samples provider: the region defaults to the address's, then `AWS_REGION`; `false`
+ * leaves every read unsigned, a Function URL's included (auth `NONE`, read without credentials).
+ */
+export const SamplesSigv4Schema = z.union([
+  z.object({ region: z.string().min(1).optional() }).strict(),
+  z.literal(false),
+]);
 
 export const SamplesProviderSchema = z
   .object({
@@ -127,7 +133,7 @@ export const SamplesProviderSchema = z
     window: z.number().positive().max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait).default(60),
     /**
      * Sign the request with SigV4 (service `lambda`), for a Function URL whose auth is `AWS_IAM`.
-     * A `*.lambda-url.<region>.on.aws` address is signed without it.
+     * A `*.lambda-url.<region>.on.aws` address is signed without it, unless it is `false`.
      */
     sigv4: SamplesSigv4Schema.optional(),
   })

@@ -27,7 +27,7 @@ import type { RequestSigner } from "./prometheus.ts";
  * On AWS the router is a Function URL whose auth is `AWS_IAM`: a request to a
  * `*.lambda-url.<region>.on.aws` address, or to any address when the provider says `sigv4`, is
  * signed with SigV4 (service `lambda`; the region from `sigv4.region`, else the address, else
- * `AWS_REGION`) and is not sent on to a redirect.
+ * `AWS_REGION`) and is not sent on to a redirect; `sigv4: false` sends every read unsigned.
  */
 export const CompareResponseSchema = z
   .object({
@@ -90,10 +90,10 @@ export class SamplesMetricProvider implements MetricProvider {
     url.searchParams.set("window", String(spec.window));
     const headers: Record<string, string> = { accept: "application/json" };
     const hostRegion = functionUrlRegion(url.hostname);
-    const signed = spec.sigv4 !== undefined || hostRegion !== undefined;
+    const sigv4 = spec.sigv4 === false ? undefined : spec.sigv4;
+    const signed = spec.sigv4 !== false && (sigv4 !== undefined || hostRegion !== undefined);
     if (signed) {
-      const region =
-        spec.sigv4?.region ?? hostRegion ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+      const region = sigv4?.region ?? hostRegion ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
       if (!region) return { ok: false, message: "samples sigv4: no region (set sigv4.region or AWS_REGION)" };
       if (!this.signerFor)
         return { ok: false, message: "samples sigv4: signing is not configured in this build" };

@@ -32,7 +32,7 @@ import type {
   WeightChange,
 } from "./port.ts";
 import { type LambdaAliasSettings, LambdaAliasSettingsSchema, parseTargetSettings } from "./settings.ts";
-import { appliedWeight, parseRouterState, requirePercent } from "./state.ts";
+import { appliedWeight, parseRouterState, requirePercent, sharesMatch } from "./state.ts";
 
 /**
  * A weighted Lambda alias (the `lambda` router). The candidate is a published version:
@@ -70,8 +70,6 @@ export type LambdaAliasState = z.infer<typeof LambdaAliasStateSchema>;
 export interface LambdaAliasClients {
   readonly lambda: LambdaClient;
 }
-
-const EPSILON = 1e-6;
 
 /** Drives one alias of one function. */
 export class LambdaAliasRouter implements TrafficRouter {
@@ -385,8 +383,7 @@ export class LambdaAliasRouter implements TrafficRouter {
     };
     const canary = state.candidateVersion === state.stableVersion ? 0 : share(state.candidateVersion);
     const stable = share(state.stableVersion);
-    const drift =
-      Math.abs(canary - state.canaryWeight) > EPSILON || Math.abs(canary + stable - 100) > EPSILON;
+    const drift = !sharesMatch(canary, stable, state.canaryWeight);
     return {
       canary,
       stable,

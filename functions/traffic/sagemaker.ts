@@ -34,7 +34,14 @@ import type {
   WeightChange,
 } from "./port.ts";
 import { parseTargetSettings, type SageMakerSettings, SageMakerSettingsSchema } from "./settings.ts";
-import { appliedWeight, parseRouterState, requirePercent, secondsUntil } from "./state.ts";
+import {
+  appliedWeight,
+  parseRouterState,
+  requirePercent,
+  SHARE_EPSILON,
+  secondsUntil,
+  sharesMatch,
+} from "./state.ts";
 
 /**
  * A SageMaker real-time endpoint (production variants of one endpoint).
@@ -114,8 +121,6 @@ type Variant = z.infer<typeof VariantSchema>;
 export interface SageMakerClients {
   readonly sagemaker: SageMakerClient;
 }
-
-const EPSILON = 1e-6;
 
 /** Drives the production and shadow variants of one endpoint. */
 export class SageMakerRouter implements TrafficRouter {
@@ -361,7 +366,7 @@ export class SageMakerRouter implements TrafficRouter {
       };
     }
     const observed = this.#observe(state, endpoint);
-    if (state.canaryWeight > 0 || observed.canary > EPSILON) {
+    if (state.canaryWeight > 0 || observed.canary > SHARE_EPSILON) {
       throw new RouterStateError(
         `endpoint ${this.#name()} can mirror only while the candidate has no live traffic (it has ${round(observed.canary)}%): ` +
           "a shadow variant needs the endpoint's only production variant; set the weight to 0 first",
@@ -436,7 +441,7 @@ export class SageMakerRouter implements TrafficRouter {
     };
     if (production.includes(candidate.variant.VariantName)) {
       const shares = shareOf(endpoint);
-      if (Math.abs((shares.get(candidate.variant.VariantName) ?? 0) - 100) > EPSILON) {
+      if (Math.abs((shares.get(candidate.variant.VariantName) ?? 0) - 100) > SHARE_EPSILON) {
         this.#requireInService(endpoint, "promoting");
         await this.#weights(endpoint, { [candidate.variant.VariantName]: 100 });
       }
@@ -473,7 +478,7 @@ export class SageMakerRouter implements TrafficRouter {
     if (status !== "InService") return this.#notYet(waiting, deadlineAt, `abort: endpoint ${status}`);
     const shares = shareOf(endpoint);
     const name = back.variant.VariantName;
-    if (Math.abs((shares.get(name) ?? 0) - 100) <= EPSILON) {
+    if (Math.abs((shares.get(name) ?? 0) - 100) <= SHARE_EPSILON) {
       const next: SageMakerState = {
         ...state,
         phase: "aborted",
@@ -521,7 +526,7 @@ export class SageMakerRouter implements TrafficRouter {
     const endpoint = await this.#describe();
     const kept = state.stableVariant.VariantName;
     const shares = shareOf(endpoint);
-    const others = [...shares.entries()].filter(([v, share]) => v !== kept && share > EPSILON);
+    const others = [...shares.entries()].filter(([v, share]) => v !== kept && share > SHARE_EPSILON);
     if (others.length > 0) {
       const done: SageMakerState = { ...state, scaleDown: { ...plan, done: true } };
       return {
@@ -713,8 +718,7 @@ export class SageMakerRouter implements TrafficRouter {
     const candidate = state.phase === "promoted" ? undefined : state.candidate;
     const canary = candidate ? (shares.get(candidate.variant.VariantName) ?? 0) : 0;
     const stable = shares.get(state.stableVariant.VariantName) ?? 0;
-    const drift =
-      Math.abs(canary - state.canaryWeight) > EPSILON || Math.abs(canary + stable - 100) > EPSILON;
+    const drift = !sharesMatch(canary, stable, state.canaryWeight);
     return { canary, stable, expectedCanary: state.canaryWeight, drift, detail: describeVariants(endpoint) };
   }
 
@@ -747,10 +751,7 @@ export function shareOf(endpoint: DescribeEndpointOutput): Map<string, number> {
 }
 
 function matches(observed: ObservedWeights, percent: number): boolean {
-  return (
-    Math.abs(observed.canary - percent) <= EPSILON &&
-    Math.abs(observed.canary + observed.stable - 100) <= EPSILON
-  );
+  return sharesMatch(observed.canary, observed.stable, percent);
 }
 
 function describeVariants(endpoint: DescribeEndpointOutput): string {

@@ -45,3 +45,11 @@ export function appliedWeight(state: RouterState, percent: number, detail: strin
     weights: { canary: percent, stable: 100 - percent, expectedCanary: percent, drift: false, detail },
   };
 }
+
+/** Shares a target computes from its weights (floating point) are equal within this. */
+export const SHARE_EPSILON = 1e-6;
+
+/** True when observed shares give the candidate `expected` percent and the stable side the rest. */
+export function sharesMatch(canary: number, stable: number, expected: number): boolean {
+  return Math.abs(canary - expected) <= SHARE_EPSILON && Math.abs(canary + stable - 100) <= SHARE_EPSILON;
+}

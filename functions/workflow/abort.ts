@@ -89,6 +89,9 @@ export async function abort(
   }
   await terminateBackground(deps, context);
   const stopped = payload.onFailure === "stop" ? " (onFailure: stop: the weights are left as they were)" : "";
+  // A supersede is not a failed release: as when the newer Begin comes first, nothing announces
+  // an abort, records a rollback (a canary gate's cooldown counts them) or tags the candidate.
+  const failed = superseded === undefined;
   const effects = [
     ...(pending !== undefined
       ? [
@@ -109,11 +112,20 @@ export async function abort(
       : payload.onFailure === "rollback"
         ? [scaleDownEffect(deps, context, payload.target, payload.abortScaleDownDelaySeconds)]
         : []),
-    publishEffect(context, STEP, eventAbout(deps, context, "RolloutAborted", message, null)),
-    ...(payload.onFailure === "rollback"
+    ...(failed
+      ? [publishEffect(context, STEP, eventAbout(deps, context, "RolloutAborted", message, null))]
+      : []),
+    ...(failed && payload.onFailure === "rollback"
       ? registryEffects(STEP, payload.target, context, { action: "rolled-back", reason })
       : []),
   ];
+  const status = failed
+    ? { phase: "Degraded" as const, message: `${message}${stopped}`, event: "RolloutAborted" }
+    : {
+        phase: "Progressing" as const,
+        message: `revision ${context.revision} was ${reason}: its traffic is back on the stable version until that revision begins`,
+        event: "RolloutSuperseded",
+      };
   await update(deps.store, context.rollout, "latest", (latest) => {
     assertDrives(latest, context.executionArn);
     // A write that landed but whose answer was lost (the SDK sent it again): no second rollback.
@@ -123,8 +135,8 @@ export async function abort(
       withEvent(
         {
           ...latest,
-          phase: "Degraded",
-          message: `${message}${stopped}`,
+          phase: status.phase,
+          message: status.message,
           targetState: state,
           weight: payload.onFailure === "rollback" ? 0 : latest.weight,
           currentTaskToken: null,
@@ -135,11 +147,13 @@ export async function abort(
           drift: null,
           abortRequested: false,
           abortExecutionArn: null,
-          rollbacks: [...latest.rollbacks, { digest: context.digest, at: now }].slice(-MAX_ROLLBACKS),
+          rollbacks: failed
+            ? [...latest.rollbacks, { digest: context.digest, at: now }].slice(-MAX_ROLLBACKS)
+            : latest.rollbacks,
         },
         now,
-        "RolloutAborted",
-        `${message}${stopped}`,
+        status.event,
+        status.message,
       ),
       context,
       STEP,
@@ -148,7 +162,7 @@ export async function abort(
   });
   if (payload.onFailure === "rollback")
     deps.metrics.put({ name: METRICS.canaryWeight, value: 0, rollout: context.rollout });
-  deps.metrics.put({ name: METRICS.aborts, value: 1, rollout: context.rollout });
+  if (failed) deps.metrics.put({ name: METRICS.aborts, value: 1, rollout: context.rollout });
   await flush(deps, context);
   if (superseded) throw superseded;
   return { phase: "Degraded", message };

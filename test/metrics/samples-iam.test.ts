@@ -72,6 +72,41 @@ describe("which reads are signed", () => {
     expect(seen.map((s) => s.headers.authorization)).toEqual(["signed", undefined]);
   });
 
+  it("sigv4: false leaves a Function URL host unsigned (auth NONE, read without credentials)", async () => {
+    const signedFor: string[] = [];
+    const seen: Array<string | undefined> = [];
+    const provider = new SamplesMetricProvider({
+      fetch: async (_input, init) => {
+        seen.push({ ...(init?.headers as Record<string, string> | undefined) }.authorization);
+        return new Response(JSON.stringify({ primary: {}, candidate: {} }), { status: 200 });
+      },
+      signerFor: (r) => {
+        signedFor.push(r);
+        return { sign: async (req) => ({ ...req, headers: { ...req.headers, authorization: "signed" } }) };
+      },
+    });
+    const open = MetricSchema.parse({
+      name: "m",
+      provider: {
+        samples: {
+          address: "https://abc123.lambda-url.eu-central-1.on.aws",
+          primary: "a",
+          candidate: "b",
+          sigv4: false,
+        },
+      },
+    });
+    expect(await provider.measure(open, { now })).toMatchObject({ ok: true });
+    expect(signedFor).toEqual([]);
+    expect(seen).toEqual([undefined]);
+    expect(() =>
+      MetricSchema.parse({
+        name: "m",
+        provider: { samples: { address: "https://x.example", primary: "a", candidate: "b", sigv4: true } },
+      }),
+    ).toThrow(/sigv4/);
+  });
+
   it("a read that must be signed, in a build without a signer, says so", async () => {
     const r = await new SamplesMetricProvider().measure(metric({ sigv4: {} }), { now });
     expect(r).toEqual({ ok: false, message: "samples sigv4: signing is not configured in this build" });

@@ -290,6 +290,15 @@ describe("a superseded execution", () => {
     expect(await w.run(old)).toEqual({ state: "Superseded" });
     expect(failedTasks(w, old)).toEqual(["Step02-Pause: RolloutAborted", "Abort: ExecutionSuperseded"]);
     expect(abortCalls).toContain("abort");
+    // As when Begin comes first: a supersede is not a failed release. No rollback is counted (a
+    // canary gate's cooldown would refuse pushes of that image), no RolloutAborted is announced.
+    const between = await w.item();
+    expect(between?.rollbacks).toEqual([]);
+    expect(between?.events.find((e) => e.type === "RolloutSuperseded")?.message).toMatch(
+      /^revision 2 was superseded by a newer revision: .+: its traffic is back on the stable version until that revision begins$/,
+    );
+    expect(w.events.published.map((e) => e.type)).not.toContain("RolloutAborted");
+    expect(w.metrics.points.map((p) => p.name)).not.toContain("RolloutsAborted");
     expect(await w.run(next)).toEqual({ state: "Waiting", at: "Step02-Pause" });
     expect(begun(w, next).revision).toBe(3);
     expect(w.router.canary).toBe(25);
