@@ -118,9 +118,14 @@ const coordinatorRuns = (w: LocalWaves) =>
   w.runtime.sfn.listExecutions({ stateMachineArn: w.coordinatorArn });
 
 /** Pushes through the home rule; answers the coordinator's execution the push started. */
-async function pushOnly(w: LocalWaves, tag: "v1" | "v2" | "v3" | null, digest: string): Promise<string> {
+async function pushOnly(
+  w: LocalWaves,
+  tag: "v1" | "v2" | "v3" | null,
+  digest: string,
+  at?: Date,
+): Promise<string> {
   const before = new Set(coordinatorRuns(w).map((e) => e.executionArn));
-  await w.push(tag, digest);
+  await w.push(tag, digest, at);
   const started = coordinatorRuns(w).filter((e) => !before.has(e.executionArn));
   expect(started).toHaveLength(1);
   return (started[0] as { executionArn: string }).executionArn;
@@ -419,6 +424,58 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     expect(await where(w)).toEqual([
       ["eu", "v3", "Healthy"],
       ["us", "v3", "Healthy"],
+    ]);
+  });
+
+  it("an older push delivered after a newer one's release took a region: the older release takes nothing and ends superseded", async () => {
+    const w = await start("rollback-all", false, "older-late", "eu");
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+    const [eu, us] = w.passes as [LocalPass, LocalPass];
+    const pushedAt = w.runtime.clock.now();
+    const newer = await pushOnly(w, "v3", DIGESTS.v3, new Date(pushedAt));
+    // The newer release promoted eu and waits for the approval of us.
+    await until(w, async () => (await us.item())?.waitingFor === "approval");
+    expect((await eu.item())?.stableRevision?.tag).toBe("v3");
+    const before = {
+      eu: await eu.item(),
+      us: await us.item(),
+      proxies: regions.map((r) => r.proxy.config()),
+    };
+    const bus = w.runtime.bus.events.filter((e) => e.event.source === "sfn-rollouts").length;
+    // v2 was pushed a minute before v3, but its event arrives now (EventBridge does not keep order).
+    const older = await pushOnly(w, "v2", DIGESTS.v2, new Date(pushedAt - 60_000));
+    expect(await w.runtime.waitForExecution(older)).toMatchObject({
+      status: "FAILED",
+      error: "WaveSuperseded",
+    });
+    const olderName = older.split(":").at(-1) as string;
+    const refused = w.runtime.sfn
+      .listExecutions({ stateMachineArn: eu.stateMachineArn })
+      .find((e) => e.name === olderName);
+    expect(refused).toMatchObject({ status: "FAILED", error: "ExecutionSuperseded" });
+    // Nothing changed: not the items, not the weights, no lifecycle event; us still waits for
+    // its approval, and the older release started nothing in us and undid nothing.
+    expect({
+      eu: await eu.item(),
+      us: await us.item(),
+      proxies: regions.map((r) => r.proxy.config()),
+    }).toEqual(before);
+    expect(w.runtime.bus.events.filter((e) => e.event.source === "sfn-rollouts").length).toBe(bus);
+    expect(
+      w.runtime.sfn
+        .listExecutions({ stateMachineArn: us.stateMachineArn })
+        .filter((e) => e.name === olderName || e.name.startsWith("undo-")),
+    ).toEqual([]);
+    expect((await runWithEnv(cliEnv(us), "promote", "shop")).code).toBe(0);
+    expect((await w.runtime.waitForExecution(newer)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v3", "Healthy"],
+      ["us", "v3", "Healthy"],
+    ]);
+    // Both regions serve the newer release with all the traffic.
+    expect(regions.map((r) => [r.proxy.config()?.stableVersion, r.proxy.config()?.weight])).toEqual([
+      ["v3", 0],
+      ["v3", 0],
     ]);
   });
 
