@@ -202,7 +202,13 @@ export const RolloutItemSchema = z.object({
    * this region (`statemachine/waves-order.ts`): an older one does not take it from a newer one.
    */
   startedBy: z
-    .object({ eventId: z.string().min(1), eventTime: z.number(), executionName: z.string().min(1) })
+    .object({
+      eventId: z.string().min(1),
+      eventTime: z.number(),
+      executionName: z.string().min(1),
+      /** Epoch ms when a release's coordinator started. */
+      releasedAt: z.number().optional(),
+    })
     .nullable()
     .default(null),
   /**

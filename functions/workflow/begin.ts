@@ -125,6 +125,7 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
         eventId: input.trigger.eventId,
         eventTime: input.trigger.eventTime,
         executionName: input.trigger.executionName,
+        ...(input.trigger.releasedAt === undefined ? {} : { releasedAt: input.trigger.releasedAt }),
       },
       abortRequested: false,
       abortReason: null,

@@ -109,6 +109,8 @@ const where = async (w: LocalWaves) =>
 const cliEnv = (p: LocalPass) => Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, p.env[k] ?? ""]));
 
 async function release(w: LocalWaves, tag: "v1" | "v2", generation: number) {
+  // Each release a second after the last: two releases of the same instant are ordered by a tie-break.
+  await w.runtime.advanceBy(1_000);
   const arn = w.release(tag, DIGESTS[tag], generation);
   return w.runtime.waitForExecution(arn);
 }
@@ -125,6 +127,9 @@ async function pushOnly(
   at?: Date,
 ): Promise<string> {
   const before = new Set(coordinatorRuns(w).map((e) => e.executionArn));
+  // Without a time of its own, each push comes a second after the last (ECR's times have
+  // one-second resolution; two pushes of the same instant are ordered by a tie-break).
+  if (at === undefined) await w.runtime.advanceBy(1_000);
   await w.push(tag, digest, at);
   const started = coordinatorRuns(w).filter((e) => !before.has(e.executionArn));
   expect(started).toHaveLength(1);
@@ -197,6 +202,7 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
   it("a wave in approvalsBetween: the next wave bakes, deploys its candidate and waits for rollouts promote in its region", async () => {
     const w = await start("rollback-all", false, "approval", "eu");
     expect((await release(w, "v1", 1)).status).toBe("SUCCEEDED");
+    await w.runtime.advanceBy(1_000);
     const arn = w.release("v2", DIGESTS.v2, 2);
     const us = w.passes[1] as LocalPass;
     let item = await us.item();
@@ -431,8 +437,10 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     const w = await start("rollback-all", false, "older-late", "eu");
     expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
     const [eu, us] = w.passes as [LocalPass, LocalPass];
-    const pushedAt = w.runtime.clock.now();
-    const newer = await pushOnly(w, "v3", DIGESTS.v3, new Date(pushedAt));
+    await w.runtime.advanceBy(120_000);
+    const newer = await pushOnly(w, "v3", DIGESTS.v3);
+    // The push's time, as the home rule's transformer gave it (ECR's event `time`).
+    const pushedAt = Date.parse(JSON.parse(w.runtime.sfn.describeExecution(newer).input).trigger.eventTime);
     // The newer release promoted eu and waits for the approval of us.
     await until(w, async () => (await us.item())?.waitingFor === "approval");
     expect((await eu.item())?.stableRevision?.tag).toBe("v3");
@@ -442,7 +450,8 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
       proxies: regions.map((r) => r.proxy.config()),
     };
     const bus = w.runtime.bus.events.filter((e) => e.event.source === "sfn-rollouts").length;
-    // v2 was pushed a minute before v3, but its event arrives now (EventBridge does not keep order).
+    // v2 was pushed a minute before v3 (after v1), but its event arrives now (EventBridge does
+    // not keep order).
     const older = await pushOnly(w, "v2", DIGESTS.v2, new Date(pushedAt - 60_000));
     expect(await w.runtime.waitForExecution(older)).toMatchObject({
       status: "FAILED",

@@ -31,6 +31,19 @@ describe("the order of releases in waves", () => {
     expect(compareReleases(push(T, "e", "shop-aaaa"), first)).toBe(0);
   });
 
+  it("pushed in the same second: the release started later wins, as the trigger takes the later delivery", () => {
+    // The coordinator's start time (ms) tells the deliveries apart; the ids no longer matter.
+    const first = { ...push(T, "9a2d4c11"), releasedAt: T + 200 };
+    const later = { ...push(T, "0f1e9b6c"), releasedAt: T + 350 };
+    expect(compareReleases(first, later)).toBeLessThan(0);
+    expect(compareReleases(later, first)).toBeGreaterThan(0);
+    expect(olderReleaseRefusal(first, later)).toMatch(
+      /took this region \(the same second: it started at 2026-12-01T12:00:00\.200Z, before\): it does not take it back$/,
+    );
+    // A region's record from before the start time was carried: the ids decide.
+    expect(compareReleases(first, push(T, "0f1e9b6c"))).toBeGreaterThan(0);
+  });
+
   it("compares ids by code unit, not by locale", () => {
     // "Z" (0x5a) sorts before "a" (0x61) in code units; a locale collation would put "a" first.
     expect(compareReleases(push(T, "Z"), push(T, "a"))).toBeLessThan(0);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { begin } from "../../../functions/workflow/begin.ts";
-import type { BeginPayload } from "../../../functions/workflow/payloads.ts";
+import { type BeginPayload, BeginPayloadSchema } from "../../../functions/workflow/payloads.ts";
 import {
   type Direct,
   digestOf,
@@ -26,6 +26,8 @@ interface Release {
   executionName: string;
   eventId: string;
   eventTime: number;
+  /** When the release's coordinator started (ISO 8601, as `$$.Execution.StartTime` gives it). */
+  releasedAt?: number;
   n: number;
 }
 
@@ -44,7 +46,8 @@ function payload(
   revision = r.n,
 ): BeginPayload {
   const digest = digestOf(revision);
-  return {
+  // Parsed as Begin's handler parses it (the coordinator's start time is ISO 8601).
+  return BeginPayloadSchema.parse({
     input: {
       rollout: NAME,
       revision: {
@@ -53,14 +56,20 @@ function payload(
         digest,
         tag: `v${revision}`,
       },
-      trigger: { eventId: r.eventId, eventTime: r.eventTime, generation: 1, executionName: r.executionName },
+      trigger: {
+        eventId: r.eventId,
+        eventTime: r.eventTime,
+        generation: 1,
+        executionName: r.executionName,
+        ...(r.releasedAt === undefined ? {} : { releasedAt: new Date(r.releasedAt).toISOString() }),
+      },
       ...extra,
     },
     executionId: execArn(extra.rollback ? `undo-${r.executionName}` : r.executionName),
     rollout,
     stepLabels: [],
     target: TARGET,
-  };
+  });
 }
 
 /** Begin of `older` after `newer` took the region: refused, and nothing changed. */
@@ -124,6 +133,17 @@ describe("Begin orders the releases of a region in waves by their push", () => {
     const second = direct();
     await begin(second.deps, payload(b));
     await expectRefused(second, a, b);
+  });
+
+  it("pushed in the same second: the release whose coordinator started later wins, whatever the ids", async () => {
+    // The coordinators start 300 ms apart; the first one's event id sorts last.
+    const first = { ...release(2, T0, "9a000000-0000-4000-8000-000000000000"), releasedAt: T0 + 100 };
+    const later = { ...release(3, T0, "0f000000-0000-4000-8000-000000000000"), releasedAt: T0 + 400 };
+    const d = direct();
+    await begin(d.deps, payload(first));
+    await begin(d.deps, payload(later));
+    expect((await itemOf(d)).startedBy).toMatchObject({ releasedAt: later.releasedAt });
+    await expectRefused(d, first, later);
   });
 
   it("lets the release's own undo through (the same push)", async () => {
