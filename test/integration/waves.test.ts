@@ -488,6 +488,31 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     ]);
   });
 
+  it("two pushes in the same second: the release delivered later takes every region", async () => {
+    const w = await start("rollback-all", false, "same-second");
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+    const [eu, us] = w.passes as [LocalPass, LocalPass];
+    const second = new Date(Math.ceil((w.runtime.clock.now() + 1) / 1000) * 1000);
+    const first = await pushOnly(w, "v2", DIGESTS.v2, second);
+    await until(w, async () => (await eu.item())?.currentRevision?.tag === "v2", 60_000);
+    await w.runtime.advanceBy(300);
+    const later = await pushOnly(w, "v3", DIGESTS.v3, second);
+    expect(await w.runtime.waitForExecution(first)).toMatchObject({
+      status: "FAILED",
+      error: "WaveSuperseded",
+    });
+    expect((await w.runtime.waitForExecution(later)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v3", "Healthy"],
+      ["us", "v3", "Healthy"],
+    ]);
+    // Each region recorded the push of the release that drives it, with when its coordinator started.
+    const started = w.runtime.sfn.describeExecution(later).startDate;
+    for (const p of [eu, us]) {
+      expect((await p.item())?.startedBy).toMatchObject({ eventTime: second.getTime(), releasedAt: started });
+    }
+  });
+
   it("rollback-all of an older release leaves alone a pass a newer release has taken over", async () => {
     const w = await start("rollback-all", true, "newer-owns");
     expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
