@@ -475,6 +475,11 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
         .listExecutions({ stateMachineArn: us.stateMachineArn })
         .filter((e) => e.name === olderName || e.name.startsWith("undo-")),
     ).toEqual([]);
+    expect(
+      w.runtime.sfn
+        .listExecutions({ stateMachineArn: eu.stateMachineArn })
+        .filter((e) => e.name.startsWith("undo-")),
+    ).toEqual([]);
     expect((await runWithEnv(cliEnv(us), "promote", "shop")).code).toBe(0);
     expect((await w.runtime.waitForExecution(newer)).status).toBe("SUCCEEDED");
     expect(await where(w)).toEqual([
