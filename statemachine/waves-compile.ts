@@ -183,6 +183,8 @@ function startPass(n: number, p: CoordinatedPass, name: string, input: Record<st
           "eventTime.$": "$.trigger.eventTime",
           "generation.$": "$.trigger.generation",
           "executionName.$": "$$.Execution.Name",
+          // Orders two releases pushed in the same second: the one started later wins.
+          "releasedAt.$": "$$.Execution.StartTime",
         },
         "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
       },

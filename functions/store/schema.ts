@@ -197,6 +197,21 @@ export const RolloutItemSchema = z.object({
    */
   rollbacks: z.array(z.object({ digest: z.string().min(1), at: z.number() })).default([]),
   /**
+   * The push of the release whose execution drives the rollout, as the execution's input named it
+   * (recorded by Begin on each takeover). In a release in waves it orders the releases reaching
+   * this region (`statemachine/waves-order.ts`): an older one does not take it from a newer one.
+   */
+  startedBy: z
+    .object({
+      eventId: z.string().min(1),
+      eventTime: z.number(),
+      executionName: z.string().min(1),
+      /** Epoch ms when a release's coordinator started. */
+      releasedAt: z.number().optional(),
+    })
+    .nullable()
+    .default(null),
+  /**
    * What the driving execution's steps have done and still have to do after their state writes
    * (schedule a timer, publish an event), so a retried Lambda resumes what is missing and repeats
    * nothing (`functions/workflow/effects.ts`).

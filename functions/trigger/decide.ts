@@ -21,6 +21,11 @@ export const RolloutExecutionInputSchema = z.object({
     eventTime: z.union([z.number(), z.iso.datetime().transform((time) => Date.parse(time))]),
     generation: z.number().int().positive(),
     executionName: z.string().min(1),
+    /**
+     * A release in waves: when its coordinator started (`$$.Execution.StartTime`, ISO 8601, or
+     * epoch ms). Orders two releases pushed in the same second (`statemachine/waves-order.ts`).
+     */
+    releasedAt: z.union([z.number(), z.iso.datetime().transform((time) => Date.parse(time))]).optional(),
   }),
   /**
    * A release in waves returning this rollout to a revision it had before (`rollback-all`): when

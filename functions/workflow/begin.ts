@@ -1,4 +1,5 @@
 import { EXECUTION_SUPERSEDED } from "../../statemachine/compile.ts";
+import { olderReleaseRefusal } from "../../statemachine/waves-order.ts";
 import { abortedStatusMessage, ExecutionSupersededError } from "../abort/errors.ts";
 import { MODEL_PACKAGE_ARN } from "../registry/settings.ts";
 import { appendEvent, newRolloutItem, type Revision, type RolloutItem } from "../store/schema.ts";
@@ -86,6 +87,11 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
       previousWeight = current.weight;
       return current.phase === "Degraded" ? { ...current, phase: "Progressing", message: "" } : null;
     }
+    // A region of a release in waves: an older release never takes it from a newer one.
+    const older = payload.rollout.pass
+      ? olderReleaseRefusal(input.trigger, current?.startedBy ?? null)
+      : undefined;
+    if (older !== undefined) throw new OlderReleaseError(executionId, older);
     if (input.undoes !== undefined && current?.executionArn !== input.undoes) {
       throw new ExecutionSupersededError(input.undoes, current?.executionArn ?? null);
     }
@@ -115,6 +121,12 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
       // What the candidate of the superseded execution still receives, until it is taken back.
       weight: previousWeight,
       executionArn: executionId,
+      startedBy: {
+        eventId: input.trigger.eventId,
+        eventTime: input.trigger.eventTime,
+        executionName: input.trigger.executionName,
+        ...(input.trigger.releasedAt === undefined ? {} : { releasedAt: input.trigger.releasedAt }),
+      },
       abortRequested: false,
       abortReason: null,
       abortRequestedAt: null,
@@ -177,6 +189,17 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
     throw error;
   }
   return { context, firstRevision };
+}
+
+/**
+ * Begin of a release older than the one driving this region's rollout (a release in waves): the
+ * execution ends superseded, as for any newer takeover, with a message saying which release won.
+ */
+class OlderReleaseError extends ExecutionSupersededError {
+  constructor(executionArn: string, why: string) {
+    super(executionArn, null);
+    this.message = `execution ${executionArn.split(":").at(-1)}: ${why}`;
+  }
 }
 
 /**

@@ -6,7 +6,7 @@ import { type LambdaErrorPayload, lambdaTaskFailure, TaskFailure } from "./error
 import { ExecutionHistory, type HistoryEvent } from "./history.ts";
 import { LOCAL_ACCOUNT, LOCAL_REGION, localStateMachineArn } from "./intrinsics.ts";
 import { ensurePromiseWithResolvers } from "./polyfill.ts";
-import { type PreparedDefinition, prepareDefinition, type StateInfo } from "./prepare.ts";
+import { CONTEXT_START_TIME, type PreparedDefinition, prepareDefinition, type StateInfo } from "./prepare.ts";
 import { RetryState } from "./retry.ts";
 import type { Sleeper } from "./sleeper.ts";
 import { TaskTokenRegistry } from "./tokens.ts";
@@ -347,6 +347,8 @@ export class LocalStepFunctions {
         Name: description.name,
         RoleArn: `arn:aws:iam::${LOCAL_ACCOUNT}:role/local`,
         StartTime: new Date(description.startDate).toISOString(),
+        // The library overwrites StartTime with the wall clock's: the engine's copy reads this.
+        [CONTEXT_START_TIME]: new Date(description.startDate).toISOString(),
       },
       StateMachine: { Id: machine.stateMachineArn, Name: machine.name },
       Task: {

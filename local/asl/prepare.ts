@@ -40,6 +40,26 @@ export interface PreparedDefinition {
  */
 export const ENGINE_TASK_TIMEOUT_SECONDS = 2_000_000;
 
+/**
+ * Where the engine's copy reads `$$.Execution.StartTime`: the library overwrites the context's
+ * `StartTime` with the wall clock's time, so the runtime gives the execution's start on its own
+ * clock under this name, and the copy's paths and intrinsics read it there.
+ */
+export const CONTEXT_START_TIME = "StartTimeOnRuntimeClock";
+
+const START_TIME_PATH = /\$\$\.Execution\.StartTime(?![A-Za-z0-9_])/g;
+
+/** Every string of the copy that reads `$$.Execution.StartTime` reads `CONTEXT_START_TIME` instead. */
+function onRuntimeClock(value: unknown): unknown {
+  if (typeof value === "string")
+    return value.replace(START_TIME_PATH, `$$$$.Execution.${CONTEXT_START_TIME}`);
+  if (Array.isArray(value)) return value.map(onRuntimeClock);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, onRuntimeClock(v)]));
+  }
+  return value;
+}
+
 /** The resource the engine's copy gives a rewritten `Wait` state. */
 export const LOCAL_WAIT_RESOURCE = "arn:aws:lambda:us-east-1:000000000000:function:local-sfn-wait";
 
@@ -53,7 +73,7 @@ export const LOCAL_WAIT_RESOURCE = "arn:aws:lambda:us-east-1:000000000000:functi
  */
 export function prepareDefinition(definition: Record<string, unknown>): PreparedDefinition {
   const states = new Map<string, StateInfo>();
-  const engine = prepareMachine(definition, states);
+  const engine = onRuntimeClock(prepareMachine(definition, states)) as Record<string, unknown>;
   delete engine.TimeoutSeconds;
   const timeout = definition.TimeoutSeconds;
   return { engine, states, timeoutSeconds: typeof timeout === "number" ? timeout : undefined };

@@ -109,6 +109,8 @@ const where = async (w: LocalWaves) =>
 const cliEnv = (p: LocalPass) => Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, p.env[k] ?? ""]));
 
 async function release(w: LocalWaves, tag: "v1" | "v2", generation: number) {
+  // Each release a second after the last: two releases of the same instant are ordered by a tie-break.
+  await w.runtime.advanceBy(1_000);
   const arn = w.release(tag, DIGESTS[tag], generation);
   return w.runtime.waitForExecution(arn);
 }
@@ -118,9 +120,17 @@ const coordinatorRuns = (w: LocalWaves) =>
   w.runtime.sfn.listExecutions({ stateMachineArn: w.coordinatorArn });
 
 /** Pushes through the home rule; answers the coordinator's execution the push started. */
-async function pushOnly(w: LocalWaves, tag: "v1" | "v2" | "v3" | null, digest: string): Promise<string> {
+async function pushOnly(
+  w: LocalWaves,
+  tag: "v1" | "v2" | "v3" | null,
+  digest: string,
+  at?: Date,
+): Promise<string> {
   const before = new Set(coordinatorRuns(w).map((e) => e.executionArn));
-  await w.push(tag, digest);
+  // Without a time of its own, each push comes a second after the last (ECR's times have
+  // one-second resolution; two pushes of the same instant are ordered by a tie-break).
+  if (at === undefined) await w.runtime.advanceBy(1_000);
+  await w.push(tag, digest, at);
   const started = coordinatorRuns(w).filter((e) => !before.has(e.executionArn));
   expect(started).toHaveLength(1);
   return (started[0] as { executionArn: string }).executionArn;
@@ -192,6 +202,7 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
   it("a wave in approvalsBetween: the next wave bakes, deploys its candidate and waits for rollouts promote in its region", async () => {
     const w = await start("rollback-all", false, "approval", "eu");
     expect((await release(w, "v1", 1)).status).toBe("SUCCEEDED");
+    await w.runtime.advanceBy(1_000);
     const arn = w.release("v2", DIGESTS.v2, 2);
     const us = w.passes[1] as LocalPass;
     let item = await us.item();
@@ -420,6 +431,91 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
       ["eu", "v3", "Healthy"],
       ["us", "v3", "Healthy"],
     ]);
+  });
+
+  it("an older push delivered after a newer one's release took a region: the older release takes nothing and ends superseded", async () => {
+    const w = await start("rollback-all", false, "older-late", "eu");
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+    const [eu, us] = w.passes as [LocalPass, LocalPass];
+    await w.runtime.advanceBy(120_000);
+    const newer = await pushOnly(w, "v3", DIGESTS.v3);
+    // The push's time, as the home rule's transformer gave it (ECR's event `time`).
+    const pushedAt = Date.parse(JSON.parse(w.runtime.sfn.describeExecution(newer).input).trigger.eventTime);
+    // The newer release promoted eu and waits for the approval of us.
+    await until(w, async () => (await us.item())?.waitingFor === "approval");
+    expect((await eu.item())?.stableRevision?.tag).toBe("v3");
+    const before = {
+      eu: await eu.item(),
+      us: await us.item(),
+      proxies: regions.map((r) => r.proxy.config()),
+    };
+    const bus = w.runtime.bus.events.filter((e) => e.event.source === "sfn-rollouts").length;
+    // v2 was pushed a minute before v3 (after v1), but its event arrives now (EventBridge does
+    // not keep order).
+    const older = await pushOnly(w, "v2", DIGESTS.v2, new Date(pushedAt - 60_000));
+    expect(await w.runtime.waitForExecution(older)).toMatchObject({
+      status: "FAILED",
+      error: "WaveSuperseded",
+    });
+    const olderName = older.split(":").at(-1) as string;
+    const refused = w.runtime.sfn
+      .listExecutions({ stateMachineArn: eu.stateMachineArn })
+      .find((e) => e.name === olderName);
+    expect(refused).toMatchObject({ status: "FAILED", error: "ExecutionSuperseded" });
+    // Nothing changed: not the items, not the weights, no lifecycle event; us still waits for
+    // its approval, and the older release started nothing in us and undid nothing.
+    expect({
+      eu: await eu.item(),
+      us: await us.item(),
+      proxies: regions.map((r) => r.proxy.config()),
+    }).toEqual(before);
+    expect(w.runtime.bus.events.filter((e) => e.event.source === "sfn-rollouts").length).toBe(bus);
+    expect(
+      w.runtime.sfn
+        .listExecutions({ stateMachineArn: us.stateMachineArn })
+        .filter((e) => e.name === olderName || e.name.startsWith("undo-")),
+    ).toEqual([]);
+    expect(
+      w.runtime.sfn
+        .listExecutions({ stateMachineArn: eu.stateMachineArn })
+        .filter((e) => e.name.startsWith("undo-")),
+    ).toEqual([]);
+    expect((await runWithEnv(cliEnv(us), "promote", "shop")).code).toBe(0);
+    expect((await w.runtime.waitForExecution(newer)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v3", "Healthy"],
+      ["us", "v3", "Healthy"],
+    ]);
+    // Both regions serve the newer release with all the traffic.
+    expect(regions.map((r) => [r.proxy.config()?.stableVersion, r.proxy.config()?.weight])).toEqual([
+      ["v3", 0],
+      ["v3", 0],
+    ]);
+  });
+
+  it("two pushes in the same second: the release delivered later takes every region", async () => {
+    const w = await start("rollback-all", false, "same-second");
+    expect((await pushed(w, "v1", DIGESTS.v1)).status).toBe("SUCCEEDED");
+    const [eu, us] = w.passes as [LocalPass, LocalPass];
+    const second = new Date(Math.ceil((w.runtime.clock.now() + 1) / 1000) * 1000);
+    const first = await pushOnly(w, "v2", DIGESTS.v2, second);
+    await until(w, async () => (await eu.item())?.currentRevision?.tag === "v2", 60_000);
+    await w.runtime.advanceBy(300);
+    const later = await pushOnly(w, "v3", DIGESTS.v3, second);
+    expect(await w.runtime.waitForExecution(first)).toMatchObject({
+      status: "FAILED",
+      error: "WaveSuperseded",
+    });
+    expect((await w.runtime.waitForExecution(later)).status).toBe("SUCCEEDED");
+    expect(await where(w)).toEqual([
+      ["eu", "v3", "Healthy"],
+      ["us", "v3", "Healthy"],
+    ]);
+    // Each region recorded the push of the release that drives it, with when its coordinator started.
+    const started = w.runtime.sfn.describeExecution(later).startDate;
+    for (const p of [eu, us]) {
+      expect((await p.item())?.startedBy).toMatchObject({ eventTime: second.getTime(), releasedAt: started });
+    }
   });
 
   it("rollback-all of an older release leaves alone a pass a newer release has taken over", async () => {
