@@ -231,11 +231,32 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     );
     expect(missing.code).not.toBe(0);
     expect(missing.err).toContain("ap-southeast-2");
-    // Without --at, rollouts waves finds every pass from the coordinator shop-waves in this region:
-    // its definition names each pass's state machine, whose tag names its table.
-    const found = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "" }, "waves", "shop");
+    // Without --at, rollouts waves finds every pass from the coordinator shop-waves in the home
+    // region: its definition names each pass's state machine, whose tag names its table.
+    const home = { ...cliEnv(us), ROLLOUTS_TABLE: "", AWS_REGION: "eu-west-1" };
+    const found = await runWithEnv(home, "waves", "shop");
     expect(found.err).toBe("");
     expect(found.code).toBe(0);
+    // From a pass's region, with no table: its state machine's tag names the coordinator.
+    const fromPass = await runWithEnv({ ...home, AWS_REGION: "us-east-1" }, "waves", "shop");
+    expect(fromPass.err).toBe("");
+    expect(fromPass.code).toBe(0);
+    expect(fromPass.out).toBe(found.out);
+    // From a region with neither, the command says so; --home-region names where to look.
+    const elsewhere = { ...home, AWS_REGION: "ap-southeast-2" };
+    const lost = await runWithEnv(elsewhere, "waves", "shop");
+    expect(lost.code).toBe(2);
+    expect(lost.err).toContain("no state machine shop-waves in this region");
+    expect(lost.err).toContain("--home-region");
+    const homed = await runWithEnv(elsewhere, "waves", "shop", "--home-region", "eu-west-1");
+    expect(homed.err).toBe("");
+    expect(homed.out).toBe(found.out);
+    const wrongHome = await runWithEnv(elsewhere, "waves", "shop", "--home-region", "us-east-1");
+    expect(wrongHome.code).toBe(2);
+    expect(wrongHome.err).toContain("no state machine shop-waves in us-east-1");
+    const badHome = await runWithEnv(elsewhere, "waves", "shop", "--home-region", "europe");
+    expect(badHome.code).toBe(2);
+    expect(badHome.err).toContain('--home-region "europe": expected a region');
     const lines = found.out.trim().split("\n");
     expect(lines[0]).toMatch(
       /^Coordinator: arn:aws:states:\S+:stateMachine:shop-waves, newest release shop-\w+-g2: RUNNING$/,
@@ -253,14 +274,14 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     const section = got.out.split("\nWaves:\n")[1]?.trimEnd().split("\n") ?? [];
     expect(section.map((l) => l.trim())).toEqual(lines);
     // ROLLOUTS_TABLE naming a table this region lacks is only a hint; --table is not.
-    const hinted = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "no-such-table" }, "waves", "shop");
+    const hinted = await runWithEnv({ ...home, ROLLOUTS_TABLE: "no-such-table" }, "waves", "shop");
     expect(hinted.code).toBe(0);
     expect(hinted.out).toBe(found.out);
     const given = await runWithEnv(cliEnv(us), "waves", "shop", "--table", "no-such-table");
     expect(given.code).toBe(2);
     expect(given.err).toContain('table "no-such-table" does not exist');
     // A rollout outside waves has no section, and rollouts waves names what it could not find.
-    const none = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "" }, "waves", "cart");
+    const none = await runWithEnv(home, "waves", "cart");
     expect(none.code).toBe(2);
     expect(none.err).toContain('no release in waves for "cart": no state machine cart-waves');
     const bad = await runWithEnv(cliEnv(us), "waves", "shop", "--at", "=x");
