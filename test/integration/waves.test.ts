@@ -1,7 +1,9 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DeleteTableCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { getAction } from "../../cli/commands/operate-actions.ts";
 import { ManualClock } from "../../functions/clock.ts";
 import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
 import { freePort } from "../../local/demo/prometheus.ts";
@@ -94,6 +96,20 @@ async function start(
     ...(tagPattern === undefined ? {} : { tagPattern }),
   });
   return waves;
+}
+
+/** Runs `body` with these environment variables set (the SDK reads its endpoints from them), then puts them back. */
+async function withEnv<T>(env: Readonly<Record<string, string>>, body: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    return await body();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
 }
 
 /** Each region's stable tag and phase, in pass order. */
@@ -291,13 +307,103 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     const usRun = w.runtime.sfn.listExecutions({ stateMachineArn: us.stateMachineArn })[0];
     // The bake of the eu wave came between the two.
     expect((usRun?.startDate ?? 0) - (eu?.stopDate ?? 0)).toBe(300_000);
-    const promoted = await runWithEnv(cliEnv(us), "promote", "shop");
-    expect(promoted.code).toBe(0);
+    // rollouts get --json in us-east-1: the same rows as data.
+    const json = await runWithEnv(cliEnv(us), "get", "shop", "--json");
+    expect(json.code).toBe(0);
+    const parsed = JSON.parse(json.out) as { item: { name: string }; waves: unknown };
+    expect(parsed.item.name).toBe("shop");
+    expect(parsed.waves).toEqual({
+      coordinatorArn: w.coordinatorArn,
+      release: { name: expect.stringMatching(/^shop-\w+-g2$/), status: "RUNNING" },
+      passes: [
+        {
+          pass: "eu",
+          region: "eu-west-1",
+          account: "000000000000",
+          table: w.passes[0]?.tableName,
+          phase: "Healthy",
+          step: 3,
+          stepCount: 3,
+          stage: "eu/100%",
+          weight: 100,
+          stable: "v2",
+          canary: null,
+          message: expect.any(String),
+          problem: null,
+        },
+        {
+          pass: "us",
+          region: "us-east-1",
+          account: "222222222222",
+          table: us.tableName,
+          phase: "Paused",
+          step: 0,
+          stepCount: 4,
+          stage: "us/approval: wait for rollouts promote",
+          weight: 0,
+          stable: "v1",
+          canary: "v2",
+          message: "Approval: waiting for rollouts promote",
+          problem: null,
+        },
+      ],
+      problem: null,
+    });
+    // rollouts get --watch in us-east-1, driven in virtual time: promoted after the first frame,
+    // eu's table deleted after the second. Every frame ends with the waves; eu's row then says
+    // why it cannot be read, and the watch goes on until us is Healthy.
+    const frames: string[] = [];
+    let sleeps = 0;
+    const watched = await withEnv(cliEnv(us), () =>
+      getAction({ out: (t) => void frames.push(t), err: (t) => void frames.push(`ERR ${t}`) }, "shop", {
+        watch: true,
+        intervalMs: 1000,
+        env: cliEnv(us),
+        interrupt: () => () => {},
+        waves: { now: () => w.runtime.clock.now() },
+        poll: {
+          maxFrames: 500,
+          sleep: async () => {
+            sleeps++;
+            if (sleeps === 1) expect((await runWithEnv(cliEnv(us), "promote", "shop")).code).toBe(0);
+            if (sleeps === 2) {
+              await dynamo.client().send(new DeleteTableCommand({ TableName: w.passes[0]?.tableName }));
+            }
+            await w.runtime.advanceBy(10_000);
+          },
+        },
+      }),
+    );
+    expect(watched).toBe(0);
+    expect(frames.filter((f) => f.startsWith("ERR"))).toEqual([]);
+    expect(frames.length).toBeGreaterThanOrEqual(3);
+    const wavesOf = (frame: string) => frame.split("\nWaves:\n")[1]?.trimEnd().split("\n") ?? [];
+    for (const frame of frames)
+      expect(wavesOf(frame)[0]).toMatch(/^ {2}Coordinator: \S+:stateMachine:shop-waves, /);
+    expect(frames[0]).toContain("Status:          ॥ Paused\n");
+    expect(wavesOf(frames[0] as string)[3]).toMatch(/^ {2}us\s+us-east-1\s+॥ Paused\s+0\/4 us\/approval/);
+    const last = frames.at(-1) as string;
+    expect(last).toContain("Status:          ✔ Healthy\n");
+    expect(wavesOf(last)[2]).toMatch(/^ {2}eu\s+eu-west-1\s+\? Unknown\s+.*ResourceNotFoundException/);
+    expect(wavesOf(last)[3]).toMatch(/^ {2}us\s+us-east-1\s+✔ Healthy\s+4\/4 us\/100%\s+100\s+v2\s+-/);
+    // A frame in between showed us at its bake after 50%, in its waves row too.
+    expect(frames.some((f) => /^ {2}us\s+us-east-1\s+॥ Paused\s+2\/4 us\/pause: 1m\s+50\s/m.test(f))).toBe(
+      true,
+    );
     expect((await w.runtime.waitForExecution(arn)).status).toBe("SUCCEEDED");
-    expect(await where(w)).toEqual([
-      ["eu", "v2", "Healthy"],
-      ["us", "v2", "Healthy"],
-    ]);
+    expect((await us.item())?.stableRevision?.tag).toBe("v2");
+    // --watch --json of the settled rollout: one line, the waves in it, eu's row saying why.
+    const line = await runWithEnv(cliEnv(us), "get", "shop", "--watch", "--json");
+    expect(line.code).toBe(0);
+    expect(line.out.trim().split("\n")).toHaveLength(1);
+    const settled = JSON.parse(line.out) as {
+      waves: { passes: { phase: string | null; problem: string | null }[] };
+    };
+    expect(settled.waves.passes[0]).toMatchObject({
+      phase: null,
+      problem: expect.stringContaining("ResourceNotFound"),
+    });
+    expect(settled.waves.passes[1]).toMatchObject({ phase: "Healthy", problem: null });
   });
 
   it("rollback-wave: the failed second wave returns to its stable version, the first keeps the release", async () => {
