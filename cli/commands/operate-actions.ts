@@ -307,6 +307,8 @@ interface WavesFrame {
 }
 
 export interface GetCommandOptions extends WatchCommandOptions {
+  /** A pass's release: where its coordinator runs, when neither its execution nor its tag say. */
+  homeRegion?: string;
   /** How often `--watch` reads every wave again, and the clock it counts with (tests). */
   waves?: { everyMs?: number; now?: () => number };
   /** How the watch waits and how many frames it reads (tests drive it in virtual time). */
@@ -323,10 +325,11 @@ export function listAction(io: Io, options: CommonOptions & { json?: boolean; en
 }
 
 /** `rollouts get NAME [--watch] [--json]`. */
-export function getAction(io: Io, name: string, options: GetCommandOptions) {
+export async function getAction(io: Io, name: string, options: GetCommandOptions) {
+  // A pass of a release in waves: every wave beside this region's view (`waves-view.ts`).
+  const waves = await import("./waves-view.ts");
+  (await import("./waves-actions.ts")).checkHomeRegion(options.homeRegion);
   return withAws(io, options, async (deps) => {
-    // A pass of a release in waves: every wave beside this region's view (`waves-view.ts`).
-    const waves = await import("./waves-view.ts");
     const local = (view: RolloutView) =>
       options.json
         ? printableJson({ ...view, gates: currentGates(view) }, options.watch ? undefined : 2)
@@ -341,12 +344,15 @@ export function getAction(io: Io, name: string, options: GetCommandOptions) {
     const loadOne = () => loadView(deps, name, { whole: options.json === true });
     if (!options.watch) {
       const view = await loadOne();
-      io.out(draw({ view, reading: await waves.readWaves(view.item, options.env) }));
+      io.out(draw({ view, reading: await waves.readWaves(view.item, options.env, options.homeRegion) }));
       return Exit.ok;
     }
     // Every region is read on the first frame, when this region's frame changes, and every few
     // seconds; the frames in between reuse that reading.
-    const refresh = new waves.WavesRefresh((item) => waves.readWaves(item, options.env), options.waves);
+    const refresh = new waves.WavesRefresh(
+      (item) => waves.readWaves(item, options.env, options.homeRegion),
+      options.waves,
+    );
     const load = async (): Promise<WavesFrame> => {
       const view = await loadOne();
       return { view, reading: await refresh.get(view.item, local(view)) };

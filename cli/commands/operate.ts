@@ -30,8 +30,15 @@ export const registerOperate: RegisterCommand = (program: Command, io, done) => 
     .option("-w, --watch", "redraw on every change until the rollout is Healthy or Degraded (or Ctrl-C)")
     .option("--interval <seconds>", "seconds between reads when watching", "1")
     .option("--json", "print the item, its runs and measurements as JSON (one line per change with --watch)")
+    .option(
+      "--home-region <region>",
+      "a pass of a release in waves: where its coordinator <name>-waves runs, if neither its execution nor its state machine's tag says",
+    )
     .action(
-      async (name: string, opts: { table?: string; watch?: boolean; interval: string; json?: boolean }) => {
+      async (
+        name: string,
+        opts: { table?: string; watch?: boolean; interval: string; json?: boolean; homeRegion?: string },
+      ) => {
         const { getAction } = await actions();
         done(await getAction(io, name, { ...opts, intervalMs: intervalMs(opts.interval) }));
       },

@@ -17,6 +17,15 @@ export interface WaveLocation {
 
 const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d+$/;
 
+/** `--home-region`: a region's name, or a {@link UsageError} naming the value. */
+export function checkHomeRegion(region: string | undefined): void {
+  if (region !== undefined && !REGION.test(region)) {
+    throw new UsageError(
+      `--home-region "${region}": expected a region, such as eu-west-1 (where the release's coordinator runs)`,
+    );
+  }
+}
+
 /** `eu-west-1=rollouts-eu` → `{region, table}`; a {@link UsageError} naming the value otherwise. */
 export function parseLocation(text: string): WaveLocation {
   const match = /^([a-z]{2}(?:-[a-z]+)+-\d+)=(\S+)$/.exec(text.trim());
@@ -78,11 +87,7 @@ export async function wavesAction(
   name: string,
   options: { at: readonly string[]; table?: string; homeRegion?: string; env?: AwsOptions["env"] },
 ): Promise<number> {
-  if (options.homeRegion !== undefined && !REGION.test(options.homeRegion)) {
-    throw new UsageError(
-      `--home-region "${options.homeRegion}": expected a region, such as eu-west-1 (where the release's coordinator runs)`,
-    );
-  }
+  checkHomeRegion(options.homeRegion);
   if (options.homeRegion !== undefined && options.at.length > 0) {
     throw new UsageError(
       "--home-region finds the coordinator, --at names the regions instead: give one of them",

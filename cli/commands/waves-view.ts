@@ -24,14 +24,15 @@ export const isPassItem = (item: Pick<RolloutItem, "stepLabels">): boolean =>
 export async function readWaves(
   item: RolloutItem,
   env: AwsOptions["env"] | undefined,
+  homeRegion?: string,
 ): Promise<WavesReading | undefined> {
   if (!isPassItem(item)) return undefined;
   try {
-    const found = await findRelease(item.name, { item, env });
+    const found = await findRelease(item.name, { item, env, homeRegion });
     return found
       ? { found }
       : {
-          problem: `no coordinator found: no ${item.name}-waves in this region, no execution or tag of this region's state machine names one`,
+          problem: `no coordinator found: no execution or tag of this region's state machine names one, and no ${item.name}-waves in ${homeRegion ?? "this region"}`,
         };
   } catch (error) {
     return { problem: `cannot read the release's coordinator: ${(error as Error).message}` };

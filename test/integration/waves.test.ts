@@ -289,6 +289,12 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     expect(got.out).toMatch(/Step:\s+0\/4 \(us\/approval: wait for rollouts promote\)/);
     const section = got.out.split("\nWaves:\n")[1]?.trimEnd().split("\n") ?? [];
     expect(section.map((l) => l.trim())).toEqual(lines);
+    // --home-region: the execution already names the coordinator; a value that is no region is refused.
+    const gotHome = await runWithEnv(cliEnv(us), "get", "shop", "--home-region", "eu-west-1");
+    expect(gotHome.out.split("\nWaves:\n")[1]).toBe(got.out.split("\nWaves:\n")[1]);
+    const gotBad = await runWithEnv(cliEnv(us), "get", "shop", "--home-region", "eu west");
+    expect(gotBad.code).toBe(2);
+    expect(gotBad.err).toContain('--home-region "eu west": expected a region');
     // ROLLOUTS_TABLE naming a table this region lacks is only a hint; --table is not.
     const hinted = await runWithEnv({ ...home, ROLLOUTS_TABLE: "no-such-table" }, "waves", "shop");
     expect(hinted.code).toBe(0);
