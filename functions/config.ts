@@ -75,6 +75,13 @@ export const ENV = {
 export const TABLE_TAG = "sfn-rollouts:table";
 
 /**
+ * The tag on each pass's state machine of a release in waves naming its coordinator's ARN
+ * (`RolloutWaves` sets it): `rollouts waves` and `rollouts get` find the coordinator through it
+ * from any pass's region, not only from the home region.
+ */
+export const COORDINATOR_TAG = "sfn-rollouts:coordinator";
+
+/**
  * CloudWatch metrics the handlers publish (Embedded Metric Format in their logs) and the
  * construct's dashboard and alarms read. Every metric has the dimension `Rollout`.
  */

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
-import { Stack } from "aws-cdk-lib";
+import { Stack, Tags } from "aws-cdk-lib";
 import * as ecr from "aws-cdk-lib/aws-ecr";
 import * as events from "aws-cdk-lib/aws-events";
 import * as eventTargets from "aws-cdk-lib/aws-events-targets";
 import * as iam from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
+import { COORDINATOR_TAG } from "../functions/config.ts";
 import { type DeployedTarget, passSpec, type RolloutSpec, resolveWaves } from "../statemachine/index.ts";
 import { acknowledgeWildcards } from "./nag.ts";
 import type { RolloutControllerProps, RolloutTarget } from "./props.ts";
@@ -100,6 +101,9 @@ export class RolloutWaves extends Construct {
     const passRoles = new Map<string, iam.Role>();
     const coordinatorRole = coordinatorRoleName(spec.name, home.region);
     const homePartition = partitionOf(home.region);
+    // The coordinator's ARN, built from its name: each pass's state machine names it in a tag, so
+    // the CLI finds the release from any pass's region with no stack importing another's output.
+    const coordinatorArn = `arn:${homePartition}:states:${home.region}:${home.account}:stateMachine:${spec.name}-waves`;
     const targets: WaveTargetProps[] = props.targets.map((t) => ({
       region: t.region,
       ...(t.account !== undefined ? { account: t.account } : {}),
@@ -112,17 +116,17 @@ export class RolloutWaves extends Construct {
       const stack = new Stack(this, `Pass-${p.pass}`, { env: { account, region: p.target.region } });
       const controller = new RolloutController(stack, "Controller", p.target.controller ?? {});
       const name = `${spec.name}-${p.pass}`;
-      rollouts.push(
-        controller.addRollout("Rollout", {
-          spec: passSpec(spec, p),
-          target: p.target.target,
-          trigger: {
-            repository: ecr.Repository.fromRepositoryName(stack, "Repository", props.repository),
-            pushRule: false,
-          },
-          stateMachineName: name,
-        }),
-      );
+      const rollout = controller.addRollout("Rollout", {
+        spec: passSpec(spec, p),
+        target: p.target.target,
+        trigger: {
+          repository: ecr.Repository.fromRepositoryName(stack, "Repository", props.repository),
+          pushRule: false,
+        },
+        stateMachineName: name,
+      });
+      Tags.of(rollout.stateMachine).add(COORDINATOR_TAG, coordinatorArn);
+      rollouts.push(rollout);
       stacks.push(stack);
       const partition = partitionOf(p.target.region);
       const stateMachineArn = `arn:${partition}:states:${p.target.region}:${account}:stateMachine:${name}`;

@@ -31,6 +31,7 @@ import {
   statusLine,
 } from "../render.ts";
 import { printable, printableJson } from "../terminal.ts";
+import type { WavesReading } from "./waves-view.ts";
 
 /**
  * The operating commands' actions, apart from their registration (`operate.ts`) so that the AWS
@@ -299,6 +300,21 @@ export interface WatchCommandOptions extends CommonOptions {
   interrupt?: Interrupt;
 }
 
+/** A frame of `rollouts get`: this region's view and, for a pass, the release's reading. */
+interface WavesFrame {
+  view: RolloutView;
+  reading: WavesReading | undefined;
+}
+
+export interface GetCommandOptions extends WatchCommandOptions {
+  /** A pass's release: where its coordinator runs, when neither its execution nor its tag say. */
+  homeRegion?: string;
+  /** How often `--watch` reads every wave again, and the clock it counts with (tests). */
+  waves?: { everyMs?: number; now?: () => number };
+  /** How the watch waits and how many frames it reads (tests drive it in virtual time). */
+  poll?: Pick<PollOptions, "maxFrames" | "sleep">;
+}
+
 /** `rollouts list`. */
 export function listAction(io: Io, options: CommonOptions & { json?: boolean; env?: AwsOptions["env"] }) {
   return withAws(io, options, async (deps) => {
@@ -309,22 +325,38 @@ export function listAction(io: Io, options: CommonOptions & { json?: boolean; en
 }
 
 /** `rollouts get NAME [--watch] [--json]`. */
-export function getAction(io: Io, name: string, options: WatchCommandOptions) {
+export async function getAction(io: Io, name: string, options: GetCommandOptions) {
+  // A pass of a release in waves: every wave beside this region's view (`waves-view.ts`).
+  const waves = await import("./waves-view.ts");
+  (await import("./waves-actions.ts")).checkHomeRegion(options.homeRegion);
   return withAws(io, options, async (deps) => {
-    const draw = (view: RolloutView) =>
+    const local = (view: RolloutView) =>
       options.json
         ? printableJson({ ...view, gates: currentGates(view) }, options.watch ? undefined : 2)
         : renderRollout(view);
-    const load = () => loadView(deps, name, { whole: options.json === true });
+    const draw = ({ view, reading }: WavesFrame) =>
+      options.json
+        ? printableJson(
+            { ...view, gates: currentGates(view), waves: waves.wavesJson(reading) },
+            options.watch ? undefined : 2,
+          )
+        : renderRollout(view) + waves.wavesText(reading);
+    const loadOne = () => loadView(deps, name, { whole: options.json === true });
     if (!options.watch) {
-      const view = await load();
-      // A pass of a release in waves: every wave beside this region's view.
-      const waves = options.json
-        ? ""
-        : await (await import("./waves-actions.ts")).wavesSection(view.item, options.env);
-      io.out(draw(view) + waves);
+      const view = await loadOne();
+      io.out(draw({ view, reading: await waves.readWaves(view.item, options.env, options.homeRegion) }));
       return Exit.ok;
     }
+    // Every region is read on the first frame, when this region's frame changes, and every few
+    // seconds; the frames in between reuse that reading.
+    const refresh = new waves.WavesRefresh(
+      (item) => waves.readWaves(item, options.env, options.homeRegion),
+      options.waves,
+    );
+    const load = async (): Promise<WavesFrame> => {
+      const view = await loadOne();
+      return { view, reading: await refresh.get(view.item, local(view)) };
+    };
     const controller = new AbortController();
     const release = (options.interrupt ?? onSigint)(controller);
     const write = options.json ? (text: string) => io.out(text) : frameWriter(io);
@@ -332,9 +364,9 @@ export function getAction(io: Io, name: string, options: WatchCommandOptions) {
       await poll(
         load,
         draw,
-        (text, _view, index) => write(text, index),
-        (view) => isSettled(view.item),
-        { intervalMs: options.intervalMs, signal: controller.signal },
+        (text, _frame, index) => write(text, index),
+        (frame) => isSettled(frame.view.item),
+        { intervalMs: options.intervalMs, signal: controller.signal, ...options.poll },
       );
     } finally {
       release();

@@ -30,8 +30,15 @@ export const registerOperate: RegisterCommand = (program: Command, io, done) => 
     .option("-w, --watch", "redraw on every change until the rollout is Healthy or Degraded (or Ctrl-C)")
     .option("--interval <seconds>", "seconds between reads when watching", "1")
     .option("--json", "print the item, its runs and measurements as JSON (one line per change with --watch)")
+    .option(
+      "--home-region <region>",
+      "a pass of a release in waves: where its coordinator <name>-waves runs, if neither its execution nor its state machine's tag says",
+    )
     .action(
-      async (name: string, opts: { table?: string; watch?: boolean; interval: string; json?: boolean }) => {
+      async (
+        name: string,
+        opts: { table?: string; watch?: boolean; interval: string; json?: boolean; homeRegion?: string },
+      ) => {
         const { getAction } = await actions();
         done(await getAction(io, name, { ...opts, intervalMs: intervalMs(opts.interval) }));
       },
@@ -40,7 +47,7 @@ export const registerOperate: RegisterCommand = (program: Command, io, done) => 
   program
     .command("waves")
     .description(
-      "show every wave of a release, found from its coordinator (<name>-waves in this region, or the one that started the rollout in --table): each region's status, step (eu/25%) and weight",
+      "show every wave of a release, found from its coordinator (<name>-waves in this region, the one a pass's state machine here names, the one that started the rollout in --table, or <name>-waves in --home-region): each region's status, step (eu/25%) and weight",
     )
     .argument("<name>", "rollout name")
     .option(
@@ -48,12 +55,16 @@ export const registerOperate: RegisterCommand = (program: Command, io, done) => 
       "a region's table holding the rollout, to find its coordinator from (default: $ROLLOUTS_TABLE)",
     )
     .option(
+      "--home-region <region>",
+      "the release's home region, where its coordinator <name>-waves runs (needed only when this region holds neither it nor a pass)",
+    )
+    .option(
       "--at <region=table>",
       "instead of the coordinator: a wave's region and its controller table, in wave order (repeat for each wave)",
       (value: string, all: string[]) => [...all, value],
       [] as string[],
     )
-    .action(async (name: string, opts: { at: string[]; table?: string }) => {
+    .action(async (name: string, opts: { at: string[]; table?: string; homeRegion?: string }) => {
       const { wavesAction } = await import("./waves-actions.ts");
       done(await wavesAction(io, name, opts));
     });

@@ -15,6 +15,17 @@ export interface WaveLocation {
   table: string;
 }
 
+const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d+$/;
+
+/** `--home-region`: a region's name, or a {@link UsageError} naming the value. */
+export function checkHomeRegion(region: string | undefined): void {
+  if (region !== undefined && !REGION.test(region)) {
+    throw new UsageError(
+      `--home-region "${region}": expected a region, such as eu-west-1 (where the release's coordinator runs)`,
+    );
+  }
+}
+
 /** `eu-west-1=rollouts-eu` → `{region, table}`; a {@link UsageError} naming the value otherwise. */
 export function parseLocation(text: string): WaveLocation {
   const match = /^([a-z]{2}(?:-[a-z]+)+-\d+)=(\S+)$/.exec(text.trim());
@@ -74,8 +85,14 @@ export function renderWaves(
 export async function wavesAction(
   io: Io,
   name: string,
-  options: { at: readonly string[]; table?: string; env?: AwsOptions["env"] },
+  options: { at: readonly string[]; table?: string; homeRegion?: string; env?: AwsOptions["env"] },
 ): Promise<number> {
+  checkHomeRegion(options.homeRegion);
+  if (options.homeRegion !== undefined && options.at.length > 0) {
+    throw new UsageError(
+      "--home-region finds the coordinator, --at names the regions instead: give one of them",
+    );
+  }
   if (options.at.length === 0) return discoveredWavesAction(io, name, options);
   const locations = options.at.map(parseLocation);
   const base = options.env ?? process.env;
@@ -109,7 +126,7 @@ export function releaseLine(found: Pick<FoundRelease, "coordinatorArn" | "latest
 async function discoveredWavesAction(
   io: Io,
   name: string,
-  options: { table?: string; env?: AwsOptions["env"] },
+  options: { table?: string; homeRegion?: string; env?: AwsOptions["env"] },
 ): Promise<number> {
   const env = options.env ?? process.env;
   const given = options.table?.trim();
@@ -128,7 +145,7 @@ async function discoveredWavesAction(
   }
   let found: FoundRelease | undefined;
   try {
-    found = await findRelease(name, { item, env });
+    found = await findRelease(name, { item, env, homeRegion: options.homeRegion });
   } catch (error) {
     if (error instanceof UsageError) throw error;
     io.err(printable(`rollouts: cannot read the coordinator of "${name}": ${(error as Error).message}`));
@@ -137,36 +154,13 @@ async function discoveredWavesAction(
   if (!found) {
     io.err(
       printable(
-        `rollouts: no release in waves for "${name}": no state machine ${name}-waves in this region (run in the home region, AWS_REGION) and no execution of it started by one${table ? ` in table ${table}` : ""}; or name each region with --at REGION=TABLE`,
+        options.homeRegion !== undefined
+          ? `rollouts: no release in waves for "${name}": no state machine ${name}-waves in ${options.homeRegion}${table ? ` and no execution of it started by one in table ${table}` : ""}; or name each region with --at REGION=TABLE`
+          : `rollouts: no release in waves for "${name}": no state machine ${name}-waves in this region, none of its state machines here names one (run in the home region or a pass's, AWS_REGION, or give --home-region) and no execution of it started by one${table ? ` in table ${table}` : ""}; or name each region with --at REGION=TABLE`,
       ),
     );
     return Exit.badInput;
   }
   io.out(`${releaseLine(found)}\n${renderWaves(found.rows)}`);
   return Exit.ok;
-}
-
-/**
- * The "Waves:" section `rollouts get` adds for a pass of a release in waves (its stages carry
- * the pass's name, `eu/25%`): the release's coordinator and every wave's row. "" for a rollout
- * that is not a pass; a coordinator that cannot be found or read is a line saying why.
- */
-export async function wavesSection(item: RolloutItem, env: AwsOptions["env"] | undefined): Promise<string> {
-  if (!item.stepLabels.some((label) => /^[a-z0-9-]+\//.test(label))) return "";
-  let text: string;
-  try {
-    const found = await findRelease(item.name, { item, env });
-    text = found
-      ? `${releaseLine(found)}\n${renderWaves(found.rows)}`
-      : printable(
-          `no coordinator found: no ${item.name}-waves in this region and the execution names none\n`,
-        );
-  } catch (error) {
-    text = printable(`cannot read the release's coordinator: ${(error as Error).message}\n`);
-  }
-  return `\nWaves:\n${text
-    .trimEnd()
-    .split("\n")
-    .map((line) => `  ${line}`)
-    .join("\n")}\n`;
 }

@@ -8,7 +8,7 @@ import {
   SFNClient,
 } from "@aws-sdk/client-sfn";
 import { clientConfig } from "../../functions/aws-clients.ts";
-import { TABLE_TAG } from "../../functions/config.ts";
+import { COORDINATOR_TAG, TABLE_TAG } from "../../functions/config.ts";
 import { DynamoRolloutStore } from "../../functions/store/dynamodb.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { START_EXECUTION_SYNC } from "../../statemachine/index.ts";
@@ -169,17 +169,62 @@ async function coordinatorOfExecution(sfn: SFNClient, executionArn: string): Pro
   return `arn:${parsed.partition}:states:${parsed.region}:${parsed.account}:stateMachine:${parsed.name}`;
 }
 
-/** The state machine named `<rollout>-waves` in the client's region, if there is one. */
-async function coordinatorByName(sfn: SFNClient, rollout: string): Promise<string | undefined> {
-  const name = `${rollout}-waves`;
+/** The state machines of the client's region whose name `keep` accepts, in listing order. */
+async function stateMachinesNamed(sfn: SFNClient, keep: (name: string) => boolean): Promise<string[]> {
+  const found: string[] = [];
   let nextToken: string | undefined;
   do {
     const page = await sfn.send(new ListStateMachinesCommand({ ...(nextToken ? { nextToken } : {}) }));
-    const found = page.stateMachines?.find((m) => m.name === name);
-    if (found?.stateMachineArn) return found.stateMachineArn;
+    for (const m of page.stateMachines ?? []) {
+      if (m.name !== undefined && m.stateMachineArn && keep(m.name)) found.push(m.stateMachineArn);
+    }
     nextToken = page.nextToken;
   } while (nextToken);
+  return found;
+}
+
+/** The state machine named `<rollout>-waves` in the client's region, if there is one. */
+async function coordinatorByName(sfn: SFNClient, rollout: string): Promise<string | undefined> {
+  const name = `${rollout}-waves`;
+  return (await stateMachinesNamed(sfn, (n) => n === name))[0];
+}
+
+/**
+ * The coordinator a pass's state machine names in its `sfn-rollouts:coordinator` tag, when that
+ * ARN is a state machine's named `<rollout>-waves`; undefined without the tag.
+ */
+async function coordinatorOfTag(
+  sfn: SFNClient,
+  stateMachineArn: string,
+  rollout: string,
+): Promise<string | undefined> {
+  const tags = await sfn.send(new ListTagsForResourceCommand({ resourceArn: stateMachineArn }));
+  const value = tags.tags?.find((t) => t.key === COORDINATOR_TAG)?.value;
+  const parsed = value === undefined ? undefined : parseStatesArn(value);
+  return parsed?.kind === "stateMachine" && parsed.name === `${rollout}-waves` ? value : undefined;
+}
+
+/**
+ * From a pass's region: the state machines `<rollout>-<pass>` of this region, the first whose
+ * `sfn-rollouts:coordinator` tag names `<rollout>-waves` (in any region) gives the coordinator.
+ */
+async function coordinatorOfPassHere(sfn: SFNClient, rollout: string): Promise<string | undefined> {
+  const candidates = await stateMachinesNamed(
+    sfn,
+    (n) => n.startsWith(`${rollout}-`) && n !== `${rollout}-waves`,
+  );
+  for (const arn of candidates) {
+    const found = await coordinatorOfTag(sfn, arn, rollout);
+    if (found) return found;
+  }
   return undefined;
+}
+
+/** The state machine of an execution ARN (`…:execution:<machine>:<name>`). */
+function stateMachineOfExecution(executionArn: string): string | undefined {
+  const parsed = parseStatesArn(executionArn);
+  if (parsed?.kind !== "execution") return undefined;
+  return `arn:${parsed.partition}:states:${parsed.region}:${parsed.account}:stateMachine:${parsed.name}`;
 }
 
 const describeError = (error: unknown): string => {
@@ -234,23 +279,41 @@ export function whyUnreadable(error: unknown, account: string | undefined): stri
     : why;
 }
 
+/** Where to look for a release's coordinator. */
+export interface FindOptions {
+  /** The rollout's item in the CLI's region (a pass's `rollouts get`), if it has one. */
+  item?: RolloutItem | undefined;
+  /** The release's home region (`--home-region`): `<rollout>-waves` is looked for there only. */
+  homeRegion?: string | undefined;
+  env?: AwsOptions["env"];
+}
+
 /**
- * Finds the release `rollout` belongs to and reads every pass. The coordinator is the one that
- * started `item`'s execution when an item is given (a pass's `rollouts get`), else the state
- * machine `<rollout>-waves` in the CLI's region (the home region). Undefined when neither is.
+ * Finds the release `rollout` belongs to and reads every pass. The coordinator is, in this order:
+ * the one that started `item`'s execution, or that its state machine's `sfn-rollouts:coordinator`
+ * tag names (a pass's `rollouts get`); with `homeRegion`, the state machine `<rollout>-waves`
+ * there; else `<rollout>-waves` in the CLI's region (the home region), or the one a pass's state
+ * machine of the CLI's region names in its tag (any pass's region). Undefined when none is.
  */
-export async function findRelease(
-  rollout: string,
-  options: { item?: RolloutItem | undefined; env?: AwsOptions["env"] },
-): Promise<FoundRelease | undefined> {
+export async function findRelease(rollout: string, options: FindOptions): Promise<FoundRelease | undefined> {
   const clients = new RegionalClients(options.env ?? process.env);
   try {
     const here = clients.sfn();
     let coordinatorArn: string | undefined;
-    if (options.item?.executionArn) {
-      coordinatorArn = await coordinatorOfExecution(here, options.item.executionArn).catch(() => undefined);
+    const execution = options.item?.executionArn ?? undefined;
+    if (execution) {
+      coordinatorArn = await coordinatorOfExecution(here, execution).catch(() => undefined);
+      const machine = stateMachineOfExecution(execution);
+      if (!coordinatorArn && machine) {
+        coordinatorArn = await coordinatorOfTag(here, machine, rollout).catch(() => undefined);
+      }
     }
-    coordinatorArn ??= await coordinatorByName(here, rollout);
+    if (options.homeRegion !== undefined) {
+      coordinatorArn ??= await coordinatorByName(clients.sfn(options.homeRegion), rollout);
+    } else {
+      coordinatorArn ??= await coordinatorByName(here, rollout);
+      coordinatorArn ??= await coordinatorOfPassHere(here, rollout);
+    }
     if (!coordinatorArn) return undefined;
     const at = parseStatesArn(coordinatorArn);
     if (!at) throw new Error(`the coordinator's ARN "${coordinatorArn}" is not a state machine's`);

@@ -126,6 +126,17 @@ function contentTypeOf(request: IncomingMessage): string {
   return REST_JSON;
 }
 
+/**
+ * The region a request is signed for (SigV4's credential scope, `Credential=<key>/<date>/<region>/…`),
+ * which is the region of the client that sent it; undefined when it is not signed.
+ */
+function signedRegion(request: IncomingMessage): string | undefined {
+  const authorization = request.headers.authorization;
+  const match =
+    typeof authorization === "string" ? /Credential=[^/,]+\/\d{8}\/([^/,]+)\//.exec(authorization) : null;
+  return match?.[1];
+}
+
 async function route(
   services: FacadeServices,
   request: IncomingMessage,
@@ -138,7 +149,7 @@ async function route(
   if (typeof target === "string") {
     const [service, operation = ""] = target.split(".");
     if (service === "AWSStepFunctions") {
-      sendJson(response, 200, handleSfn(services.sfn, operation, parse), JSON_10);
+      sendJson(response, 200, handleSfn(services.sfn, operation, parse, signedRegion(request)), JSON_10);
       return;
     }
     if (service === "AWSEvents") {

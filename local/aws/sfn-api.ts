@@ -60,12 +60,15 @@ type Operation = keyof typeof schemas;
 
 /**
  * Answers one Step Functions call against the local engine. `parse` validates the body with the
- * operation's zod schema (the façade's protocol layer supplies it).
+ * operation's zod schema (the façade's protocol layer supplies it). `region` is the one the
+ * request is signed for: `ListStateMachines` lists that region's state machines, as on AWS (a
+ * state machine whose ARN names no AWS region, `local`, is in every region).
  */
 export function handleSfn(
   sfn: LocalStepFunctions,
   operation: string,
   parse: <T extends z.ZodType>(schema: T) => z.infer<T>,
+  region?: string,
 ): unknown {
   try {
     switch (operation as Operation) {
@@ -122,12 +125,15 @@ export function handleSfn(
       case "ListStateMachines":
         parse(schemas.ListStateMachines);
         return {
-          stateMachines: sfn.listStateMachines().map((m) => ({
-            stateMachineArn: m.stateMachineArn,
-            name: m.name,
-            type: m.type,
-            creationDate: epochSeconds(m.creationDate),
-          })),
+          stateMachines: sfn
+            .listStateMachines()
+            .filter((m) => inRegion(m.stateMachineArn, region))
+            .map((m) => ({
+              stateMachineArn: m.stateMachineArn,
+              name: m.name,
+              type: m.type,
+              creationDate: epochSeconds(m.creationDate),
+            })),
         };
       case "DescribeStateMachine": {
         const machine = machineOf(sfn, parse(schemas.DescribeStateMachine).stateMachineArn);
@@ -171,6 +177,12 @@ function machineOf(sfn: LocalStepFunctions, arn: string) {
   const machine = sfn.listStateMachines().find((m) => m.stateMachineArn === arn);
   if (!machine) throw new AwsApiError("StateMachineDoesNotExist", `State Machine Does Not Exist: '${arn}'`);
   return machine;
+}
+
+/** An ARN in `region` (or in no AWS region: `arn:aws:states:local:…`); any ARN without a region asked. */
+function inRegion(arn: string, region: string | undefined): boolean {
+  const of = arn.split(":")[3] ?? "";
+  return region === undefined || of === region || !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(of);
 }
 
 /** Pages a list: `nextToken` is the offset of the next page. */

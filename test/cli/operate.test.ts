@@ -606,6 +606,18 @@ describe("rollouts list and get", () => {
     expect(watching.out.length).toBeGreaterThanOrEqual(2);
   });
 
+  it("get --json of a rollout outside waves has waves null, and --watch --json one line with it", async () => {
+    await seed("json-alone", { phase: "Healthy", stableRevision: REV2 });
+    const once = await run("get", "json-alone", "--json");
+    expect(once.code).toBe(0);
+    const parsed = JSON.parse(once.out) as Record<string, unknown>;
+    expect(Object.keys(parsed)).toEqual(["item", "runs", "measurements", "gates", "waves"]);
+    expect(parsed.waves).toBeNull();
+    const watched = await run("get", "json-alone", "--watch", "--json");
+    expect(watched.out.trim().split("\n")).toHaveLength(1);
+    expect((JSON.parse(watched.out) as { waves: unknown }).waves).toBeNull();
+  });
+
   it("get --watch of a settled rollout prints one frame and returns", async () => {
     await seed("watch-healthy", { phase: "Healthy", stableRevision: REV2 });
     const { code, out } = await run("get", "watch-healthy", "--watch");

@@ -141,6 +141,60 @@ describe("rollouts waves: a pass it cannot read is a row saying why", () => {
     vi.unstubAllEnvs();
   });
 
+  it("with a home region, looks for <rollout>-waves there when neither the execution nor a tag names it", async () => {
+    const home = "arn:aws:states:eu-west-1:111111111111:stateMachine:cart-waves";
+    runtime.sfn.createStateMachine({
+      name: "cart-waves",
+      arn: home,
+      definition: coordinator({ eu: runtime.stateMachineArn("shop-eu"), rest: REST, role: ROLE }),
+    });
+    // A pass deployed without the tag (WaveCoordinator alone), run by a person, not the coordinator.
+    runtime.sfn.createStateMachine({
+      name: "cart-us",
+      definition: { StartAt: "Done", States: { Done: { Type: "Succeed" } } },
+    });
+    const run = runtime.sfn.startExecution({
+      stateMachineArn: runtime.stateMachineArn("cart-us"),
+      name: "by-hand",
+    });
+    const env = Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, runtime.env[k] ?? ""]));
+    for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
+    const item = { name: "cart", executionArn: run.executionArn } as RolloutItem;
+    expect(runtime.env.AWS_REGION).toBe("us-east-1");
+    expect(await findRelease("cart", { item, env })).toBeUndefined();
+    expect((await findRelease("cart", { item, env, homeRegion: "eu-west-1" }))?.coordinatorArn).toBe(home);
+    expect(await findRelease("cart", { item, env, homeRegion: "ap-southeast-2" })).toBeUndefined();
+    vi.unstubAllEnvs();
+  });
+
+  it("for an execution no coordinator started, takes the one its state machine's tag names", async () => {
+    // The home region's coordinator, in another region than this one's shop-waves.
+    const home = "arn:aws:states:eu-west-1:111111111111:stateMachine:shop-waves";
+    runtime.sfn.createStateMachine({
+      name: "shop-waves",
+      arn: home,
+      definition: coordinator({ eu: runtime.stateMachineArn("shop-eu"), rest: REST, role: ROLE }),
+    });
+    const tagged = (name: string, coordinatorArn: string) => {
+      runtime.sfn.createStateMachine({
+        name,
+        definition: { StartAt: "Done", States: { Done: { Type: "Succeed" } } },
+        tags: { "sfn-rollouts:coordinator": coordinatorArn },
+      });
+      return runtime.sfn.startExecution({ stateMachineArn: runtime.stateMachineArn(name), name: "retried" });
+    };
+    const env = Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, runtime.env[k] ?? ""]));
+    for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
+    const retried = tagged("shop-us", home);
+    const item = { name: "shop", executionArn: retried.executionArn } as RolloutItem;
+    expect((await findRelease("shop", { item, env }))?.coordinatorArn).toBe(home);
+    // A tag naming another rollout's coordinator is not this release's: shop-waves by name here.
+    const other = tagged("shop-ap", "arn:aws:states:eu-west-1:111111111111:stateMachine:cart-waves");
+    const byName = await findRelease("shop", { item: { ...item, executionArn: other.executionArn }, env });
+    expect(byName?.coordinatorArn).toBe(runtime.stateMachineArn("shop-waves"));
+    vi.unstubAllEnvs();
+  });
+
   it("names the missing tag, and the state machine the other account does not show", async () => {
     const env = Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, runtime.env[k] ?? ""]));
     const shown = await runWithEnv(env, "waves", "shop");

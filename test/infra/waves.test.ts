@@ -208,10 +208,18 @@ describe("RolloutWaves: the whole release in one app", () => {
       const template = Template.fromStack(stack);
       const name = ["shop-eu", "shop-rest"][i];
       template.hasResourceProperties("AWS::StepFunctions::StateMachine", { StateMachineName: name });
-      // Its tag names the controller's table: rollouts waves finds each region's table through it.
+      // Its tags name the coordinator (by the ARN its name gives, in the home region and account)
+      // and the controller's table: rollouts waves finds the release from any region, and each
+      // region's table, through them.
       template.hasResourceProperties("AWS::StepFunctions::StateMachine", {
         StateMachineName: name,
-        Tags: [{ Key: "sfn-rollouts:table", Value: { Ref: Match.stringLikeRegexp("^ControllerTable") } }],
+        Tags: [
+          {
+            Key: "sfn-rollouts:coordinator",
+            Value: "arn:aws:states:eu-west-1:111111111111:stateMachine:shop-waves",
+          },
+          { Key: "sfn-rollouts:table", Value: { Ref: Match.stringLikeRegexp("^ControllerTable") } },
+        ],
       });
       // No ECR push rule in a region: a push there would start a pass outside the release.
       const rules = Object.values(template.findResources("AWS::Events::Rule")) as Array<{
@@ -367,7 +375,11 @@ describe("RolloutWaves: the whole release in one app", () => {
   it("a roleArn given wins: no role is created, the coordinator assumes the one given", () => {
     const { waves } = release("arn:aws:iam::222222222222:role/shop-waves");
     const us = Template.fromStack(waves.regionStacks[1] as Stack);
-    expect(JSON.stringify(us.toJSON())).not.toContain("shop-waves");
+    // No role named after the release (shop-waves-rest): the only mention of shop-waves is the
+    // state machine's tag naming its coordinator.
+    expect(JSON.stringify(us.toJSON()).replaceAll(":stateMachine:shop-waves", "")).not.toContain(
+      "shop-waves",
+    );
     const home = Template.fromStack(waves.homeStack);
     const machine = Object.values(home.findResources("AWS::StepFunctions::StateMachine"))[0] as {
       Properties: { DefinitionSubstitutions: Record<string, unknown> };

@@ -1,7 +1,9 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DeleteTableCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { getAction } from "../../cli/commands/operate-actions.ts";
 import { ManualClock } from "../../functions/clock.ts";
 import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
 import { freePort } from "../../local/demo/prometheus.ts";
@@ -94,6 +96,20 @@ async function start(
     ...(tagPattern === undefined ? {} : { tagPattern }),
   });
   return waves;
+}
+
+/** Runs `body` with these environment variables set (the SDK reads its endpoints from them), then puts them back. */
+async function withEnv<T>(env: Readonly<Record<string, string>>, body: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    return await body();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
 }
 
 /** Each region's stable tag and phase, in pass order. */
@@ -242,11 +258,32 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     );
     expect(missing.code).not.toBe(0);
     expect(missing.err).toContain("ap-southeast-2");
-    // Without --at, rollouts waves finds every pass from the coordinator shop-waves in this region:
-    // its definition names each pass's state machine, whose tag names its table.
-    const found = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "" }, "waves", "shop");
+    // Without --at, rollouts waves finds every pass from the coordinator shop-waves in the home
+    // region: its definition names each pass's state machine, whose tag names its table.
+    const home = { ...cliEnv(us), ROLLOUTS_TABLE: "", AWS_REGION: "eu-west-1" };
+    const found = await runWithEnv(home, "waves", "shop");
     expect(found.err).toBe("");
     expect(found.code).toBe(0);
+    // From a pass's region, with no table: its state machine's tag names the coordinator.
+    const fromPass = await runWithEnv({ ...home, AWS_REGION: "us-east-1" }, "waves", "shop");
+    expect(fromPass.err).toBe("");
+    expect(fromPass.code).toBe(0);
+    expect(fromPass.out).toBe(found.out);
+    // From a region with neither, the command says so; --home-region names where to look.
+    const elsewhere = { ...home, AWS_REGION: "ap-southeast-2" };
+    const lost = await runWithEnv(elsewhere, "waves", "shop");
+    expect(lost.code).toBe(2);
+    expect(lost.err).toContain("no state machine shop-waves in this region");
+    expect(lost.err).toContain("--home-region");
+    const homed = await runWithEnv(elsewhere, "waves", "shop", "--home-region", "eu-west-1");
+    expect(homed.err).toBe("");
+    expect(homed.out).toBe(found.out);
+    const wrongHome = await runWithEnv(elsewhere, "waves", "shop", "--home-region", "us-east-1");
+    expect(wrongHome.code).toBe(2);
+    expect(wrongHome.err).toContain("no state machine shop-waves in us-east-1");
+    const badHome = await runWithEnv(elsewhere, "waves", "shop", "--home-region", "europe");
+    expect(badHome.code).toBe(2);
+    expect(badHome.err).toContain('--home-region "europe": expected a region');
     const lines = found.out.trim().split("\n");
     expect(lines[0]).toMatch(
       /^Coordinator: arn:aws:states:\S+:stateMachine:shop-waves, newest release shop-\w+-g2: RUNNING$/,
@@ -263,15 +300,21 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     expect(got.out).toMatch(/Step:\s+0\/4 \(us\/approval: wait for rollouts promote\)/);
     const section = got.out.split("\nWaves:\n")[1]?.trimEnd().split("\n") ?? [];
     expect(section.map((l) => l.trim())).toEqual(lines);
+    // --home-region: the execution already names the coordinator; a value that is no region is refused.
+    const gotHome = await runWithEnv(cliEnv(us), "get", "shop", "--home-region", "eu-west-1");
+    expect(gotHome.out.split("\nWaves:\n")[1]).toBe(got.out.split("\nWaves:\n")[1]);
+    const gotBad = await runWithEnv(cliEnv(us), "get", "shop", "--home-region", "eu west");
+    expect(gotBad.code).toBe(2);
+    expect(gotBad.err).toContain('--home-region "eu west": expected a region');
     // ROLLOUTS_TABLE naming a table this region lacks is only a hint; --table is not.
-    const hinted = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "no-such-table" }, "waves", "shop");
+    const hinted = await runWithEnv({ ...home, ROLLOUTS_TABLE: "no-such-table" }, "waves", "shop");
     expect(hinted.code).toBe(0);
     expect(hinted.out).toBe(found.out);
     const given = await runWithEnv(cliEnv(us), "waves", "shop", "--table", "no-such-table");
     expect(given.code).toBe(2);
     expect(given.err).toContain('table "no-such-table" does not exist');
     // A rollout outside waves has no section, and rollouts waves names what it could not find.
-    const none = await runWithEnv({ ...cliEnv(us), ROLLOUTS_TABLE: "" }, "waves", "cart");
+    const none = await runWithEnv(home, "waves", "cart");
     expect(none.code).toBe(2);
     expect(none.err).toContain('no release in waves for "cart": no state machine cart-waves');
     const bad = await runWithEnv(cliEnv(us), "waves", "shop", "--at", "=x");
@@ -281,13 +324,103 @@ describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () 
     const usRun = w.runtime.sfn.listExecutions({ stateMachineArn: us.stateMachineArn })[0];
     // The bake of the eu wave came between the two.
     expect((usRun?.startDate ?? 0) - (eu?.stopDate ?? 0)).toBe(300_000);
-    const promoted = await runWithEnv(cliEnv(us), "promote", "shop");
-    expect(promoted.code).toBe(0);
+    // rollouts get --json in us-east-1: the same rows as data.
+    const json = await runWithEnv(cliEnv(us), "get", "shop", "--json");
+    expect(json.code).toBe(0);
+    const parsed = JSON.parse(json.out) as { item: { name: string }; waves: unknown };
+    expect(parsed.item.name).toBe("shop");
+    expect(parsed.waves).toEqual({
+      coordinatorArn: w.coordinatorArn,
+      release: { name: expect.stringMatching(/^shop-\w+-g2$/), status: "RUNNING" },
+      passes: [
+        {
+          pass: "eu",
+          region: "eu-west-1",
+          account: "000000000000",
+          table: w.passes[0]?.tableName,
+          phase: "Healthy",
+          step: 3,
+          stepCount: 3,
+          stage: "eu/100%",
+          weight: 100,
+          stable: "v2",
+          canary: null,
+          message: expect.any(String),
+          problem: null,
+        },
+        {
+          pass: "us",
+          region: "us-east-1",
+          account: "222222222222",
+          table: us.tableName,
+          phase: "Paused",
+          step: 0,
+          stepCount: 4,
+          stage: "us/approval: wait for rollouts promote",
+          weight: 0,
+          stable: "v1",
+          canary: "v2",
+          message: "Approval: waiting for rollouts promote",
+          problem: null,
+        },
+      ],
+      problem: null,
+    });
+    // rollouts get --watch in us-east-1, driven in virtual time: promoted after the first frame,
+    // eu's table deleted after the second. Every frame ends with the waves; eu's row then says
+    // why it cannot be read, and the watch goes on until us is Healthy.
+    const frames: string[] = [];
+    let sleeps = 0;
+    const watched = await withEnv(cliEnv(us), () =>
+      getAction({ out: (t) => void frames.push(t), err: (t) => void frames.push(`ERR ${t}`) }, "shop", {
+        watch: true,
+        intervalMs: 1000,
+        env: cliEnv(us),
+        interrupt: () => () => {},
+        waves: { now: () => w.runtime.clock.now() },
+        poll: {
+          maxFrames: 500,
+          sleep: async () => {
+            sleeps++;
+            if (sleeps === 1) expect((await runWithEnv(cliEnv(us), "promote", "shop")).code).toBe(0);
+            if (sleeps === 2) {
+              await dynamo.client().send(new DeleteTableCommand({ TableName: w.passes[0]?.tableName }));
+            }
+            await w.runtime.advanceBy(10_000);
+          },
+        },
+      }),
+    );
+    expect(watched).toBe(0);
+    expect(frames.filter((f) => f.startsWith("ERR"))).toEqual([]);
+    expect(frames.length).toBeGreaterThanOrEqual(3);
+    const wavesOf = (frame: string) => frame.split("\nWaves:\n")[1]?.trimEnd().split("\n") ?? [];
+    for (const frame of frames)
+      expect(wavesOf(frame)[0]).toMatch(/^ {2}Coordinator: \S+:stateMachine:shop-waves, /);
+    expect(frames[0]).toContain("Status:          ॥ Paused\n");
+    expect(wavesOf(frames[0] as string)[3]).toMatch(/^ {2}us\s+us-east-1\s+॥ Paused\s+0\/4 us\/approval/);
+    const last = frames.at(-1) as string;
+    expect(last).toContain("Status:          ✔ Healthy\n");
+    expect(wavesOf(last)[2]).toMatch(/^ {2}eu\s+eu-west-1\s+\? Unknown\s+.*ResourceNotFoundException/);
+    expect(wavesOf(last)[3]).toMatch(/^ {2}us\s+us-east-1\s+✔ Healthy\s+4\/4 us\/100%\s+100\s+v2\s+-/);
+    // A frame in between showed us at its bake after 50%, in its waves row too.
+    expect(frames.some((f) => /^ {2}us\s+us-east-1\s+॥ Paused\s+2\/4 us\/pause: 1m\s+50\s/m.test(f))).toBe(
+      true,
+    );
     expect((await w.runtime.waitForExecution(arn)).status).toBe("SUCCEEDED");
-    expect(await where(w)).toEqual([
-      ["eu", "v2", "Healthy"],
-      ["us", "v2", "Healthy"],
-    ]);
+    expect((await us.item())?.stableRevision?.tag).toBe("v2");
+    // --watch --json of the settled rollout: one line, the waves in it, eu's row saying why.
+    const line = await runWithEnv(cliEnv(us), "get", "shop", "--watch", "--json");
+    expect(line.code).toBe(0);
+    expect(line.out.trim().split("\n")).toHaveLength(1);
+    const settled = JSON.parse(line.out) as {
+      waves: { passes: { phase: string | null; problem: string | null }[] };
+    };
+    expect(settled.waves.passes[0]).toMatchObject({
+      phase: null,
+      problem: expect.stringContaining("ResourceNotFound"),
+    });
+    expect(settled.waves.passes[1]).toMatchObject({ phase: "Healthy", problem: null });
   });
 
   it("rollback-wave: the failed second wave returns to its stable version, the first keeps the release", async () => {

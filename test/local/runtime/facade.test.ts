@@ -1,7 +1,7 @@
 import http from "node:http";
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { DeleteScheduleCommand, GetScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
-import { ListExecutionsCommand, SFNClient } from "@aws-sdk/client-sfn";
+import { ListExecutionsCommand, ListStateMachinesCommand, SFNClient } from "@aws-sdk/client-sfn";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Runtime, startRuntime } from "../../../local/runtime.ts";
 
@@ -166,5 +166,34 @@ describe("the local AWS façade refuses what a browser can send", () => {
       sfn.destroy();
       scheduler.destroy();
     }
+  });
+});
+
+describe("the local AWS façade answers as the region the request is signed for", () => {
+  it("ListStateMachines lists that region's state machines, and those whose ARN names no region", async () => {
+    const done = { StartAt: "Done", States: { Done: { Type: "Succeed" } } };
+    runtime.sfn.createStateMachine({
+      name: "in-eu",
+      arn: "arn:aws:states:eu-west-1:111111111111:stateMachine:in-eu",
+      definition: done,
+    });
+    runtime.sfn.createStateMachine({
+      name: "in-us",
+      arn: "arn:aws:states:us-east-1:222222222222:stateMachine:in-us",
+      definition: done,
+    });
+    runtime.sfn.createStateMachine({ name: "anywhere", definition: done });
+    const names = async (region: string) => {
+      const sfn = new SFNClient({ ...local, region, endpoint: runtime.facadeUrl });
+      try {
+        const listed = await sfn.send(new ListStateMachinesCommand({}));
+        return (listed.stateMachines ?? []).map((m) => m.name);
+      } finally {
+        sfn.destroy();
+      }
+    };
+    expect(await names("eu-west-1")).toEqual(["in-eu", "anywhere"]);
+    expect(await names("us-east-1")).toEqual(["in-us", "anywhere"]);
+    expect(await names("ap-southeast-2")).toEqual(["anywhere"]);
   });
 });
