@@ -35,9 +35,7 @@ describe("the demo", () => {
     expect(v3?.failed).toBeGreaterThan(0);
     expect(Math.abs((v3?.failed ?? 0) * 2 - (v3?.served ?? 0))).toBeLessThanOrEqual(2);
     // Prometheus reads v3's success rate over a window whose edges may cut one request: 0.4995.
-    const v3Reading = lines
-      .join("\n")
-      .match(/measurement {12}success-rate = \[([\d.]+)\] Failed/)?.[1];
+    const v3Reading = lines.join("\n").match(/measurement {12}success-rate = \[([\d.]+)\] Failed/)?.[1];
     expect(Number(v3Reading)).toBeCloseTo(0.5, 1);
     expect(lines.join("\n")).toMatch(
       /AnalysisRunSuccessful {2}analysis \(step 5\) \S+ Successful: Gate "errors" passed: /,
