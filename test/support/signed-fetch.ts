@@ -1,5 +1,5 @@
-import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
+import { NodeSha256 } from "../../local/aws/sha256.ts";
 
 /**
  * `fetch` whose every request is signed with SigV4 for service `lambda`, as a caller of an
@@ -9,7 +9,7 @@ export function signedFetch(
   region: string,
   credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string },
 ): typeof fetch {
-  const signer = new SignatureV4({ service: "lambda", region, credentials, sha256: Sha256 });
+  const signer = new SignatureV4({ service: "lambda", region, credentials, sha256: NodeSha256 });
   return async (input, init = {}) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     if (init.body !== undefined && init.body !== null && typeof init.body !== "string")

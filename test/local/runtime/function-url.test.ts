@@ -117,28 +117,35 @@ describe("the embedded runtime runs a template's Function URLs", () => {
     expect(await unsigned.text()).toBe(FORBIDDEN_BODY);
 
     const url = new URL(`${guardedUrl}compare`);
-    const signer = new SignatureV4({
-      service: "lambda",
-      region: runtime.env.AWS_REGION as string,
-      credentials: {
-        accessKeyId: runtime.env.AWS_ACCESS_KEY_ID as string,
-        secretAccessKey: runtime.env.AWS_SECRET_ACCESS_KEY as string,
-        sessionToken: runtime.env.AWS_SESSION_TOKEN as string,
-      },
-      sha256: Sha256,
-    });
-    const signed = await signer.sign({
-      method: "GET",
-      protocol: url.protocol,
-      hostname: url.hostname,
-      port: Number(url.port),
-      path: url.pathname,
-      headers: { host: url.host },
-    });
-    const { host: _, ...headers } = signed.headers;
-    const res = await fetch(url, { headers });
+    const signedWith = async (secretAccessKey: string) => {
+      const signer = new SignatureV4({
+        service: "lambda",
+        region: runtime.env.AWS_REGION as string,
+        credentials: {
+          accessKeyId: runtime.env.AWS_ACCESS_KEY_ID as string,
+          secretAccessKey,
+          sessionToken: runtime.env.AWS_SESSION_TOKEN as string,
+        },
+        sha256: Sha256,
+      });
+      const signed = await signer.sign({
+        method: "GET",
+        protocol: url.protocol,
+        hostname: url.hostname,
+        port: Number(url.port),
+        path: url.pathname,
+        headers: { host: url.host },
+      });
+      const { host: _, ...headers } = signed.headers;
+      return fetch(url, { headers });
+    };
+    const res = await signedWith(runtime.env.AWS_SECRET_ACCESS_KEY as string);
     expect(res.status).toBe(201);
     expect(((await res.json()) as { path: string }).path).toBe("/compare");
+
+    const forged = await signedWith("not-the-runtime-secret");
+    expect(forged.status).toBe(403);
+    expect(forged.headers.get("x-rollouts-auth-problem")).toBe("the request signature does not match");
   });
 
   it("closes the URLs with the runtime", async () => {
