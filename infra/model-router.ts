@@ -138,11 +138,14 @@ export function readsModelRouter<T>(definition: T): boolean {
 
 /**
  * The definition with `{{rollout.modelRouter}}` replaced by the router's Function URL (a token that
- * CloudFormation resolves), without the trailing slash so `{{rollout.modelRouter}}/path` stays one.
+ * CloudFormation resolves), without the trailing slash so `{{rollout.modelRouter}}/path` stays one:
+ * the URL's own scheme and host (`https:` on AWS, `http:` in the embedded runtime).
  */
 export function withModelRouterUrl<T>(definition: T, url: lambda.FunctionUrl): T {
-  const address = Fn.select(0, Fn.split("/", Fn.select(1, Fn.split("https://", url.url))));
-  return JSON.parse(JSON.stringify(definition).split(MODEL_ROUTER_URL).join(`https://${address}`)) as T;
+  // "https://<id>.lambda-url.<region>.on.aws/" split on "/" is the scheme, "", the host, "".
+  const parts = Fn.split("/", url.url);
+  const address = `${Fn.select(0, parts)}//${Fn.select(2, parts)}`;
+  return JSON.parse(JSON.stringify(definition).split(MODEL_ROUTER_URL).join(address)) as T;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { HandlerName } from "../functions/config.ts";
+import type { HandlerName, RolloutHandlerName } from "../functions/config.ts";
 import { createHandler as createAbort } from "../functions/handlers/abort.ts";
 import { createHandler as createAnalysisTick } from "../functions/handlers/analysis-tick.ts";
 import { createHandler as createAwait } from "../functions/handlers/await.ts";
@@ -8,12 +8,14 @@ import { createHandler as createCheckReady } from "../functions/handlers/check-r
 import { createHandler as createHook } from "../functions/handlers/hook.ts";
 import { createHandler as createPromote } from "../functions/handlers/promote.ts";
 import { createHandler as createResume } from "../functions/handlers/resume.ts";
+import { createHandler as createRouter, routerFromEnv } from "../functions/handlers/router.ts";
 import { createHandler as createSetWeight } from "../functions/handlers/set-weight.ts";
 import { createHandler as createStartAnalysis } from "../functions/handlers/start-analysis.ts";
 import { createHandler as createTrigger } from "../functions/handlers/trigger.ts";
 import type { TriggerDeps } from "../functions/trigger/start-rollout.ts";
 import type { WorkflowDeps } from "../functions/workflow/deps.ts";
-import type { LambdaHandler } from "./aws/lambda.ts";
+import { localStreamingRuntime } from "./aws/function-url.ts";
+import { type LambdaHandler, streamingHandler } from "./aws/lambda.ts";
 
 /** What a function's environment gives its handler: the workflow's ports, or the trigger's. */
 export interface HandlerDeps {
@@ -43,6 +45,22 @@ export function handlerFactories(
     abort: (env) => createAbort(workflow(env)) as LambdaHandler,
     checkAlarms: (env) => createCheckAlarms(workflow(env)) as LambdaHandler,
     hook: (env) => createHook(workflow(env)) as LambdaHandler,
+  };
+}
+
+/**
+ * The `createHandler` factories of the functions a rollout gets of its own (`ROLLOUT_HANDLERS`),
+ * by name: the model router, a response-streaming handler over the table and SageMaker its
+ * environment names, its observations timed by `now` (the runtime's clock).
+ */
+export function rolloutHandlerFactories(deps: {
+  readonly now?: () => number;
+}): Record<RolloutHandlerName, (env: Record<string, string>) => LambdaHandler> {
+  return {
+    router: (env) => {
+      const router = once(() => routerFromEnv(env, deps.now ? { now: deps.now } : {}));
+      return streamingHandler(createRouter(router, localStreamingRuntime));
+    },
   };
 }
 

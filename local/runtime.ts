@@ -4,11 +4,12 @@ import { type FiringHandler, InProcessTimer } from "../functions/timer/in-proces
 import type { TimerFiring } from "../functions/timer/port.ts";
 import { Activity } from "./asl/activity.ts";
 import { type ExecutionDescription, LocalStepFunctions } from "./asl/engine.ts";
-import { type ExtractedRule, type ExtractedStack, extractStack } from "./asl/extract.ts";
+import { type ExtractedRule, type ExtractedStack, extractFunctionUrls, extractStack } from "./asl/extract.ts";
 import { localFunctionArn, localStateMachineArn } from "./asl/intrinsics.ts";
 import { TimerSleeper } from "./asl/sleeper.ts";
 import { type Facade, startFacade } from "./aws/facade.ts";
 import { type LambdaHandler, LocalLambda } from "./aws/lambda.ts";
+import { functionUrlRefs, type RunningFunctionUrl, startFunctionUrls } from "./aws/lambda-urls.ts";
 import { LocalSageMaker } from "./aws/sagemaker.ts";
 import { LocalScheduler } from "./aws/scheduler.ts";
 import { installScopedEnv, uninstallScopedEnv } from "./aws/scoped-env.ts";
@@ -85,6 +86,8 @@ export interface Runtime {
   scheduler: LocalScheduler;
   /** The local SageMaker behind `AWS_ENDPOINT_URL_SAGEMAKER` and `_SAGEMAKER_RUNTIME`. */
   sagemaker: LocalSageMaker;
+  /** The template's Function URLs (`AWS::Lambda::Url`), each served on this machine. */
+  functionUrls: RunningFunctionUrl[];
   /** The ARN of a state machine by name or logical id. */
   stateMachineArn(nameOrLogicalId: string): string;
   putEvents(entries: PutEventsEntry[]): Promise<PutEventsResult>;
@@ -134,6 +137,9 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
   const services = buildServices(clock, options.onTimerFiring);
   const { timer, sfn, bus, lambda, scheduler } = services;
   const sagemaker = new LocalSageMaker({ clock, ...options.sagemaker });
+  // Refused (BUFFERED, …) before anything starts.
+  const urlResources =
+    options.template === undefined ? [] : extractFunctionUrls(options.template, { refs: options.refs ?? {} });
 
   installScopedEnv();
   let facade: Facade;
@@ -144,11 +150,31 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
     throw error;
   }
   const env = runtimeEnv(facade.url, options);
-  const stack =
-    options.stack ??
-    (options.template === undefined
-      ? undefined
-      : extractStack(options.template, { refs: options.refs ?? {} }));
+  let urls: Awaited<ReturnType<typeof startFunctionUrls>> | undefined;
+  let stack: ExtractedStack | undefined;
+  try {
+    // Started before the rest is extracted: `Fn::GetAtt [<Url>, FunctionUrl]` is their address.
+    urls = await startFunctionUrls(urlResources, lambda, {
+      credentials: {
+        accessKeyId: env.AWS_ACCESS_KEY_ID ?? "",
+        secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? "",
+        ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+      },
+      region: env.AWS_REGION ?? "",
+    });
+    stack =
+      options.stack ??
+      (options.template === undefined
+        ? undefined
+        : extractStack(options.template, { refs: { ...functionUrlRefs(urls.running), ...options.refs } }));
+  } catch (error) {
+    await urls?.close();
+    await facade.close();
+    uninstallScopedEnv();
+    throw error;
+  }
+  const functionUrls = urls.running;
+  const closeUrls = urls.close;
   registerFunctions(lambda, stack, options.functions, env);
   const byName = registerStateMachines(sfn, stack, options.definitions ?? []);
   for (const rule of [...(stack?.rules ?? []), ...(options.rules ?? [])]) bus.addRule(rule);
@@ -167,6 +193,7 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
     lambda,
     scheduler,
     sagemaker,
+    functionUrls,
     stateMachineArn(nameOrLogicalId) {
       return byName.get(nameOrLogicalId) ?? localStateMachineArn(nameOrLogicalId);
     },
@@ -183,6 +210,7 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
       if (closed) return;
       closed = true;
       timer.stop();
+      await closeUrls();
       await sfn.close();
       await facade.close();
       uninstallScopedEnv();

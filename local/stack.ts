@@ -2,7 +2,12 @@ import { fileURLToPath } from "node:url";
 import { MemoryAlarms } from "../functions/alarms/memory.ts";
 import type { AlarmValue } from "../functions/alarms/port.ts";
 import type { Clock } from "../functions/clock.ts";
-import { HANDLERS, type HandlerName } from "../functions/config.ts";
+import {
+  HANDLERS,
+  type HandlerName,
+  ROLLOUT_HANDLERS,
+  type RolloutHandlerName,
+} from "../functions/config.ts";
 import { depsFromEnv } from "../functions/handlers/root.ts";
 import { triggerDepsFromEnv } from "../functions/handlers/trigger.ts";
 import { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
@@ -10,6 +15,7 @@ import type { RolloutItem } from "../functions/store/schema.ts";
 import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts";
 import type { WorkflowDeps } from "../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
+import type { ModelRouterOptions } from "../infra/model-router.ts";
 import type { NotificationsProps } from "../infra/notifications.ts";
 import type { KubernetesTarget } from "../infra/props.ts";
 import { handlerNameFor } from "./asl/extract.ts";
@@ -17,7 +23,7 @@ import { LOCAL_ACCOUNT, LOCAL_REGION } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
 import { putEcrPush } from "./events/ecr-push.ts";
-import { handlerFactories, once } from "./handler-factories.ts";
+import { handlerFactories, once, rolloutHandlerFactories } from "./handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -49,6 +55,8 @@ export interface LocalStackOptions {
    * runtime's Lambda service as `arn:aws:lambda:local:000000000000:function:<name>`.
    */
   hookFunctions?: Record<string, LambdaHandler>;
+  /** The model router's Function URL (`addRollout`'s `modelRouter`), for a target with `router: {type: model}`. */
+  modelRouter?: ModelRouterOptions;
 }
 
 /** What the `rollouts` CLI needs to reach a local stack: its table, endpoints and dummy credentials. */
@@ -84,6 +92,11 @@ export interface LocalStack {
   setAlarm(name: string, value: AlarmValue, reason?: string): Promise<void>;
   item(): Promise<RolloutItem | undefined>;
   store: DynamoRolloutStore;
+  /**
+   * The rollout's model router (a sagemaker target with `router: {type: model}`): its Function URL
+   * as the embedded runtime serves it, with the trailing slash, what `{{rollout.modelRouter}}` reads.
+   */
+  modelRouterUrl?: string;
   close(): Promise<void>;
 }
 
@@ -120,6 +133,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     spec: { files: options.specFiles.map((f) => (f.startsWith("/") ? f : `${ROOT}${f}`)) },
     target: ("type" in options.target ? options.target : { type: "local-proxy", ...options.target }) as never,
     trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repository", repository) },
+    ...(options.modelRouter ? { modelRouter: options.modelRouter } : {}),
   });
   const template = app.synth().getStackByName(stack.stackName).template as unknown;
 
@@ -147,8 +161,20 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const { extractStack } = await import("./asl/extract.ts");
   const extracted = extractStack(template);
   const functions = new Map<string, RuntimeFunction>();
+  const rolloutFactories = rolloutHandlerFactories(clock ? { now: () => clock.now() } : {});
+  const byRolloutFile = Object.fromEntries(
+    Object.entries(ROLLOUT_HANDLERS).map(([k, v]) => [v, k]),
+  ) as Record<string, RolloutHandlerName>;
+  const rolloutFunctions = new Map<string, RolloutHandlerName>();
   for (const fn of extracted.functions) {
     const file = handlerNameFor(fn, handlerNames);
+    const own = file ? undefined : handlerNameFor(fn, Object.values(ROLLOUT_HANDLERS));
+    if (own) {
+      const name = byRolloutFile[own] as RolloutHandlerName;
+      rolloutFunctions.set(fn.arn, name);
+      functions.set(fn.logicalId, { factory: (env) => rolloutFactories[name]({ ...env }) });
+      continue;
+    }
     if (!file) continue;
     const name = byFile[file] as HandlerName;
     functions.set(fn.logicalId, {
@@ -179,7 +205,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   );
   const store = new DynamoRolloutStore({ client: dynamo.client(), tableName: table.name });
   const env = { ...runtime.env, AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint, ROLLOUTS_TABLE: table.name };
+  const modelRouterUrl = runtime.functionUrls.find(
+    (u) => rolloutFunctions.get(u.functionArn) === "router",
+  )?.url;
   return {
+    ...(modelRouterUrl ? { modelRouterUrl } : {}),
     runtime,
     dynamo,
     rollout,

@@ -62,10 +62,17 @@ function env(name: string, source: NodeJS.ProcessEnv): string {
   return value;
 }
 
-/** The router the construct names (its endpoint), over the controller's table. */
-export function routerFromEnv(source: NodeJS.ProcessEnv = process.env): SharedModelRouter {
+/**
+ * The router the construct names (its endpoint), over the controller's table; `now` is the clock
+ * its observations and configuration cache read (the embedded runtime's, in virtual time).
+ */
+export function routerFromEnv(
+  source: NodeJS.ProcessEnv = process.env,
+  options: { now?: () => number } = {},
+): SharedModelRouter {
   const config = clientConfig(source);
   return new SharedModelRouter({
+    ...(options.now ? { now: options.now } : {}),
     client: new DynamoDBClient(config),
     tableName: env(ENV.tableName, source),
     router: env(ENV.routerName, source),

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
+  localFunctionArn,
   physicalName,
   type ResolveContext,
   resolveString,
@@ -89,6 +90,18 @@ export interface ExtractedStack {
   apiDestinations: ExtractedApiDestination[];
 }
 
+/**
+ * A Lambda Function URL (`AWS::Lambda::Url`): the function it invokes and how. Only
+ * `RESPONSE_STREAM` runs locally (`extractFunctionUrls` refuses `BUFFERED`, the default).
+ */
+export interface ExtractedFunctionUrl {
+  logicalId: string;
+  /** The function's ARN (`TargetFunctionArn` resolved; a name becomes its local ARN). */
+  functionArn: string;
+  authType: "NONE" | "AWS_IAM";
+  invokeMode: "RESPONSE_STREAM";
+}
+
 export interface ExtractOptions {
   /** Logical id → `Ref` value, `"<LogicalId>.<Attribute>"` → `Fn::GetAtt` value. */
   refs?: Record<string, string>;
@@ -160,6 +173,52 @@ export function extractStack(template: unknown, options: ExtractOptions = {}): E
     }
   }
   return stack;
+}
+
+/**
+ * The template's Function URLs (`AWS::Lambda::Url`), before the rest is extracted: the runtime
+ * starts them first, so that `Fn::GetAtt [<Url>, FunctionUrl]` resolves to their local addresses
+ * (`refs`) wherever the template says it. Refuses what the local server does not do, naming the
+ * resource: `BUFFERED` invoke mode (CloudFormation's default), an auth type other than `NONE` or
+ * `AWS_IAM`, a missing `TargetFunctionArn`.
+ */
+export function extractFunctionUrls(template: unknown, options: ExtractOptions = {}): ExtractedFunctionUrl[] {
+  const root = (template ?? {}) as { Resources?: Record<string, TemplateResource> };
+  const resources = root.Resources ?? {};
+  const found = Object.entries(resources).filter(([, r]) => r.Type === "AWS::Lambda::Url");
+  if (found.length === 0) return [];
+  const ctx: ResolveContext = {
+    resources,
+    ...(options.refs === undefined ? {} : { refs: options.refs }),
+    ...(options.parameters === undefined ? {} : { parameters: options.parameters }),
+    ...(options.stackName === undefined ? {} : { stackName: options.stackName }),
+    ...(options.namePrefix === undefined ? {} : { namePrefix: options.namePrefix }),
+  };
+  return found.map(([logicalId, resource]) => {
+    const props = resource.Properties ?? {};
+    const mode = props.InvokeMode ?? "BUFFERED";
+    if (mode !== "RESPONSE_STREAM") {
+      throw new UnresolvableError(
+        `${logicalId} (AWS::Lambda::Url): InvokeMode ${String(mode)} is not supported by the embedded runtime, only RESPONSE_STREAM${props.InvokeMode === undefined ? " (BUFFERED is the default when InvokeMode is not set)" : ""}`,
+      );
+    }
+    const authType = props.AuthType;
+    if (authType !== "NONE" && authType !== "AWS_IAM") {
+      throw new UnresolvableError(
+        `${logicalId} (AWS::Lambda::Url): AuthType must be NONE or AWS_IAM, not ${JSON.stringify(authType)}`,
+      );
+    }
+    if (props.TargetFunctionArn === undefined) {
+      throw new UnresolvableError(`${logicalId} (AWS::Lambda::Url): TargetFunctionArn is missing`);
+    }
+    const target = resolveString(props.TargetFunctionArn, ctx, `${logicalId}.TargetFunctionArn`);
+    return {
+      logicalId,
+      functionArn: target.startsWith("arn:") ? target : localFunctionArn(target),
+      authType,
+      invokeMode: mode,
+    };
+  });
 }
 
 /** Several extracted templates as one (their names kept apart by each one's `namePrefix`). */

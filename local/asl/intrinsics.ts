@@ -113,6 +113,12 @@ export function attributeOf(id: string, attribute: string, ctx: ResolveContext):
   if (attribute === "Arn") return arn;
   if (attribute === "Name" || attribute === "TableName" || attribute === "RoleId") return name;
   if (attribute === "StreamArn") return `${arn}/stream/local`;
+  if (resource.Type === "AWS::Lambda::Url") {
+    // The runtime passes the address it serves the URL on (`refs`); without one, the shape AWS gives.
+    const urlId = id.toLowerCase();
+    if (attribute === "UrlId") return urlId;
+    if (attribute === "FunctionUrl") return `https://${urlId}.lambda-url.${LOCAL_REGION}.on.aws/`;
+  }
   return `${arn}#${attribute}`;
 }
 

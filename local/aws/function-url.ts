@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { PassThrough, type Writable } from "node:stream";
 import type { StreamingHandler, StreamingRuntime } from "../../functions/handlers/router.ts";
 import type { FunctionUrlEvent, ResponseMetadata } from "../../functions/router/function-url.ts";
+import { streamingHandler } from "./lambda.ts";
 import { type LocalCredentials, sigv4Problem } from "./sigv4-verify.ts";
 
 /**
@@ -25,7 +26,8 @@ const DELIMITER = Buffer.alloc(8);
 
 /** `awslambda` as Lambda's Node.js runtime provides it, for handlers run here. */
 export const localStreamingRuntime: StreamingRuntime = {
-  streamifyResponse: (handler) => handler,
+  // Marked as Lambda's runtime marks it, so the embedded runtime's Function URLs can invoke it.
+  streamifyResponse: (handler) => streamingHandler(handler as StreamingHandler) as typeof handler,
   HttpResponseStream: {
     from(stream: Writable, metadata: ResponseMetadata): Writable {
       stream.write(JSON.stringify(metadata));

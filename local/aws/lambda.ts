@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import type { Writable } from "node:stream";
+import type { StreamingHandler } from "../../functions/handlers/router.ts";
 import { Activity } from "../asl/activity.ts";
 import type { InvokeOutcome } from "../asl/engine.ts";
 import { lambdaErrorPayload } from "../asl/errors.ts";
@@ -20,6 +22,22 @@ export interface LambdaContext {
 
 /** A Lambda handler as the project's `functions/handlers/*.ts` export it. */
 export type LambdaHandler = (event: unknown, context: LambdaContext) => Promise<unknown> | unknown;
+
+/**
+ * How Lambda's Node.js runtime marks a handler wrapped by `awslambda.streamifyResponse`: such a
+ * handler is called with `(event, responseStream, context)` and is the only kind a
+ * `RESPONSE_STREAM` Function URL invokes.
+ */
+const STREAMING = Symbol.for("aws.lambda.runtime.handler.streaming");
+
+/** A response-streaming handler, marked as `awslambda.streamifyResponse` marks it, as a function's code. */
+export function streamingHandler(handler: StreamingHandler): LambdaHandler {
+  return Object.assign(handler, { [STREAMING]: "response" }) as unknown as LambdaHandler;
+}
+
+function isStreaming(handler: LambdaHandler): handler is LambdaHandler & StreamingHandler {
+  return (handler as unknown as Record<symbol, unknown>)[STREAMING] === "response";
+}
 
 /** One function of the local Lambda service. */
 export interface LocalFunction {
@@ -79,18 +97,39 @@ export class LocalLambda {
     return this.#activity.track(() => this.#invoke(nameOrArn, event));
   }
 
-  async #invoke(nameOrArn: string, event: unknown): Promise<InvokeOutcome> {
-    const registered = this.#find(nameOrArn);
-    if (registered === undefined) {
-      return {
-        ok: false,
-        error: {
-          errorType: "Lambda.ResourceNotFoundException",
-          errorMessage: `Function not found: ${nameOrArn}`,
-          trace: [],
-        },
-      };
-    }
+  /**
+   * Invokes a response-streaming function (a Function URL in `RESPONSE_STREAM` mode does) with the
+   * stream it writes its answer to; resolves when the invocation returns, which may be after the
+   * stream ended. Throws when the function is unknown, its code cannot load, it is not a
+   * streaming handler (naming it), or the handler throws.
+   */
+  invokeStream(nameOrArn: string, event: unknown, responseStream: Writable): Promise<void> {
+    return this.#activity.track(async () => {
+      const registered = this.#find(nameOrArn);
+      if (registered === undefined) throw new Error(`Function not found: ${nameOrArn}`);
+      const { env, context } = this.#context(registered);
+      await withEnv(env, async () => {
+        const handler = await this.#handler(registered, env);
+        if (!isStreaming(handler)) {
+          throw new Error(
+            `function ${registered.fn.name} is not a response-streaming handler (awslambda.streamifyResponse): a RESPONSE_STREAM Function URL cannot invoke it`,
+          );
+        }
+        await handler(event as Parameters<StreamingHandler>[0], responseStream, context);
+      });
+    });
+  }
+
+  async #handler(registered: Registered, env: Readonly<Record<string, string>>): Promise<LambdaHandler> {
+    registered.handler ??= Promise.resolve(registered.fn.load(env));
+    return registered.handler.catch((error: unknown) => {
+      registered.handler = undefined;
+      throw error;
+    });
+  }
+
+  /** The function's environment and a fresh context for one invocation. */
+  #context(registered: Registered): { env: Record<string, string>; context: LambdaContext } {
     const { fn } = registered;
     const env = {
       AWS_LAMBDA_FUNCTION_NAME: fn.name,
@@ -111,14 +150,26 @@ export class LocalLambda {
       callbackWaitsForEmptyEventLoop: false,
       getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
     };
+    return { env, context };
+  }
+
+  async #invoke(nameOrArn: string, event: unknown): Promise<InvokeOutcome> {
+    const registered = this.#find(nameOrArn);
+    if (registered === undefined) {
+      return {
+        ok: false,
+        error: {
+          errorType: "Lambda.ResourceNotFoundException",
+          errorMessage: `Function not found: ${nameOrArn}`,
+          trace: [],
+        },
+      };
+    }
+    const { env, context } = this.#context(registered);
     const serialisedEvent = JSON.parse(JSON.stringify(event ?? null)) as unknown;
     return withEnv(env, async (): Promise<InvokeOutcome> => {
       try {
-        registered.handler ??= Promise.resolve(fn.load(env));
-        const handler = await registered.handler.catch((error: unknown) => {
-          registered.handler = undefined;
-          throw error;
-        });
+        const handler = await this.#handler(registered, env);
         const result = await handler(serialisedEvent, context);
         return {
           ok: true,

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type http from "node:http";
-import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
+import { NodeSha256 } from "./sha256.ts";
 
 /** The credentials a local AWS endpoint accepts signatures of (the runtime's dummy ones). */
 export interface LocalCredentials {
@@ -60,7 +60,7 @@ export async function sigv4Problem(
   const signer = new SignatureV4({
     service,
     region,
-    sha256: Sha256,
+    sha256: NodeSha256,
     credentials: expected.credentials,
     applyChecksum: names.includes("x-amz-content-sha256"),
   });

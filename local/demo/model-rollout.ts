@@ -25,8 +25,13 @@ export const MODEL_VERSIONS: ReadonlyArray<{ version: string; weights: Weights; 
 ];
 
 export interface ModelSpecOptions {
-  /** The model router's admin URL (the local proxy's), which serves `/compare`. */
+  /**
+   * The model router's address, which serves `/compare`: the local proxy's admin URL, or
+   * `{{rollout.modelRouter}}` (the rollout's router function's Function URL).
+   */
   router: string;
+  /** The judges sign their reads of `/compare` with SigV4 (an `AWS_IAM` Function URL on this machine). */
+  sigv4?: boolean;
   /** Samples each look compares, a duration; default 120s (longer than an analysis, so no sample ages out of it). */
   window?: string;
   initialDelay?: string;
@@ -39,7 +44,7 @@ export interface ModelSpecOptions {
 /** Writes the rollout and its two judge templates to a temporary directory for `addRollout`. */
 export function writeModelSpec(options: ModelSpecOptions): string[] {
   const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-model-"));
-  const provider = `samples: {address: "${options.router}", primary: stable, candidate: canary, window: "${options.window ?? "120s"}"}`;
+  const provider = `samples: {address: "${options.router}", primary: stable, candidate: canary, window: "${options.window ?? "120s"}"${options.sigv4 ? ", sigv4: {}" : ""}}`;
   const rollout = `apiVersion: argoproj.io/v1alpha1
 kind: Rollout
 metadata:
@@ -135,11 +140,16 @@ export class ModelUsers {
   readonly #examples: Example[];
   #next = 0;
 
+  readonly #url: string;
+
+  /** `url` is the router's address (a trailing slash, as a Function URL has, is fine); `send` sends each request. */
   constructor(
-    private readonly url: string,
+    url: string,
     private readonly users = 400,
     seed = 11,
+    private readonly send: typeof fetch = fetch,
   ) {
+    this.#url = url.replace(/\/+$/, "");
     this.#examples = makeDataset(seed, 5000);
   }
 
@@ -150,7 +160,7 @@ export class ModelUsers {
     const user = `u${i % this.users}`;
     this.counts.requests++;
     try {
-      const res = await fetch(`${this.url}/predict`, {
+      const res = await this.send(`${this.#url}/predict`, {
         method: "POST",
         headers: { "content-type": "application/json", "x-user-id": user },
         body: JSON.stringify({ features: example.features }),
@@ -169,7 +179,7 @@ export class ModelUsers {
       v.users.add(user);
       if (good) v.good++;
       else v.bad++;
-      const fb = await fetch(`${this.url}/feedback`, {
+      const fb = await this.send(`${this.#url}/feedback`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ request_id: requestId, good }),

@@ -7,6 +7,7 @@ import * as ecr from "aws-cdk-lib/aws-ecr";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
 import { PropsError, RolloutController } from "../../infra/index.ts";
+import { extractStack } from "../../local/asl/extract.ts";
 
 const testApp = () =>
   new App({ context: { "aws:cdk:bundling-stacks": [] }, builtinCloudFormationValidation: false });
@@ -82,18 +83,35 @@ describe("the functions that measure read the rollout's model router", () => {
     expect(definitions).toHaveLength(1);
     const definition = definitions[0];
     expect(JSON.stringify(definition)).not.toContain("{{rollout.modelRouter}}");
-    // The samples address is "https://" and the URL's host, which CloudFormation fills in.
+    // The samples address is the URL's scheme, "//" and its host, which CloudFormation fills in.
     const parts = (definition as { "Fn::Join": [string, unknown[]] })["Fn::Join"][1];
-    const at = parts.findIndex((p) => typeof p === "string" && p.endsWith('"address":"https://'));
+    const at = parts.findIndex((p) => typeof p === "string" && p.endsWith('"address":"'));
     expect(at).toBeGreaterThanOrEqual(0);
-    const host = JSON.stringify(parts[at + 1]);
-    expect(host).toContain(JSON.stringify({ "Fn::GetAtt": [url, "FunctionUrl"] }));
-    expect(host).toMatch(/^\{"Fn::Select":\[0,\{"Fn::Split":\["\/"/);
+    const split = { "Fn::Split": ["/", { "Fn::GetAtt": [url, "FunctionUrl"] }] };
+    expect(parts.slice(at + 1, at + 4)).toEqual([
+      { "Fn::Select": [0, split] },
+      "//",
+      { "Fn::Select": [2, split] },
+    ]);
     const report = new AwsSolutionsChecks().validateScope(stack);
     expect(
       report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
     ).toEqual([]);
     expect(Annotations.fromStack(stack).findError("*", Match.anyValue())).toEqual([]);
+  });
+
+  it("makes the samples address of the URL's scheme and host, without the trailing slash, whatever the scheme", () => {
+    const { template } = modelStack(specReadingTheRouter());
+    const url = Object.keys(template.findResources("AWS::Lambda::Url"))[0] as string;
+    const addressesWith = (functionUrl: string) =>
+      extractStack(template.toJSON(), { refs: { [`${url}.FunctionUrl`]: functionUrl } })
+        .stateMachines.map((m) => JSON.stringify(m.definition))
+        .flatMap((text) => [...text.matchAll(/"address":"([^"]*)"/g)].map((m) => m[1]));
+    const onAws = addressesWith("https://abc123def.lambda-url.eu-west-1.on.aws/");
+    expect(onAws.length).toBeGreaterThan(0);
+    expect(new Set(onAws)).toEqual(new Set(["https://abc123def.lambda-url.eu-west-1.on.aws"]));
+    // The embedded runtime's Function URL is plain HTTP on this machine.
+    expect(new Set(addressesWith("http://127.0.0.1:4567/"))).toEqual(new Set(["http://127.0.0.1:4567"]));
   });
 
   it("refuses {{rollout.modelRouter}} in a rollout without a model router, and grants nothing", () => {

@@ -1,29 +1,24 @@
-import { SageMakerRuntimeClient } from "@aws-sdk/client-sagemaker-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
-import { createHandler } from "../../functions/handlers/router.ts";
-import { backendCaller } from "../../functions/router/sagemaker-backend.ts";
-import { SharedModelRouter } from "../../functions/router/shared.ts";
 import { registryHost } from "../../functions/trigger/event.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
 import { LOCAL_ACCOUNT, LOCAL_REGION } from "../../local/asl/intrinsics.ts";
-import {
-  type LocalFunctionUrl,
-  localStreamingRuntime,
-  startFunctionUrl,
-} from "../../local/aws/function-url.ts";
+import { FORBIDDEN_BODY } from "../../local/aws/function-url.ts";
 import { type ModelServer, startModel } from "../../local/demo/model.ts";
 import { MODEL_VERSIONS, ModelUsers, writeModelSpec } from "../../local/demo/model-rollout.ts";
 import { finished } from "../../local/demo/model-stack.ts";
 import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
 import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { MODEL_ROUTER_URL } from "../../statemachine/providers.ts";
+import { signedFetch } from "../support/signed-fetch.ts";
 
 /**
  * A SageMaker model rollout with the model router, end to end on the embedded runtime in virtual
  * time: the synthesized stack drives the local SageMaker of the façade (endpoint configs, variants,
- * updates that take a minute), the router function behind a local Function URL calls the variants
- * with `InvokeEndpoint` + `TargetVariant`, users send their requests and feedback to that URL, and
- * the judges read its `/compare`. v1 is the first release, v2 goes shadow → canary → promoted, v3
+ * updates that take a minute), the synthesized router function behind its Function URL (AWS_IAM,
+ * both run by the embedded runtime) calls the variants with `InvokeEndpoint` + `TargetVariant`,
+ * users send their signed requests and feedback to that URL, and the judges read its `/compare`
+ * at `{{rollout.modelRouter}}`, signed. v1 is the first release, v2 goes shadow → canary → promoted, v3
  * is rolled back by the feedback judge; the endpoint ends on v2's model alone.
  */
 const ENDPOINT = "fraud";
@@ -36,29 +31,17 @@ describe("a SageMaker model rollout through the model router on the embedded run
   const clock = new ManualClock(Date.parse("2026-12-01T12:00:00Z"));
   let dynamo: LocalDynamo;
   let stack: LocalStack;
-  let url: LocalFunctionUrl;
+  let router: string;
+  /** Requests signed with the credentials the runtime gives its functions (the URL is AWS_IAM). */
+  let send: typeof fetch;
   let users: ModelUsers;
   const models: ModelServer[] = [];
-  /** The router calls SageMaker through the façade, known once the stack runs. */
-  let call: ReturnType<typeof backendCaller> | undefined;
 
   beforeAll(async () => {
     for (const m of MODEL_VERSIONS) models.push(await startModel({ version: m.version, weights: m.weights }));
     dynamo = await startDynamo("dynalite");
-    const shared = new SharedModelRouter({
-      client: dynamo.client(),
-      tableName: TABLE,
-      router: ENDPOINT,
-      configCacheMs: 0,
-      now: () => clock.now(),
-      call: (backend, request, timeoutMs) => {
-        if (!call) throw new Error("the stack is not running yet");
-        return call(backend, request, timeoutMs);
-      },
-    });
-    url = await startFunctionUrl(createHandler(() => shared, localStreamingRuntime));
     stack = await startLocalStack({
-      specFiles: writeModelSpec({ router: url.url }),
+      specFiles: writeModelSpec({ router: MODEL_ROUTER_URL, sigv4: true }),
       target: {
         type: "sagemaker",
         endpointName: ENDPOINT,
@@ -70,13 +53,14 @@ describe("a SageMaker model rollout through the model router on the embedded run
       dynamo,
       tableName: TABLE,
     });
-    call = backendCaller(
-      new SageMakerRuntimeClient({
-        region: "us-east-1",
-        endpoint: stack.runtime.facadeUrl,
-        credentials: { accessKeyId: "local", secretAccessKey: "local" },
-      }),
-    );
+    if (!stack.modelRouterUrl) throw new Error("the embedded runtime serves no model router URL");
+    router = stack.modelRouterUrl;
+    const env = stack.runtime.env;
+    send = signedFetch(env.AWS_REGION as string, {
+      accessKeyId: env.AWS_ACCESS_KEY_ID as string,
+      secretAccessKey: env.AWS_SECRET_ACCESS_KEY as string,
+      sessionToken: env.AWS_SESSION_TOKEN as string,
+    });
     const sagemaker = stack.runtime.sagemaker;
     models.forEach((m, i) => {
       sagemaker.serve(image(i + 1), m.url);
@@ -89,12 +73,11 @@ describe("a SageMaker model rollout through the model router on the embedded run
     });
     sagemaker.createEndpoint({ EndpointName: ENDPOINT, EndpointConfigName: "fraud-initial" });
     await stack.runtime.advanceBy(60_000);
-    users = new ModelUsers(url.url);
+    users = new ModelUsers(router, undefined, undefined, send);
   }, 120_000);
 
   afterAll(async () => {
     await stack?.close();
-    await url?.close();
     await dynamo?.close();
     for (const m of models) await m.close();
   });
@@ -142,13 +125,28 @@ describe("a SageMaker model rollout through the model router on the embedded run
 
   /** Who answers a request now, by the model's own `version`. */
   async function answeredBy(user: string): Promise<string> {
-    const res = await fetch(`${url.url}/predict`, {
+    const res = await send(`${router}predict`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-user-id": user },
       body: JSON.stringify({ features: [1, 1] }),
     });
     return ((await res.json()) as { version: string }).version;
   }
+
+  it("the synthesized router answers at its Function URL, and only signed requests", async () => {
+    expect(router).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const unsigned = await fetch(`${router}predict`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-user-id": "u1" },
+      body: JSON.stringify({ features: [1, 1] }),
+    });
+    expect(unsigned.status).toBe(403);
+    expect(await unsigned.text()).toBe(FORBIDDEN_BODY);
+    // The definitions the stack runs read the same URL where the spec says {{rollout.modelRouter}}.
+    const definitions = JSON.stringify(stack.runtime.stack?.stateMachines.map((m) => m.definition));
+    expect(definitions).not.toContain(MODEL_ROUTER_URL);
+    expect(definitions).toContain(`"address":"${router.replace(/\/$/, "")}"`);
+  });
 
   it("v1 is the first release, then v2 goes shadow → canary → promoted", async () => {
     await stack.push("v1", digest(1));
