@@ -4,6 +4,7 @@ import { type AnalysisPhase, MeasurementSchema } from "../functions/analysis/typ
 import type { StoredMeasurement, StoredRun } from "../functions/store/port.ts";
 import type { Revision, RolloutEvent, RolloutItem, RolloutPhase } from "../functions/store/schema.ts";
 import type { StoredAnalysis } from "../functions/workflow/analysis.ts";
+import { passOfStage } from "../statemachine/waves.ts";
 import { columns } from "./table.ts";
 import { printable } from "./terminal.ts";
 
@@ -115,7 +116,7 @@ export function stepSummary(events: RolloutEvent[], step: number): string {
 export function passStageOf(item: RolloutItem): string {
   if (item.stepCount === 0) return "";
   const label = item.stepLabels[Math.min(currentStepOf(item), item.stepCount - 1)] ?? "";
-  return /^[a-z0-9-]+\//.test(label) ? label : "";
+  return passOfStage(label) === undefined ? "" : label;
 }
 
 function stepMark(item: RolloutItem, index: number, current: number): string {

@@ -357,6 +357,11 @@ export function passSpec(spec: RolloutSpec, pass: Pick<WavePass, "pass" | "appro
   };
 }
 
+/** The pass a stage's label names (`eu` of `eu/25%`); undefined for a stage of a rollout alone. */
+export function passOfStage(label: string): string | undefined {
+  return /^([a-z0-9-]+)\//.exec(label)?.[1];
+}
+
 /** `eu/25%`, `eu/analysis: health`: a stage of a pass, as `rollouts get` and the plan show it. */
 export function passStageLabel(pass: string, detail: string): string {
   const weight = /^setWeight: (\d+)$/.exec(detail);

@@ -1,4 +1,5 @@
 import type { RolloutItem, RolloutPhase } from "../../functions/store/schema.ts";
+import { isPassItem } from "../../functions/workflow/operate.ts";
 import type { AwsOptions } from "../aws.ts";
 import { currentStepOf, passStageOf } from "../render.ts";
 import { printable } from "../terminal.ts";
@@ -12,10 +13,6 @@ import { type FoundRelease, findRelease, type WaveRow } from "./waves-find.ts";
 
 /** One reading of the release: what was found, or why nothing could be. */
 export type WavesReading = { found: FoundRelease } | { problem: string };
-
-/** A pass of a release in waves: its stages carry the pass's name (`eu/25%`). */
-export const isPassItem = (item: Pick<RolloutItem, "stepLabels">): boolean =>
-  item.stepLabels.some((label) => /^[a-z0-9-]+\//.test(label));
 
 /**
  * Reads the release `item` belongs to (`waves-find.ts`); undefined for a rollout that is not a

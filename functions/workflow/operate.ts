@@ -1,3 +1,4 @@
+import { passOfStage } from "../../statemachine/waves.ts";
 import { type AbortOutcome, requestAbort } from "../abort/request-abort.ts";
 import type { TaskTokens } from "../abort/task-tokens.ts";
 import type { Clock } from "../clock.ts";
@@ -171,7 +172,15 @@ async function restart(
   item: RolloutItem,
   revision: Revision,
   why: string,
+  command: "retry" | "undo",
 ): Promise<OperateOutcome> {
+  if (isPassItem(item)) {
+    // Its coordinator's execution started it: a restart here would race that release's order.
+    return {
+      ok: false,
+      message: `rollout "${item.name}" is a pass of a release in waves: its coordinator starts it, not rollouts ${command} (release again from the home region: a new push of the image; rollouts waves ${item.name} shows the release)`,
+    };
+  }
   if (!item.executionArn || !item.trigger) {
     return { ok: false, message: `rollout "${item.name}" has never run: nothing to ${why}` };
   }
@@ -212,6 +221,10 @@ async function restart(
   };
 }
 
+/** A pass of a release in waves: its stages carry the pass's name (`eu/25%`). */
+export const isPassItem = (item: Pick<RolloutItem, "stepLabels">): boolean =>
+  item.stepLabels.some((label) => passOfStage(label) !== undefined);
+
 /** `rollouts retry NAME`: runs the steps of the aborted revision again. */
 export async function retryRollout(deps: OperateDeps, name: string): Promise<OperateOutcome> {
   const item = await deps.store.get(name);
@@ -222,7 +235,7 @@ export async function retryRollout(deps: OperateDeps, name: string): Promise<Ope
       message: `rollout "${name}" is ${item.phase}: only an aborted rollout can be retried`,
     };
   }
-  return restart(deps, item, item.currentRevision, "retry");
+  return restart(deps, item, item.currentRevision, "retry", "retry");
 }
 
 /**
@@ -239,5 +252,5 @@ export async function undoRollout(deps: OperateDeps, name: string): Promise<Oper
   const previous = [...item.history].reverse().find((h) => h.digest !== current);
   if (!previous) return { ok: false, message: `rollout "${name}" has no earlier revision to go back to` };
   const { at: _at, ...revision } = previous;
-  return restart(deps, item, revision, `undo to revision ${previous.revision}`);
+  return restart(deps, item, revision, `undo to revision ${previous.revision}`, "undo");
 }

@@ -493,6 +493,28 @@ describe("rollouts retry and undo", () => {
     await sfn.send(new StopExecutionCommand({ executionArn: done.executionArn }));
   });
 
+  it("retry and undo of a pass of a release in waves say that its coordinator starts it", async () => {
+    const pass = {
+      trigger: null,
+      executionArn: `${stateMachineArn.replace(":stateMachine:", ":execution:")}:shop-eu-1`,
+      startedBy: { eventId: "push-1", eventTime: Date.now(), executionName: "release-1" },
+      history: [{ ...REV1, at: 1 }],
+      stepLabels: ["eu/25%", "eu/100%"],
+    };
+    await seed("pass-aborted", { ...pass, phase: "Degraded" });
+    await seed("pass-healthy", { ...pass, phase: "Healthy", stableRevision: REV2, currentRevision: REV2 });
+    const retried = await run("retry", "pass-aborted");
+    expect(retried.code).toBe(1);
+    expect(retried.err).toBe(
+      'rollouts: rollout "pass-aborted" is a pass of a release in waves: its coordinator starts it, not rollouts retry (release again from the home region: a new push of the image; rollouts waves pass-aborted shows the release)\n',
+    );
+    const undone = await run("undo", "pass-healthy");
+    expect(undone.code).toBe(1);
+    expect(undone.err).toMatch(
+      /^rollouts: rollout "pass-healthy" is a pass of a release in waves: its coordinator starts it, not rollouts undo \(/,
+    );
+  });
+
   it("undo of a running rollout is refused", async () => {
     await startPaused("undo-running");
     const { code, err } = await run("undo", "undo-running");
