@@ -123,7 +123,7 @@ export async function abort(
     ? { phase: "Degraded" as const, message: `${message}${stopped}`, event: "RolloutAborted" }
     : {
         phase: "Progressing" as const,
-        message: `revision ${context.revision} was ${reason}: its traffic is back on the stable version until that revision begins`,
+        message: `revision ${context.revision} was ${reason}: ${payload.onFailure === "rollback" ? "its traffic is back on the stable version" : "its weights are left as they were (onFailure: stop)"} until that revision begins`,
         event: "RolloutSuperseded",
       };
   await update(deps.store, context.rollout, "latest", (latest) => {

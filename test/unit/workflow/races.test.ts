@@ -249,60 +249,69 @@ describe("a superseded execution", () => {
     expect(w.router.canary).toBe(25);
   });
 
-  it("a newer push whose Begin comes after the old execution's Abort: the old one rolls back and still ends superseded", async () => {
-    let abortDone: () => void = () => undefined;
-    const aborted = new Promise<void>((resolve) => {
-      abortDone = resolve;
-    });
-    const revision3 = executionName(NAME, digest(3), 3);
-    let abortCalls: string[] = [];
-    const w: FakeRollout = await withStable({
-      steps: [weightStep(25), forever, weightStep(50)],
-      wrap: (name, handler) => {
-        if (name === "begin")
-          return async (event, context) => {
-            // The newer execution's Begin runs only once the old execution's Abort has finished.
-            const trigger = (event as { input: { trigger: { executionName: string } } }).input.trigger;
-            if (trigger.executionName === revision3) await aborted;
-            return handler(event, context);
-          };
-        if (name === "abort")
-          return async (event, context) => {
-            const calls = w.router.calls.length;
-            try {
-              return await handler(event, context);
-            } finally {
-              abortCalls = w.router.calls.slice(calls);
-              abortDone();
-            }
-          };
-        return handler;
-      },
-    });
-    const old = w.executionArnOf(await w.push(v2));
-    expect(await w.run(old)).toEqual({ state: "Waiting", at: "Step02-Pause" });
-    expect(w.router.canary).toBe(25);
-    const pushed = await w.push(v3);
-    expect(pushed).toMatchObject({ outcome: "started", superseded: { status: "signalled" } });
-    const next = w.executionArnOf(pushed);
-    // The supersede is what stopped it: it ends as superseded (not counted as a failed rollout),
-    // after its Abort put the traffic back, since it still drove the rollout then.
-    expect(await w.run(old)).toEqual({ state: "Superseded" });
-    expect(failedTasks(w, old)).toEqual(["Step02-Pause: RolloutAborted", "Abort: ExecutionSuperseded"]);
-    expect(abortCalls).toContain("abort");
-    // As when Begin comes first: a supersede is not a failed release. No rollback is counted (a
-    // canary gate's cooldown would refuse pushes of that image), no RolloutAborted is announced.
-    const between = await w.item();
-    expect(between?.rollbacks).toEqual([]);
-    expect(between?.events.find((e) => e.type === "RolloutSuperseded")?.message).toMatch(
-      /^revision 2 was superseded by a newer revision: .+: its traffic is back on the stable version until that revision begins$/,
-    );
-    expect(w.events.published.map((e) => e.type)).not.toContain("RolloutAborted");
-    expect(w.metrics.points.map((p) => p.name)).not.toContain("RolloutsAborted");
-    expect(await w.run(next)).toEqual({ state: "Waiting", at: "Step02-Pause" });
-    expect(begun(w, next).revision).toBe(3);
-    expect(w.router.canary).toBe(25);
-  });
+  it.each([
+    { onFailure: "rollback", abortCalls: ["abort"], traffic: "its traffic is back on the stable version" },
+    { onFailure: "stop", abortCalls: [], traffic: "its weights are left as they were \\(onFailure: stop\\)" },
+  ] as const)(
+    "a newer push whose Begin comes after the old execution's Abort (onFailure: $onFailure): the old one ends superseded, no failed release",
+    async ({ onFailure, abortCalls: expectedAbortCalls, traffic }) => {
+      let abortDone: () => void = () => undefined;
+      const aborted = new Promise<void>((resolve) => {
+        abortDone = resolve;
+      });
+      const revision3 = executionName(NAME, digest(3), 3);
+      let abortCalls: string[] = [];
+      const w: FakeRollout = await withStable({
+        steps: [weightStep(25), forever, weightStep(50)],
+        spec: { onFailure },
+        wrap: (name, handler) => {
+          if (name === "begin")
+            return async (event, context) => {
+              // The newer execution's Begin runs only once the old execution's Abort has finished.
+              const trigger = (event as { input: { trigger: { executionName: string } } }).input.trigger;
+              if (trigger.executionName === revision3) await aborted;
+              return handler(event, context);
+            };
+          if (name === "abort")
+            return async (event, context) => {
+              const calls = w.router.calls.length;
+              try {
+                return await handler(event, context);
+              } finally {
+                abortCalls = w.router.calls.slice(calls);
+                abortDone();
+              }
+            };
+          return handler;
+        },
+      });
+      const old = w.executionArnOf(await w.push(v2));
+      expect(await w.run(old)).toEqual({ state: "Waiting", at: "Step02-Pause" });
+      expect(w.router.canary).toBe(25);
+      const pushed = await w.push(v3);
+      expect(pushed).toMatchObject({ outcome: "started", superseded: { status: "signalled" } });
+      const next = w.executionArnOf(pushed);
+      // The supersede is what stopped it: it ends as superseded (not counted as a failed rollout),
+      // after its Abort put the traffic back, since it still drove the rollout then.
+      expect(await w.run(old)).toEqual({ state: "Superseded" });
+      expect(failedTasks(w, old)).toEqual(["Step02-Pause: RolloutAborted", "Abort: ExecutionSuperseded"]);
+      expect(abortCalls.filter((c) => c === "abort")).toEqual(expectedAbortCalls);
+      // As when Begin comes first: a supersede is not a failed release. No rollback is counted (a
+      // canary gate's cooldown would refuse pushes of that image), no RolloutAborted is announced.
+      const between = await w.item();
+      expect(between?.rollbacks).toEqual([]);
+      expect(between?.events.find((e) => e.type === "RolloutSuperseded")?.message).toMatch(
+        new RegExp(
+          `^revision 2 was superseded by a newer revision: .+: ${traffic} until that revision begins$`,
+        ),
+      );
+      expect(w.events.published.map((e) => e.type)).not.toContain("RolloutAborted");
+      expect(w.metrics.points.map((p) => p.name)).not.toContain("RolloutsAborted");
+      expect(await w.run(next)).toEqual({ state: "Waiting", at: "Step02-Pause" });
+      expect(begun(w, next).revision).toBe(3);
+      expect(w.router.canary).toBe(25);
+    },
+  );
 
   it("an execution aborting for its own failure when a newer push arrives still ends aborted", async () => {
     let release: () => void = () => undefined;
