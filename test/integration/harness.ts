@@ -3,13 +3,13 @@ import type { AddressInfo } from "node:net";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { ManualClock } from "../../functions/clock.ts";
 import { startDemoApp } from "../../local/demo/app.ts";
-import { freePort } from "../../local/demo/prometheus.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
 import type { LocalDynamo } from "../../local/dynamo.ts";
 import { startProxy } from "../../local/proxy/server.ts";
 import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../../local/stack.ts";
 import { runWithEnv } from "../support/cli.ts";
 import { listExecutions } from "../support/executions.ts";
+import { DEAD_URL } from "../support/http-server.ts";
 import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } from "./scenario.ts";
 
 /** A scenario on the embedded runtime: the generic one, plus the stack for benchmarks. */
@@ -35,7 +35,7 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
     apps[version] = await startDemoApp({ version, errorRate });
   }
   const proxy = await startProxy({ now: () => clock.now() });
-  const dead = `http://127.0.0.1:${await freePort()}`;
+  const dead = DEAD_URL;
   const padding = options.answerPadding
     ? await startPadding(proxy.adminUrl, options.answerPadding)
     : undefined;

@@ -8,11 +8,11 @@ import { SFNClient } from "@aws-sdk/client-sfn";
 import { DynamoRolloutStore } from "../../functions/store/dynamodb.ts";
 import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
 import { startLoad } from "../../local/demo/load.ts";
-import { freePort } from "../../local/demo/prometheus.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
 import { runWithEnv } from "../support/cli.ts";
 import { listExecutions } from "../support/executions.ts";
+import { DEAD_PORT } from "../support/http-server.ts";
 import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } from "./scenario.ts";
 
 /**
@@ -45,7 +45,7 @@ export async function deployToLocalStack(cases: ScenarioOptions[]): Promise<Loca
     const proxy = await startProxy({ host: "0.0.0.0", adminHost: "0.0.0.0", adminReachableAs: [host] });
     proxies.push(proxy);
     const reachable = `http://${host}:${proxy.adminPort}`;
-    const dead = `http://${host}:${await freePort()}`;
+    const dead = `http://${host}:${DEAD_PORT}`;
     const stats = options.providerDown ? dead : reachable;
     rollouts.push({
       id: `Demo${i + 1}`,

@@ -6,12 +6,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getAction } from "../../cli/commands/operate-actions.ts";
 import { ManualClock } from "../../functions/clock.ts";
 import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
-import { freePort } from "../../local/demo/prometheus.ts";
 import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
 import { CLI_ENV_KEYS } from "../../local/stack.ts";
 import { type LocalPass, type LocalWaves, startLocalWaves } from "../../local/waves.ts";
 import { runWithEnv } from "../support/cli.ts";
+import { DEAD_URL } from "../support/http-server.ts";
 import { DIGESTS } from "./scenario.ts";
 
 /**
@@ -66,7 +66,7 @@ async function start(
   const clock = new ManualClock(Date.parse("2026-12-01T12:00:00Z"));
   const file = join(dir, `${table}.yaml`);
   writeFileSync(file, spec(onFailure, between));
-  const dead = `http://127.0.0.1:${await freePort()}`;
+  const dead = DEAD_URL;
   const region = async (fails: boolean) => {
     const v1 = await startDemoApp({ version: "v1" });
     const v2 = await startDemoApp({ version: "v2" });

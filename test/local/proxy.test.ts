@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ExactShare } from "../../local/proxy/exact-share.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
+import { DEAD_URL } from "../support/http-server.ts";
 
 interface Upstream {
   url: string;
@@ -33,15 +34,6 @@ async function startUpstream(version: string | null, status = 200): Promise<Upst
         server.closeAllConnections();
       }),
   };
-}
-
-/** A port nothing listens on: bind, read the port, close. */
-async function deadPort(): Promise<string> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}`;
 }
 
 async function get(
@@ -177,7 +169,7 @@ describe("local proxy", () => {
   it("answers 502 with a clear body when an upstream is down and counts it for that version", async () => {
     const stable = await startUpstream("v1");
     const proxy = await startProxy();
-    const down = await deadPort();
+    const down = DEAD_URL;
     cleanups.push(stable.close, proxy.close);
     await postConfig(proxy, { stable: stable.url, canary: down, canaryVersion: "v2", weight: 100 });
     const res = await get(`${proxy.url}/checkout`);

@@ -3,7 +3,7 @@ import { SignatureV4 } from "@smithy/signature-v4";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { interpret, isAmpHost, PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { closedPort, startServer } from "../support/http-server.ts";
+import { DEAD_URL, startServer } from "../support/http-server.ts";
 
 /**
  * The Prometheus adapter's HTTP behaviour that a real Prometheus does not show on demand: the POST
@@ -196,7 +196,7 @@ describe("Prometheus adapter over HTTP", () => {
   });
 
   it("an unreachable server is an Error measurement", async () => {
-    const address = `http://127.0.0.1:${await closedPort()}`;
+    const address = DEAD_URL;
     const r = await new PrometheusMetricProvider().measure(metric(address), { now });
     expect(r.ok).toBe(false);
     expect(!r.ok && r.message).toMatch(new RegExp(`^Post "${address}/api/v1/query": connect ECONNREFUSED`));

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRun, tick } from "../../functions/analysis/index.ts";
 import { toJsonPath, WebMetricProvider } from "../../functions/metrics/web.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { closedPort, startServer } from "../support/http-server.ts";
+import { DEAD_URL, startServer } from "../support/http-server.ts";
 
 let server: Awaited<ReturnType<typeof startServer>>;
 
@@ -160,7 +160,7 @@ describe("web provider against a local HTTP server", () => {
   });
 
   it("a refused connection is an Error", async () => {
-    const url = `http://127.0.0.1:${await closedPort()}/x`;
+    const url = `${DEAD_URL}/x`;
     const r = await new WebMetricProvider().measure(
       MetricSchema.parse({ name: "w", provider: { web: { url } } }),
       { now },

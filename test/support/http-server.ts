@@ -42,11 +42,12 @@ export async function startServer(
   };
 }
 
-/** A port nothing listens on (bound, then released), for connection-refused cases. */
-export async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
+/**
+ * A port nothing listens on, for connection-refused cases. A port found free and closed again can
+ * be handed to the next server any test starts (the "dead" address then answers); a port below
+ * 1024 is never handed out as an ephemeral port, and 2 is not one that fetch refuses.
+ */
+export const DEAD_PORT = 2;
+
+/** An address on this machine that refuses every connection. */
+export const DEAD_URL = `http://127.0.0.1:${DEAD_PORT}`;
