@@ -40,6 +40,8 @@ export async function startPrometheus(options: {
   readyTimeoutMs?: number;
   /** More flags, e.g. `--web.enable-remote-write-receiver` for a Prometheus fed by remote write. */
   extraArgs?: string[];
+  /** Where each attempt listens (default a free port); tests give a taken one first. */
+  port?: () => Promise<number>;
 }): Promise<RunningPrometheus> {
   const binary = options.binary ?? "prometheus";
   const version = prometheusVersion(binary);
@@ -62,7 +64,33 @@ export async function startPrometheus(options: {
       "",
     ].join("\n"),
   );
-  const port = await freePort();
+  // A port found free may be taken by another process before Prometheus binds it: try another.
+  for (let attempt = 1; ; attempt++) {
+    const port = await (options.port ?? freePort)();
+    try {
+      return await launch(binary, dir, port, version, options);
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt === PORT_ATTEMPTS) {
+        rmSync(dir, { recursive: true, force: true });
+        throw error;
+      }
+    }
+  }
+}
+
+/** How many ports `startPrometheus` tries before it gives up. */
+const PORT_ATTEMPTS = 3;
+
+/** Prometheus exited because its port was taken (`bind: address already in use`). */
+class PortTakenError extends Error {}
+
+async function launch(
+  binary: string,
+  dir: string,
+  port: number,
+  version: string,
+  options: { readyTimeoutMs?: number; extraArgs?: string[] },
+): Promise<RunningPrometheus> {
   const url = `http://127.0.0.1:${port}`;
   let log = "";
   const child: ChildProcess = spawn(
@@ -83,6 +111,8 @@ export async function startPrometheus(options: {
     log += String(d);
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // After the exit, once its output is read to the end.
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
   const close = async () => {
     if (child.exitCode === null) {
       child.kill("SIGTERM");
@@ -95,6 +125,9 @@ export async function startPrometheus(options: {
   const until = Date.now() + (options.readyTimeoutMs ?? 30_000);
   for (;;) {
     if (child.exitCode !== null) {
+      await closed;
+      if (/address already in use/.test(log))
+        throw new PortTakenError(`port ${port} is taken: ${log.slice(-500)}`);
       await close();
       throw new Error(`prometheus exited with ${child.exitCode}: ${log.slice(-2000)}`);
     }
