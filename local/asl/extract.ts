@@ -120,25 +120,8 @@ export interface ExtractOptions {
  * the runtime run the synthesized stack unchanged instead of a hand-written copy of it.
  */
 export function extractStack(template: unknown, options: ExtractOptions = {}): ExtractedStack {
-  const root = (template ?? {}) as {
-    Resources?: Record<string, TemplateResource>;
-    Conditions?: Record<string, unknown>;
-    Parameters?: Record<string, { Default?: unknown }>;
-  };
-  const resources = root.Resources ?? {};
-  const parameters: Record<string, string> = {};
-  for (const [name, parameter] of Object.entries(root.Parameters ?? {})) {
-    if (parameter.Default !== undefined) parameters[name] = String(parameter.Default);
-  }
-  Object.assign(parameters, options.parameters);
-  const ctx: ResolveContext = {
-    resources,
-    ...(options.refs === undefined ? {} : { refs: options.refs }),
-    parameters,
-    ...(root.Conditions === undefined ? {} : { conditions: root.Conditions }),
-    ...(options.stackName === undefined ? {} : { stackName: options.stackName }),
-    ...(options.namePrefix === undefined ? {} : { namePrefix: options.namePrefix }),
-  };
+  const ctx = resolveContextOf(template, options);
+  const resources = ctx.resources;
   const stack: ExtractedStack = {
     stateMachines: [],
     functions: [],
@@ -183,17 +166,8 @@ export function extractStack(template: unknown, options: ExtractOptions = {}): E
  * `AWS_IAM`, a missing `TargetFunctionArn`.
  */
 export function extractFunctionUrls(template: unknown, options: ExtractOptions = {}): ExtractedFunctionUrl[] {
-  const root = (template ?? {}) as { Resources?: Record<string, TemplateResource> };
-  const resources = root.Resources ?? {};
-  const found = Object.entries(resources).filter(([, r]) => r.Type === "AWS::Lambda::Url");
-  if (found.length === 0) return [];
-  const ctx: ResolveContext = {
-    resources,
-    ...(options.refs === undefined ? {} : { refs: options.refs }),
-    ...(options.parameters === undefined ? {} : { parameters: options.parameters }),
-    ...(options.stackName === undefined ? {} : { stackName: options.stackName }),
-    ...(options.namePrefix === undefined ? {} : { namePrefix: options.namePrefix }),
-  };
+  const ctx = resolveContextOf(template, options);
+  const found = Object.entries(ctx.resources).filter(([, r]) => r.Type === "AWS::Lambda::Url");
   return found.map(([logicalId, resource]) => {
     const props = resource.Properties ?? {};
     const mode = props.InvokeMode ?? "BUFFERED";
@@ -219,6 +193,31 @@ export function extractFunctionUrls(template: unknown, options: ExtractOptions =
       invokeMode: mode,
     };
   });
+}
+
+/**
+ * What resolving a template's values needs: its resources and conditions, its parameters' defaults
+ * overridden by `options.parameters`, and the given refs, stack name and name prefix.
+ */
+function resolveContextOf(template: unknown, options: ExtractOptions): ResolveContext {
+  const root = (template ?? {}) as {
+    Resources?: Record<string, TemplateResource>;
+    Conditions?: Record<string, unknown>;
+    Parameters?: Record<string, { Default?: unknown }>;
+  };
+  const parameters: Record<string, string> = {};
+  for (const [name, parameter] of Object.entries(root.Parameters ?? {})) {
+    if (parameter.Default !== undefined) parameters[name] = String(parameter.Default);
+  }
+  Object.assign(parameters, options.parameters);
+  return {
+    resources: root.Resources ?? {},
+    ...(options.refs === undefined ? {} : { refs: options.refs }),
+    parameters,
+    ...(root.Conditions === undefined ? {} : { conditions: root.Conditions }),
+    ...(options.stackName === undefined ? {} : { stackName: options.stackName }),
+    ...(options.namePrefix === undefined ? {} : { namePrefix: options.namePrefix }),
+  };
 }
 
 /** Several extracted templates as one (their names kept apart by each one's `namePrefix`). */

@@ -2,6 +2,8 @@ import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StreamingHandler } from "../../../functions/handlers/router.ts";
+import { extractFunctionUrls } from "../../../local/asl/extract.ts";
+import { localFunctionArn } from "../../../local/asl/intrinsics.ts";
 import { FORBIDDEN_BODY, localStreamingRuntime } from "../../../local/aws/function-url.ts";
 import { streamingHandler } from "../../../local/aws/lambda.ts";
 import { type Runtime, startRuntime } from "../../../local/runtime.ts";
@@ -183,5 +185,31 @@ describe("Function URLs the embedded runtime refuses", () => {
     } finally {
       await runtime.close();
     }
+  });
+});
+
+describe("extractFunctionUrls", () => {
+  it("resolves a URL's function through the template's parameters, as the rest of the template", () => {
+    const urls = extractFunctionUrls({
+      Parameters: { Router: { Type: "String", Default: "model-router" } },
+      Resources: {
+        RouterUrl: {
+          Type: "AWS::Lambda::Url",
+          Properties: {
+            TargetFunctionArn: { Ref: "Router" },
+            AuthType: "NONE",
+            InvokeMode: "RESPONSE_STREAM",
+          },
+        },
+      },
+    });
+    expect(urls).toEqual([
+      {
+        logicalId: "RouterUrl",
+        functionArn: localFunctionArn("model-router"),
+        authType: "NONE",
+        invokeMode: "RESPONSE_STREAM",
+      },
+    ]);
   });
 });
