@@ -1,5 +1,3 @@
-import { Sha256 } from "@aws-crypto/sha256-js";
-import { SignatureV4 } from "@smithy/signature-v4";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StreamingHandler } from "../../../functions/handlers/router.ts";
 import { extractFunctionUrls } from "../../../local/asl/extract.ts";
@@ -7,6 +5,7 @@ import { localFunctionArn } from "../../../local/asl/intrinsics.ts";
 import { FORBIDDEN_BODY, localStreamingRuntime } from "../../../local/aws/function-url.ts";
 import { streamingHandler } from "../../../local/aws/lambda.ts";
 import { type Runtime, startRuntime } from "../../../local/runtime.ts";
+import { signedFetch } from "../../support/signed-fetch.ts";
 
 /**
  * The embedded runtime runs the `AWS::Lambda::Url` resources of a template: each is a local
@@ -118,29 +117,12 @@ describe("the embedded runtime runs a template's Function URLs", () => {
     expect(unsigned.status).toBe(403);
     expect(await unsigned.text()).toBe(FORBIDDEN_BODY);
 
-    const url = new URL(`${guardedUrl}compare`);
-    const signedWith = async (secretAccessKey: string) => {
-      const signer = new SignatureV4({
-        service: "lambda",
-        region: runtime.env.AWS_REGION as string,
-        credentials: {
-          accessKeyId: runtime.env.AWS_ACCESS_KEY_ID as string,
-          secretAccessKey,
-          sessionToken: runtime.env.AWS_SESSION_TOKEN as string,
-        },
-        sha256: Sha256,
-      });
-      const signed = await signer.sign({
-        method: "GET",
-        protocol: url.protocol,
-        hostname: url.hostname,
-        port: Number(url.port),
-        path: url.pathname,
-        headers: { host: url.host },
-      });
-      const { host: _, ...headers } = signed.headers;
-      return fetch(url, { headers });
-    };
+    const signedWith = (secretAccessKey: string) =>
+      signedFetch(runtime.env.AWS_REGION as string, {
+        accessKeyId: runtime.env.AWS_ACCESS_KEY_ID as string,
+        secretAccessKey,
+        sessionToken: runtime.env.AWS_SESSION_TOKEN as string,
+      })(`${guardedUrl}compare`);
     const res = await signedWith(runtime.env.AWS_SECRET_ACCESS_KEY as string);
     expect(res.status).toBe(201);
     expect(((await res.json()) as { path: string }).path).toBe("/compare");
