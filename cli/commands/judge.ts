@@ -41,7 +41,7 @@ export const registerJudge: RegisterCommand = (program: Command, io, done) => {
   program
     .command("judge")
     .description(
-      "compare a candidate with the primary: Mann-Whitney, proportion and sequential tests; exit 0 promote, 1 rollback, 3 hold, 2 bad input",
+      "compare a candidate with the primary: Mann-Whitney, proportion and sequential tests, absolute p95 and bad-rate guards; exit 0 promote, 1 rollback, 3 hold, 2 bad input",
     )
     .argument("<file>", 'JSON file: {"checks": [{"name", "test", "candidate", "primary", ...}]}')
     .option("--json", "print the report as JSON")
@@ -54,13 +54,14 @@ export const registerJudge: RegisterCommand = (program: Command, io, done) => {
           JSON.stringify(
             {
               decision,
-              checks: checks.map(({ name, test, statistic, z, pValue, effect, verdict, message }) => ({
+              checks: checks.map(({ name, test, statistic, z, pValue, effect, verdict, message, guard }) => ({
                 name,
                 test,
                 statistic,
                 z,
                 pValue,
                 effect,
+                guard,
                 verdict,
                 message,
               })),

@@ -1,11 +1,20 @@
 import { z } from "zod";
 import { formatNumber } from "./comparative.ts";
+import { badRateGuard, p95Guard } from "./guards.ts";
 import { mannWhitney } from "./mann-whitney.ts";
 import { oneProportion, twoProportion } from "./proportions.ts";
 import { sequentialLatency } from "./sequential-latency.ts";
 import { sequentialRate } from "./sequential-rate.ts";
 import type { TestResult } from "./types.ts";
-import { type Decision, decide, judgeCheck, type Verdict, worseEffect } from "./verdict.ts";
+import {
+  type Decision,
+  decide,
+  type EffectStyle,
+  explainCheck,
+  type GuardReading,
+  type Verdict,
+  worseEffect,
+} from "./verdict.ts";
 
 const samples = z.array(z.number());
 const positiveSamples = z.array(z.number().positive());
@@ -21,6 +30,17 @@ const common = {
 };
 
 /**
+ * An absolute p95 in ms (a service-level objective): a candidate whose nearest-rank p95 is above
+ * it fails once it has `minSamples` samples, whatever the primary does.
+ */
+const maxP95Ms = z.number().positive().optional();
+/**
+ * A ceiling on the candidate's observed bad rate (bad / n, 0 to 1): above it the check fails once
+ * the candidate has `minSamples`, whatever the primary does.
+ */
+const maxBadRate = z.number().min(0).lt(1).optional();
+
+/**
  * One check of `rollouts judge` (and of any caller that judges a window): which test, the two
  * sides' data, and the thresholds of the model-rollout judge. Strict, so a misspelt `minSample` is an
  * error with its path rather than a silently ignored guard.
@@ -33,6 +53,7 @@ export const checkSchema = z.discriminatedUnion("test", [
     primary: samples,
     /** In the metric's unit: the difference of medians (e.g. 50 ms). */
     minEffect: z.number().min(0).default(0),
+    maxP95Ms,
   }),
   z.strictObject({
     ...common,
@@ -40,6 +61,7 @@ export const checkSchema = z.discriminatedUnion("test", [
     candidate: counts,
     primary: counts,
     minEffect: z.number().min(0).default(0),
+    maxBadRate,
   }),
   z.strictObject({
     ...common,
@@ -58,6 +80,7 @@ export const checkSchema = z.discriminatedUnion("test", [
     candidate: counts,
     primary: counts,
     minEffect: z.number().min(0).default(0),
+    maxBadRate,
     allocation: z.number().gt(0).lt(1).optional(),
     concentration: z.number().positive().optional(),
     previousPValue: z.number().min(0).max(1).optional(),
@@ -69,6 +92,7 @@ export const checkSchema = z.discriminatedUnion("test", [
     primary: positiveSamples,
     /** Relative change of the geometric mean (0.2 = 20% slower). */
     minEffect: z.number().min(0).default(0),
+    maxP95Ms,
     g: z.number().positive().optional(),
     previousPValue: z.number().min(0).max(1).optional(),
   }),
@@ -92,7 +116,20 @@ export interface CheckResult {
   readonly pValue: number | null;
   readonly effect: number | null;
   readonly verdict: Verdict;
+  /** `name: VERDICT: what decided it; the test's figures`. */
   readonly message: string;
+  /** The absolute guard (`maxP95Ms`, `maxBadRate`) and the candidate's figure; null without one. */
+  readonly guard: GuardResult | null;
+}
+
+/** An absolute guard of a check as `rollouts judge --json` prints it. */
+export interface GuardResult {
+  readonly measure: "p95" | "badRate";
+  /** The candidate's nearest-rank p95 in ms, or its bad / n; null without samples. */
+  readonly value: number | null;
+  readonly limit: number;
+  /** The guard failed the check: the candidate had `minSamples` and was above the limit. */
+  readonly breached: boolean;
 }
 
 /** The decision over every check. */
@@ -137,15 +174,49 @@ function runTest(check: Check): TestResult {
   }
 }
 
+/** How each test's reason writes its effect: its unit, and whether it is a difference. */
+const STYLES: Record<Check["test"], EffectStyle> = {
+  "mann-whitney": { unit: "ms" },
+  "two-proportion": { unit: "points" },
+  "one-proportion": { unit: "percent", measure: "rate" },
+  "sequential-rate": { unit: "points" },
+  "sequential-latency": { unit: "percent" },
+};
+
+function guardOf(check: Check): { measure: GuardResult["measure"]; reading: GuardReading } | null {
+  switch (check.test) {
+    case "mann-whitney":
+    case "sequential-latency":
+      return check.maxP95Ms === undefined
+        ? null
+        : { measure: "p95", reading: p95Guard(check.candidate, check.maxP95Ms) };
+    case "two-proportion":
+    case "sequential-rate":
+      return check.maxBadRate === undefined
+        ? null
+        : { measure: "badRate", reading: badRateGuard(check.candidate, check.maxBadRate) };
+    default:
+      return null;
+  }
+}
+
+function figures(check: Check, minEffect: number, result: TestResult): string {
+  return (
+    `${check.test} effect ${result.effect >= 0 ? "+" : ""}${formatNumber(result.effect)} ` +
+    `(minEffect ${formatNumber(minEffect)}), ${result.z === null ? "" : `z=${formatNumber(result.z)} `}` +
+    `p=${formatNumber(result.pValue)} (alpha ${check.alpha})`
+  );
+}
+
 /**
- * Runs one check's test and gives it the model-rollout verdict. A side too small for the test to run
- * at all is INSUFFICIENT with null numbers rather than an exception: an empty window is a normal
- * state of a young canary.
+ * Runs one check's test and gives it the model-rollout verdict with the comparison that decided
+ * it. A side too small for the test to run at all is INSUFFICIENT with null numbers rather than an
+ * exception (an empty window is a normal state of a young canary), unless the candidate alone
+ * already breaks its guard.
  */
 export function runCheck(check: Check): CheckResult {
   const [nCandidate, nPrimary] = sizes(check);
   const minEffect = check.test === "one-proportion" ? (check.minEffect ?? check.limit) : check.minEffect;
-  const alternative = check.alternative;
   let result: TestResult | null = null;
   let failure = "";
   try {
@@ -154,44 +225,39 @@ export function runCheck(check: Check): CheckResult {
     if (!(error instanceof RangeError)) throw error;
     failure = error.message;
   }
-  if (result === null) {
-    return {
-      name: check.name,
-      test: check.test,
-      statistic: null,
-      z: null,
-      pValue: null,
-      effect: null,
-      verdict: "INSUFFICIENT",
-      message: `${check.name}: INSUFFICIENT: ${failure}`,
-    };
-  }
-  const verdict = judgeCheck({
+  const guard = guardOf(check);
+  const judgement = explainCheck({
     nCandidate,
     nPrimary,
-    worseBy: worseEffect(result.effect, alternative),
+    worseBy: result === null ? Number.NaN : worseEffect(result.effect, check.alternative),
     minEffect,
-    pValue: result.pValue,
+    pValue: result?.pValue ?? Number.NaN,
     alpha: check.alpha,
     minSamples: check.minSamples,
+    style: { ...STYLES[check.test], twoSided: check.alternative === "two-sided" },
+    ...(guard === null ? {} : { guard: guard.reading }),
+    ...(result === null ? { notRun: failure } : {}),
   });
-  const counted =
-    verdict === "INSUFFICIENT"
-      ? `, ${Math.min(nCandidate, nPrimary)} samples < minSamples ${Math.max(1, check.minSamples)}`
-      : "";
-  const message =
-    `${check.name}: ${verdict}: ${check.test} effect ${result.effect >= 0 ? "+" : ""}${formatNumber(result.effect)} ` +
-    `(minEffect ${formatNumber(minEffect)}), ${result.z === null ? "" : `z=${formatNumber(result.z)} `}` +
-    `p=${formatNumber(result.pValue)} (alpha ${check.alpha})${counted}`;
   return {
     name: check.name,
     test: check.test,
-    statistic: result.statistic,
-    z: result.z,
-    pValue: result.pValue,
-    effect: result.effect,
-    verdict,
-    message,
+    statistic: result?.statistic ?? null,
+    z: result?.z ?? null,
+    pValue: result?.pValue ?? null,
+    effect: result?.effect ?? null,
+    verdict: judgement.verdict,
+    message:
+      `${check.name}: ${judgement.verdict}: ${judgement.reason}; ` +
+      (result === null ? `${check.test} not run: ${failure}` : figures(check, minEffect, result)),
+    guard:
+      guard === null
+        ? null
+        : {
+            measure: guard.measure,
+            value: guard.reading.value,
+            limit: guard.reading.limit,
+            breached: judgement.guardBreached,
+          },
   };
 }
 

@@ -33,6 +33,7 @@ export {
   type CheckInput,
   type CheckResult,
   checkSchema,
+  type GuardResult,
   type JudgeReport,
   judge,
   judgeInputSchema,
@@ -54,6 +55,7 @@ export {
   type SeriesAnalysisOutcome,
   scoreGate,
 } from "./comparative.ts";
+export { nearestRank } from "./guards.ts";
 export {
   type CumulativeBucket,
   type Histogram,
@@ -103,6 +105,11 @@ export type { Alternative, Counts, TestResult } from "./types.ts";
 export {
   type Decision,
   decide,
+  type EffectStyle,
+  type EffectUnit,
+  explainCheck,
+  type GuardReading,
+  type Judgement,
   judgeCheck,
   type Verdict,
   type VerdictInput,

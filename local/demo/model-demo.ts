@@ -18,8 +18,8 @@ export interface ModelOutcome {
 
 /**
  * `npm start -- --model`: a model rollout in real time. v1 (the champion) is the first release;
- * v2 (a retrain) is shadowed, compared with v1 on live inputs, then served to a sticky 25% and 50%
- * of the users and promoted; v3 (about 9 points less accurate, but agreeing with v2 on 90% of the
+ * v2 (a retrain, as accurate as v1) is shadowed, compared with v1 on live inputs, then served to a
+ * sticky 25% and 50% of the users and promoted; v3 (about 9 points less accurate, but agreeing with v2 on 90% of the
  * inputs) passes the shadow, is served to a sticky 25%, and the judge comparing its bad-feedback
  * rate with v2's rolls it back. Every decision reads the router's `/compare`.
  */

@@ -7,6 +7,7 @@ import {
   decide,
   decideWindow,
   defaultCanaryPolicy,
+  explainCheck,
   InvalidObservationError,
   judgeCheck,
   observeWindow,
@@ -38,6 +39,137 @@ describe("the model-rollout judge", () => {
 
   it("needs at least one sample even when minSamples is 0", () => {
     expect(judgeCheck({ ...base, minSamples: 0, nCandidate: 0, worseBy: 0, pValue: 1 })).toBe("INSUFFICIENT");
+  });
+
+  const ms = { ...base, style: { unit: "ms" } } as const;
+  const points = { ...base, minEffect: 0.05, style: { unit: "points" } } as const;
+  it.each([
+    {
+      name: "too few candidate samples",
+      input: { ...ms, nCandidate: 149, worseBy: 500, pValue: 1e-12 },
+      verdict: "INSUFFICIENT",
+      reason: "the candidate has 149 samples, fewer than minSamples 150",
+    },
+    {
+      name: "too few on both sides",
+      input: { ...ms, nCandidate: 20, nPrimary: 25, worseBy: 0, pValue: 1 },
+      verdict: "INSUFFICIENT",
+      reason: "the candidate has 20 samples and the primary 25, fewer than minSamples 150",
+    },
+    {
+      name: "too few primary samples",
+      input: { ...ms, nPrimary: 10, worseBy: 0, pValue: 1 },
+      verdict: "INSUFFICIENT",
+      reason: "the primary has 10 samples, fewer than minSamples 150",
+    },
+    {
+      name: "the test could not run",
+      input: { ...ms, worseBy: Number.NaN, pValue: Number.NaN, notRun: "no variance" },
+      verdict: "INSUFFICIENT",
+      reason: "the test cannot run on these samples yet",
+    },
+    {
+      name: "worse beyond the effect and significant",
+      input: { ...ms, worseBy: 60, pValue: 0.001 },
+      verdict: "FAIL",
+      reason: "worse by 60 ms, beyond minEffect 50 ms, and p = 0.001 < alpha 0.01",
+    },
+    {
+      name: "worse beyond the effect, not significant",
+      input: { ...ms, worseBy: 60, pValue: 0.2 },
+      verdict: "SUSPECT",
+      reason: "worse by 60 ms, beyond minEffect 50 ms, but p = 0.2 is not below alpha 0.01: not proven yet",
+    },
+    {
+      name: "significantly worse, within the minimum effect",
+      input: { ...points, worseBy: 0.024, pValue: 0.0086 },
+      verdict: "PASS",
+      reason:
+        "worse by 2.4 points, within minEffect 5 points: not a finding even though p = 0.0086 < alpha 0.01",
+    },
+    {
+      name: "worse within the minimum effect, not significant",
+      input: { ...points, worseBy: 0.004, pValue: 0.3 },
+      verdict: "PASS",
+      reason: "worse by 0.4 points, within minEffect 5 points",
+    },
+    {
+      name: "better",
+      input: { ...ms, worseBy: -30, pValue: 0.99 },
+      verdict: "PASS",
+      reason: "not worse (better by 30 ms)",
+    },
+    {
+      name: "no difference",
+      input: { ...base, minEffect: 0, worseBy: 0, pValue: 0.5 },
+      verdict: "PASS",
+      reason: "not worse (no difference)",
+    },
+    {
+      name: "a relative change of latency",
+      input: { ...base, minEffect: 0.2, style: { unit: "percent" }, worseBy: 0.35, pValue: 0.001 },
+      verdict: "FAIL",
+      reason: "worse by 35%, beyond minEffect 20%, and p = 0.001 < alpha 0.01",
+    },
+    {
+      name: "a two-sided check names a difference, not a worsening",
+      input: { ...ms, style: { unit: "ms", twoSided: true }, worseBy: 12, pValue: 0.001 },
+      verdict: "PASS",
+      reason: "differs by 12 ms, within minEffect 50 ms: not a finding even though p = 0.001 < alpha 0.01",
+    },
+    {
+      name: "a rate against its limit (one-proportion)",
+      input: {
+        ...base,
+        minEffect: 0.1,
+        style: { unit: "percent", measure: "rate" },
+        worseBy: 0.3623,
+        pValue: 4.1e-71,
+      },
+      verdict: "FAIL",
+      reason: "rate 36.23%, beyond minEffect 10%, and p = 4.1e-71 < alpha 0.01",
+    },
+    {
+      name: "a guard above its limit decides before the test",
+      input: {
+        ...ms,
+        worseBy: 0,
+        pValue: 0.5,
+        guard: { measure: "p95", value: 400, limit: 300, unit: "ms" },
+      },
+      verdict: "FAIL",
+      reason: "p95 400 ms above the 300 ms guard",
+    },
+    {
+      name: "a guard within its limit is said beside the deciding comparison",
+      input: {
+        ...points,
+        worseBy: 0.001,
+        pValue: 0.4,
+        guard: { measure: "bad rate", value: 0.011, limit: 0.02, unit: "percent" },
+      },
+      verdict: "PASS",
+      reason: "worse by 0.1 points, within minEffect 5 points; bad rate 1.1% within the 2% guard",
+    },
+    {
+      name: "a guard is not judged below the sample floor",
+      input: {
+        ...ms,
+        nCandidate: 100,
+        worseBy: 0,
+        pValue: 0.5,
+        guard: { measure: "p95", value: 400, limit: 300, unit: "ms" },
+      },
+      verdict: "INSUFFICIENT",
+      reason: "the candidate has 100 samples, fewer than minSamples 150",
+    },
+  ] as const)("$name → $verdict, saying why", ({ input, verdict, reason }) => {
+    expect(explainCheck(input)).toEqual({
+      verdict,
+      reason,
+      guardBreached: verdict === "FAIL" && "guard" in input,
+    });
+    expect(judgeCheck(input)).toBe(verdict);
   });
 
   it.each([

@@ -68,7 +68,9 @@ describe("runCheck and judge", () => {
     expectClose(result.pValue, latencyFixture.results.greater.p);
     expect(result.effect).toBeGreaterThan(5);
     expect(result.verdict).toBe("FAIL");
-    expect(result.message).toMatch(/^latency: FAIL: mann-whitney effect \+\d/);
+    expect(result.message).toMatch(
+      /^latency: FAIL: worse by \d+(\.\d+)? ms, beyond minEffect 5 ms, and p = 6\.6e-04 < alpha 0\.01; mann-whitney effect \+\d/,
+    );
   });
 
   it("is INSUFFICIENT below minSamples and with an empty side, without throwing", () => {
@@ -82,7 +84,9 @@ describe("runCheck and judge", () => {
       }),
     );
     expect(few.verdict).toBe("INSUFFICIENT");
-    expect(few.message).toContain("2 samples < minSamples 10");
+    expect(few.message).toBe(
+      "l: INSUFFICIENT: the candidate has 2 samples and the primary 2, fewer than minSamples 10; mann-whitney effect +0 (minEffect 0), z=-0.433 p=0.6675 (alpha 0.05)",
+    );
     const empty = runCheck(
       checkSchema.parse({ name: "l", test: "mann-whitney", candidate: [], primary: [1] }),
     );
@@ -145,6 +149,25 @@ describe("runCheck and judge", () => {
     expect(["FAIL", "SUSPECT"]).toContain(latency.verdict);
   });
 
+  it("says why a significantly worse check within minEffect passes", () => {
+    const fixture = reference.twoProportion.find((c) => c.candidate.bad === 38 && c.primary.bad === 21);
+    const result = runCheck(
+      checkSchema.parse({
+        name: "quality",
+        test: "two-proportion",
+        candidate: fixture?.candidate,
+        primary: fixture?.primary,
+        minEffect: 0.05,
+      }),
+    );
+    expectClose(result.pValue, fixture?.p.greater ?? Number.NaN);
+    expect(result.verdict).toBe("PASS");
+    // 5.43% against 3.0% bad, scipy's one-sided p = 0.01187
+    expect(result.message).toBe(
+      "quality: PASS: worse by 2.429 points, within minEffect 5 points: not a finding even though p = 0.01187 < alpha 0.05; two-proportion effect +0.02429 (minEffect 0.05), z=2.261 p=0.01187 (alpha 0.05)",
+    );
+  });
+
   it("decides over all checks", () => {
     const checks = healthy.checks.map((c) => checkSchema.parse(c));
     expect(judge(checks).decision).toBe("promote");
@@ -168,9 +191,31 @@ describe("rollouts judge FILE [--json]", () => {
     expect(report.checks.map((c: { verdict: string }) => c.verdict)).toEqual(["PASS", "PASS", "PASS"]);
     for (const check of report.checks) {
       expect(Object.keys(check)).toEqual(
-        expect.arrayContaining(["name", "test", "statistic", "z", "pValue", "effect", "verdict"]),
+        expect.arrayContaining(["name", "test", "statistic", "z", "pValue", "effect", "verdict", "guard"]),
       );
+      expect(check.guard).toBeNull();
     }
+  });
+
+  it("prints a guard's figures in the JSON report", async () => {
+    const guarded = {
+      checks: [
+        { ...healthy.checks[0], maxP95Ms: 100 },
+        { ...healthy.checks[1], maxBadRate: 0.05 },
+      ],
+    };
+    const result = await run("judge", file("guarded.json", guarded), "--json");
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.out);
+    // numpy.percentile(primary, 95, method="inverted_cdf") of the 250 samples
+    expect(report.checks[0].guard).toEqual({ measure: "p95", value: 252.594, limit: 100, breached: true });
+    expect(report.checks[0].message).toMatch(/^latency: FAIL: p95 252\.6 ms above the 100 ms guard; /);
+    expect(report.checks[1].guard).toEqual({
+      measure: "badRate",
+      value: 0.011,
+      limit: 0.05,
+      breached: false,
+    });
   });
 
   it("exits 1 on rollback, with a readable line per check", async () => {
@@ -189,8 +234,8 @@ describe("rollouts judge FILE [--json]", () => {
     const result = await run("judge", file("bad.json", bad));
     expect(result.code).toBe(1);
     expect(result.out).toContain("decision: rollback");
-    expect(result.out).toMatch(
-      /quality: FAIL: two-proportion effect \+0\.231 \(minEffect 0\.1\), z=13\.8 p=1\.3e-43/,
+    expect(result.out).toContain(
+      "quality: FAIL: worse by 23.1 points, beyond minEffect 10 points, and p = 1.3e-43 < alpha 0.05; two-proportion effect +0.231 (minEffect 0.1), z=13.8 p=1.3e-43 (alpha 0.05)",
     );
   });
 
@@ -247,6 +292,15 @@ describe("rollouts judge FILE [--json]", () => {
       "checks[0].candidate[0]",
     ],
     ["no checks", { checks: [] }, "checks"],
+    [
+      "a bad-rate ceiling on the one-proportion test (its limit already is one)",
+      {
+        checks: [
+          { name: "x", test: "one-proportion", candidate: { bad: 0, n: 1 }, limit: 0.1, maxBadRate: 0.2 },
+        ],
+      },
+      "maxBadRate",
+    ],
     [
       "a two-sided sequential rate test (it is one-sided by construction)",
       {

@@ -75,6 +75,19 @@ export interface Reference {
     t: number;
     logBayesFactor: number;
   }[];
+  /** Latency samples in ms with a chosen nearest-rank p95, and scipy's Mann-Whitney of the pair. */
+  guards: {
+    name: string;
+    candidate: number[];
+    primary: number[];
+    medianCandidate: number;
+    medianPrimary: number;
+    p95Candidate: number;
+    p95Primary: number;
+    results: PerAlt<{ u: number; z: number; p: number }>;
+  }[];
+  /** numpy's `percentile(values, q, method="inverted_cdf")`: the value at rank ceil(q/100 · n). */
+  nearestRank: { values: number[]; percentiles: Record<string, number> }[];
 }
 
 export const reference: Reference = JSON.parse(
