@@ -1,4 +1,5 @@
 import { type MannWhitneyResult, uFromRankSum, withEffects } from "./mann-whitney.ts";
+import type { LogSummary } from "./sequential-latency.ts";
 import type { Alternative } from "./types.ts";
 
 /**
@@ -142,4 +143,76 @@ export function mannWhitneyHistograms(
     meanCandidate: approximateMean(candidate),
     meanPrimary: approximateMean(primary),
   });
+}
+
+/**
+ * The log-latency summary ({n, mean, m2} of ln(value)) of a histogram, each value at its bucket's
+ * geometric middle: what the sequential latency test reads from a Prometheus histogram. The first
+ * bucket (from 0) and the +Inf bucket take the log width of their neighbour, and counts are
+ * rounded (`increase()` extrapolates). Both versions' buckets are the same metric's, so under "no
+ * difference" both summaries are of the same distribution, whatever the buckets' resolution.
+ * Throws a RangeError for values at or below 0, which have no logarithm.
+ */
+export function histogramLogSummary(histogram: Histogram, label = "histogram"): LogSummary {
+  const { bounds, counts } = histogram;
+  const finite = bounds.filter((b) => Number.isFinite(b));
+  const logs: number[] = [];
+  for (let i = 0; i < bounds.length; i++) {
+    const upper = bounds[i] as number;
+    const lower = i === 0 ? 0 : (bounds[i - 1] as number);
+    if ((counts[i] ?? 0) > 0 && !(upper > 0)) {
+      throw new RangeError(`${label}: values at or below ${upper} have no logarithm: latencies are positive`);
+    }
+    // The log width of a neighbouring bucket, for the two open-ended ones (ln 2 with only one bound).
+    const width = (j: number) => {
+      const a = finite[j];
+      const b = finite[j + 1];
+      return a !== undefined && b !== undefined && a > 0 ? Math.log(b / a) : Math.LN2;
+    };
+    if (!Number.isFinite(upper)) logs.push(Math.log(lower) + width(finite.length - 2) / 2);
+    else if (!(lower > 0)) logs.push(Math.log(upper) - width(0) / 2);
+    else logs.push((Math.log(lower) + Math.log(upper)) / 2);
+  }
+  let n = 0;
+  let sum = 0;
+  const rounded = counts.map((c) => Math.round(c));
+  for (let i = 0; i < rounded.length; i++) {
+    const c = rounded[i] as number;
+    if (c === 0) continue;
+    n += c;
+    sum += c * (logs[i] as number);
+  }
+  if (n === 0) return { n: 0, mean: 0, m2: 0 };
+  const mean = sum / n;
+  let m2 = 0;
+  for (let i = 0; i < rounded.length; i++) {
+    const c = rounded[i] as number;
+    if (c > 0) m2 += c * ((logs[i] as number) - mean) ** 2;
+  }
+  return { n, mean, m2 };
+}
+
+/**
+ * The nearest-rank q-quantile of a histogram as the bounds of the bucket that holds it: the value at
+ * rank ceil(q·n) is above `lower` and at most `upper`. Undefined for an empty histogram.
+ */
+export function histogramRankBucket(
+  histogram: Histogram,
+  q: number,
+): { lower: number; upper: number } | undefined {
+  const rounded = histogram.counts.map((c) => Math.round(c));
+  const total = rounded.reduce((a, b) => a + b, 0);
+  if (total === 0) return undefined;
+  const rank = Math.max(1, Math.ceil(q * total));
+  let below = 0;
+  for (let i = 0; i < rounded.length; i++) {
+    below += rounded[i] as number;
+    if (below >= rank) {
+      return {
+        lower: i === 0 ? 0 : (histogram.bounds[i - 1] as number),
+        upper: histogram.bounds[i] as number,
+      };
+    }
+  }
+  return undefined;
 }

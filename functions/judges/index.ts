@@ -55,12 +55,20 @@ export {
   type SeriesAnalysisOutcome,
   scoreGate,
 } from "./comparative.ts";
+export {
+  type FastLatencyInput,
+  type FastRateInput,
+  fastLatencySamples,
+  fastRateSamples,
+} from "./fast.ts";
 export { nearestRank } from "./guards.ts";
 export {
   type CumulativeBucket,
   type Histogram,
   histogramFromCumulative,
+  histogramLogSummary,
   histogramQuantile,
+  histogramRankBucket,
   histogramTotal,
   mannWhitneyHistograms,
 } from "./histogram.ts";
@@ -85,12 +93,19 @@ export {
   addLatency,
   emptyLogSummary,
   type LogSummary,
+  logLatencyBayesFactor,
+  mergeLogSummaries,
   type SequentialLatencyOptions,
   type SequentialLatencyResult,
   sequentialLatency,
   summarizeLatencies,
 } from "./sequential-latency.ts";
-export { type SequentialRateOptions, type SequentialResult, sequentialRate } from "./sequential-rate.ts";
+export {
+  logRateBayesFactor,
+  type SequentialRateOptions,
+  type SequentialResult,
+  sequentialRate,
+} from "./sequential-rate.ts";
 export {
   type AaOptions,
   gaussian,

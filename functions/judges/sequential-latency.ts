@@ -95,11 +95,7 @@ export function sequentialLatency(
   let t: number;
   if (standardError > 0) t = difference / standardError;
   else t = difference === 0 ? 0 : difference > 0 ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY;
-  const shrink = 1 + nEff * g;
-  const logBayesFactor = Number.isFinite(t)
-    ? -0.5 * Math.log(shrink) +
-      ((nu + 1) / 2) * (Math.log1p((t * t) / nu) - Math.log1p((t * t) / (nu * shrink)))
-    : -0.5 * Math.log(shrink) + ((nu + 1) / 2) * Math.log(shrink);
+  const logBayesFactor = logLatencyBayesFactor(t, nu, nEff, g);
   const worse = alternative === "greater" ? t > 0 : alternative === "less" ? t < 0 : true;
   const pValue = Math.min(1, previous, worse ? Math.exp(-logBayesFactor) : 1);
   return {
@@ -109,5 +105,33 @@ export function sequentialLatency(
     effect: Math.expm1(difference),
     bayesFactor: Math.exp(logBayesFactor),
     t,
+  };
+}
+
+/**
+ * ln of the Bayes factor of {@link sequentialLatency} for a t statistic with `nu` degrees of freedom,
+ * the effective sample size `nEff` = n_c·n_p/(n_c + n_p) and the mixture variance `g`; an infinite
+ * t (no spread, different means) gives the factor's limit.
+ */
+export function logLatencyBayesFactor(t: number, nu: number, nEff: number, g: number): number {
+  const shrink = 1 + nEff * g;
+  return Number.isFinite(t)
+    ? -0.5 * Math.log(shrink) +
+        ((nu + 1) / 2) * (Math.log1p((t * t) / nu) - Math.log1p((t * t) / (nu * shrink)))
+    : -0.5 * Math.log(shrink) + ((nu + 1) / 2) * Math.log(shrink);
+}
+
+/**
+ * Two summaries of the same side taken one after the other, as one (Chan et al.'s parallel
+ * Welford): how a latency judge pools what earlier analyses of the rollout saw with this one.
+ */
+export function mergeLogSummaries(a: LogSummary, b: LogSummary): LogSummary {
+  const n = a.n + b.n;
+  if (n === 0) return emptyLogSummary;
+  const delta = b.mean - a.mean;
+  return {
+    n,
+    mean: a.mean + (delta * b.n) / n,
+    m2: a.m2 + b.m2 + (delta * delta * a.n * b.n) / n,
   };
 }

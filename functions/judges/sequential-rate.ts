@@ -50,19 +50,9 @@ export function sequentialRate(
   const k = options.concentration ?? 2;
   if (!(k > 0)) throw new RangeError(`concentration must be > 0, got ${k}`);
   const previous = options.previousPValue ?? 1;
-  const a = k * rho;
-  const b = k * (1 - rho);
-  const xc = candidate.bad;
-  const xp = primary.bad;
-  const logBayesFactor =
-    logBeta(a + xc, b + xp) +
-    logRegularizedBetaUpper(a + xc, b + xp, rho) -
-    logBeta(a, b) -
-    logRegularizedBetaUpper(a, b, rho) -
-    xc * Math.log(rho) -
-    xp * Math.log1p(-rho);
-  const rateCandidate = candidate.n > 0 ? xc / candidate.n : 0;
-  const ratePrimary = primary.n > 0 ? xp / primary.n : 0;
+  const logBayesFactor = logRateBayesFactor(candidate.bad, primary.bad, rho, k);
+  const rateCandidate = candidate.n > 0 ? candidate.bad / candidate.n : 0;
+  const ratePrimary = primary.n > 0 ? primary.bad / primary.n : 0;
   return {
     statistic: logBayesFactor,
     z: null,
@@ -70,4 +60,22 @@ export function sequentialRate(
     effect: rateCandidate - ratePrimary,
     bayesFactor: Math.exp(logBayesFactor),
   };
+}
+
+/**
+ * ln of the Bayes factor of {@link sequentialRate} for `xc` bad events of the candidate and `xp` of
+ * the primary, the candidate's share `rho` and the prior's concentration `k`. Defined for real
+ * counts too, so the fast path can evaluate it at expected counts.
+ */
+export function logRateBayesFactor(xc: number, xp: number, rho: number, k: number): number {
+  const a = k * rho;
+  const b = k * (1 - rho);
+  return (
+    logBeta(a + xc, b + xp) +
+    logRegularizedBetaUpper(a + xc, b + xp, rho) -
+    logBeta(a, b) -
+    logRegularizedBetaUpper(a, b, rho) -
+    xc * Math.log(rho) -
+    xp * Math.log1p(-rho)
+  );
 }
