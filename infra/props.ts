@@ -232,6 +232,13 @@ export interface RolloutOptions {
    */
   readonly alarms?: ReadonlyArray<cloudwatch.IAlarm | string>;
   /**
+   * The rollout's false-rollback budget: the chance that an identical release is rolled back by
+   * any of its statistical gates, shared between them (docs/judges.md, "The rollout's error
+   * budget"). Overrides the spec's (`rollouts.sfn/error-budget`, `errorBudget`).
+   * @default the spec's, else 0.05
+   */
+  readonly errorBudget?: number;
+  /**
    * The model router's Function URL, for a target with `router: {type: model}`.
    * @default authType AWS_IAM
    */

@@ -68,6 +68,7 @@ import { ecrPushPattern, imageTagFilter } from "./tag-pattern.ts";
 import { targetGrants } from "./target-grants.ts";
 import { schedulerRole, type TimerNames, tickerStateMachine, timerNames } from "./timer.ts";
 import {
+  budgetedSpec,
   controllerProblems,
   PropsError,
   parseWorkspace,
@@ -383,8 +384,9 @@ export class RolloutController extends Construct {
   ): { spec: RolloutSpec; target: ReturnType<typeof resolveTarget>; definition: StateMachineDefinition } {
     const resolved = resolveSpec(options.spec);
     const { problems } = resolved;
-    const alarms = resolved.spec ? mergedAlarms(resolved.spec, options) : [];
-    const spec = resolved.spec && alarms.length > 0 ? { ...resolved.spec, alarms } : resolved.spec;
+    const budgeted = resolved.spec ? budgetedSpec(resolved.spec, options.errorBudget, problems) : undefined;
+    const alarms = budgeted ? mergedAlarms(budgeted, options) : [];
+    const spec = budgeted && alarms.length > 0 ? { ...budgeted, alarms } : budgeted;
     if (alarms.length > 0) problems.push(...alarmProblems(this, options, alarms));
     const target = resolveTarget(options.target, this.node.tryGetContext(EMBEDDED_CONTEXT) === true);
     problems.push(...target.problems, ...triggerProblems(options));

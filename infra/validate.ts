@@ -2,6 +2,7 @@ import { Token } from "aws-cdk-lib";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { describeIssues, targetSettingsProblems } from "../functions/traffic/settings.ts";
 import {
+  applyErrorBudget,
   formatProblem,
   type Problem,
   parseRollout,
@@ -198,4 +199,25 @@ export function usesCloudWatch(spec: RolloutSpec): boolean {
       t.metrics.some((m) => providersRead(m.provider).some((p) => p.cloudWatch !== undefined)),
     ),
   );
+}
+
+/**
+ * The spec with its error budget shared between its gates (the construct's `errorBudget` over the
+ * spec's own): a spec read from files has it already, a `RolloutSpec` given as an object gets it
+ * here, and the prop may change it. Problems (a bad budget, gates that spend more) are added.
+ */
+export function budgetedSpec(
+  spec: RolloutSpec,
+  errorBudget: number | undefined,
+  problems: string[],
+): RolloutSpec {
+  if (errorBudget !== undefined && !(typeof errorBudget === "number" && errorBudget > 0 && errorBudget < 1)) {
+    problems.push(`errorBudget: a probability strictly between 0 and 1 (0.05), got ${String(errorBudget)}`);
+    return spec;
+  }
+  const found: Problem[] = [];
+  const withBudget = { ...spec, ...(errorBudget !== undefined ? { errorBudget } : {}) };
+  const out = applyErrorBudget(withBudget, { file: "spec" }, found);
+  problems.push(...found.map((p) => `spec: ${p.message}`));
+  return out;
 }

@@ -17,6 +17,7 @@ import {
 } from "./argo-schema.ts";
 import { ARGO_DEFAULTS } from "./defaults.ts";
 import { parseDuration } from "./duration.ts";
+import { ERROR_BUDGET_ANNOTATION, parseErrorBudget } from "./error-budget.ts";
 import { rolloutNameProblem } from "./names.ts";
 import { subscriptionsFromAnnotations } from "./notifications.ts";
 import { resolveMaxSurge } from "./pods.ts";
@@ -77,6 +78,18 @@ export function normalizeArgoRollout(
       : { common: {}, steps: [] };
   const notifications = subscriptionsFromAnnotations(object.metadata?.annotations, origin, problems);
   const safety = argoSafety(object, origin, problems);
+  const budgetText = object.metadata?.annotations?.[ERROR_BUDGET_ANNOTATION];
+  let errorBudget: number | undefined;
+  if (budgetText !== undefined) {
+    const parsedBudget = parseErrorBudget(budgetText);
+    if ("error" in parsedBudget) {
+      problems.push({
+        ...origin,
+        path: `metadata.annotations["${ERROR_BUDGET_ANNOTATION}"]`,
+        message: parsedBudget.error,
+      });
+    } else errorBudget = parsedBudget.budget;
+  }
   if (problems.length !== before || !name) return undefined;
   const image = imageOf(spec.template);
   return {
@@ -96,6 +109,7 @@ export function normalizeArgoRollout(
     ...(image ? { image } : {}),
     ...(notifications.length > 0 ? { notifications } : {}),
     ...safety,
+    ...(errorBudget !== undefined ? { errorBudget } : {}),
   };
 }
 

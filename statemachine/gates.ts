@@ -1,4 +1,5 @@
 import type { Origin } from "./analysis-resolve.ts";
+import { applyErrorBudget } from "./error-budget.ts";
 import type { Problem } from "./problems.ts";
 import type { Metric, RolloutSpec } from "./spec.ts";
 
@@ -7,6 +8,7 @@ import type { Metric, RolloutSpec } from "./spec.ts";
  * gate anchors a candidate only after `fullRolloutDwell` clean windows at 100%: an analysis at 100%
  * with a canary gate needs that many promote decisions in a row (Argo's consecutiveSuccessLimit).
  * And its rollback cooldown is the trigger's business: it is recorded on the spec for the construct.
+ * The rollout's error budget is shared between its statistical gates (`error-budget.ts`).
  */
 export function finishJudges(spec: RolloutSpec, origin: Origin, problems: Problem[]): RolloutSpec {
   let weight = 0;
@@ -42,5 +44,5 @@ export function finishJudges(spec: RolloutSpec, origin: Origin, problems: Proble
       maxPerHour: Math.min(...gates.map((g) => g.maxPerHour)),
     };
   }
-  return out;
+  return applyErrorBudget(out, origin, problems);
 }

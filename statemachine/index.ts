@@ -32,6 +32,13 @@ export {
   type Expression,
 } from "./conditions.ts";
 export { formatDuration, parseDuration } from "./duration.ts";
+export {
+  applyErrorBudget,
+  type BudgetShare,
+  budgetOf,
+  DEFAULT_ERROR_BUDGET,
+  ERROR_BUDGET_ANNOTATION,
+} from "./error-budget.ts";
 export { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
 export { JUDGE_DEFAULTS, JUDGE_PLACEHOLDERS, JUDGE_PLUGIN } from "./judge-load.ts";
 export * from "./limits.ts";

@@ -1,9 +1,12 @@
 import { z } from "zod";
+import { fastLatencySamples, fastRateSamples } from "../functions/judges/fast.ts";
 import { UNSUPPORTED_PROVIDERS } from "./argo-schema.ts";
 import { compileExpression } from "./conditions.ts";
 import { parseDuration } from "./duration.ts";
 import {
   DirectionSchema,
+  type FastEffect,
+  type GateBudget,
   JUDGE_TESTS,
   type JudgeCheck,
   type JudgeData,
@@ -42,10 +45,13 @@ export const JUDGE_PLACEHOLDERS = {
 } as const;
 
 /**
- * Safe defaults. Counts: 500 requests per side before any decision (the canary gate's floor: at a
- * 1% error rate fewer requests hold fewer than 5 expected errors, too few for any test to tell a
- * regression from luck). Samples: 150 per side (the model-rollout figure, where the normal
- * approximation of Mann-Whitney is excellent and a 10-point drop from 97% is detectable).
+ * Safe defaults. Fixed-horizon tests on counts: 500 requests per side before any decision (the
+ * canary gate's floor: at a 1% error rate fewer requests hold fewer than 5 expected errors, too
+ * few for one look to tell a regression from luck); on samples, 150 per side (the model-rollout
+ * figure, where the normal approximation of Mann-Whitney is excellent). Sequential tests are valid
+ * from their first sample: their minimum is derived from the regression they must catch at once
+ * (`fast`: ten times the stable version's error rate, assumed 1%, or twice as slow with ln(latency)
+ * spread 0.5), so a severe regression stops at the first look that can see it.
  */
 export const JUDGE_DEFAULTS = {
   alpha: 0.05,
@@ -53,6 +59,8 @@ export const JUDGE_DEFAULTS = {
   direction: "increase" as JudgeDirection,
   minSamplesCounts: 500,
   minSamplesSamples: 150,
+  fastRate: { ratio: 10, baseline: 0.01 },
+  fastLatency: { ratio: 2, sigma: 0.5 },
   minPoints: 5,
   concentration: 2,
   g: 0.1,
@@ -115,6 +123,11 @@ const InputSchema = z
     fullRolloutDwell: z.number().int().positive().optional(),
     rollbackCooldown: z.union([z.number(), z.string()]).optional(),
     maxRollbacksPerHour: z.number().int().positive().optional(),
+    fast: z.number().gt(1).optional(),
+    sigma: z.number().positive().optional(),
+    maxBadRate: z.number().gt(0).lt(1).optional(),
+    maxP95Ms: z.number().positive().optional(),
+    unit: z.enum(["ms", "s"]).optional(),
   })
   .strict();
 type Input = z.infer<typeof InputSchema>;
@@ -122,7 +135,7 @@ type Input = z.infer<typeof InputSchema>;
 const STATISTICAL = ["alpha", "direction", "minEffect", "minSamples", "data", "candidate", "stable"];
 /** The fields each test reads: any other field is refused, so a misplaced `limit` is not silently ignored. */
 const FIELDS: Record<JudgeTest, readonly string[]> = {
-  "two-proportion": [...STATISTICAL, "label", "baseline", "detect", "power", "samples"],
+  "two-proportion": [...STATISTICAL, "label", "baseline", "detect", "power", "samples", "maxBadRate"],
   "one-proportion": [
     "alpha",
     "direction",
@@ -137,9 +150,18 @@ const FIELDS: Record<JudgeTest, readonly string[]> = {
     "power",
     "samples",
   ],
-  "mann-whitney": [...STATISTICAL, "samples"],
-  "sequential-rate": [...STATISTICAL, "label", "allocation", "concentration", "samples"],
-  "sequential-latency": [...STATISTICAL, "g", "samples"],
+  "mann-whitney": [...STATISTICAL, "samples", "maxP95Ms", "unit"],
+  "sequential-rate": [
+    ...STATISTICAL,
+    "label",
+    "allocation",
+    "concentration",
+    "samples",
+    "baseline",
+    "fast",
+    "maxBadRate",
+  ],
+  "sequential-latency": [...STATISTICAL, "g", "samples", "fast", "sigma", "maxP95Ms", "unit"],
   comparative: [
     "alpha",
     "direction",
@@ -171,7 +193,7 @@ const DATA: Record<JudgeTest, readonly JudgeData[]> = {
   "one-proportion": ["counts"],
   "sequential-rate": ["counts"],
   "mann-whitney": ["samples", "histogram"],
-  "sequential-latency": ["samples", "summary"],
+  "sequential-latency": ["samples", "histogram", "summary"],
   comparative: ["value", "series"],
   score: [],
   "canary-gate": [],
@@ -197,9 +219,32 @@ function readingNames(
 
 const PLACEHOLDER = /\{\{\s*judge\.([A-Za-z]+)\s*\}\}/g;
 
-/** Reads one judge; undefined (with problems reported) when it cannot be used. */
+/**
+ * Reads one judge; undefined (with problems reported) when it cannot be used. A statistical judge
+ * read alone is a budget of its own (its alpha, one gate); the rollout it belongs to shares its
+ * budget between its gates when the whole rollout is read (`error-budget.ts`).
+ */
 export function loadJudge(raw: unknown, base: string, ctx: JudgeLoadContext): JudgeSpec | undefined {
-  return loadAny(raw, base, ctx, true) as JudgeSpec | undefined;
+  const judge = loadAny(raw, base, ctx, true) as JudgeSpec | undefined;
+  if (!judge || !isBudgeted(judge)) return judge;
+  const given = (raw as { alpha?: unknown }).alpha !== undefined;
+  return { ...judge, budget: standaloneBudget(judge.alpha, given) };
+}
+
+/** The tests whose false rollbacks a rollout's error budget bounds: a test at a level alpha. */
+export function isBudgeted(judge: JudgeSpec): judge is Extract<JudgeSpec, { budget?: unknown }> {
+  return (
+    judge.test === "two-proportion" ||
+    judge.test === "one-proportion" ||
+    judge.test === "mann-whitney" ||
+    judge.test === "sequential-rate" ||
+    judge.test === "sequential-latency"
+  );
+}
+
+/** The budget of a gate read alone: all of its alpha, one decision. */
+function standaloneBudget(alpha: number, given: boolean): GateBudget {
+  return { rollout: alpha, gate: "gate", share: alpha, decisions: 1, given, carriedFrom: [] };
 }
 
 function loadAny(
@@ -247,11 +292,7 @@ function loadAny(
   const kinds = DATA[test];
   const data = test === "canary-gate" ? undefined : (input.data ?? kinds[0]);
   if (data !== undefined && !kinds.includes(data)) {
-    const hint =
-      test === "sequential-latency" && data === "histogram"
-        ? ": a histogram has no log-latency sums; judge it with mann-whitney, or read samples or a summary"
-        : "";
-    fail("data", `the ${test} test judges ${kinds.join(" or ")}, not ${data}${hint}`);
+    fail("data", `the ${test} test judges ${kinds.join(" or ")}, not ${data}`);
   }
   const candidate = loadSide(input.candidate, at("candidate"), test, data, "candidate", ctx);
   const stable =
@@ -270,7 +311,32 @@ function loadAny(
       : data === "samples" || data === "histogram" || data === "summary"
         ? JUDGE_DEFAULTS.minSamplesSamples
         : 0;
-  const minSamples = input.minSamples ?? minSamplesDefault;
+  const sequentialTest = test === "sequential-rate" || test === "sequential-latency";
+  if (sequentialTest && input.minSamples !== undefined) {
+    const derivers: Array<"fast" | "sigma" | "baseline"> =
+      test === "sequential-rate" ? ["fast", "baseline"] : ["fast", "sigma"];
+    for (const field of derivers) {
+      if (input[field] !== undefined) {
+        fail(
+          field,
+          `${field} derives the minimum sample when minSamples is not given: give minSamples or ${field}, not both`,
+        );
+      }
+    }
+  }
+  if (input.maxP95Ms === undefined && input.unit !== undefined) {
+    fail("unit", "unit is the readings' unit for maxP95Ms: give maxP95Ms too");
+  }
+  if (input.maxP95Ms !== undefined && data === "summary") {
+    fail("maxP95Ms", "a log-latency summary has no p95: read samples or a histogram for maxP95Ms");
+  }
+  if (!ok) return undefined;
+  const fast = sequentialTest && input.minSamples === undefined ? fastEffect(test, input) : undefined;
+  const minSamples =
+    input.minSamples ??
+    (fast
+      ? fastMinSamples(test as "sequential-rate" | "sequential-latency", fast, input)
+      : minSamplesDefault);
   const sides = direction === "either" ? 2 : 1;
   const horizon = (computed: number | undefined): number | undefined => {
     if (input.samples !== undefined) {
@@ -321,8 +387,10 @@ function loadAny(
         data: "counts",
         label,
         horizon: h,
+        ...(input.samples !== undefined ? { samplesGiven: true as const } : {}),
         power,
         ...(input.baseline !== undefined ? { baseline: input.baseline, detect: input.detect } : {}),
+        ...(input.maxBadRate !== undefined ? { maxBadRate: input.maxBadRate } : {}),
       };
     }
     case "one-proportion": {
@@ -353,6 +421,7 @@ function loadAny(
         limit: input.limit,
         method: input.method ?? "normal",
         horizon: h,
+        ...(input.samples !== undefined ? { samplesGiven: true as const } : {}),
         power,
         ...(input.detect !== undefined ? { detect: input.detect } : {}),
       };
@@ -360,7 +429,7 @@ function loadAny(
     case "mann-whitney": {
       const h = horizon(undefined);
       if (h === undefined) return undefined;
-      return { test, ...common, data: data as "samples" | "histogram", horizon: h };
+      return { test, ...common, data: data as "samples" | "histogram", horizon: h, ...guard(input, data) };
     }
     case "sequential-rate": {
       if (direction !== "increase") {
@@ -379,6 +448,8 @@ function loadAny(
         ...(input.allocation !== undefined ? { allocation: input.allocation } : {}),
         concentration: input.concentration ?? JUDGE_DEFAULTS.concentration,
         ...(input.samples !== undefined ? { maxSamples: input.samples } : {}),
+        ...(fast ? { fast } : {}),
+        ...(input.maxBadRate !== undefined ? { maxBadRate: input.maxBadRate } : {}),
       };
     }
     case "sequential-latency": {
@@ -386,9 +457,11 @@ function loadAny(
       return {
         test,
         ...common,
-        data: data as "samples" | "summary",
+        data: data as "samples" | "histogram" | "summary",
         g: input.g ?? JUDGE_DEFAULTS.g,
         ...(input.samples !== undefined ? { maxSamples: input.samples } : {}),
+        ...(fast ? { fast } : {}),
+        ...guard(input, data),
       };
     }
     case "comparative": {
@@ -434,6 +507,55 @@ function loadAny(
       };
     }
   }
+}
+
+/** The fast effect of a sequential test that gave no minSamples: the spec's, or the defaults. */
+function fastEffect(test: JudgeTest, input: Input): FastEffect {
+  if (test === "sequential-rate") {
+    return {
+      ratio: input.fast ?? JUDGE_DEFAULTS.fastRate.ratio,
+      baseline: input.baseline ?? JUDGE_DEFAULTS.fastRate.baseline,
+    };
+  }
+  return {
+    ratio: input.fast ?? JUDGE_DEFAULTS.fastLatency.ratio,
+    sigma: input.sigma ?? JUDGE_DEFAULTS.fastLatency.sigma,
+  };
+}
+
+/**
+ * A sequential test's minimum sample from its fast effect at its alpha (`functions/judges/fast.ts`);
+ * the error budget derives it again from the gate's share.
+ */
+export function fastMinSamples(
+  test: "sequential-rate" | "sequential-latency",
+  fast: FastEffect,
+  spec: { alpha?: number; concentration?: number; g?: number },
+): number {
+  const alpha = spec.alpha ?? JUDGE_DEFAULTS.alpha;
+  if (test === "sequential-rate") {
+    const baseline = fast.baseline ?? JUDGE_DEFAULTS.fastRate.baseline;
+    // A ratio that leaves the 0–1 range is capped just below 1: "every request fails".
+    const ratio = Math.min(fast.ratio, (1 - 1e-9) / baseline);
+    return fastRateSamples({
+      baseline,
+      ratio,
+      alpha,
+      concentration: spec.concentration ?? JUDGE_DEFAULTS.concentration,
+    });
+  }
+  return fastLatencySamples({
+    ratio: fast.ratio,
+    sigma: fast.sigma ?? JUDGE_DEFAULTS.fastLatency.sigma,
+    alpha,
+    g: spec.g ?? JUDGE_DEFAULTS.g,
+  });
+}
+
+/** A latency test's p95 guard with its unit: seconds for a Prometheus histogram, milliseconds otherwise. */
+function guard(input: Input, data: JudgeData | undefined): { maxP95Ms?: number; unit?: "ms" | "s" } {
+  if (input.maxP95Ms === undefined) return {};
+  return { maxP95Ms: input.maxP95Ms, unit: input.unit ?? (data === "histogram" ? "s" : "ms") };
 }
 
 function loadScore(input: Input, base: string, ctx: JudgeLoadContext): JudgeSpec | undefined {

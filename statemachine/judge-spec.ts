@@ -62,8 +62,79 @@ export type JudgeSide = z.infer<typeof JudgeSideSchema>;
 export const DirectionSchema = z.enum(["increase", "decrease", "either"]);
 export type JudgeDirection = z.infer<typeof DirectionSchema>;
 
+/**
+ * A statistical gate's place in the rollout's error budget (`error-budget.ts`), settled once the
+ * whole rollout is read: which gate it is, its share of the rollout's false-rollback budget, and
+ * how many decisions that share is spread over.
+ */
+export const GateBudgetSchema = z
+  .object({
+    /** The rollout's budget: the chance of rolling back an identical release, over all its gates. */
+    rollout: z.number().gt(0).lt(1),
+    /** The gate's name in the budget: its metric's, `background/NAME` in the background analysis. */
+    gate: z.string().min(1),
+    /** The gate's share of the budget over the whole rollout. */
+    share: z.number().gt(0).lt(1),
+    /** Analyses the gate decides in: a fixed-horizon test spends share / decisions at each. */
+    decisions: z.number().int().positive(),
+    /** The metric gave its own alpha: kept as written, and counted against the budget. */
+    given: z.boolean(),
+    /** A sequential test's evidence from the analyses of these earlier steps (from 0) carries on. */
+    carriedFrom: z.array(z.number().int().nonnegative()),
+  })
+  .strict();
+export type GateBudget = z.infer<typeof GateBudgetSchema>;
+
+/** Running summary of ln(latency) of one side: n, mean, and the sum of squared deviations. */
+const LogSummarySchema = z
+  .object({ n: z.number().int().nonnegative(), mean: z.number(), m2: z.number().nonnegative() })
+  .strict();
+
+/**
+ * What earlier analyses of the same rollout left a sequential gate: filled in when its analysis
+ * starts, from the last look of the gate's previous analysis (`budget.carriedFrom`). A count gate
+ * carries the product of the earlier analyses' Bayes factors (each analysis is a test martingale of
+ * its own, started at 1); a latency gate pools the earlier summaries with its own, one test over
+ * one longer stream.
+ */
+export const CarriedEvidenceSchema = z
+  .object({
+    /** Earlier analyses that contributed. */
+    analyses: z.number().int().positive(),
+    /** The always-valid p-value they ended with. */
+    pValue: z.number().min(0).max(1),
+    /** Samples per side they read. */
+    n: z
+      .object({ candidate: z.number().int().nonnegative(), stable: z.number().int().nonnegative() })
+      .strict(),
+    /** sequential-rate: the sum of their final ln Bayes factors. */
+    logBayesFactor: z.number().optional(),
+    /** sequential-latency: the pooled summaries of ln(latency). */
+    candidate: LogSummarySchema.optional(),
+    stable: LogSummarySchema.optional(),
+  })
+  .strict();
+export type CarriedEvidence = z.infer<typeof CarriedEvidenceSchema>;
+
+/**
+ * The regression a sequential gate must catch at once, which sets its minimum sample when the spec
+ * gives none (`fastRateSamples`, `fastLatencySamples`): counts, `ratio` × the stable version's
+ * `baseline` rate; latency, `ratio` times slower with ln(latency) spread `sigma`.
+ */
+export const FastEffectSchema = z
+  .object({
+    ratio: z.number().gt(1),
+    baseline: z.number().gt(0).lt(1).optional(),
+    sigma: z.number().positive().optional(),
+  })
+  .strict();
+export type FastEffect = z.infer<typeof FastEffectSchema>;
+
+/** Latency guards' unit: what the readings' values are in. */
+export const LatencyUnitSchema = z.enum(["ms", "s"]);
+
 const statistical = {
-  /** Significance level. */
+  /** Significance level of one decision (the budget's share, or the metric's own). */
   alpha: z.number().gt(0).lt(1),
   direction: DirectionSchema,
   /** The smallest worsening worth acting on, in the metric's unit (0: any significant worsening). */
@@ -72,6 +143,16 @@ const statistical = {
   minSamples: z.number().int().min(0),
   candidate: JudgeSideSchema,
   stable: JudgeSideSchema,
+  /** Absent outside a rollout (a library user's spec, a score's metric): the test runs at `alpha`. */
+  budget: GateBudgetSchema.optional(),
+};
+
+/** An absolute ceiling on the candidate's bad-event rate: a service-level objective, whatever the stable version does. */
+const maxBadRate = z.number().gt(0).lt(1).optional();
+/** An absolute ceiling on the candidate's nearest-rank p95 latency, in milliseconds, with the unit the readings are in. */
+const latencyGuard = {
+  maxP95Ms: z.number().positive().optional(),
+  unit: LatencyUnitSchema.optional(),
 };
 
 /** What a bad event is called in messages (`errors`), for the count tests. */
@@ -85,10 +166,13 @@ const TwoProportionSchema = z
     label,
     /** The planned sample size per side: the test decides at the first look that reaches it. */
     horizon: z.number().int().positive(),
+    /** The spec gave `samples`: the horizon is not planned again when the gate's alpha changes. */
+    samplesGiven: z.literal(true).optional(),
     power: z.number().gt(0).lt(1),
     /** The stable version's expected rate and the worsening to detect with `power`: what the horizon was computed from. */
     baseline: z.number().gt(0).lt(1).optional(),
     detect: z.number().gt(0).lt(1).optional(),
+    maxBadRate,
   })
   .strict();
 
@@ -100,12 +184,14 @@ const OneProportionSchema = z
     minEffect: statistical.minEffect,
     minSamples: statistical.minSamples,
     candidate: JudgeSideSchema,
+    budget: statistical.budget,
     data: z.literal("counts"),
     label,
     /** The rate the candidate is tested against (a shadow's disagreement limit). */
     limit: z.number().gt(0).lt(1),
     method: z.enum(["normal", "exact"]),
     horizon: z.number().int().positive(),
+    samplesGiven: z.literal(true).optional(),
     power: z.number().gt(0).lt(1),
     /** The rise above the limit to detect with `power`: what the horizon was computed from. */
     detect: z.number().gt(0).lt(1).optional(),
@@ -118,6 +204,7 @@ const MannWhitneySchema = z
     ...statistical,
     data: z.enum(["samples", "histogram"]),
     horizon: z.number().int().positive(),
+    ...latencyGuard,
   })
   .strict();
 
@@ -132,6 +219,10 @@ const SequentialRateSchema = z
     concentration: z.number().positive(),
     /** Promote at the first look with this many samples per side and no evidence of harm. */
     maxSamples: z.number().int().positive().optional(),
+    /** Present when `minSamples` was derived from it (the spec gave no minSamples). */
+    fast: FastEffectSchema.optional(),
+    carried: CarriedEvidenceSchema.optional(),
+    maxBadRate,
   })
   .strict();
 
@@ -139,9 +230,12 @@ const SequentialLatencySchema = z
   .object({
     test: z.literal("sequential-latency"),
     ...statistical,
-    data: z.enum(["samples", "summary"]),
+    data: z.enum(["samples", "histogram", "summary"]),
     g: z.number().positive(),
     maxSamples: z.number().int().positive().optional(),
+    fast: FastEffectSchema.optional(),
+    carried: CarriedEvidenceSchema.optional(),
+    ...latencyGuard,
   })
   .strict();
 

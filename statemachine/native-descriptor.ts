@@ -33,6 +33,8 @@ const DescriptorRolloutSchema = z
     onDrift: z.enum(["pause", "ignore"]).optional(),
     health: z.unknown().optional(),
     waves: z.unknown().optional(),
+    /** The rollout's false-rollback budget, as in the flat native form. */
+    errorBudget: z.unknown().optional(),
   })
   .strict();
 
@@ -67,6 +69,7 @@ const PATHS = {
   onDrift: "rollout.onDrift",
   health: "rollout.health",
   waves: "rollout.waves",
+  errorBudget: "rollout.errorBudget",
   name: "name",
 };
 
@@ -141,6 +144,7 @@ export function normalizeDescriptor(
     ...(r.waves !== undefined ? { waves: r.waves } : {}),
     ...((r.onDrift ?? r.traffic.onDrift) !== undefined ? { onDrift: r.onDrift ?? r.traffic.onDrift } : {}),
     ...(r.health !== undefined ? { health: r.health } : {}),
+    ...(r.errorBudget !== undefined ? { errorBudget: r.errorBudget } : {}),
   };
   return normalizeNative(flat, { ...origin, object: origin.object ?? `descriptor ${name}` }, problems, PATHS);
 }

@@ -90,6 +90,12 @@ export const NativeSpecSchema = z
     analysis: NativeAnalysisSchema.optional(),
     /** The gates read during each step's bake (`compare: stable` metrics, a score, judges). */
     health: z.unknown().optional(),
+    /** The chance an identical release is rolled back by any statistical gate (default 0.05). */
+    errorBudget: z
+      .number({ message: "errorBudget is a probability, like 0.05" })
+      .gt(0, "errorBudget must be above 0")
+      .lt(1, "errorBudget must be below 1")
+      .optional(),
     /** Who is told when a trigger fires: `[{trigger: on-rollout-aborted, service: slack, recipients: ["#deploys"]}]`. */
     notifications: z.array(NotificationSubscriptionSchema).optional(),
     /** One region or account at a time: `[{name, targets | select, bake}]` (`statemachine/waves.ts`). */
@@ -242,6 +248,7 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
     ...(waves ? { waves } : {}),
     ...(n.alarms ? { alarms: n.alarms } : {}),
     ...(n.ignorePollAlarmFailure !== undefined ? { ignorePollAlarmFailure: n.ignorePollAlarmFailure } : {}),
+    ...(n.errorBudget !== undefined ? { errorBudget: n.errorBudget } : {}),
     ...(n.hooks && Object.values(n.hooks).some((h) => h !== undefined)
       ? { hooks: definedHooks(n.hooks) }
       : {}),

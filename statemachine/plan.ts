@@ -1,4 +1,5 @@
 import { formatDuration } from "./duration.ts";
+import { describeBudget } from "./error-budget.ts";
 import { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
 import { canaryCounts, routedCanaryCounts } from "./pods.ts";
 import { describeGuards } from "./safety.ts";
@@ -40,6 +41,10 @@ export interface PlanGate {
   lastLookSeconds?: number;
   /** With `--rps`: seconds until both versions have served `samplesNeeded` at this step's share. */
   secondsToSamples?: number;
+  /** A sequential test's `samples`: it promotes when both versions have served them in this analysis. */
+  promoteAtSamples?: number;
+  /** With `--rps`: seconds until then. */
+  secondsToPromote?: number;
 }
 
 export interface Plan {
@@ -54,6 +59,8 @@ export interface Plan {
   waves?: { onFailure: string; waves: string[] };
   /** The rollout's alarms and lifecycle hooks, one line each. */
   guards?: string[];
+  /** The rollout's error budget and its gates' shares, one line each (`error-budget.ts`). */
+  errorBudget?: string[];
 }
 
 /** Seconds from the start of an analysis to a metric's last look; undefined when it has no count. */
@@ -85,6 +92,7 @@ function planGates(
       metric: m.name,
       test: judge.test,
       ...(needed !== undefined ? { samplesNeeded: needed.samples, perSide: needed.bothSides } : {}),
+      ...(needed?.promoteAt !== undefined ? { promoteAtSamples: needed.promoteAt } : {}),
       ...(last !== undefined ? { lastLookSeconds: last } : {}),
     };
     const shadow = share <= 0 && mirrored > 0;
@@ -96,10 +104,14 @@ function planGates(
       const perSecond = shadow
         ? [rps * (mirrored / 100), ...(needed.bothSides ? [rps] : [])]
         : [rps * (share / 100), ...(needed.bothSides ? [rps * (1 - share / 100)] : [])];
-      const seconds = Math.max(
-        ...perSecond.map((r) => (r > 0 ? needed.samples / r : Number.POSITIVE_INFINITY)),
-      );
+      const secondsFor = (samples: number) =>
+        Math.max(...perSecond.map((r) => (r > 0 ? samples / r : Number.POSITIVE_INFINITY)));
+      const seconds = secondsFor(needed.samples);
       gate.secondsToSamples = Number.isFinite(seconds) ? round(seconds) : -1;
+      if (needed.promoteAt !== undefined) {
+        const promote = secondsFor(needed.promoteAt);
+        gate.secondsToPromote = Number.isFinite(promote) ? round(promote) : -1;
+      }
       if (last !== undefined && seconds > last) {
         warnings.push(
           `gate "${m.name}" needs ${needed.samples} samples${needed.bothSides ? " per side" : ""}: at ${rps} rps and ${share}% that takes ${Number.isFinite(seconds) ? formatDuration(Math.ceil(seconds)) : "forever"}, but the analysis's last look is at ${formatDuration(last)}: it would hold and end Inconclusive (lengthen the analysis or lower the samples)`,
@@ -255,6 +267,7 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
       : {}),
     ...(spec.waves ? { waves: { onFailure: spec.waves.onFailure, waves: describeWaves(spec.waves) } } : {}),
     ...(describeGuards(spec).length > 0 ? { guards: describeGuards(spec) } : {}),
+    ...(describeBudget(spec).length > 0 ? { errorBudget: describeBudget(spec) } : {}),
   };
 }
 

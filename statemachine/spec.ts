@@ -193,6 +193,11 @@ export const RolloutSpecSchema = z
     alarms: AlarmsSchema.optional(),
     /** A missing alarm or a failed DescribeAlarms lets the step go on instead of aborting. */
     ignorePollAlarmFailure: z.boolean().optional(),
+    /**
+     * The rollout's false-rollback budget: the chance that an identical release is rolled back by
+     * any of its statistical gates (default 0.05), shared between them (`error-budget.ts`).
+     */
+    errorBudget: z.number().gt(0).lt(1).optional(),
     /** Lambda functions the workflow asks for a verdict before and after traffic moves. */
     hooks: HooksSchema.optional(),
   })

@@ -96,6 +96,7 @@ export const registerPlan: RegisterCommand = (program: Command, io, done) => {
         for (const line of result.waves.waves) io.out(printable(`  ${line}`));
       }
       for (const line of result.guards ?? []) io.out(printable(line));
+      for (const line of result.errorBudget ?? []) io.out(printable(line));
       done(Exit.ok);
     });
 };
@@ -191,8 +192,12 @@ function table(steps: PlanStep[], withRps: boolean, exposure?: Array<Exposure | 
         g.secondsToSamples < 0 ? "never (no traffic)" : `in ${formatDuration(Math.ceil(g.secondsToSamples))}`;
       const last =
         g.lastLookSeconds === undefined ? "" : `; last look at ${formatDuration(g.lastLookSeconds)}`;
+      const promote =
+        g.promoteAtSamples === undefined || g.secondsToPromote === undefined
+          ? ""
+          : `, ${g.promoteAtSamples} to promote ${g.secondsToPromote < 0 ? "never (no traffic)" : `in ${formatDuration(Math.ceil(g.secondsToPromote))}`}`;
       out.push(
-        `    ${g.metric}: ${g.samplesNeeded} samples${g.perSide ? " per side" : ""} ${time} at this share${last}`,
+        `    ${g.metric}: ${g.samplesNeeded} samples${g.perSide ? " per side" : ""} ${time} at this share${promote}${last}`,
       );
     }
     const e = exposure?.[i];

@@ -1,4 +1,5 @@
-import type { JudgeCheck, JudgeSpec, JudgeSpecOf } from "../../statemachine/spec.ts";
+import { formatLevel, levelText } from "../../statemachine/judge-describe.ts";
+import type { CarriedEvidence, JudgeCheck, JudgeSpec, JudgeSpecOf } from "../../statemachine/spec.ts";
 import {
   analyzeSeries,
   type CanaryPolicy,
@@ -8,6 +9,9 @@ import {
   formatNumber,
   type Histogram,
   histogramFromCumulative,
+  histogramLogSummary,
+  histogramQuantile,
+  histogramRankBucket,
   histogramTotal,
   InvalidObservationError,
   type LogSummary,
@@ -15,6 +19,8 @@ import {
   type MetricStatus,
   mannWhitney,
   mannWhitneyHistograms,
+  mergeLogSummaries,
+  nearestRank,
   oneProportion,
   parseObservation,
   scoreGate,
@@ -76,6 +82,8 @@ interface CheckOutcome {
   pValue?: number;
   /** A score's sequential metrics' p-values, by metric name. */
   pValues?: Record<string, number>;
+  /** A sequential gate's evidence so far, for the next analysis of the rollout. */
+  evidence?: CarriedEvidence;
 }
 
 /** A reading that cannot be used: the judge holds and says why. */
@@ -217,38 +225,70 @@ function summaryOf(readings: JudgeReadings, prefix: string, side: SideName): Log
   return { n, mean, m2 };
 }
 
+/** A check with its level, direction and minimum effect: every statistical test. */
+type Statistical = Extract<JudgeCheck, { alpha: number; direction: string; minEffect: number }>;
+
+/** An effect (candidate − stable, oriented "worse") in the metric's words: points of a rate, a relative change, a difference. */
+function effectText(check: Statistical, x: number): string {
+  if (check.test === "sequential-latency") return `${formatNumber(Math.round(x * 1000) / 10)}%`;
+  if ("data" in check && check.data === "counts") return `${formatNumber(Math.round(x * 1e4) / 100)} points`;
+  return formatNumber(x);
+}
+
 /**
- * The judge's verdict on a test result: FAIL when worse by more than `minEffect` and significant;
- * SUSPECT when worse by more than a positive `minEffect` but not significant (a person should
- * look); else PASS. With `minEffect` 0 there is no band to be suspicious of: a difference that is
- * not significant is not a finding.
+ * The judge's verdict on a test result, and what decided it in words: FAIL when worse by more than
+ * `minEffect` and significant; SUSPECT when worse by more than a positive `minEffect` but not
+ * significant (a person should look); else PASS, saying why (not significant, or worse only within
+ * the minimum that matters). With `minEffect` 0 there is no band to be suspicious of.
  */
 function verdictOf(
   result: TestResult,
-  direction: keyof typeof ALTERNATIVE,
-  minEffect: number,
-  alpha: number,
-) {
-  const worseBy = worseEffect(result.effect, ALTERNATIVE[direction]);
-  const worse = worseBy > minEffect;
-  if (worse && result.pValue < alpha) return "FAIL";
-  if (worse && minEffect > 0) return "SUSPECT";
-  return "PASS";
+  check: Statistical,
+): { verdict: "FAIL" | "SUSPECT" | "PASS"; why: string } {
+  const worseBy = worseEffect(result.effect, ALTERNATIVE[check.direction]);
+  const worse = worseBy > check.minEffect;
+  const significant = result.pValue < check.alpha;
+  const p = `p = ${formatNumber(result.pValue)} ${significant ? "<" : ">="} alpha ${formatLevel(check.alpha)}`;
+  const effect = effectText(check, worseBy);
+  const minEffect = effectText(check, check.minEffect);
+  if (worse && significant) {
+    return {
+      verdict: "FAIL",
+      why: check.minEffect > 0 ? `worse by ${effect}, beyond minEffect ${minEffect}, ${p}` : p,
+    };
+  }
+  if (worse && check.minEffect > 0) {
+    return {
+      verdict: "SUSPECT",
+      why: `worse by ${effect}, beyond minEffect ${minEffect}, but ${p}: too weak to decide`,
+    };
+  }
+  if (significant && worseBy > 0) {
+    return {
+      verdict: "PASS",
+      why: `worse by ${effect} but within minEffect ${minEffect}, so not a finding although ${p}`,
+    };
+  }
+  if (significant) return { verdict: "PASS", why: `${p}, but the effect is not worse (${effect})` };
+  return { verdict: "PASS", why: p };
 }
 
 const statusOfVerdict = { FAIL: "fail", PASS: "pass", SUSPECT: "inconclusive" } as const;
 
-function sizes(check: { test: string; alpha: number }, nc: number, ns: number | null): string {
-  return `(${check.test}, alpha ${check.alpha}, n = ${nc}${ns === null ? "" : `/${ns}`})`;
+/** The test's particulars after its result: `(two-proportion, n = 500/1500; alpha 0.025 is half of …)`. */
+function particulars(check: Statistical, details: string): string {
+  const level = levelText(check.alpha, "budget" in check ? check.budget : undefined);
+  return `(${check.test}, ${details}${level ? `; ${level}` : ""})`;
 }
 
 /** Figures common to every statistical test. */
 function testFigures(
-  check: Extract<JudgeCheck, { alpha: number; direction: string }>,
+  check: Statistical,
   result: TestResult & { bayesFactor?: number },
   c: { n: number; value: number },
   s: { n: number; value: number } | null,
 ): Partial<GateFigures> {
+  const budget = "budget" in check ? check.budget : undefined;
   return {
     statistic: finite(result.statistic),
     z: finite(result.z),
@@ -257,9 +297,70 @@ function testFigures(
     effect: finite(result.effect),
     direction: check.direction,
     alpha: check.alpha,
-    ...("minEffect" in check ? { minEffect: check.minEffect } : {}),
+    minEffect: check.minEffect,
+    ...(budget && budget.gate !== "gate"
+      ? { budget: { rollout: budget.rollout, share: budget.share, decisions: budget.decisions } }
+      : {}),
     candidate: { n: c.n, value: finite(c.value) },
     ...(s ? { stable: { n: s.n, value: finite(s.value) } } : {}),
+  };
+}
+
+/**
+ * An absolute guard (a service-level objective): the candidate's nearest-rank p95 above
+ * `maxP95Ms`, or its bad-event rate above `maxBadRate`, rolls back as soon as the candidate has its
+ * minimum sample, whatever the stable version does. `text` is shown next to the test's result.
+ */
+interface GuardOutcome {
+  broken: boolean;
+  text: string;
+}
+
+function rateGuard(check: { maxBadRate?: number; label: string }, c: Counts): GuardOutcome | undefined {
+  if (check.maxBadRate === undefined || c.n === 0) return undefined;
+  const rate = c.bad / c.n;
+  const broken = rate > check.maxBadRate;
+  return {
+    broken,
+    text: `candidate ${percent(rate)} ${check.label} ${broken ? "above" : "within"} the ${percent(check.maxBadRate)} ceiling`,
+  };
+}
+
+/** The p95 of a side in ms, or the bounds it lies in (a histogram's bucket), for the p95 guard. */
+type P95 = { ms: number } | { lowerMs: number; upperMs: number; interpolatedMs: number };
+
+function p95Guard(
+  check: { maxP95Ms?: number; unit?: "ms" | "s" },
+  p95: P95 | undefined,
+): GuardOutcome | undefined {
+  const guard = check.maxP95Ms;
+  if (guard === undefined || p95 === undefined) return undefined;
+  const ms = (x: number) => `${formatNumber(Math.round(x * 1000) / 1000)} ms`;
+  if ("ms" in p95) {
+    const broken = p95.ms > guard;
+    return { broken, text: `p95 ${ms(p95.ms)} ${broken ? "above" : "within"} the ${ms(guard)} guard` };
+  }
+  if (p95.lowerMs >= guard) {
+    return { broken: true, text: `p95 above ${ms(p95.lowerMs)}, above the ${ms(guard)} guard` };
+  }
+  if (p95.upperMs <= guard) {
+    return { broken: false, text: `p95 at most ${ms(p95.upperMs)}, within the ${ms(guard)} guard` };
+  }
+  // The guard falls inside the bucket that holds the p95: interpolate in it, as histogram_quantile does.
+  const broken = p95.interpolatedMs > guard;
+  return {
+    broken,
+    text: `p95 about ${ms(p95.interpolatedMs)} (between ${ms(p95.lowerMs)} and ${ms(p95.upperMs)}), ${broken ? "above" : "within"} the ${ms(guard)} guard`,
+  };
+}
+
+/** A broken guard: the gate rolls back with the guard's words, next to the test's figures so far. */
+function guardFailure(guard: GuardOutcome, figures: Partial<GateFigures>): CheckOutcome {
+  return {
+    status: "fail",
+    verdict: "GUARD",
+    reason: `${guard.text} (an absolute limit, outside the error budget)`,
+    figures,
   };
 }
 
@@ -267,6 +368,7 @@ function testFigures(
 function fixedHorizon(
   check: JudgeSpecOf<"two-proportion" | "one-proportion" | "mann-whitney">,
   n: { c: number; s: number | null },
+  guard: GuardOutcome | undefined,
   run: () => { result: TestResult; c: number; s: number | null; compared: string },
 ): CheckOutcome {
   const smallest = n.s === null ? n.c : Math.min(n.c, n.s);
@@ -275,21 +377,19 @@ function fixedHorizon(
     candidate: { n: n.c, value: null },
     ...(n.s === null ? {} : { stable: { n: n.s, value: null } }),
   };
+  if (guard?.broken && n.c >= Math.max(1, check.minSamples)) return guardFailure(guard, figuresN);
+  const guarded = guard && n.c >= Math.max(1, check.minSamples) ? `${guard.text}; ` : "";
   if (smallest < check.horizon) {
     return {
       status: "hold",
       verdict: "INSUFFICIENT",
-      reason: `${smallest}/${check.horizon} samples per side (${check.test} decides at ${check.horizon})`,
+      reason: `${guarded}${smallest}/${check.horizon} samples per side (${check.test} decides at ${check.horizon})`,
       figures: figuresN,
     };
   }
   const { result, c, s, compared } = run();
-  const verdict = verdictOf(result, check.direction, check.minEffect, check.alpha);
-  const p = `p = ${formatNumber(result.pValue)}`;
-  const reason =
-    verdict === "SUSPECT"
-      ? `${compared} is worse by more than minEffect ${formatNumber(check.minEffect)} but not significant, ${p} ${sizes(check, n.c, n.s)}`
-      : `${compared}, ${p} ${sizes(check, n.c, n.s)}`;
+  const { verdict, why } = verdictOf(result, check);
+  const reason = `${guarded}${compared}, ${why} ${particulars(check, `n = ${n.c}${n.s === null ? "" : `/${n.s}`}`)}`;
   return {
     status: statusOfVerdict[verdict],
     verdict,
@@ -306,47 +406,96 @@ function fixedHorizon(
   };
 }
 
-/** A sequential test: roll back at any look; promote at its `samples` or at the end of the analysis. */
+/** What a sequential look computed: the test on all the evidence, and the evidence to carry on. */
+interface SequentialLook {
+  result: TestResult & { bayesFactor: number };
+  c: number;
+  s: number;
+  compared: string;
+  evidence: CarriedEvidence;
+}
+
+/**
+ * A sequential test: roll back at any look; promote at its `samples` or at the end of the analysis.
+ * `n` is the samples per side of the whole gate so far (this analysis and the ones it carries on:
+ * the evidence), `own` this analysis's (what `samples` counts: each step sees its own traffic).
+ */
 function sequential(
   check: JudgeSpecOf<"sequential-rate" | "sequential-latency">,
   n: { c: number; s: number },
+  own: { c: number; s: number },
   final: boolean,
-  run: () => { result: TestResult & { bayesFactor: number }; c: number; s: number; compared: string },
+  guard: GuardOutcome | undefined,
+  run: () => SequentialLook,
 ): CheckOutcome {
   const smallest = Math.min(n.c, n.s);
+  const counted = { candidate: { n: n.c, value: null }, stable: { n: n.s, value: null } };
+  if (guard?.broken && n.c >= Math.max(1, check.minSamples)) return guardFailure(guard, counted);
   if (smallest < Math.max(1, check.minSamples)) {
+    const why = check.fast
+      ? ` (below it, not even a ${formatNumber(check.fast.ratio)}× regression could reach alpha ${formatLevel(check.alpha)})`
+      : "";
     return {
       status: "hold",
       verdict: "INSUFFICIENT",
-      reason: `${smallest}/${check.minSamples} samples per side before ${check.test} may decide`,
-      figures: { candidate: { n: n.c, value: null }, stable: { n: n.s, value: null } },
+      reason: `${smallest}/${check.minSamples} samples per side before ${check.test} may decide${why}`,
+      figures: counted,
+      ...(check.carried ? { evidence: check.carried } : {}),
     };
   }
-  const { result, c, s, compared } = run();
-  const verdict = verdictOf(result, check.direction, check.minEffect, check.alpha);
-  const reached = check.maxSamples !== undefined && smallest >= check.maxSamples;
-  const evidence = `p = ${formatNumber(result.pValue)} (${check.test}, Bayes factor ${formatNumber(result.bayesFactor)}, alpha ${check.alpha}, n = ${n.c}/${n.s})`;
+  const guarded = guard ? `${guard.text}; ` : "";
+  const { result, c, s, compared, evidence } = run();
+  const { verdict, why } = verdictOf(result, check);
+  const reached = check.maxSamples !== undefined && Math.min(own.c, own.s) >= check.maxSamples;
+  const over = evidence.analyses > 1 ? ` over ${evidence.analyses} analyses` : "";
+  const details = particulars(
+    check,
+    `Bayes factor ${formatNumber(result.bayesFactor)}${over}, n = ${n.c}/${n.s}`,
+  );
   const figures = testFigures(check, result, { n: n.c, value: c }, { n: n.s, value: s });
-  if (verdict === "FAIL")
-    return { status: "fail", verdict, reason: `${compared}, ${evidence}`, figures, pValue: result.pValue };
+  const common = { figures, pValue: result.pValue, evidence };
+  if (verdict === "FAIL") {
+    return { status: "fail", verdict, reason: `${guarded}${compared}, ${why} ${details}`, ...common };
+  }
   if (!final && !reached) {
     return {
       status: "hold",
       verdict,
-      reason: `no evidence of harm yet: ${compared}, ${evidence}`,
-      figures,
-      pValue: result.pValue,
+      reason: `${guarded}no evidence of harm yet: ${compared}, ${why} ${details}`,
+      ...common,
     };
   }
   return {
     status: statusOfVerdict[verdict],
     verdict,
-    reason:
-      verdict === "SUSPECT"
-        ? `${compared} is worse by more than minEffect ${formatNumber(check.minEffect)} but not significant, ${evidence}`
-        : `${compared}, ${evidence}`,
-    figures,
-    pValue: result.pValue,
+    reason: `${guarded}${compared}, ${why} ${details}`,
+    ...common,
+  };
+}
+
+/** The nearest-rank p95 of latency samples, in ms. */
+function samplesP95(values: readonly number[], unit: "ms" | "s" | undefined): P95 | undefined {
+  if (values.length === 0) return undefined;
+  const scale = unit === "s" ? 1000 : 1;
+  return {
+    ms:
+      (nearestRank(
+        [...values].sort((a, b) => a - b),
+        95,
+      ) as number) * scale,
+  };
+}
+
+/** The bucket that holds a histogram's nearest-rank p95, in ms. */
+function histogramP95(h: Histogram, unit: "ms" | "s" | undefined): P95 | undefined {
+  const bucket = histogramRankBucket(h, 0.95);
+  if (!bucket) return undefined;
+  const scale = unit === "s" ? 1000 : 1;
+  if (!Number.isFinite(bucket.upper)) return { ms: Number.POSITIVE_INFINITY };
+  return {
+    lowerMs: bucket.lower * scale,
+    upperMs: bucket.upper * scale,
+    interpolatedMs: histogramQuantile(h, 0.95) * scale,
   };
 }
 
@@ -363,7 +512,7 @@ function evaluate(
       const c = countsOf(readings, prefix, "candidate");
       const s = countsOf(readings, prefix, "stable");
       return {
-        ...fixedHorizon(check, { c: c.n, s: s.n }, () => {
+        ...fixedHorizon(check, { c: c.n, s: s.n }, rateGuard(check, c), () => {
           const result = twoProportion(c, s, ALTERNATIVE[check.direction]);
           return {
             result,
@@ -378,7 +527,7 @@ function evaluate(
     case "one-proportion": {
       const c = countsOf(readings, prefix, "candidate");
       return {
-        ...fixedHorizon(check, { c: c.n, s: null }, () => {
+        ...fixedHorizon(check, { c: c.n, s: null }, undefined, () => {
           const result = oneProportion(c, check.limit, ALTERNATIVE[check.direction], check.method);
           return {
             result,
@@ -391,8 +540,12 @@ function evaluate(
       };
     }
     case "mann-whitney": {
-      const ranked = (n: { c: number; s: number }, test: () => MannWhitneyResult) =>
-        fixedHorizon(check, n, () => {
+      const ranked = (
+        n: { c: number; s: number },
+        guard: GuardOutcome | undefined,
+        test: () => MannWhitneyResult,
+      ) =>
+        fixedHorizon(check, n, guard, () => {
           const result = test();
           return {
             result,
@@ -406,58 +559,103 @@ function evaluate(
         const c = histogramOf(readings, prefix, "candidate");
         const s = histogramOf(readings, prefix, "stable");
         const n = { c: Math.round(histogramTotal(c)), s: Math.round(histogramTotal(s)) };
-        return ranked(n, () => mannWhitneyHistograms(c, s, alternative));
+        return ranked(n, p95Guard(check, histogramP95(c, check.unit)), () =>
+          mannWhitneyHistograms(c, s, alternative),
+        );
       }
       const c = samplesOf(readings, prefix, "candidate", false);
       const s = samplesOf(readings, prefix, "stable", false);
-      return ranked({ c: c.length, s: s.length }, () => mannWhitney(c, s, alternative));
+      return ranked({ c: c.length, s: s.length }, p95Guard(check, samplesP95(c, check.unit)), () =>
+        mannWhitney(c, s, alternative),
+      );
     }
     case "sequential-rate": {
       const c = countsOf(readings, prefix, "candidate");
       const s = countsOf(readings, prefix, "stable");
+      const carried = check.carried;
+      const n = { c: c.n + (carried?.n.candidate ?? 0), s: s.n + (carried?.n.stable ?? 0) };
       return {
-        ...sequential(check, { c: c.n, s: s.n }, final, () => {
-          const result = sequentialRate(c, s, {
+        ...sequential(check, n, { c: c.n, s: s.n }, final, rateGuard(check, c), () => {
+          // This analysis is a test martingale of its own, started at 1: its Bayes factor times the
+          // earlier analyses' final ones is the gate's evidence over the rollout.
+          const step = sequentialRate(c, s, {
             ...(check.allocation !== undefined ? { allocation: check.allocation } : {}),
             concentration: check.concentration,
-            ...(previousP !== undefined ? { previousPValue: previousP } : {}),
           });
+          const logBayesFactor = step.statistic + (carried?.logBayesFactor ?? 0);
+          const pValue = Math.min(1, previousP ?? 1, carried?.pValue ?? 1, Math.exp(-logBayesFactor));
+          const result = {
+            ...step,
+            statistic: logBayesFactor,
+            pValue,
+            bayesFactor: Math.exp(logBayesFactor),
+          };
           const rc = c.n > 0 ? c.bad / c.n : 0;
           const rs = s.n > 0 ? s.bad / s.n : 0;
           return {
             result,
             c: rc,
             s: rs,
-            compared: `candidate ${percent(rc)} vs stable ${percent(rs)} ${check.label}`,
+            compared: `candidate ${percent(rc)} vs stable ${percent(rs)} ${check.label}${carried ? " in this analysis" : ""}`,
+            evidence: {
+              analyses: (carried?.analyses ?? 0) + 1,
+              pValue,
+              n: { candidate: n.c, stable: n.s },
+              logBayesFactor,
+            },
           };
         }),
         stats: { candidate: { ...c }, stable: { ...s } },
       };
     }
     case "sequential-latency": {
+      let p95: P95 | undefined;
       const summary = (side: SideName): LogSummary => {
         if (check.data === "summary") return summaryOf(readings, prefix, side);
+        if (check.data === "histogram") {
+          const h = histogramOf(readings, prefix, side);
+          if (side === "candidate") p95 = histogramP95(h, check.unit);
+          try {
+            return histogramLogSummary(h, `${SIDE_NAMES[side]} histogram`);
+          } catch (error) {
+            throw new Unusable((error as Error).message);
+          }
+        }
+        const values = samplesOf(readings, prefix, side, true);
+        if (side === "candidate") p95 = samplesP95(values, check.unit);
         try {
-          return summarizeLatencies(samplesOf(readings, prefix, side, true), `${SIDE_NAMES[side]} samples`);
+          return summarizeLatencies(values, `${SIDE_NAMES[side]} samples`);
         } catch (error) {
           throw new Unusable((error as Error).message);
         }
       };
+      const carried = check.carried;
       const c = summary("candidate");
       const s = summary("stable");
+      // One test over one longer stream: the earlier analyses' summaries pooled with this one's.
+      const pc = carried?.candidate ? mergeLogSummaries(carried.candidate, c) : c;
+      const ps = carried?.stable ? mergeLogSummaries(carried.stable, s) : s;
       return {
-        ...sequential(check, { c: c.n, s: s.n }, final, () => {
-          const result = sequentialLatency(c, s, {
+        ...sequential(check, { c: pc.n, s: ps.n }, { c: c.n, s: s.n }, final, p95Guard(check, p95), () => {
+          const previous = Math.min(previousP ?? 1, carried?.pValue ?? 1);
+          const result = sequentialLatency(pc, ps, {
             alternative: ALTERNATIVE[check.direction],
             g: check.g,
-            ...(previousP !== undefined ? { previousPValue: previousP } : {}),
+            previousPValue: previous,
           });
           const change = result.effect >= 0 ? `+${percent(result.effect)}` : `-${percent(-result.effect)}`;
           return {
             result,
-            c: Math.exp(c.mean),
-            s: Math.exp(s.mean),
-            compared: `candidate geometric mean ${formatNumber(Math.exp(c.mean))} vs stable ${formatNumber(Math.exp(s.mean))} (${change})`,
+            c: Math.exp(pc.mean),
+            s: Math.exp(ps.mean),
+            compared: `candidate geometric mean ${formatNumber(Math.exp(pc.mean))} vs stable ${formatNumber(Math.exp(ps.mean))} (${change})`,
+            evidence: {
+              analyses: (carried?.analyses ?? 0) + 1,
+              pValue: result.pValue,
+              n: { candidate: pc.n, stable: ps.n },
+              candidate: pc,
+              stable: ps,
+            },
           };
         }),
         stats: { candidate: { ...c }, stable: { ...s } },
@@ -706,6 +904,7 @@ export function judgeLook(
     pValue: outcome.pValue ?? previous?.pValue ?? null,
     metricPValues: { ...(previous?.metricPValues ?? {}), ...outcome.pValues },
     stats: outcome.stats ?? previous?.stats ?? {},
+    ...((outcome.evidence ?? previous?.evidence) ? { evidence: outcome.evidence ?? previous?.evidence } : {}),
     last: figures,
   };
   const phase: MeasurementPhase =

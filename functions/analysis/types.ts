@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MetricSchema } from "../../statemachine/spec.ts";
+import { CarriedEvidenceSchema, MetricSchema } from "../../statemachine/spec.ts";
 
 /**
  * The AnalysisRun as a plain JSON value. It is stored in DynamoDB between ticks, so it holds
@@ -61,6 +61,14 @@ export const GateFiguresSchema = z
     direction: z.string().optional(),
     alpha: z.number().optional(),
     minEffect: z.number().optional(),
+    /**
+     * The gate's place in the rollout's error budget: the budget, the gate's share of it, and the
+     * analyses the share is spread over (a fixed-horizon test's alpha is share / decisions).
+     */
+    budget: z
+      .object({ rollout: z.number(), share: z.number(), decisions: z.number().int().positive() })
+      .strict()
+      .optional(),
     /** The planned sample size per side of a fixed-horizon test. */
     horizon: z.number().optional(),
     candidate: GateSideSchema.optional(),
@@ -90,6 +98,8 @@ export const JudgeStateSchema = z
     /** The same for a score's sequential metrics, by metric name. */
     metricPValues: z.record(z.string(), z.number()).default({}),
     stats: z.record(z.string(), z.record(z.string(), z.number().nullable())).default({}),
+    /** A sequential gate's evidence so far: what the rollout's next analysis of the gate carries on. */
+    evidence: CarriedEvidenceSchema.optional(),
     last: GateFiguresSchema.optional(),
   })
   .strict();

@@ -4,6 +4,7 @@ import { PauseRequestedError } from "../abort/errors.ts";
 import { requestAbort } from "../abort/request-abort.ts";
 import { requestHold } from "../abort/request-hold.ts";
 import { MAX_MESSAGE_BYTES, measurementItem, shrinkToFit, truncateText } from "../analysis/bounds.ts";
+import { withCarriedEvidence } from "../analysis/carry.ts";
 import { gatesOf } from "../analysis/judge.ts";
 import {
   createRun,
@@ -104,6 +105,15 @@ export async function startAnalysis(
     stable: versionLabel(driving.stableRevision),
     digest: context.digest,
   });
+  // A sequential gate goes on from the evidence its earlier analyses of this execution left.
+  if (!background) {
+    analysis = await withCarriedEvidence(
+      analysis,
+      async (step) =>
+        (await deps.store.getRun(context.rollout, runIdFor(context, step, false), StoredAnalysisSchema))?.run
+          .run,
+    );
+  }
   const now = deps.clock.now();
   const templates = analysis.templates.map((t) => t.name);
   const stored: StoredAnalysis = {

@@ -121,7 +121,13 @@ describe("the sfn-rollouts/judge metric plugin (Argo form)", () => {
             stable:
               web: {url: "http://proxy/admin/stats?version={{rollout.stable}}&window={{judge.elapsedSeconds}}", jsonPath: "{$}"}
 `);
-    expect(judge).toMatchObject({ test: "sequential-rate", concentration: 2, minSamples: 500 });
+    // No minSamples: derived from the fast effect (10× a 1% stable rate) at the gate's alpha 0.05.
+    expect(judge).toMatchObject({
+      test: "sequential-rate",
+      concentration: 2,
+      minSamples: 89,
+      fast: { ratio: 10, baseline: 0.01 },
+    });
     if (judge.test !== "sequential-rate") throw new Error("wrong test");
     expect(judge.candidate.bad?.expression).toBe("result.requests - result.ok");
     expect(judge.candidate.n?.expression).toBe("result.requests");
@@ -244,7 +250,7 @@ describe("bad judges are named at their field", () => {
         plugin:
           sfn-rollouts/judge:
             test: sequential-latency
-            data: histogram
+            data: counts
             candidate: {web: {url: "http://x/{{judge.window}}"}}
             stable: {web: {url: "http://x"}}
 `);
@@ -264,7 +270,7 @@ describe("bad judges are named at their field", () => {
       `${base.replace("[0]", "[1]")}.stable: the judge needs to read the stable version: give a provider and what to read`,
     );
     expect(lines.find((l) => l.startsWith(`${base.replace("[0]", "[2]")}.data:`))).toMatch(
-      /sequential-latency test judges samples or summary, not histogram: a histogram has no log-latency sums/,
+      /sequential-latency test judges samples or histogram or summary, not counts$/,
     );
   });
 

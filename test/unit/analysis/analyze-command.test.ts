@@ -302,7 +302,7 @@ spec:
     const r = await cli([judgeTemplate(), "--arg", `base=${server.url}`, "--latest", "v2", "--stable", "v1"]);
     expect(r.code).toBe(1);
     expect(r.out.at(-1)).toMatch(
-      /^message: Gate "errors" rolled back: candidate 3\.0% vs stable 1\.0% errors, p = \S+ \(two-proportion, alpha 0\.05, n = 1000\/1000\)$/,
+      /^message: Gate "errors" rolled back: candidate 3\.0% vs stable 1\.0% errors, p = \S+ < alpha 0\.05 \(two-proportion, n = 1000\/1000\)$/,
     );
   });
 });

@@ -6,10 +6,12 @@ import {
   nextTickAt,
   tick,
 } from "../../../functions/analysis/index.ts";
+import { normalCdf as normalCdfOf } from "../../../functions/judges/index.ts";
 import { ProviderRouter } from "../../../functions/metrics/index.ts";
 import type { MetricProvider, ProviderResult } from "../../../functions/metrics/port.ts";
 import { type Metric, parseRollout } from "../../../statemachine/index.ts";
 import { judgedRollout } from "../../support/judged-rollout.ts";
+import { reference } from "../judges/reference.ts";
 import { T0 } from "./helpers.ts";
 
 /**
@@ -117,7 +119,7 @@ describe("a fixed-horizon judge decides once, at its planned sample size", () =>
     // 100, 200, 300, 400 candidate requests: below the 500 of the horizon, the judge holds.
     expect(phases(run)).toEqual(["Running", "Running", "Running", "Running", "Failed"]);
     expect(run.message).toBe(
-      'Gate "errors" rolled back: candidate 3.0% vs stable 1.0% errors, p = 7.2e-04 (two-proportion, alpha 0.05, n = 500/1500)',
+      'Gate "errors" rolled back: candidate 3.0% vs stable 1.0% errors, p = 7.2e-04 < alpha 0.05 (two-proportion, n = 500/1500; alpha 0.05 is the whole of the rollout\'s error budget 0.05)',
     );
     const result = run.metricResults[0];
     expect(result).toMatchObject({ held: 4, failed: 1, consecutiveError: 0, count: 5 });
@@ -147,7 +149,9 @@ describe("a fixed-horizon judge decides once, at its planned sample size", () =>
     );
     expect(run.phase).toBe("Successful");
     expect(phases(run)).toEqual(["Running", "Running", "Running", "Running", "Successful"]);
-    expect(run.message).toMatch(/^Gate "errors" passed: candidate 1.0% vs stable 1.0% errors, p = 0.5 /);
+    expect(run.message).toMatch(
+      /^Gate "errors" passed: candidate 1.0% vs stable 1.0% errors, p = 0.5 >= alpha 0.05 \(two-proportion, /,
+    );
   });
 
   it("holds on a provider that is down, never errors, and ends Inconclusive at the last look", async () => {
@@ -186,7 +190,7 @@ describe("a fixed-horizon judge decides once, at its planned sample size", () =>
     );
     expect(run.phase).toBe("Inconclusive");
     expect(run.message).toMatch(
-      /^Gate "errors" is inconclusive: candidate 2.4% vs stable 1.0% errors is worse by more than minEffect 0.005 but not significant, p = /,
+      /^Gate "errors" is inconclusive: candidate 2.4% vs stable 1.0% errors, worse by 1.4 points, beyond minEffect 0.5 points, but p = .* >= alpha 0.001: too weak to decide \(two-proportion, n = 500\/1500; alpha 0.001 is the metric's own, counted against the rollout's error budget 0.05\)$/,
     );
   });
 });
@@ -203,7 +207,7 @@ describe("a sequential judge may roll back at any look, and stays honest doing s
     const result = run.metricResults[0];
     expect(result?.count).toBeLessThan(5);
     expect(run.message).toMatch(
-      /^Gate "errors" rolled back: candidate 10.0% vs stable 1.0% errors, p = .* \(sequential-rate, Bayes factor .*, alpha 0.05, n = \d+\/\d+\)$/,
+      /^Gate "errors" rolled back: candidate 10.0% vs stable 1.0% errors, p = .* < alpha 0.05 \(sequential-rate, Bayes factor .*, n = \d+\/\d+; alpha 0.05 is the whole of the rollout's error budget 0.05\)$/,
     );
     // Sufficient statistics, never samples: the counts of the last look.
     expect(result?.judge?.stats).toEqual({
@@ -268,7 +272,7 @@ describe("a sequential judge may roll back at any look, and stays honest doing s
     const run = await drive(latency, new ProviderRouter({ web }));
     expect(run.phase).toBe("Failed");
     expect(run.message).toMatch(
-      /^Gate "errors" rolled back: candidate geometric mean 130 vs stable 100 \(\+30.0%\), p = /,
+      /^Gate "errors" rolled back: candidate geometric mean 130 vs stable 100 \(\+30.0%\), p = .* < alpha 0.05 \(sequential-latency, /,
     );
   });
 });
@@ -479,5 +483,195 @@ describe("a histogram judge", () => {
       candidate: { n: 1000 },
       stable: { n: 1000 },
     });
+  });
+});
+
+/** A web provider answering `http://lat/v2` and `http://lat/v1` with each version's value. */
+function versions(candidate: unknown, stable: unknown): MetricProvider {
+  return {
+    async measure(metric) {
+      const v2 = (metric.provider.web?.url ?? "").includes("v2");
+      return { ok: true, result: v2 ? candidate : stable, value: "" };
+    },
+  };
+}
+
+const LATENCY_SIDES = `candidate: {web: {url: "http://lat/v2"}}\nstable: {web: {url: "http://lat/v1"}}`;
+
+describe("absolute guards in a rollout's judges (seed 002: a service-level objective is absolute)", () => {
+  const [same, faster, few] = reference.guards;
+  if (!(same && faster && few)) throw new Error("reference.json has no guard cases");
+  const latency = (extra: string) =>
+    judgeMetric(
+      "interval: 10s\ncount: 3",
+      `test: sequential-latency\nmaxP95Ms: 300\n${extra}${LATENCY_SIDES}`,
+    );
+
+  it("rolls back a candidate equal to the stable version whose p95 is 400 ms, above a 300 ms guard", async () => {
+    const run = await drive(
+      latency("minSamples: 150\n"),
+      new ProviderRouter({ web: versions(same.candidate, same.primary) }),
+    );
+    expect(run.phase).toBe("Failed");
+    expect(phases(run)).toEqual(["Failed"]);
+    expect(run.message).toBe(
+      'Gate "errors" rolled back: p95 400 ms above the 300 ms guard (an absolute limit, outside the error budget)',
+    );
+    expect(run.metricResults[0]?.measurements[0]?.judge).toMatchObject({
+      verdict: "GUARD",
+      decision: "rollback",
+    });
+  });
+
+  it("passes a candidate at 250 ms beside a slower stable version, the guard shown next to the test", async () => {
+    const run = await drive(
+      latency("minSamples: 150\n"),
+      new ProviderRouter({ web: versions(faster.candidate, faster.primary) }),
+    );
+    expect(run.phase).toBe("Successful");
+    expect(run.message).toMatch(
+      /^Gate "errors" passed: p95 250 ms within the 300 ms guard; candidate geometric mean .* vs stable .* \(-\d+\.\d%\), p = 1 >= alpha 0.05 \(sequential-latency, /,
+    );
+  });
+
+  it("holds with fewer samples than the minimum, whatever its p95", async () => {
+    const run = await drive(
+      latency("minSamples: 150\n"),
+      new ProviderRouter({ web: versions(few.candidate, few.primary) }),
+    );
+    expect(few.candidate).toHaveLength(100);
+    expect(run.phase).toBe("Inconclusive");
+    expect(phases(run)).toEqual(["Running", "Running", "Inconclusive"]);
+    expect(run.message).toBe(
+      'Gate "errors" is inconclusive: held until the end of the analysis: 100/150 samples per side before sequential-latency may decide',
+    );
+  });
+
+  it("reads the p95 of a Prometheus histogram in seconds: above when the bucket starts past the guard", async () => {
+    // Cumulative buckets in seconds: 95% of the candidate's requests are slower than 0.5 s.
+    const slow = { "0.25": 2, "0.5": 4, "1": 200, "+Inf": 200 };
+    const quick = { "0.25": 150, "0.5": 199, "1": 200, "+Inf": 200 };
+    const histogram = (extra: string) =>
+      judgeMetric(
+        "interval: 10s\ncount: 2",
+        `test: mann-whitney\ndata: histogram\nminSamples: 100\nsamples: 1000\nmaxP95Ms: ${extra}\n${LATENCY_SIDES}`,
+      );
+    const broken = await drive(histogram("400"), new ProviderRouter({ web: versions(slow, quick) }));
+    expect(broken.message).toBe(
+      'Gate "errors" rolled back: p95 above 500 ms, above the 400 ms guard (an absolute limit, outside the error budget)',
+    );
+    // Within: the p95 bucket ends at the guard; the fixed-horizon test still waits for its 1000.
+    const held = await drive(histogram("500"), new ProviderRouter({ web: versions(quick, quick) }));
+    expect(held.metricResults[0]?.measurements[0]?.message).toBe(
+      'Gate "errors" holds: p95 at most 500 ms, within the 500 ms guard; 200/1000 samples per side (mann-whitney decides at 1000)',
+    );
+    // The guard inside the p95's bucket: interpolated as histogram_quantile does: rank 0.95 × 200 = 190, the
+    // 186th of the 196 values in (0.5, 1] s: 0.5 + 0.5 × 186 / 196 s.
+    const inside = await drive(histogram("600"), new ProviderRouter({ web: versions(slow, quick) }));
+    expect(inside.message).toMatch(
+      /^Gate "errors" rolled back: p95 about 974\.5 ms \(between 500 ms and 1000 ms\), above the 600 ms guard/,
+    );
+  });
+
+  it("rolls back a candidate whose error rate breaks maxBadRate once it has its minimum sample", async () => {
+    const run = await drive(
+      judgeMetric(
+        "interval: 10s\ncount: 5",
+        `test: sequential-rate\nlabel: errors\nminSamples: 100\nmaxBadRate: 0.05\n${COUNTS_SIDES}`,
+      ),
+      new ProviderRouter({ web: statsWeb(rates(0.06, 0.06)) }),
+    );
+    expect(run.message).toBe(
+      'Gate "errors" rolled back: candidate 6.0% errors above the 5.0% ceiling (an absolute limit, outside the error budget)',
+    );
+  });
+});
+
+describe("a sequential gate judges a Prometheus histogram, and carries its evidence between analyses", () => {
+  it("tests the mean log latency of histogram buckets: 30% slower rolls back at the first look", async () => {
+    const buckets = (scale: number) =>
+      Object.fromEntries(
+        [0.025, 0.05, 0.1, 0.25, 0.5].map((le) => [
+          String(le),
+          Math.round(400 * normalCdfOf(Math.log(le / (0.05 * scale)) / 0.5)),
+        ]),
+      );
+    const run = await drive(
+      judgeMetric("interval: 10s\ncount: 3", `test: sequential-latency\ndata: histogram\n${LATENCY_SIDES}`),
+      new ProviderRouter({ web: versions({ ...buckets(1.3), "+Inf": 400 }, { ...buckets(1), "+Inf": 400 }) }),
+    );
+    expect(run.phase).toBe("Failed");
+    expect(phases(run)).toEqual(["Failed"]);
+    expect(run.message).toMatch(
+      /^Gate "errors" rolled back: candidate geometric mean .* vs stable .* \(\+\d+\.\d%\), p = .* < alpha 0.05 \(sequential-latency, Bayes factor .*, n = 400\/400; /,
+    );
+  });
+
+  it("multiplies a count gate's Bayes factor by the earlier analyses' and keeps their p-value", async () => {
+    const metric = judgeMetric(
+      "initialDelay: 10s\ninterval: 10s\ncount: 3",
+      `test: sequential-rate\nlabel: errors\nminSamples: 100\n${COUNTS_SIDES}`,
+    );
+    const judge = metric.provider.judge;
+    if (judge?.test !== "sequential-rate") throw new Error("not a sequential-rate judge");
+    // 3% against 1%: alone, this analysis never reaches 1/alpha = 20 (its Bayes factors from scipy:
+    // 1.632, 3.094, 6.214 at 100, 200 and 300 candidate requests) and promotes at its end.
+    const source = () => new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) });
+    const alone = await drive(metric, source());
+    expect(alone.phase).toBe("Successful");
+    const factors = alone.metricResults[0]?.measurements.map((m) => m.judge?.bayesFactor as number) ?? [];
+    expect(factors.map((f) => Number(f.toFixed(3)))).toEqual([1.632, 3.094, 6.214]);
+    // An earlier analysis left a Bayes factor of 5 (ln 5): 5 × 6.214 crosses 20 at the third look.
+    const carried = {
+      analyses: 1,
+      pValue: 0.2,
+      n: { candidate: 600, stable: 1800 },
+      logBayesFactor: Math.log(5),
+    };
+    const withEvidence = { ...metric, provider: { ...metric.provider, judge: { ...judge, carried } } };
+    const run = await drive(withEvidence, source());
+    expect(run.phase).toBe("Failed");
+    expect(phases(run)).toEqual(["Running", "Running", "Failed"]);
+    const looks = run.metricResults[0]?.measurements ?? [];
+    looks.forEach((m, i) => expect(m.judge?.bayesFactor).toBeCloseTo(5 * (factors[i] as number), 6));
+    expect(run.message).toMatch(/, Bayes factor 31\.07 over 2 analyses, n = 900\/2700; /);
+    // The evidence to carry on: the product so far, and the counts of both analyses.
+    expect(run.metricResults[0]?.judge?.evidence).toMatchObject({
+      analyses: 2,
+      n: { candidate: 900, stable: 2700 },
+    });
+    expect(run.metricResults[0]?.judge?.evidence?.logBayesFactor).toBeCloseTo(Math.log(5 * 6.214), 3);
+    // Its p-value never goes above what the earlier analysis left (0.2), even at the first look (1/8.16).
+    expect(looks[0]?.judge?.pValue).toBeCloseTo(1 / (5 * (factors[0] as number)), 6);
+  });
+
+  it("pools a latency gate's summaries with the earlier analyses' and promotes at this analysis's own samples", async () => {
+    const summary = (mean: number, n: number) => ({ n, mean, m2: n * 0.25 });
+    const metric = judgeMetric(
+      "interval: 10s\ncount: 5",
+      `test: sequential-latency\ndata: summary\nminSamples: 20\nsamples: 300\n${LATENCY_SIDES}`,
+    );
+    const judge = metric.provider.judge;
+    if (judge?.test !== "sequential-latency") throw new Error("not a sequential-latency judge");
+    const carried = {
+      analyses: 1,
+      pValue: 1,
+      n: { candidate: 1000, stable: 1000 },
+      candidate: summary(Math.log(100), 1000),
+      stable: summary(Math.log(100), 1000),
+    };
+    const withEvidence = { ...metric, provider: { ...metric.provider, judge: { ...judge, carried } } };
+    // This analysis reads 300 per side: `samples` counts them, not the 1,300 of the pooled test.
+    const run = await drive(
+      withEvidence,
+      new ProviderRouter({ web: versions(summary(Math.log(101), 300), summary(Math.log(100), 300)) }),
+    );
+    expect(run.phase).toBe("Successful");
+    expect(phases(run)).toEqual(["Successful"]);
+    expect(run.metricResults[0]?.judge?.evidence).toMatchObject({
+      analyses: 2,
+      n: { candidate: 1300, stable: 1300 },
+    });
+    expect(run.message).toMatch(/over 2 analyses, n = 1300\/1300;/);
   });
 });
