@@ -76,7 +76,7 @@ describe("rollouts report: the rollout page as one file", () => {
     const page = renderRolloutPage(views.demo as RolloutView, report());
     expect(page).toContain("Rollout demo");
     expect(page).toMatch(
-      /RolloutAborted: Rollout aborted update to revision 4: Gate &quot;errors&quot; rolled back: candidate 3\.0% vs stable 1\.0% errors, p = 0\.04\d+ \(sequential-rate/,
+      /RolloutAborted: Rollout aborted update to revision 4: Gate &quot;errors&quot; rolled back: candidate 3\.0% vs stable 1\.0% errors, p = 0\.04\d+ &lt; alpha 0\.05 \(sequential-rate/,
     );
     // Steps 1-4 done, step 5 (the gated analysis) failed.
     expect([...page.matchAll(/class="step (\w+)"/g)].map((m) => m[1])).toEqual([

@@ -275,42 +275,60 @@ describe("rollouts plan with judges", () => {
     const { code, out } = await run("plan", ...JUDGED, "--rps", "40");
     expect(code).toBe(0);
     expect(out).toContain(
-      "    errors: every 30s x20 after 30s; sequential-rate judge of the errors rate against stable (higher is worse), alpha 0.05; rolls back at any look from 500 samples per side, promotes at the end without evidence of harm",
+      "    errors: every 5s x120 after 5s; sequential-rate judge of the errors rate against stable (higher is worse), alpha 0.025 (half the rollout's error budget 0.05); rolls back at any look from 107 samples per side (where 10× a 1% rate of errors would cross alpha), promotes at 3000 per side in this analysis; more than 10% errors rolls back (absolute, outside the error budget)",
     );
     expect(out).toContain(
-      "    latency: every 30s x20 after 30s; mann-whitney judge of the histogram against stable (higher is worse), alpha 0.05; decides once, at 400 samples per side",
+      "    latency: every 5s x120 after 5s; sequential-latency judge of the histogram latency against stable (higher is worse), alpha 0.025 (half the rollout's error budget 0.05), going on from the evidence of step 2; rolls back at any look from 22 samples per side (where 2× slower would cross alpha), promotes at 3000 per side in this analysis; a p95 above 500 ms rolls back (absolute, outside the error budget)",
     );
-    // 25% of 40 rps is 10 rps for the candidate: 400 samples in 40 s; the stable version gets 30 rps.
-    expect(out).toContain("    latency: 400 samples per side in 40s at this share; last look at 10m");
+    // 25% of 40 rps is 10 rps for the candidate: 107 samples in 11 s, 3,000 in 5 minutes.
+    expect(out).toContain(
+      "    errors: 107 samples per side in 11s at this share, 3000 to promote in 5m; last look at 10m",
+    );
     expect(out).not.toContain("warning");
+    // The budget, shared by the two gates, each one test over both steps.
+    expect(out).toContain(
+      [
+        "error budget 0.05: the chance, at most, that the gates below together roll back an identical release",
+        "  errors: 0.025, one sequential-rate test over steps 2 and 4",
+        "  latency: 0.025, one sequential-latency test over steps 2 and 4",
+      ].join("\n"),
+    );
   });
 
   it("warns when a step ends before its judge can have the samples it needs", async () => {
-    const { out } = await run("plan", ...JUDGED, "--rps", "2", "--json");
+    const { out } = await run("plan", ...JUDGED, "--rps", "0.2", "--json");
     const plan = JSON.parse(out);
     expect(plan.steps[1].gates).toEqual([
       {
         metric: "errors",
         test: "sequential-rate",
-        samplesNeeded: 500,
+        samplesNeeded: 107,
         perSide: true,
+        promoteAtSamples: 3000,
         lastLookSeconds: 600,
-        secondsToSamples: 1000,
+        secondsToSamples: 2140,
+        secondsToPromote: 60000,
       },
       {
         metric: "latency",
-        test: "mann-whitney",
-        samplesNeeded: 400,
+        test: "sequential-latency",
+        samplesNeeded: 22,
         perSide: true,
+        promoteAtSamples: 3000,
         lastLookSeconds: 600,
-        secondsToSamples: 800,
+        secondsToSamples: 440,
+        secondsToPromote: 60000,
       },
     ]);
+    // A sequential gate promotes at its last look once it may decide: only the minimum must fit.
     expect(plan.steps[1].warning).toBe(
-      'gate "errors" needs 500 samples per side: at 2 rps and 25% that takes 16m40s, but the analysis\'s last look is at 10m: it would hold and end Inconclusive (lengthen the analysis or lower the samples); gate "latency" needs 400 samples per side: at 2 rps and 25% that takes 13m20s, but the analysis\'s last look is at 10m: it would hold and end Inconclusive (lengthen the analysis or lower the samples)',
+      'gate "errors" needs 107 samples per side: at 0.2 rps and 25% that takes 35m40s, but the analysis\'s last look is at 10m: it would hold and end Inconclusive (lengthen the analysis or lower the samples)',
     );
-    // At 50% both versions get 1 rps: 500 s for 500 samples fits in the 10-minute analysis.
-    expect(plan.steps[3].warning).toBeUndefined();
+    // At 50% both versions get 0.1 rps: 1,070 s for 107 samples, still past the 10 minutes.
+    expect(plan.steps[3].warning).toMatch(
+      /^gate "errors" needs 107 samples per side: at 0.2 rps and 50% that takes 17m50s/,
+    );
+    expect(plan.errorBudget).toHaveLength(3);
   });
 });
 
@@ -355,11 +373,13 @@ describe("rollouts plan with a judge under a mirror step", () => {
     const noTraffic = /the candidate receives no traffic at this step/;
     expect(plan.steps[0].warning).toMatch(noTraffic);
     expect(plan.steps[2].warning).toBeUndefined();
-    // 50% of 40 rps mirrored: 20 copies a second reach the candidate, 500 samples in 25 s.
+    // 50% of 40 rps mirrored: 20 copies a second reach the candidate, 3,000 to promote in 150 s.
     expect(plan.steps[2].gates[0]).toMatchObject({
       metric: "errors",
-      samplesNeeded: 500,
-      secondsToSamples: 25,
+      samplesNeeded: 107,
+      secondsToSamples: 5.35,
+      promoteAtSamples: 3000,
+      secondsToPromote: 150,
     });
     expect(plan.steps[4].warning).toMatch(noTraffic);
   });

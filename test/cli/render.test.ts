@@ -459,7 +459,7 @@ describe("rollouts get: judges", () => {
     };
     const frame = renderRollout(view);
     expect(run.message).toMatch(
-      /^Gate "errors" rolled back: candidate 3\.0% vs stable 1\.0% errors, p = \S+ \(sequential-rate, Bayes factor \S+, alpha 0\.05, n = (\d+)\/\1\)$/,
+      /^Gate "errors" rolled back: candidate 3\.0% errors within the 10\.0% ceiling; candidate 3\.0% vs stable 1\.0% errors, p = \S+ < alpha 0\.025 \(sequential-rate, Bayes factor \S+, n = (\d+)\/\1; alpha 0\.025 is half the rollout's error budget 0\.05\)$/,
     );
     expect(frame).toContain(`  ✖ ${RUN_ID}  Failed  step 1  judges\n      ${run.message}\n`);
     const held = run.metricResults[0]?.held ?? 0;
