@@ -337,3 +337,33 @@ export function describeBudget(spec: RolloutSpec): string[] {
   if (uniqueOutside.length > 0) lines.push(`  outside the budget: ${uniqueOutside.join(", ")}`);
   return lines;
 }
+
+/**
+ * A judge decided again under a rollout's budget (`rollouts replay`): `judge` (a changed template's,
+ * read alone, or the run's own) takes the place `recorded` had in the rollout's budget — its gate,
+ * its share (scaled to `budget` when another is asked for), its decisions and the evidence it
+ * carried — unless it gives its own alpha, which is kept and counted as in the rollout. A judge
+ * that had no place in a budget (a threshold, a judge read alone) is returned as it is.
+ */
+export function rebudget(judge: JudgeSpec, recorded: JudgeSpec | undefined, budget?: number): JudgeSpec {
+  const place = recorded && isBudgeted(recorded) ? recorded.budget : undefined;
+  if (!isBudgeted(judge) || !place || place.gate === "gate") return judge;
+  const rollout = budget ?? place.rollout;
+  const sequential = SEQUENTIAL.has(judge.test);
+  const decisions = sequential ? 1 : place.decisions;
+  const given = judge.budget?.given === true;
+  const share = given ? tidy(judge.alpha * decisions) : tidy((place.share * rollout) / place.rollout);
+  const alpha = given ? judge.alpha : tidy(share / decisions);
+  const next = {
+    ...judge,
+    alpha,
+    ...replanned(judge, alpha),
+    budget: { ...place, rollout, share, decisions, given },
+  } as Budgeted;
+  if (next.test === "sequential-rate" || next.test === "sequential-latency") {
+    if (next.fast) next.minSamples = fastMinSamples(next.test, next.fast, next);
+    const carried = recorded?.test === next.test && "carried" in recorded ? recorded.carried : undefined;
+    if (carried) next.carried = carried;
+  }
+  return next;
+}

@@ -38,6 +38,7 @@ export {
   budgetOf,
   DEFAULT_ERROR_BUDGET,
   ERROR_BUDGET_ANNOTATION,
+  rebudget,
 } from "./error-budget.ts";
 export { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
 export { JUDGE_DEFAULTS, JUDGE_PLACEHOLDERS, JUDGE_PLUGIN } from "./judge-load.ts";

@@ -12,7 +12,7 @@ import { formatNumber } from "../../functions/judges/index.ts";
 import type { StoredRun } from "../../functions/store/port.ts";
 import type { StoredAnalysis } from "../../functions/workflow/analysis.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
-import { loadAnalysisTemplates, type Metric, SpecError } from "../../statemachine/index.ts";
+import { loadAnalysisTemplates, type Metric, rebudget, SpecError } from "../../statemachine/index.ts";
 import type { AwsOptions } from "../aws.ts";
 import { Exit } from "../exit-codes.ts";
 import { type Io, UsageError } from "../io.ts";
@@ -25,6 +25,8 @@ export interface ReplayOptions {
   analysis?: string;
   template?: string[];
   arg?: string[];
+  /** Decide again as if the rollout's error budget were this (the gates' shares scaled to it). */
+  errorBudget?: string;
   json?: boolean;
   env?: AwsOptions["env"];
 }
@@ -82,6 +84,18 @@ function renderRun(r: ReplayedRun): string {
 /** `rollouts replay ROLLOUT [--analysis NAME] [--template FILE...] [--json]`. */
 export async function replayAction(io: Io, rollout: string, options: ReplayOptions): Promise<number> {
   let changed: Metric[] | undefined;
+  let budget: number | undefined;
+  if (options.errorBudget !== undefined) {
+    budget = Number(options.errorBudget);
+    if (!(options.errorBudget.trim() !== "" && budget > 0 && budget < 1)) {
+      io.err(
+        printable(
+          `rollouts: --error-budget is a probability strictly between 0 and 1 (0.05), not "${options.errorBudget}"`,
+        ),
+      );
+      return Exit.badInput;
+    }
+  }
   if (options.template && options.template.length > 0) {
     try {
       const spec = await loadAnalysisTemplates(options.template, args(options.arg));
@@ -120,7 +134,12 @@ export async function replayAction(io: Io, rollout: string, options: ReplayOptio
     for (const run of runs) {
       let metrics: Metric[];
       try {
-        metrics = replayMetrics(run.run.run.metrics, changed);
+        // Each judge decides again in its gate's place in the rollout's budget (or the one asked for).
+        metrics = replayMetrics(run.run.run.metrics, changed).map((m) => {
+          const recorded = run.run.run.metrics.find((r) => r.name === m.name)?.provider.judge;
+          const judge = m.provider.judge;
+          return judge ? { ...m, provider: { ...m.provider, judge: rebudget(judge, recorded, budget) } } : m;
+        });
       } catch (error) {
         // With several runs, a template fits those that measured its metrics.
         if (error instanceof ReplayInputError && runs.length > 1) continue;

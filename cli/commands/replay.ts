@@ -20,11 +20,22 @@ export const registerReplay: RegisterCommand = (program: Command, io, done) => {
       "AnalysisTemplate file(s) whose metrics replace the recorded ones of the same name",
     )
     .option("--arg <name=value...>", "a template argument (repeatable)")
+    .option(
+      "--error-budget <alpha>",
+      "decide again as if the rollout's error budget were this: each gate's share scaled to it",
+    )
     .option("--json", "print the rows and the summary as JSON")
     .action(
       async (
         rollout: string,
-        opts: { table?: string; analysis?: string; template?: string[]; arg?: string[]; json?: boolean },
+        opts: {
+          table?: string;
+          analysis?: string;
+          template?: string[];
+          arg?: string[];
+          errorBudget?: string;
+          json?: boolean;
+        },
       ) => {
         const { replayAction } = await import("./replay-actions.ts");
         done(await replayAction(io, rollout, opts));

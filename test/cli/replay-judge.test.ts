@@ -168,6 +168,31 @@ describe("rollouts replay of a judge", () => {
     );
   });
 
+  it("under a smaller rollout budget (--error-budget) the gate's share shrinks with it: the rollback passes", async () => {
+    // The run's own judge, the rollout's only gate: its share is the whole budget, 0.05 → 0.0005.
+    const { code, out } = await run("replay", NAME, "--error-budget", "0.0005", "--json");
+    expect(code).toBe(1);
+    const parsed = JSON.parse(out) as {
+      runs: Array<{ rows: Array<{ recorded: string; replayed: string; note?: string }> }>;
+    };
+    const last = parsed.runs[0]?.rows.at(-1);
+    expect(last).toMatchObject({ recorded: "Failed", replayed: "Successful" });
+    expect(last?.note).toMatch(
+      /p = 7\.2e-04 >= alpha 0\.0005 \(two-proportion, n = 500\/1500; alpha 0\.0005 is the whole of the rollout's error budget 0\.0005\)$/,
+    );
+    // A template's own alpha stays its own under the asked budget, counted against it.
+    const own = await file("own.yaml", `${JUDGE}\nalpha: 0.01`);
+    const kept = await run("replay", NAME, "--template", own, "--error-budget", "0.02", "--json");
+    expect(JSON.parse(kept.out).runs[0].rows.at(-1).note).toMatch(
+      /alpha 0\.01 is the metric's own, counted against the rollout's error budget 0\.02\)$/,
+    );
+    const bad = await run("replay", NAME, "--error-budget", "5%");
+    expect(bad.code).toBe(2);
+    expect(bad.err).toBe(
+      'rollouts: --error-budget is a probability strictly between 0 and 1 (0.05), not "5%"\n',
+    );
+  });
+
   it("with a smaller horizon it decides two looks sooner, and --json carries the figures", async () => {
     const sooner = await file("sooner.yaml", `${JUDGE}\nminSamples: 300\nsamples: 300`);
     const { code, out } = await run("replay", NAME, "--template", sooner, "--json");
