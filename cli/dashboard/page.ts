@@ -417,6 +417,12 @@ function gateFigures(gate: GateFigures): Html {
     ["Bayes factor", figure(gate.bayesFactor)],
     ["alpha", gate.alpha === undefined ? "-" : String(gate.alpha)],
   ];
+  // A gate of the rollout's error budget: its share, and what each decision spends of it.
+  if (gate.budget) {
+    const part = `${Number(((100 * gate.budget.share) / gate.budget.rollout).toFixed(1))}%`;
+    const spread = gate.budget.decisions > 1 ? `, spent over ${gate.budget.decisions} analyses` : "";
+    rows.push(["share of the budget", `${gate.budget.share} of ${gate.budget.rollout} (${part})${spread}`]);
+  }
   if (gate.score !== undefined) rows.push(["score", figure(gate.score)]);
   return html`<div class="gate"><p class="gate-reason">${gate.reason}</p><table class="figures"><tbody>${rows.map(([k, v]) => html`<tr><th>${k}</th><td>${v}</td></tr>`)}</tbody></table></div>`;
 }

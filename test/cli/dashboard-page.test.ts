@@ -98,6 +98,8 @@ describe("rollouts report: the rollout page as one file", () => {
     expect(page).toContain('class="rule" data-y="0.05"');
     expect(page).toMatch(/<th>decision<\/th><td>rollback \(FAIL\) at look \d+<\/td>/);
     expect(page).toMatch(/<th>Bayes factor<\/th><td>\d/);
+    // The demo's gate is the rollout's only statistical one: its share is the whole budget.
+    expect(page).toContain("<th>share of the budget</th><td>0.05 of 0.05 (100%)</td>");
     // The threshold's measurements against its condition's line.
     expect(page).toContain("success when result[0] &gt;= 0.95");
     expect(page).toContain('class="rule" data-y="0.95"');
