@@ -905,6 +905,51 @@ describe("validation: one error that lists every bad prop", () => {
     ).toThrow(/step 1: setMirrorRoute "shadow": the lambda-alias target cannot mirror requests/);
   });
 
+  it("shares the errorBudget prop over the spec's, for files and for a RolloutSpec, and refuses a bad one", () => {
+    const stack = new Stack(testApp(), "Budget");
+    const controller = new RolloutController(stack, "C");
+    const target = { type: "lambda-alias" as const, functionName: "shop", alias: "live" };
+    const files = ["examples/rollout-judged.yaml", "examples/analysis-judges.yaml"];
+    const judges = (spec: RolloutSpec) =>
+      spec.steps.flatMap((s) =>
+        s.kind === "analysis"
+          ? s.analysis.templates.flatMap((t) => t.metrics.map((m) => m.provider.judge))
+          : [],
+      );
+    const added = controller.addRollout("Shop", {
+      spec: { files },
+      target,
+      trigger: { repository: ecr.Repository.fromRepositoryName(stack, "R", "shop") },
+      errorBudget: 0.01,
+    });
+    // Two gates, each 0.005 over both steps (the annotation's 0.05 is overridden).
+    expect(judges(added.spec).map((j) => j?.test !== undefined && "alpha" in j && j.alpha)).toEqual([
+      0.005, 0.005, 0.005, 0.005,
+    ]);
+    // A RolloutSpec built by hand (judges without a budget): their alphas are their own, and counted.
+    const loaded = JSON.parse(JSON.stringify(loadRolloutSync(files)), (key, value) =>
+      key === "budget" ? undefined : value,
+    ) as RolloutSpec;
+    expect(() =>
+      controller.addRollout("Other", {
+        spec: { ...loaded, name: "other" },
+        target: { ...target, functionName: "other" },
+        trigger: { repository: ecr.Repository.fromRepositoryName(stack, "R2", "other") },
+        errorBudget: 0.04,
+      }),
+    ).toThrow(
+      /spec: error budget: the gates' own alphas spend 0\.05 \(errors 0\.025, latency 0\.025\), more than the rollout's error budget 0\.04/,
+    );
+    expect(() =>
+      controller.addRollout("Bad", {
+        spec: { files },
+        target: { ...target, functionName: "bad" },
+        trigger: { repository: ecr.Repository.fromRepositoryName(stack, "R3", "bad") },
+        errorBudget: 1.5,
+      }),
+    ).toThrow(/errorBudget: a probability strictly between 0 and 1 \(0\.05\), got 1\.5/);
+  });
+
   it("refuses a rollout name that is not a short DNS label, from files and from a RolloutSpec", () => {
     const stack = new Stack(testApp(), "BadName");
     const controller = new RolloutController(stack, "C");
