@@ -25,7 +25,7 @@ describe("the demo", () => {
     // v4 fails 3% of its checkouts where v2 fails 1%: the threshold (>= 95% success) passes it.
     // Failures are spread evenly, so a window's count may end one short: 7 of 799 reads 0.88%.
     expect(result.outcomes[3]?.message).toMatch(
-      /^RolloutAborted: Rollout aborted update to revision 4: Gate "errors" rolled back: candidate [23]\.\d% vs stable (0\.[89]\d|1\.\d)% errors, p = \S+ \(sequential-rate, Bayes factor \S+, alpha 0\.05, n = \d+\/\d+\)$/,
+      /^RolloutAborted: Rollout aborted update to revision 4: Gate "errors" rolled back: candidate [23]\.\d% vs stable (0\.[89]\d|1\.\d)% errors, p = \S+ < alpha 0\.05 \(sequential-rate, Bayes factor \S+, n = \d+\/\d+; alpha 0\.05 is the whole of the rollout's error budget 0\.05\)$/,
     );
     // v2 served real traffic and failed about 1% of it; v3 failed about half of what it served.
     const v2 = result.outcomes[1];

@@ -55,7 +55,8 @@ const lostOnce = new Set<string>();
 const JUDGE = { initialDelay: "4s", interval: "2s", count: 60, minSamples: 200, samples: 800 };
 /** Traffic that gives the 50% step 30 requests per second per side. */
 const JUDGED = { rps: 60, maxSeconds: 600 };
-const GATE_FIGURES = /\(sequential-rate, Bayes factor [^,]+, alpha 0\.05, n = (\d+)\/(\d+)\)/;
+const GATE_FIGURES =
+  /\(sequential-rate, Bayes factor [^,]+, n = (\d+)\/(\d+); alpha 0\.05 is the whole of the rollout's error budget 0\.05\)/;
 
 /** The gates `rollouts get --json` shows for the rollout's current execution. */
 async function gates(s: Scenario): Promise<GateSummary[]> {

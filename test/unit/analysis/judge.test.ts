@@ -633,7 +633,9 @@ describe("a sequential gate judges a Prometheus histogram, and carries its evide
     expect(run.phase).toBe("Failed");
     expect(phases(run)).toEqual(["Running", "Running", "Failed"]);
     const looks = run.metricResults[0]?.measurements ?? [];
-    looks.forEach((m, i) => expect(m.judge?.bayesFactor).toBeCloseTo(5 * (factors[i] as number), 6));
+    for (const [i, m] of looks.entries()) {
+      expect(m.judge?.bayesFactor).toBeCloseTo(5 * (factors[i] as number), 6);
+    }
     expect(run.message).toMatch(/, Bayes factor 31\.07 over 2 analyses, n = 900\/2700; /);
     // The evidence to carry on: the product so far, and the counts of both analyses.
     expect(run.metricResults[0]?.judge?.evidence).toMatchObject({
