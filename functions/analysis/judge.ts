@@ -354,13 +354,24 @@ function p95Guard(
   };
 }
 
-/** A broken guard: the gate rolls back with the guard's words, next to the test's figures so far. */
-function guardFailure(guard: GuardOutcome, figures: Partial<GateFigures>): CheckOutcome {
+/**
+ * A broken guard: the gate rolls back with the guard's words. When the test could decide too, its
+ * result follows (`test`): its own FAIL is then the verdict (the test decided, the guard agrees),
+ * anything else leaves the guard as what decided.
+ */
+function guardFailure(
+  guard: GuardOutcome,
+  figures: Partial<GateFigures>,
+  test?: Omit<CheckOutcome, "status" | "reason"> & { text: string },
+): CheckOutcome {
+  const because = `${guard.text} (an absolute limit, outside the error budget)`;
+  if (!test) return { status: "fail", verdict: "GUARD", reason: because, figures };
+  const { text, ...rest } = test;
   return {
+    ...rest,
     status: "fail",
-    verdict: "GUARD",
-    reason: `${guard.text} (an absolute limit, outside the error budget)`,
-    figures,
+    verdict: test.verdict === "FAIL" ? "FAIL" : "GUARD",
+    reason: test.verdict === "FAIL" ? `${guard.text}; ${text}` : `${because}; ${text}`,
   };
 }
 
@@ -377,9 +388,10 @@ function fixedHorizon(
     candidate: { n: n.c, value: null },
     ...(n.s === null ? {} : { stable: { n: n.s, value: null } }),
   };
-  if (guard?.broken && n.c >= Math.max(1, check.minSamples)) return guardFailure(guard, figuresN);
+  const guardBroken = guard?.broken === true && n.c >= Math.max(1, check.minSamples);
   const guarded = guard && n.c >= Math.max(1, check.minSamples) ? `${guard.text}; ` : "";
   if (smallest < check.horizon) {
+    if (guardBroken && guard) return guardFailure(guard, figuresN);
     return {
       status: "hold",
       verdict: "INSUFFICIENT",
@@ -389,21 +401,18 @@ function fixedHorizon(
   }
   const { result, c, s, compared } = run();
   const { verdict, why } = verdictOf(result, check);
-  const reason = `${guarded}${compared}, ${why} ${particulars(check, `n = ${n.c}${n.s === null ? "" : `/${n.s}`}`)}`;
-  return {
-    status: statusOfVerdict[verdict],
-    verdict,
-    reason,
-    figures: {
-      ...testFigures(
-        check,
-        result,
-        { n: n.c, value: c },
-        n.s === null ? null : { n: n.s, value: s ?? Number.NaN },
-      ),
-      horizon: check.horizon,
-    },
+  const text = `${compared}, ${why} ${particulars(check, `n = ${n.c}${n.s === null ? "" : `/${n.s}`}`)}`;
+  const figures = {
+    ...testFigures(
+      check,
+      result,
+      { n: n.c, value: c },
+      n.s === null ? null : { n: n.s, value: s ?? Number.NaN },
+    ),
+    horizon: check.horizon,
   };
+  if (guardBroken && guard) return guardFailure(guard, figures, { verdict, figures, text });
+  return { status: statusOfVerdict[verdict], verdict, reason: `${guarded}${text}`, figures };
 }
 
 /** What a sequential look computed: the test on all the evidence, and the evidence to carry on. */
@@ -430,8 +439,9 @@ function sequential(
 ): CheckOutcome {
   const smallest = Math.min(n.c, n.s);
   const counted = { candidate: { n: n.c, value: null }, stable: { n: n.s, value: null } };
-  if (guard?.broken && n.c >= Math.max(1, check.minSamples)) return guardFailure(guard, counted);
+  const guardBroken = guard?.broken === true && n.c >= Math.max(1, check.minSamples);
   if (smallest < Math.max(1, check.minSamples)) {
+    if (guardBroken && guard) return guardFailure(guard, counted);
     const why = check.fast
       ? ` (below it, not even a ${formatNumber(check.fast.ratio)}× regression could reach alpha ${formatLevel(check.alpha)})`
       : "";
@@ -454,6 +464,9 @@ function sequential(
   );
   const figures = testFigures(check, result, { n: n.c, value: c }, { n: n.s, value: s });
   const common = { figures, pValue: result.pValue, evidence };
+  if (guardBroken && guard) {
+    return guardFailure(guard, figures, { verdict, ...common, text: `${compared}, ${why} ${details}` });
+  }
   if (verdict === "FAIL") {
     return { status: "fail", verdict, reason: `${guarded}${compared}, ${why} ${details}`, ...common };
   }
@@ -491,7 +504,14 @@ function histogramP95(h: Histogram, unit: "ms" | "s" | undefined): P95 | undefin
   const bucket = histogramRankBucket(h, 0.95);
   if (!bucket) return undefined;
   const scale = unit === "s" ? 1000 : 1;
-  if (!Number.isFinite(bucket.upper)) return { ms: Number.POSITIVE_INFINITY };
+  // In the +Inf bucket the p95 is above the last bound: histogram_quantile answers that bound.
+  if (!Number.isFinite(bucket.upper)) {
+    return {
+      lowerMs: bucket.lower * scale,
+      upperMs: Number.POSITIVE_INFINITY,
+      interpolatedMs: bucket.lower * scale,
+    };
+  }
   return {
     lowerMs: bucket.lower * scale,
     upperMs: bucket.upper * scale,

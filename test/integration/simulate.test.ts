@@ -85,9 +85,26 @@ describe("rollouts simulate", () => {
     });
     expect(row?.outcome).toBe("aborted");
     expect(row?.message).toMatch(/Gate "errors" rolled back: candidate \d+\.\d% vs stable \d+\.\d% errors/);
-    // Decided at a look (every 30 s) at 25%: the candidate served 25 requests a second until then.
-    expect((row?.at ?? 0) % 30).toBe(0);
+    // Decided at a look (every 5 s from 5 s) at 25%, in the first minute: the candidate served 25
+    // requests a second until then.
+    expect((row?.at ?? 0) % 5).toBe(0);
+    expect(row?.at).toBeGreaterThan(0);
+    expect(row?.at).toBeLessThanOrEqual(60);
     expect(row?.newRequests).toBe((row?.at ?? 0) * 25);
+  }, 120_000);
+
+  it("stops a severe regression at the judges' first look, as early as the threshold, on the same draws", async () => {
+    const options = { rps: 100, errorRate: 0.3, baselineErrorRate: 0.01, seed: 4, durationSeconds: 120 };
+    const [threshold] = await simulate({ files: SEED, ...options });
+    const [judged] = await simulate({ files: JUDGED, ...options });
+    expect(threshold).toMatchObject({ outcome: "aborted", at: 5, newRequests: 125 });
+    expect(judged).toMatchObject({ outcome: "aborted", at: 5, newRequests: 125 });
+    // The same seed draws the same failures for the same requests: the judges let none more through.
+    expect(judged?.newErrors).toBe(threshold?.newErrors);
+    // The sequential test decided at its first look; the 10% ceiling agrees beside it.
+    expect(judged?.message).toMatch(
+      /Gate "errors" rolled back: candidate \d+\.\d% errors above the 10\.0% ceiling; candidate \d+\.\d% vs stable \d+\.\d+% errors, p = \S+ < alpha 0\.025 \(sequential-rate, /,
+    );
   }, 120_000);
 
   it("is deterministic for a seed, and the seed changes the draws", async () => {

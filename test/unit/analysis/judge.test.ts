@@ -514,8 +514,9 @@ describe("absolute guards in a rollout's judges (seed 002: a service-level objec
     );
     expect(run.phase).toBe("Failed");
     expect(phases(run)).toEqual(["Failed"]);
+    // The guard decided; the test's result is beside it (the versions are equal: p = 1).
     expect(run.message).toBe(
-      'Gate "errors" rolled back: p95 400 ms above the 300 ms guard (an absolute limit, outside the error budget)',
+      'Gate "errors" rolled back: p95 400 ms above the 300 ms guard (an absolute limit, outside the error budget); candidate geometric mean 204.9 vs stable 204.9 (+0.0%), p = 1 >= alpha 0.05 (sequential-latency, Bayes factor 0.3015, n = 200/200; alpha 0.05 is the whole of the rollout\'s error budget 0.05)',
     );
     expect(run.metricResults[0]?.measurements[0]?.judge).toMatchObject({
       verdict: "GUARD",
@@ -567,6 +568,10 @@ describe("absolute guards in a rollout's judges (seed 002: a service-level objec
     );
     // The guard inside the p95's bucket: interpolated as histogram_quantile does: rank 0.95 × 200 = 190, the
     // 186th of the 196 values in (0.5, 1] s: 0.5 + 0.5 × 186 / 196 s.
+    // Past the last finite bucket: above its bound, 1 s.
+    const tail = { "0.25": 100, "0.5": 150, "1": 180, "+Inf": 200 };
+    const past = await drive(histogram("500"), new ProviderRouter({ web: versions(tail, quick) }));
+    expect(past.message).toMatch(/^Gate "errors" rolled back: p95 above 1000 ms, above the 500 ms guard/);
     const inside = await drive(histogram("600"), new ProviderRouter({ web: versions(slow, quick) }));
     expect(inside.message).toMatch(
       /^Gate "errors" rolled back: p95 about 974\.5 ms \(between 500 ms and 1000 ms\), above the 600 ms guard/,
@@ -581,9 +586,10 @@ describe("absolute guards in a rollout's judges (seed 002: a service-level objec
       ),
       new ProviderRouter({ web: statsWeb(rates(0.06, 0.06)) }),
     );
-    expect(run.message).toBe(
-      'Gate "errors" rolled back: candidate 6.0% errors above the 5.0% ceiling (an absolute limit, outside the error budget)',
+    expect(run.message).toMatch(
+      /^Gate "errors" rolled back: candidate 6\.0% errors above the 5\.0% ceiling \(an absolute limit, outside the error budget\); candidate 6\.0% vs stable 6\.0% errors, p = 1 >= alpha 0\.05 \(sequential-rate, /,
     );
+    expect(run.metricResults[0]?.measurements.at(-1)?.judge?.verdict).toBe("GUARD");
   });
 });
 
