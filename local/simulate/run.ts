@@ -70,6 +70,11 @@ export interface SimulationOptions {
   readonly seed?: number;
   /** Keep the per-second series in the result (the `--json` output). */
   readonly series?: boolean;
+  /**
+   * End a plan at its promotion instead of at `durationSeconds` (an abort always ends it): for runs
+   * that count outcomes, not the requests a promoted version serves afterwards.
+   */
+  readonly untilDecided?: boolean;
 }
 
 /** One virtual second of traffic. */
@@ -420,6 +425,7 @@ async function runPlan(input: {
         if (item?.phase === "Healthy" && item.stableRevision?.tag === CANDIDATE_TAG) {
           outcome = "promoted";
           at = t;
+          if (options.untilDecided) break;
         } else if (item?.phase === "Paused" && outcome !== "paused") {
           outcome = "paused";
           at = t;
