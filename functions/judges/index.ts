@@ -62,6 +62,7 @@ export {
   histogramTotal,
   mannWhitneyHistograms,
 } from "./histogram.ts";
+export * as kayenta from "./kayenta/index.ts";
 export {
   type MannWhitneyResult,
   mannWhitney,
