@@ -15,6 +15,7 @@ import {
   type Reading,
   type ScoredCheck,
 } from "./judge-spec.ts";
+import { loadKayenta } from "./kayenta-load.ts";
 import { issueMessage, joinPath } from "./problems.ts";
 import type { Provider } from "./providers.ts";
 import { samplesOneProportion, samplesPerSide } from "./sample-size.ts";
@@ -115,6 +116,9 @@ const InputSchema = z
     fullRolloutDwell: z.number().int().positive().optional(),
     rollbackCooldown: z.union([z.number(), z.string()]).optional(),
     maxRollbacksPerHour: z.number().int().positive().optional(),
+    groupWeights: z.record(z.string(), z.number().min(0)).optional(),
+    tolerance: z.number().positive().optional(),
+    confidence: z.number().gt(0).lt(1).optional(),
   })
   .strict();
 type Input = z.infer<typeof InputSchema>;
@@ -153,6 +157,7 @@ const FIELDS: Record<JudgeTest, readonly string[]> = {
     "minPoints",
   ],
   score: ["metrics", "pass", "marginal"],
+  kayenta: ["metrics", "groupWeights", "pass", "marginal", "tolerance", "confidence"],
   "canary-gate": [
     "candidate",
     "stable",
@@ -175,6 +180,7 @@ const DATA: Record<JudgeTest, readonly JudgeData[]> = {
   comparative: ["value", "series"],
   score: [],
   "canary-gate": [],
+  kayenta: [],
 };
 
 /** Readings each kind of side needs, and the ones it may have. */
@@ -214,7 +220,7 @@ function loadAny(
     return undefined;
   }
   const named = (raw as { test?: unknown }).test;
-  if (!top && (named === "score" || named === "canary-gate")) {
+  if (!top && (named === "score" || named === "canary-gate" || named === "kayenta")) {
     ctx.report(
       at("test"),
       `a score combines statistical and comparative judges; a ${named} cannot be one of its metrics`,
@@ -243,6 +249,15 @@ function loadAny(
     }
   }
   if (test === "score") return ok ? loadScore(input, base, ctx) : undefined;
+  if (test === "kayenta") {
+    if (!ok) return undefined;
+    return loadKayenta(input, base, {
+      report: ctx.report,
+      side: (raw, path, which) => loadSide(raw, path, test, "series", which, ctx),
+      pass: input.pass ?? JUDGE_DEFAULTS.pass,
+      marginal: input.marginal ?? JUDGE_DEFAULTS.marginal,
+    });
+  }
 
   const kinds = DATA[test];
   const data = test === "canary-gate" ? undefined : (input.data ?? kinds[0]);

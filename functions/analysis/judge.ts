@@ -27,6 +27,7 @@ import {
 } from "../judges/index.ts";
 import type { JudgeReadings, ReadingValue } from "../metrics/judge.ts";
 import type { ProviderResult } from "../metrics/port.ts";
+import { kayentaLook } from "./judge-kayenta.ts";
 import type { AnalysisRun, GateFigures, JudgeState, MeasurementPhase } from "./types.ts";
 
 /**
@@ -676,6 +677,7 @@ export function judgeLook(
     try {
       if (spec.test === "score") outcome = score(spec, readings, look.final, previous);
       else if (spec.test === "canary-gate") outcome = canaryGate(spec, readings);
+      else if (spec.test === "kayenta") outcome = kayentaLook(spec, readings, look.final);
       else outcome = evaluate(spec, readings, "", look.final, previous?.pValue ?? undefined);
     } catch (error) {
       if (!(error instanceof Unusable || error instanceof RangeError)) throw error;
