@@ -36,9 +36,9 @@ const EffectSizeInput = z
   })
   .strict();
 
-const MetricInput = z
+/** Kayenta's own settings of a metric, as users write them (the native `analysis: kayenta` metrics too). */
+const FieldsInput = z
   .object({
-    name: z.string().min(1),
     groups: z.array(z.string().min(1)).min(1).optional(),
     direction: DirectionSchema.optional(),
     nanStrategy: z.enum(["remove", "replace"]).optional(),
@@ -53,11 +53,19 @@ const MetricInput = z
     critical: z.boolean().optional(),
     mustHaveData: z.boolean().optional(),
     muted: z.boolean().optional(),
-    candidate: z.unknown(),
-    stable: z.unknown(),
   })
   .strict();
-type MetricInput = z.infer<typeof MetricInput>;
+
+const MetricInput = FieldsInput.extend({
+  name: z.string().min(1),
+  candidate: z.unknown(),
+  stable: z.unknown(),
+}).strict();
+
+/** A metric's Kayenta settings with the defaults applied. */
+export type KayentaFields = Omit<KayentaMetric, "name" | "candidate" | "stable" | "groups"> & {
+  groups?: string[];
+};
 
 /** What the judge's loader gives this one: the top-level fields, problem reporting, and how a side is read. */
 export interface KayentaLoadInput {
@@ -106,17 +114,35 @@ function checkThresholds(
   return ok;
 }
 
-/** One metric, defaults applied; undefined (problems reported) when it cannot be used. */
-function loadMetric(raw: unknown, path: string, ctx: KayentaLoadContext): KayentaMetric | undefined {
-  const parsed = MetricInput.safeParse(raw);
+function report(
+  issues: readonly { path: readonly PropertyKey[]; code: string; message: string }[],
+  path: string,
+  ctx: Pick<KayentaLoadContext, "report">,
+): void {
+  for (const issue of issues) {
+    const field = joinPath(issue.path);
+    ctx.report(field ? `${path}.${field}` : path, issueMessage(issue));
+  }
+}
+
+/**
+ * A metric's Kayenta settings (`groups`, `direction`, `nanStrategy`, `outliers`, `effectSize`,
+ * `critical`, `mustHaveData`, `muted`) with Kayenta's defaults applied, every problem reported under
+ * `path`: a wrong value, and what contradicts itself (a threshold for a change the metric never
+ * fails on, critical thresholds on a metric that is not critical, an outlier factor for outliers
+ * kept, a muted critical metric, mustHaveData with NaN points replaced).
+ */
+export function loadKayentaFields(
+  raw: Record<string, unknown>,
+  path: string,
+  ctx: Pick<KayentaLoadContext, "report">,
+): KayentaFields | undefined {
+  const parsed = FieldsInput.safeParse(raw);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const field = joinPath(issue.path);
-      ctx.report(field ? `${path}.${field}` : path, issueMessage(issue));
-    }
+    report(parsed.error.issues, path, ctx);
     return undefined;
   }
-  const m: MetricInput = parsed.data;
+  const m = parsed.data;
   let ok = true;
   const fail = (field: string, message: string) => {
     ok = false;
@@ -157,12 +183,9 @@ function loadMetric(raw: unknown, path: string, ctx: KayentaLoadContext): Kayent
       "with nanStrategy: replace a version without data passes (Kayenta): mustHaveData would never apply",
     );
   }
-  const candidate = ctx.side(m.candidate, `${path}.candidate`, "candidate");
-  const stable = ctx.side(m.stable, `${path}.stable`, "stable");
-  if (!ok || !candidate || !stable) return undefined;
+  if (!ok) return undefined;
   return {
-    name: m.name,
-    groups: m.groups ?? [m.name],
+    ...(m.groups !== undefined ? { groups: m.groups } : {}),
     direction,
     nanStrategy: m.nanStrategy ?? KAYENTA_DEFAULTS.nanStrategy,
     outliers: { strategy, outlierFactor: m.outliers?.outlierFactor ?? KAYENTA_DEFAULTS.outlierFactor },
@@ -176,16 +199,33 @@ function loadMetric(raw: unknown, path: string, ctx: KayentaLoadContext): Kayent
     critical: m.critical === true,
     mustHaveData: m.mustHaveData === true,
     muted: m.muted === true,
-    candidate,
-    stable,
   };
 }
 
-/** Group weights that name no group, or that cannot add up to the 100 Kayenta shares out. */
-function checkGroupWeights(
+/** One metric, defaults applied; undefined (problems reported) when it cannot be used. */
+function loadMetric(raw: unknown, path: string, ctx: KayentaLoadContext): KayentaMetric | undefined {
+  const parsed = MetricInput.safeParse(raw);
+  if (!parsed.success) {
+    report(parsed.error.issues, path, ctx);
+    return undefined;
+  }
+  const { name, candidate: rawCandidate, stable: rawStable, ...rest } = parsed.data;
+  const fields = loadKayentaFields(rest, path, ctx);
+  const candidate = ctx.side(rawCandidate, `${path}.candidate`, "candidate");
+  const stable = ctx.side(rawStable, `${path}.stable`, "stable");
+  if (!fields || !candidate || !stable) return undefined;
+  return { name, ...fields, groups: fields.groups ?? [name], candidate, stable };
+}
+
+/**
+ * Refuses group weights (at `path`) that name no group of a scored metric, or that cannot add up to
+ * the 100 Kayenta shares out: all groups weighted but not adding up to 100, or nothing left for the
+ * groups without a weight.
+ */
+export function checkGroupWeights(
   weights: Record<string, number>,
-  metrics: readonly KayentaMetric[],
-  base: string,
+  metrics: ReadonlyArray<{ groups: readonly string[]; muted: boolean }>,
+  path: string,
   report: (path: string, message: string) => void,
 ): boolean {
   const groups = new Set(metrics.filter((m) => !m.muted).flatMap((m) => m.groups));
@@ -193,7 +233,7 @@ function checkGroupWeights(
   for (const group of Object.keys(weights)) {
     if (!groups.has(group)) {
       report(
-        `${base}.groupWeights.${group}`,
+        `${path}.${group}`,
         `no scored metric is in group "${group}" (groups: ${[...groups].join(", ")})`,
       );
       ok = false;
@@ -203,15 +243,12 @@ function checkGroupWeights(
   const sum = Object.values(weights).reduce((a, b) => a + b, 0);
   const unweighted = [...groups].filter((g) => !Object.hasOwn(weights, g));
   if (unweighted.length === 0 && Math.abs(sum - 100) > WEIGHT_SLACK) {
-    report(
-      `${base}.groupWeights`,
-      `the group weights are percentages of the score: they add up to ${sum}, not 100`,
-    );
+    report(path, `the group weights are percentages of the score: they add up to ${sum}, not 100`);
     return false;
   }
   if (unweighted.length > 0 && sum >= 100 - WEIGHT_SLACK) {
     report(
-      `${base}.groupWeights`,
+      path,
       `the groups without a weight (${unweighted.join(", ")}) share what the weights leave of 100, and they add up to ${sum}`,
     );
     return false;
@@ -254,7 +291,7 @@ export function loadKayenta(
     return undefined;
   }
   const groupWeights = input.groupWeights ?? {};
-  if (!checkGroupWeights(groupWeights, metrics, base, ctx.report)) return undefined;
+  if (!checkGroupWeights(groupWeights, metrics, `${base}.groupWeights`, ctx.report)) return undefined;
   return {
     test: "kayenta",
     metrics,
