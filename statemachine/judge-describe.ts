@@ -51,7 +51,8 @@ function statistical(check: JudgeCheck): string {
           ? `Mann-Whitney over the step's series (p < ${check.alpha} and ${limits.join(", ")}; at least ${check.minPoints} points)`
           : limits.join(", ");
       const samples = check.minSamples > 0 ? `; at least ${check.minSamples} samples` : "";
-      return `against stable: ${how}${samples}`;
+      const nan = check.nanStrategy === "replace" ? "; NaN points count as 0" : "";
+      return `against stable: ${how}${samples}${nan}`;
     }
   }
 }

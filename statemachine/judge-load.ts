@@ -116,6 +116,7 @@ const InputSchema = z
     fullRolloutDwell: z.number().int().positive().optional(),
     rollbackCooldown: z.union([z.number(), z.string()]).optional(),
     maxRollbacksPerHour: z.number().int().positive().optional(),
+    nanStrategy: z.enum(["remove", "replace"]).optional(),
     groupWeights: z.record(z.string(), z.number().min(0)).optional(),
     tolerance: z.number().positive().optional(),
     confidence: z.number().gt(0).lt(1).optional(),
@@ -155,6 +156,7 @@ const FIELDS: Record<JudgeTest, readonly string[]> = {
     "minRatio",
     "maxDelta",
     "minPoints",
+    "nanStrategy",
   ],
   score: ["metrics", "pass", "marginal"],
   kayenta: ["metrics", "groupWeights", "pass", "marginal", "tolerance", "confidence"],
@@ -411,6 +413,10 @@ function loadAny(
         fail("minSamples", "minSamples needs the candidate's `n` reading (how many requests it served)");
         return undefined;
       }
+      if (input.nanStrategy !== undefined && data !== "series") {
+        fail("nanStrategy", "nanStrategy applies to data: series (the points of a series without value)");
+        return undefined;
+      }
       return {
         test,
         alpha,
@@ -423,6 +429,7 @@ function loadAny(
         ...(input.minRatio !== undefined ? { minRatio: input.minRatio } : {}),
         ...(input.maxDelta !== undefined ? { maxDelta: input.maxDelta } : {}),
         minPoints: input.minPoints ?? JUDGE_DEFAULTS.minPoints,
+        ...(input.nanStrategy !== undefined ? { nanStrategy: input.nanStrategy } : {}),
       };
     }
     case "canary-gate": {

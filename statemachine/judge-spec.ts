@@ -162,6 +162,8 @@ const ComparativeSchema = z
     maxDelta: z.number().min(0).optional(),
     /** Fewer points on either side of a series: inconclusive. */
     minPoints: z.number().int().positive(),
+    /** A series' NaN points: removed (absent: the default, as Kayenta) or counted as 0. */
+    nanStrategy: z.enum(["remove", "replace"]).optional(),
   })
   .strict();
 

@@ -71,9 +71,10 @@ const HealthMetricSchema = z
     alpha: z.number().gt(0).lt(1).optional(),
     weight: z.number().min(0).optional(),
     critical: z.boolean().optional(),
-    // Kayenta's own metric settings, with analysis: kayenta (checked by the judge's loader).
+    /** A series' NaN points, with either analysis: removed (default) or counted as 0. */
+    nanStrategy: z.enum(["remove", "replace"]).optional(),
+    // Kayenta's own metric settings, with analysis: kayenta (checked by loadKayentaFields).
     groups: z.array(z.string()).optional(),
-    nanStrategy: z.unknown().optional(),
     outliers: z.unknown().optional(),
     effectSize: z.unknown().optional(),
     mustHaveData: z.unknown().optional(),
@@ -258,7 +259,7 @@ function comparative(
   const lookback = m.lookback === undefined ? undefined : seconds(m.lookback, `${path}.lookback`, ctx);
   if (step === undefined || (m.lookback !== undefined && lookback === undefined)) return undefined;
   if (!series) {
-    for (const field of ["step", "lookback", "minPoints", "alpha"] as const) {
+    for (const field of ["step", "lookback", "minPoints", "alpha", "nanStrategy"] as const) {
       if (m[field] !== undefined) {
         ctx.problems.push({
           ...ctx.origin,
@@ -315,6 +316,7 @@ function comparative(
     ...(m.maxDelta !== undefined ? { maxDelta: m.maxDelta } : {}),
     ...(m.alpha !== undefined ? { alpha: m.alpha } : {}),
     ...(m.minPoints !== undefined ? { minPoints: m.minPoints } : {}),
+    ...(m.nanStrategy !== undefined && m.analysis === "mann-whitney" ? { nanStrategy: m.nanStrategy } : {}),
     ...(m.samplesQuery !== undefined ? { minSamples: m.minSamples ?? 0 } : {}),
     candidate: {
       value: read(m.query, "candidate", series),
@@ -334,7 +336,7 @@ const MANN_WHITNEY_ONLY = {
   samplesQuery: "Kayenta counts no requests (mustHaveData fails a metric without data)",
   minSamples: "Kayenta counts no requests (mustHaveData fails a metric without data)",
 } as const;
-const KAYENTA_ONLY = ["groups", "nanStrategy", "outliers", "effectSize", "mustHaveData", "muted"] as const;
+const KAYENTA_ONLY = ["groups", "outliers", "effectSize", "mustHaveData", "muted"] as const;
 /** The Kayenta settings a health metric may carry with analysis: kayenta. */
 const KAYENTA_FIELDS = [
   "groups",

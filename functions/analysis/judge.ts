@@ -6,6 +6,7 @@ import {
   compareWithStable,
   decideWindow,
   formatNumber,
+  formatScore,
   type Histogram,
   histogramFromCumulative,
   histogramTotal,
@@ -77,6 +78,8 @@ interface CheckOutcome {
   pValue?: number;
   /** A score's sequential metrics' p-values, by metric name. */
   pValues?: Record<string, number>;
+  /** A version had no data (a series with no point): a critical metric of a score fails on it. */
+  noData?: boolean;
 }
 
 /** A reading that cannot be used: the judge holds and says why. */
@@ -157,14 +160,18 @@ function samplesOf(readings: JudgeReadings, prefix: string, side: SideName, posi
   });
 }
 
-/** Points of a series; NaN points (a 0/0 rate in a quiet second) are left out, as Kayenta does. */
+/**
+ * Points of a series. A NaN point (a 0/0 rate in a quiet second; null in a recorded reading) stays
+ * NaN for the metric's `nanStrategy`; an infinite or non-numeric point is left out.
+ */
 function seriesOf(readings: JudgeReadings, prefix: string, side: SideName): number[] {
   const v = reading(readings, prefix, side, "value");
   if (!Array.isArray(v.value)) throw describe(side, "value", "not a series of points", v.value);
   const points: number[] = [];
   for (const x of v.value) {
     const n = typeof x === "string" ? Number(x) : x;
-    if (typeof n === "number" && Number.isFinite(n)) points.push(n);
+    if (n === null || Number.isNaN(n)) points.push(Number.NaN);
+    else if (typeof n === "number" && Number.isFinite(n)) points.push(n);
   }
   return points;
 }
@@ -485,6 +492,7 @@ function comparative(
   let status: MetricStatus;
   let message: string;
   let figures: Partial<GateFigures>;
+  let noData = false;
   if (check.data === "series") {
     const out = analyzeSeries({
       name,
@@ -492,10 +500,12 @@ function comparative(
       stable: seriesOf(readings, prefix, "stable"),
       alpha: check.alpha,
       minPoints: check.minPoints,
+      ...(check.nanStrategy !== undefined ? { nanStrategy: check.nanStrategy } : {}),
       ...tolerance,
     });
     status = out.status;
     message = out.message;
+    noData = out.noData;
     figures = {
       pValue: finite(out.pValue),
       effect: finite(out.delta),
@@ -530,7 +540,8 @@ function comparative(
   }
   const text = message.replace(/^metric \S+: /, "");
   if (status === "fail") return { status: "fail", verdict: "fail", reason: text, figures };
-  if (status === "inconclusive") return { status: "hold", verdict: "inconclusive", reason: text, figures };
+  if (status === "inconclusive")
+    return { status: "hold", verdict: "inconclusive", reason: text, figures, noData };
   return { status: final ? "pass" : "hold", verdict: "pass", reason: text, figures };
 }
 
@@ -558,6 +569,7 @@ function score(
       weight: m.weight,
       critical: m.critical,
       status,
+      ...(outcome.noData ? { noData: true } : {}),
       message: `metric ${m.name}: ${outcome.reason}`,
     };
   });
@@ -566,7 +578,7 @@ function score(
     score: finite(out.score ?? Number.NaN),
     metrics: metrics.map((m) => ({ name: m.name, status: m.status, message: m.message })),
   };
-  const shown = out.score === null ? "no metric conclusive" : `score ${formatNumber(out.score)}`;
+  const shown = out.score === null ? "no metric conclusive" : `score ${formatScore(out.score)}`;
   let result: CheckOutcome;
   if (out.green) {
     result = {
@@ -577,8 +589,7 @@ function score(
     };
   } else {
     const onlyInconclusive =
-      !metrics.some((m) => m.critical && m.status === "fail") &&
-      (out.score === null || out.score >= (final ? spec.pass : spec.marginal));
+      !out.criticalFailed && (out.score === null || out.score >= (final ? spec.pass : spec.marginal));
     result = {
       status: onlyInconclusive ? (final ? "inconclusive" : "hold") : "fail",
       verdict: onlyInconclusive ? "inconclusive" : "fail",
@@ -642,7 +653,7 @@ const VERB = {
 /** The measurement's short display value. */
 function shortValue(figures: Partial<GateFigures>, outcome: CheckOutcome): string {
   if (figures.score !== undefined)
-    return `score ${figures.score === null ? "-" : formatNumber(figures.score)}`;
+    return `score ${figures.score === null ? "-" : formatScore(figures.score)}`;
   const parts: string[] = [];
   const c = figures.candidate;
   const s = figures.stable;

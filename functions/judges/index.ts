@@ -46,6 +46,7 @@ export {
   compareWithStable,
   type Direction,
   formatNumber,
+  formatScore,
   type MetricStatus,
   type ScoredMetric,
   type ScoreOutcome,

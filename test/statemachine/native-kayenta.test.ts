@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  describeJudge,
   loadRollout,
   type Metric,
   parseRollout,
@@ -135,5 +136,27 @@ describe("analysis: kayenta in the native reference's descriptor", () => {
     expect(problemsOf(descriptor(`${metric("errors", "groups: [e]\nweight: 2")}`))).toEqual([
       "rollout.health.metrics[0].weight: Kayenta weighs groups, not metrics: with groups or analysis.groupWeights, weigh the groups in analysis.groupWeights",
     ]);
+  });
+});
+
+describe("nanStrategy on the native reference's analysis: mann-whitney", () => {
+  it("passes it to the series' comparison, and refuses it on a threshold of one reading", () => {
+    const { judge } = judgeOf(descriptor(metric("errors", "nanStrategy: replace", "mann-whitney")));
+    expect(judge).toMatchObject({ test: "comparative", data: "series", nanStrategy: "replace" });
+    expect(judge && describeJudge(judge)).toBe(
+      "against stable: Mann-Whitney over the step's series (p < 0.05 and ratio <= 1; at least 5 points); NaN points count as 0",
+    );
+    expect(
+      problemsOf(`rollout:
+  strategy: traffic
+  traffic: {steps: [5, 50, 100], bake: 10m}
+  health:
+    metrics:
+      - name: errors
+        compare: stable
+        query: x
+        nanStrategy: replace
+`),
+    ).toEqual(["rollout.health.metrics[0].nanStrategy: nanStrategy applies to analysis: mann-whitney"]);
   });
 });
