@@ -222,7 +222,7 @@ const CanaryGateSchema = z
  * A metric of a `kayenta` judge: Kayenta's per-metric canary settings (its
  * `analysisConfigurations.canary`, flattened) and the series it reads of each version.
  */
-export const KayentaMetricSchema = z
+const KayentaMetricSchema = z
   .object({
     name: z.string().min(1),
     /** The groups it counts in (by default, a group of its own named after it). */

@@ -1,5 +1,10 @@
 import type { JudgeSpecOf } from "../../statemachine/spec.ts";
-import { formatNumber, kayenta } from "../judges/index.ts";
+import {
+  formatNumber,
+  judgeCanary,
+  type KayentaMetricResult,
+  type MetricSeriesPair,
+} from "../judges/index.ts";
 import type { JudgeReadings } from "../metrics/judge.ts";
 import type { GateFigures } from "./types.ts";
 
@@ -48,7 +53,7 @@ function seriesOf(readings: JudgeReadings, metric: string, side: keyof typeof SI
 }
 
 /** One metric's line: its classification and the figures it rests on. */
-function describeMetric(m: kayenta.KayentaMetricResult, confidence: number): string {
+function describeMetric(m: KayentaMetricResult, confidence: number): string {
   const label = `${m.classification}${m.critical ? " (critical)" : ""}`;
   const points = `${m.experiment.count} and ${m.control.count} points`;
   if (m.interval === undefined) {
@@ -69,7 +74,7 @@ export function kayentaLook(
   readings: JudgeReadings,
   final: boolean,
 ): KayentaLook {
-  const series: Record<string, kayenta.MetricSeriesPair> = {};
+  const series: Record<string, MetricSeriesPair> = {};
   for (const metric of spec.metrics) {
     const experiment = seriesOf(readings, metric.name, "candidate");
     const control = seriesOf(readings, metric.name, "stable");
@@ -79,7 +84,7 @@ export function kayentaLook(
     }
     series[metric.name] = { experiment: experiment as number[], control: control as number[] };
   }
-  const judgement = kayenta.judgeCanary(spec, series);
+  const judgement = judgeCanary(spec, series);
   const lines = judgement.metrics.map((m) => describeMetric(m, spec.confidence));
   const figures: Partial<GateFigures> = {
     score: judgement.score,

@@ -63,7 +63,29 @@ export {
   histogramTotal,
   mannWhitneyHistograms,
 } from "./histogram.ts";
-export * as kayenta from "./kayenta/index.ts";
+export {
+  classifyMannWhitney,
+  classifyMeanInequality,
+  classifyScore,
+  type EffectSizeMeasure,
+  type GroupScore,
+  judgeCanary,
+  type KayentaCanaryConfig,
+  type KayentaJudgement,
+  type KayentaMetricConfig,
+  type KayentaMetricResult,
+  type MannWhitneyClassification,
+  type MannWhitneySettings,
+  type MetricClassification,
+  type MetricLabel,
+  type MetricSeriesPair,
+  type MetricTraits,
+  mannWhitneyInterval,
+  type ScoreLabel,
+  type ShiftInterval,
+  type WeightedScore,
+  weightedSumScore,
+} from "./kayenta/index.ts";
 export {
   type MannWhitneyResult,
   mannWhitney,

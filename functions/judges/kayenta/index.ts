@@ -1,7 +1,8 @@
 /**
  * Kayenta's judge (NetflixACAJudge), reimplemented: the Mann-Whitney classifier with its
  * confidence interval, the preprocessing of series, the detectors and effect sizes, and the
- * weighted-sum scorer. Exported as the `kayenta` namespace of `sfn-rollouts/judges`.
+ * weighted-sum scorer, every part of it in one place. `sfn-rollouts/judges` exports the judge, the
+ * classifiers, the interval and the scorer.
  *
  * @module
  */
@@ -13,8 +14,8 @@ export {
   type MannWhitneyClassification,
   type MannWhitneySettings,
 } from "./classifier.ts";
-export { mean, percentile, type SeriesSummary, summarize, variance } from "./descriptive.ts";
-export { iqrDetector, kSigmaDetector, type OutlierDetector } from "./detectors.ts";
+export { mean, percentile, summarize, variance } from "./descriptive.ts";
+export { iqrDetector, kSigmaDetector } from "./detectors.ts";
 export { cles, cohenD, meanRatio } from "./effect-sizes.ts";
 export { javaGaussian } from "./java-random.ts";
 export {
@@ -30,16 +31,7 @@ export type { MetricClassification, MetricLabel, MetricTraits } from "./labels.t
 export { mannWhitneyInterval, type ShiftInterval, wilcoxonDiff } from "./mann-whitney.ts";
 export { classifyMeanInequality } from "./mean-inequality.ts";
 export { commonsNormalQuantile } from "./normal-quantile.ts";
-export {
-  addGaussianNoise,
-  type NanStrategy,
-  type OutlierStrategy,
-  type Preprocessing,
-  prepareSeries,
-  removeNaNs,
-  removeOutliers,
-  replaceNaNs,
-} from "./preprocessing.ts";
+export { addGaussianNoise, removeNaNs, removeOutliers, replaceNaNs } from "./preprocessing.ts";
 export {
   classifyScore,
   type GroupScore,

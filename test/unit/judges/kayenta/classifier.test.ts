@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Direction } from "../../../../functions/judges/comparative.ts";
-import { kayenta } from "../../../../functions/judges/index.ts";
+import * as kayenta from "../../../../functions/judges/kayenta/index.ts";
 import { kayentaTest } from "./suites.ts";
 
 const { classifyMannWhitney, classifyMeanInequality } = kayenta;

@@ -4,7 +4,7 @@
  * ScoringHelper.scala (muted metrics left out of the score, an exception classified Error).
  */
 import { describe, expect, it } from "vitest";
-import { kayenta } from "../../../../functions/judges/index.ts";
+import * as kayenta from "../../../../functions/judges/kayenta/index.ts";
 
 const { classifyMetric, judgeCanary } = kayenta;
 

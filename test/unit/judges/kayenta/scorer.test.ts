@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { kayenta } from "../../../../functions/judges/index.ts";
+import * as kayenta from "../../../../functions/judges/kayenta/index.ts";
 
 const { classifyScore, roundHalfUp, weightedSumScore } = kayenta;
 
