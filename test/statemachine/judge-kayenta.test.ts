@@ -5,6 +5,7 @@ import {
   judgeSamplesNeeded,
   type Metric,
   parseRollout,
+  providersRead,
   SpecError,
 } from "../../statemachine/index.ts";
 import { judgedRollout } from "../support/judged-rollout.ts";
@@ -105,6 +106,18 @@ ${metric("cpu", "\n                muted: true")}`);
       "Kayenta judge of latency, errors (critical), cpu (muted) (Mann-Whitney over the step's series, 98% interval): rolls back at a score <= marginal 75, promotes at pass 95 at its end",
     );
     expect(judgeSamplesNeeded(judge)).toBeUndefined();
+  });
+
+  it("reads through every metric's providers, so the construct grants what each reading needs", () => {
+    const [canary] = metricsOf(`            metrics:
+${metric("latency")}
+${metric("errors")}`);
+    expect(providersRead(canary!.provider).map((p) => p.prometheus?.query)).toEqual([
+      '(latency{version="{{rollout.latest}}"})[{{judge.elapsed}}:15s]',
+      '(latency{version="{{rollout.stable}}"})[{{judge.elapsed}}:15s]',
+      '(errors{version="{{rollout.latest}}"})[{{judge.elapsed}}:15s]',
+      '(errors{version="{{rollout.stable}}"})[{{judge.elapsed}}:15s]',
+    ]);
   });
 
   it("puts a metric without groups in a group of its own, and takes CLES thresholds around 0.5", () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import {
   type AnalysisRun,
@@ -6,6 +7,7 @@ import {
   nextTickAt,
   tick,
 } from "../../../functions/analysis/index.ts";
+import { judgeLook } from "../../../functions/analysis/judge.ts";
 import { ProviderRouter } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
 import { type Metric, parseRollout } from "../../../statemachine/index.ts";
@@ -180,5 +182,82 @@ describe("a kayenta judge in an analysis", () => {
     expect(run.message).toBe(
       'Gate "canary" is inconclusive: held until the end of the analysis: metric latency: the candidate\'s series failed: server_error: server error: 503',
     );
+  });
+});
+
+describe("the worked example of docs/judges.md, Kayenta mode (examples/analysis-kayenta.yaml)", () => {
+  const { spec } = parseRollout([
+    { file: "r.yaml", text: judgedRollout({ template: "kayenta" }) },
+    { file: "examples/analysis-kayenta.yaml", text: readFileSync("examples/analysis-kayenta.yaml", "utf8") },
+  ]);
+  const step = spec.steps[1];
+  const judge =
+    step?.kind === "analysis" ? step.analysis.templates[0]?.metrics[0]?.provider.judge : undefined;
+  if (!judge) throw new Error("no judge in examples/analysis-kayenta.yaml");
+  const series = {
+    errors: {
+      candidate: [0.011, 0.01, "NaN", 0.012, 0.009, 0.011, 0.01, 0.012, 0.013, 0.009, 0.01, 0.011],
+      stable: [0.01, 0.012, 0.009, "NaN", 0.011, 0.01, 0.013, 0.008, 0.01, 0.011, 0.009, 0.012],
+    },
+    "latency-p99": {
+      candidate: [241, 236, 250, 229, 1900, 240, 233, 252, 244, 238, 246, 237],
+      stable: [212, 205, 220, 198, 215, 209, 203, 218, 211, 207, 214, 206],
+    },
+    cpu: {
+      candidate: [0.42, 0.41, 0.43, 0.4, 0.42, 0.44, 0.41, 0.4, 0.42, 0.43, 0.41, 0.42],
+      stable: [0.41, 0.43, 0.4, 0.42, 0.44, 0.41, 0.39, 0.42, 0.43, 0.4, 0.41, 0.42],
+    },
+  };
+  const look = (latency: number[], final: boolean) => {
+    const readings = Object.fromEntries(
+      Object.entries({ ...series, "latency-p99": { ...series["latency-p99"], candidate: latency } }).flatMap(
+        ([name, s]) => [
+          [`${name}/candidate.value`, { ok: true, value: s.candidate }],
+          [`${name}/stable.value`, { ok: true, value: s.stable }],
+        ],
+      ),
+    );
+    return judgeLook("canary", judge, { ok: true, result: readings, value: "" }, undefined, {
+      index: 3,
+      final,
+    });
+  };
+
+  it("rolls back a candidate 15% slower: latency is High, the score 50 + 0 + 20 = 70 is not above 75", () => {
+    const outcome = look(series["latency-p99"].candidate, false);
+    expect(outcome.phase).toBe("Failed");
+    expect(outcome.value).toBe("score 70");
+    expect(outcome.figures.metrics).toEqual([
+      {
+        name: "errors",
+        status: "Pass",
+        message:
+          "metric errors: Pass: candidate 0.009833, stable 0.009583 (means of 12 and 12 points), ratio 1.026, shift +9.5e-05 in [-0.001959, 0.002033] (98%)",
+      },
+      {
+        name: "latency-p99",
+        status: "High",
+        message:
+          "metric latency-p99: High: candidate 240.5, stable 209.8 (means of 11 and 12 points), ratio 1.146, shift +31 in [23, 38] (98%)",
+      },
+      {
+        name: "cpu",
+        status: "Pass",
+        message:
+          "metric cpu: Pass: candidate 0.4175, stable 0.415 (means of 12 and 12 points), ratio 1.006, shift +3.3e-05 in [-0.01003, 0.01998] (98%)",
+      },
+    ]);
+    expect(outcome.message).toBe(
+      'Gate "canary" rolled back: score 70 is not above marginal 75: metric latency-p99: High: candidate 240.5, stable 209.8 (means of 11 and 12 points), ratio 1.146, shift +31 in [23, 38] (98%)',
+    );
+  });
+
+  it("holds a candidate 5% slower (a real shift, but under allowedIncrease 1.1) and promotes it at the last look", () => {
+    const fivePercent = series["latency-p99"].stable.map((v) => v * 1.05);
+    expect(look(fivePercent, false)).toMatchObject({ phase: "Running", value: "score 100" });
+    const last = look(fivePercent, true);
+    expect(last.phase).toBe("Successful");
+    expect(last.message).toBe('Gate "canary" passed: score 100 (Pass; pass 95, marginal 75)');
+    expect(last.figures.metrics?.[1]?.message).toMatch(/^metric latency-p99: Pass: .* ratio 1\.05, /);
   });
 });
