@@ -173,6 +173,23 @@ describe("a kayenta judge in an analysis", () => {
     );
   });
 
+  it("rolls back a score equal to marginal: Kayenta's analysis needs a score above it", async () => {
+    const fourGroups = `metrics:\n${metric("latency", "direction: increase")}\n${metric("a")}\n${metric("b")}\n${metric("c")}`;
+    const run = await drive(
+      kayentaMetric(2, fourGroups),
+      seriesProvider({
+        latency: { v2: slower, v1: stable },
+        a: { v2: stable, v1: stable },
+        b: { v2: stable, v1: stable },
+        c: { v2: stable, v1: stable },
+      }),
+    );
+    expect(phases(run)).toEqual(["Failed"]);
+    expect(run.message).toMatch(
+      /^Gate "canary" rolled back: score 75 is not above marginal 75: metric latency: High/,
+    );
+  });
+
   it("holds on a reading that failed, and says which", async () => {
     const run = await drive(
       kayentaMetric(2, `metrics:\n${metric("latency")}`),
