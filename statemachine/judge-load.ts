@@ -107,6 +107,10 @@ const InputSchema = z
     minRatio: z.number().positive().optional(),
     maxDelta: z.number().min(0).optional(),
     minPoints: z.number().int().positive().optional(),
+    nanStrategy: z.enum(["remove", "replace"]).optional(),
+    groupWeights: z.record(z.string(), z.number().min(0)).optional(),
+    tolerance: z.number().positive().optional(),
+    confidence: z.number().gt(0).lt(1).optional(),
     metrics: z.array(z.unknown()).min(1).optional(),
     pass: z.number().min(0).max(100).optional(),
     marginal: z.number().min(0).max(100).optional(),
@@ -116,10 +120,6 @@ const InputSchema = z
     fullRolloutDwell: z.number().int().positive().optional(),
     rollbackCooldown: z.union([z.number(), z.string()]).optional(),
     maxRollbacksPerHour: z.number().int().positive().optional(),
-    nanStrategy: z.enum(["remove", "replace"]).optional(),
-    groupWeights: z.record(z.string(), z.number().min(0)).optional(),
-    tolerance: z.number().positive().optional(),
-    confidence: z.number().gt(0).lt(1).optional(),
   })
   .strict();
 type Input = z.infer<typeof InputSchema>;

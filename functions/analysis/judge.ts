@@ -72,14 +72,14 @@ interface CheckOutcome {
   /** The decision in words, without the gate's name. */
   reason: string;
   figures: Partial<GateFigures>;
+  /** A version had no data (a series with no point): a critical metric of a score fails on it. */
+  noData?: boolean;
   /** Sufficient statistics of this look's readings. */
   stats?: Record<string, Record<string, number | null>>;
   /** The always-valid p-value after this look (sequential tests). */
   pValue?: number;
   /** A score's sequential metrics' p-values, by metric name. */
   pValues?: Record<string, number>;
-  /** A version had no data (a series with no point): a critical metric of a score fails on it. */
-  noData?: boolean;
 }
 
 /** A reading that cannot be used: the judge holds and says why. */
