@@ -65,23 +65,40 @@ export function formatNumber(value: number): string {
 }
 
 /** Lists which tolerances a candidate/stable pair breaks; empty when none. */
-function breaches(candidate: number, stable: number, tolerance: ComparativeTolerance): string[] {
+/**
+ * The tolerances a reading goes beyond. `inclusive`: reaching a tolerance is already beyond it, as
+ * Kayenta compares an effect size with `allowedIncrease` (≥) — the series analysis, where the seed
+ * says "beyond the tolerated ratio" and is silent on the boundary; a threshold on one reading keeps
+ * `maxRatio` a maximum (a ratio equal to it passes).
+ */
+function breaches(
+  candidate: number,
+  stable: number,
+  tolerance: ComparativeTolerance,
+  inclusive = false,
+): string[] {
   const direction = tolerance.direction ?? "increase";
   const ratio = ratioOfMeans(candidate, stable);
   const delta = candidate - stable;
+  const above = (x: number, limit: number) => (inclusive ? x >= limit : x > limit);
+  const [gt, lt] = inclusive ? [">=", "<="] : [">", "<"];
   const found: string[] = [];
   if (increaseIsWorse(direction)) {
     const maxRatio = tolerance.maxRatio ?? 1;
-    if (ratio > maxRatio) found.push(`ratio ${formatNumber(ratio)} > maxRatio ${formatNumber(maxRatio)}`);
-    if (tolerance.maxDelta !== undefined && delta > tolerance.maxDelta) {
-      found.push(`delta ${formatNumber(delta)} > maxDelta ${formatNumber(tolerance.maxDelta)}`);
+    if (above(ratio, maxRatio))
+      found.push(`ratio ${formatNumber(ratio)} ${gt} maxRatio ${formatNumber(maxRatio)}`);
+    if (tolerance.maxDelta !== undefined && above(delta, tolerance.maxDelta)) {
+      found.push(`delta ${formatNumber(delta)} ${gt} maxDelta ${formatNumber(tolerance.maxDelta)}`);
     }
   }
   if (decreaseIsWorse(direction)) {
     const minRatio = tolerance.minRatio ?? 1;
-    if (ratio < minRatio) found.push(`ratio ${formatNumber(ratio)} < minRatio ${formatNumber(minRatio)}`);
-    if (tolerance.maxDelta !== undefined && -delta > tolerance.maxDelta) {
-      found.push(`delta ${formatNumber(delta)} below -maxDelta ${formatNumber(-tolerance.maxDelta)}`);
+    if (above(minRatio, ratio))
+      found.push(`ratio ${formatNumber(ratio)} ${lt} minRatio ${formatNumber(minRatio)}`);
+    if (tolerance.maxDelta !== undefined && above(-delta, tolerance.maxDelta)) {
+      found.push(
+        `delta ${formatNumber(delta)} ${inclusive ? "at or below" : "below"} -maxDelta ${formatNumber(-tolerance.maxDelta)}`,
+      );
     }
   }
   return found;
@@ -177,7 +194,7 @@ export function analyzeSeries(input: SeriesAnalysisInput): SeriesAnalysisOutcome
   const candidate = test.meanCandidate;
   const stable = test.meanPrimary;
   const ratio = test.meanRatio;
-  const found = breaches(candidate, stable, input);
+  const found = breaches(candidate, stable, input, true);
   const significant = test.pValue < alpha;
   const status: MetricStatus = significant && found.length > 0 ? "fail" : "pass";
   const message =

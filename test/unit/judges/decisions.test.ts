@@ -490,19 +490,39 @@ describe("the canary gate", () => {
 describe("seed 004's analysis: mann-whitney, where the seed is silent, as Kayenta", () => {
   const stable = [98, 99, 100, 101, 102, 100, 100, 100];
 
-  it("tolerates a ratio equal to maxRatio, as the seed words it (up to +20% is tolerated)", () => {
+  it("fails a ratio that reaches maxRatio, as Kayenta's effect size reaching allowedIncrease fails (>=)", () => {
     const atLimit = stable.map((v) => v + 20); // means 120 and 100: ratio 1.2 exactly, significant
     const outcome = analyzeSeries({ name: "latency-p99", candidate: atLimit, stable, maxRatio: 1.2 });
     expect(outcome.ratio).toBe(1.2);
     expect(outcome.pValue).toBeLessThan(0.05);
-    expect(outcome.status).toBe("pass");
-    const beyond = analyzeSeries({
+    expect(outcome.status).toBe("fail");
+    expect(outcome.message).toContain("ratio 1.2, p=7.9e-04 < 0.05");
+    const within = analyzeSeries({
       name: "latency-p99",
-      candidate: atLimit.map((v) => v + 0.01),
+      candidate: atLimit.map((v) => v - 0.01),
       stable,
       maxRatio: 1.2,
     });
-    expect(beyond.status).toBe("fail");
+    expect(within.status).toBe("pass");
+    // A decrease reaching minRatio fails the same way.
+    const down = analyzeSeries({
+      name: "throughput",
+      candidate: stable.map((v) => v * 0.8),
+      stable,
+      direction: "decrease",
+      minRatio: 0.8,
+    });
+    expect(down.ratio).toBeCloseTo(0.8, 12);
+    expect(down.status).toBe(down.ratio <= 0.8 ? "fail" : "pass");
+  });
+
+  it("keeps a threshold on one reading's maxRatio a maximum: a ratio equal to it passes", () => {
+    expect(compareWithStable({ name: "errors", candidate: 0.012, stable: 0.01, maxRatio: 1.2 }).status).toBe(
+      "pass",
+    );
+    expect(compareWithStable({ name: "errors", candidate: 0.0121, stable: 0.01, maxRatio: 1.2 }).status).toBe(
+      "fail",
+    );
   });
 
   it("removes NaN points by default and counts them as 0 with nanStrategy: replace", () => {
