@@ -278,6 +278,14 @@ export function budgetOf(spec: RolloutSpec): { budget: number; shares: BudgetSha
   return { budget, shares, unspent: tidy(budget - shares.reduce((a, s) => a + s.share, 0)) };
 }
 
+/** Why a judge that decides is not a test at a level, in words. */
+const OUTSIDE: Partial<Record<JudgeSpec["test"], string>> = {
+  comparative: "a tolerance against the stable version, decided at every look",
+  score: "a score against thresholds",
+  kayenta: "Kayenta's score against thresholds",
+  "canary-gate": "the canary gate's thresholds",
+};
+
 /**
  * The budget in words, for `rollouts plan`: the budget, each gate's share and how it is spent
  * (one sequential test over its steps, or a share per analysis), what is left, and the gates whose
@@ -293,7 +301,7 @@ export function describeBudget(spec: RolloutSpec): string[] {
       const name = background ? `background/${m.name}` : m.name;
       if (m.dryRun) outside.push(`${name} (dry run: never rolls back)`);
       else if (!isBudgeted(judge))
-        outside.push(`${name} (${judge.test}: a threshold, not a test at a level)`);
+        outside.push(`${name} (${judge.test}: ${OUTSIDE[judge.test] ?? "not a test at a level"})`);
     }
   };
   for (const step of spec.steps)

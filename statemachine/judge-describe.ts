@@ -114,7 +114,8 @@ function statistical(check: JudgeCheck): string {
           ? `Mann-Whitney over the step's series (p < ${check.alpha} and ${limits.join(", ")}; at least ${check.minPoints} points)`
           : limits.join(", ");
       const samples = check.minSamples > 0 ? `; at least ${check.minSamples} samples` : "";
-      return `against stable: ${how}${samples}`;
+      const nan = check.nanStrategy === "replace" ? "; NaN points count as 0" : "";
+      return `against stable: ${how}${samples}${nan}`;
     }
   }
 }
@@ -129,6 +130,13 @@ export function describeJudge(judge: JudgeSpec): string {
             `${m.name}${m.critical ? " (critical)" : ""}${m.weight !== 1 ? ` (weight ${m.weight})` : ""}`,
         )
         .join(", ")}: marginal ${judge.marginal} during the analysis, pass ${judge.pass} at its end`;
+    case "kayenta": {
+      const metrics = judge.metrics.map(
+        (m) => `${m.name}${m.critical ? " (critical)" : ""}${m.muted ? " (muted)" : ""}`,
+      );
+      const interval = `${Number((judge.confidence * 100).toPrecision(6))}% interval`;
+      return `Kayenta judge of ${metrics.join(", ")} (Mann-Whitney over the step's series, ${interval}): rolls back at a score <= marginal ${judge.marginal}, promotes at pass ${judge.pass} at its end`;
+    }
     case "canary-gate":
       return `canary gate: p95 <= ${judge.p95BudgetRatio} x stable, error rate < ${judge.errorRateCeiling}, at least ${judge.minSampleCount} samples; ${judge.fullRolloutDwell} clean windows at 100%`;
     default:
@@ -177,6 +185,7 @@ export function judgeSamplesNeeded(judge: JudgeSpec): SamplesNeeded | undefined 
     if (needs.length === 0) return undefined;
     return { samples: Math.max(...needs.map((n) => n.samples)), bothSides: needs.some((n) => n.bothSides) };
   }
+  if (judge.test === "kayenta") return undefined;
   if (judge.test === "canary-gate") {
     return judge.minSampleCount > 0 ? { samples: judge.minSampleCount, bothSides: false } : undefined;
   }

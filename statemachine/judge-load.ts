@@ -18,6 +18,7 @@ import {
   type Reading,
   type ScoredCheck,
 } from "./judge-spec.ts";
+import { loadKayenta } from "./kayenta-load.ts";
 import { issueMessage, joinPath } from "./problems.ts";
 import type { Provider } from "./providers.ts";
 import { samplesOneProportion, samplesPerSide } from "./sample-size.ts";
@@ -114,6 +115,10 @@ const InputSchema = z
     minRatio: z.number().positive().optional(),
     maxDelta: z.number().min(0).optional(),
     minPoints: z.number().int().positive().optional(),
+    nanStrategy: z.enum(["remove", "replace"]).optional(),
+    groupWeights: z.record(z.string(), z.number().min(0)).optional(),
+    tolerance: z.number().positive().optional(),
+    confidence: z.number().gt(0).lt(1).optional(),
     metrics: z.array(z.unknown()).min(1).optional(),
     pass: z.number().min(0).max(100).optional(),
     marginal: z.number().min(0).max(100).optional(),
@@ -173,8 +178,10 @@ const FIELDS: Record<JudgeTest, readonly string[]> = {
     "minRatio",
     "maxDelta",
     "minPoints",
+    "nanStrategy",
   ],
   score: ["metrics", "pass", "marginal"],
+  kayenta: ["metrics", "groupWeights", "pass", "marginal", "tolerance", "confidence"],
   "canary-gate": [
     "candidate",
     "stable",
@@ -197,6 +204,7 @@ const DATA: Record<JudgeTest, readonly JudgeData[]> = {
   comparative: ["value", "series"],
   score: [],
   "canary-gate": [],
+  kayenta: [],
 };
 
 /** Readings each kind of side needs, and the ones it may have. */
@@ -259,7 +267,7 @@ function loadAny(
     return undefined;
   }
   const named = (raw as { test?: unknown }).test;
-  if (!top && (named === "score" || named === "canary-gate")) {
+  if (!top && (named === "score" || named === "canary-gate" || named === "kayenta")) {
     ctx.report(
       at("test"),
       `a score combines statistical and comparative judges; a ${named} cannot be one of its metrics`,
@@ -288,6 +296,15 @@ function loadAny(
     }
   }
   if (test === "score") return ok ? loadScore(input, base, ctx) : undefined;
+  if (test === "kayenta") {
+    if (!ok) return undefined;
+    return loadKayenta(input, base, {
+      report: ctx.report,
+      side: (raw, path, which) => loadSide(raw, path, test, "series", which, ctx),
+      pass: input.pass ?? JUDGE_DEFAULTS.pass,
+      marginal: input.marginal ?? JUDGE_DEFAULTS.marginal,
+    });
+  }
 
   const kinds = DATA[test];
   const data = test === "canary-gate" ? undefined : (input.data ?? kinds[0]);
@@ -469,6 +486,10 @@ function loadAny(
         fail("minSamples", "minSamples needs the candidate's `n` reading (how many requests it served)");
         return undefined;
       }
+      if (input.nanStrategy !== undefined && data !== "series") {
+        fail("nanStrategy", "nanStrategy applies to data: series (the points of a series without value)");
+        return undefined;
+      }
       return {
         test,
         alpha,
@@ -481,6 +502,7 @@ function loadAny(
         ...(input.minRatio !== undefined ? { minRatio: input.minRatio } : {}),
         ...(input.maxDelta !== undefined ? { maxDelta: input.maxDelta } : {}),
         minPoints: input.minPoints ?? JUDGE_DEFAULTS.minPoints,
+        ...(input.nanStrategy !== undefined ? { nanStrategy: input.nanStrategy } : {}),
       };
     }
     case "canary-gate": {

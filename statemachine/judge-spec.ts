@@ -19,6 +19,7 @@ export const JUDGE_TESTS = [
   "comparative",
   "score",
   "canary-gate",
+  "kayenta",
 ] as const;
 export type JudgeTest = (typeof JUDGE_TESTS)[number];
 
@@ -255,6 +256,8 @@ const ComparativeSchema = z
     maxDelta: z.number().min(0).optional(),
     /** Fewer points on either side of a series: inconclusive. */
     minPoints: z.number().int().positive(),
+    /** A series' NaN points: removed (absent: the default, as Kayenta) or counted as 0. */
+    nanStrategy: z.enum(["remove", "replace"]).optional(),
   })
   .strict();
 
@@ -309,6 +312,55 @@ const CanaryGateSchema = z
   })
   .strict();
 
+/**
+ * A metric of a `kayenta` judge: Kayenta's per-metric canary settings (its
+ * `analysisConfigurations.canary`, flattened) and the series it reads of each version.
+ */
+const KayentaMetricSchema = z
+  .object({
+    name: z.string().min(1),
+    /** The groups it counts in (by default, a group of its own named after it). */
+    groups: z.array(z.string().min(1)).min(1),
+    direction: DirectionSchema,
+    nanStrategy: z.enum(["remove", "replace"]),
+    outliers: z
+      .object({ strategy: z.enum(["keep", "remove"]), outlierFactor: z.number().positive() })
+      .strict(),
+    effectSize: z
+      .object({
+        measure: z.enum(["meanRatio", "cles"]),
+        allowedIncrease: z.number().nonnegative(),
+        allowedDecrease: z.number().nonnegative(),
+        criticalIncrease: z.number().nonnegative(),
+        criticalDecrease: z.number().nonnegative(),
+      })
+      .strict(),
+    critical: z.boolean(),
+    mustHaveData: z.boolean(),
+    /** Classified and shown, left out of the score. */
+    muted: z.boolean(),
+    candidate: JudgeSideSchema,
+    stable: JudgeSideSchema,
+  })
+  .strict();
+export type KayentaMetric = z.infer<typeof KayentaMetricSchema>;
+
+/** Kayenta's judge over a whole canary config: every metric classified, the groups scored by weight. */
+const KayentaSchema = z
+  .object({
+    test: z.literal("kayenta"),
+    metrics: z.array(KayentaMetricSchema).min(1),
+    /** Percentages of the score by group; groups without one share what is left of 100. */
+    groupWeights: z.record(z.string(), z.number().min(0)),
+    pass: z.number().min(0).max(100),
+    marginal: z.number().min(0).max(100),
+    /** The classifier's band around no change, as a fraction of the estimated shift. */
+    tolerance: z.number().positive(),
+    /** The confidence level of the shift's interval. */
+    confidence: z.number().gt(0).lt(1),
+  })
+  .strict();
+
 export const JudgeSpecSchema = z.discriminatedUnion("test", [
   TwoProportionSchema,
   OneProportionSchema,
@@ -318,6 +370,7 @@ export const JudgeSpecSchema = z.discriminatedUnion("test", [
   ComparativeSchema,
   ScoreSchema,
   CanaryGateSchema,
+  KayentaSchema,
 ]);
 export type JudgeSpec = z.infer<typeof JudgeSpecSchema>;
 export type JudgeSpecOf<T extends JudgeTest> = Extract<JudgeSpec, { test: T }>;
@@ -335,5 +388,6 @@ export function providersRead(
   const sides = (s: { candidate?: JudgeSide; stable?: JudgeSide }) =>
     [...Object.values(s.candidate ?? {}), ...Object.values(s.stable ?? {})].map((r) => r.provider);
   if (judge.test === "score") return judge.metrics.flatMap((m) => sides(m.check));
+  if (judge.test === "kayenta") return judge.metrics.flatMap(sides);
   return sides(judge);
 }

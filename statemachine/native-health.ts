@@ -3,6 +3,7 @@ import { type Origin, zodProblems } from "./analysis-resolve.ts";
 import { ArgoPrometheusSchema, IntOrString } from "./argo-schema.ts";
 import { parseDuration } from "./duration.ts";
 import { JUDGE_PLACEHOLDERS, JUDGE_PLUGIN } from "./judge-load.ts";
+import { checkGroupWeights, loadKayentaFields } from "./kayenta-load.ts";
 import type { Problem } from "./problems.ts";
 
 /**
@@ -28,6 +29,8 @@ export const HealthSchema = z
       .object({
         pass: z.number().min(0).max(100).optional(),
         marginal: z.number().min(0).max(100).optional(),
+        /** With `analysis: kayenta` metrics: Kayenta's percentages of the score by group. */
+        groupWeights: z.record(z.string(), z.number().min(0)).optional(),
       })
       .strict()
       .optional(),
@@ -58,8 +61,8 @@ const HealthMetricSchema = z
     samplesQuery: z.string().min(1).optional(),
     minSamples: z.number().int().min(0).optional(),
     analysis: z
-      .literal("mann-whitney", {
-        message: "analysis is mann-whitney, or absent for a threshold on one reading",
+      .enum(["mann-whitney", "kayenta"], {
+        message: "analysis is mann-whitney or kayenta, or absent for a threshold on one reading",
       })
       .optional(),
     step: Duration.optional(),
@@ -68,6 +71,14 @@ const HealthMetricSchema = z
     alpha: z.number().gt(0).lt(1).optional(),
     weight: z.number().min(0).optional(),
     critical: z.boolean().optional(),
+    /** A series' NaN points, with either analysis: removed (default) or counted as 0. */
+    nanStrategy: z.enum(["remove", "replace"]).optional(),
+    // Kayenta's own metric settings, with analysis: kayenta (checked by loadKayentaFields).
+    groups: z.array(z.string()).optional(),
+    outliers: z.unknown().optional(),
+    effectSize: z.unknown().optional(),
+    mustHaveData: z.unknown().optional(),
+    muted: z.unknown().optional(),
   })
   .strict();
 type HealthMetric = z.infer<typeof HealthMetricSchema>;
@@ -174,6 +185,7 @@ export function healthTemplate(raw: unknown, ctx: Context): { metrics: unknown[]
     });
   }
   const checks = metrics.map((m, i) => comparative(m, `${ctx.path}.metrics[${indexes[i]}]`, health, ctx));
+  const scoredByKayenta = kayentaFields(metrics, indexes, health, ctx);
   if (ctx.problems.length !== before || interval === undefined) return undefined;
 
   // Readings at every interval through the bake, the last one at its end.
@@ -184,7 +196,22 @@ export function healthTemplate(raw: unknown, ctx: Context): { metrics: unknown[]
     count,
   };
   const out: unknown[] = [];
-  if (health.analysis) {
+  if (scoredByKayenta) {
+    out.push({
+      name: "health",
+      ...timing,
+      provider: {
+        plugin: {
+          [JUDGE_PLUGIN]: kayentaJudge(
+            metrics,
+            checks as Array<Record<string, unknown>>,
+            health,
+            scoredByKayenta.groupWeights,
+          ),
+        },
+      },
+    });
+  } else if (health.analysis) {
     out.push({
       name: "health",
       ...timing,
@@ -227,12 +254,12 @@ function comparative(
   health: Health,
   ctx: Context,
 ): Record<string, unknown> | undefined {
-  const series = m.analysis === "mann-whitney";
+  const series = m.analysis !== undefined;
   const step = m.step === undefined ? 15 : seconds(m.step, `${path}.step`, ctx);
   const lookback = m.lookback === undefined ? undefined : seconds(m.lookback, `${path}.lookback`, ctx);
   if (step === undefined || (m.lookback !== undefined && lookback === undefined)) return undefined;
   if (!series) {
-    for (const field of ["step", "lookback", "minPoints", "alpha"] as const) {
+    for (const field of ["step", "lookback", "minPoints", "alpha", "nanStrategy"] as const) {
       if (m[field] !== undefined) {
         ctx.problems.push({
           ...ctx.origin,
@@ -289,11 +316,135 @@ function comparative(
     ...(m.maxDelta !== undefined ? { maxDelta: m.maxDelta } : {}),
     ...(m.alpha !== undefined ? { alpha: m.alpha } : {}),
     ...(m.minPoints !== undefined ? { minPoints: m.minPoints } : {}),
+    ...(m.nanStrategy !== undefined && m.analysis === "mann-whitney" ? { nanStrategy: m.nanStrategy } : {}),
     ...(m.samplesQuery !== undefined ? { minSamples: m.minSamples ?? 0 } : {}),
     candidate: {
       value: read(m.query, "candidate", series),
       ...(m.samplesQuery !== undefined ? { n: read(m.samplesQuery, "candidate", false) } : {}),
     },
     stable: { value: read(m.query, "stable", series) },
+  };
+}
+
+/** What only one of the two analyses reads, with where the other one says it. */
+const MANN_WHITNEY_ONLY = {
+  maxRatio: "Kayenta fails a metric from effectSize.allowedIncrease",
+  minRatio: "Kayenta fails a metric from effectSize.allowedDecrease",
+  maxDelta: "Kayenta compares ratios of the means (effectSize), not differences",
+  alpha: "Kayenta decides by the shift's confidence interval, not a p-value",
+  minPoints: "Kayenta classifies any number of points (none is Nodata)",
+  samplesQuery: "Kayenta counts no requests (mustHaveData fails a metric without data)",
+  minSamples: "Kayenta counts no requests (mustHaveData fails a metric without data)",
+} as const;
+const KAYENTA_ONLY = ["groups", "outliers", "effectSize", "mustHaveData", "muted"] as const;
+/** The Kayenta settings a health metric may carry with analysis: kayenta. */
+const KAYENTA_FIELDS = [
+  "groups",
+  "direction",
+  "nanStrategy",
+  "outliers",
+  "effectSize",
+  "critical",
+  "mustHaveData",
+  "muted",
+] as const;
+
+/**
+ * Whether the block is scored by Kayenta (`analysis: kayenta` on its metrics, which then must all
+ * say so: one score cannot mix two analyses), with the group weights it gets: the block's
+ * `analysis.groupWeights`, or, for metrics without `groups`, their `weight`s as shares of 100.
+ * Undefined when it is not, or problems were reported.
+ */
+function kayentaFields(
+  metrics: readonly HealthMetric[],
+  indexes: readonly number[],
+  health: Health,
+  ctx: Context,
+): { groupWeights?: Record<string, number> } | undefined {
+  const at = (i: number, field: string) => `${ctx.path}.metrics[${indexes[i]}].${field}`;
+  const problem = (path: string, message: string) => ctx.problems.push({ ...ctx.origin, path, message });
+  const kayenta = metrics.find((m) => m.analysis === "kayenta");
+  if (!kayenta) {
+    metrics.forEach((m, i) => {
+      for (const field of KAYENTA_ONLY) {
+        if (m[field] !== undefined) problem(at(i, field), `${field} applies to analysis: kayenta`);
+      }
+    });
+    if (health.analysis?.groupWeights !== undefined) {
+      problem(`${ctx.path}.analysis.groupWeights`, "groupWeights applies to metrics with analysis: kayenta");
+    }
+    return undefined;
+  }
+  const before = ctx.problems.length;
+  const scored: Array<{ groups: readonly string[]; muted: boolean }> = [];
+  metrics.forEach((m, i) => {
+    if (m.analysis !== "kayenta") {
+      problem(
+        at(i, "analysis"),
+        `metric "${kayenta.name}" is analysis: kayenta, which scores the whole health block: every metric must be analysis: kayenta`,
+      );
+      return;
+    }
+    for (const [field, instead] of Object.entries(MANN_WHITNEY_ONLY)) {
+      if (m[field as keyof typeof MANN_WHITNEY_ONLY] !== undefined) {
+        problem(at(i, field), `${field} applies to analysis: mann-whitney; ${instead}`);
+      }
+    }
+    // Kayenta's settings, checked here so that a problem names the user's field.
+    const own = Object.fromEntries(KAYENTA_FIELDS.filter((f) => m[f] !== undefined).map((f) => [f, m[f]]));
+    const fields = loadKayentaFields(own, `${ctx.path}.metrics[${indexes[i]}]`, { report: problem });
+    if (fields) scored.push({ groups: fields.groups ?? [m.name], muted: fields.muted });
+  });
+  const weighted = metrics.some((m) => m.weight !== undefined);
+  const grouped = metrics.some((m) => m.groups !== undefined) || health.analysis?.groupWeights !== undefined;
+  if (weighted && grouped) {
+    metrics.forEach((m, i) => {
+      if (m.weight !== undefined) {
+        problem(
+          at(i, "weight"),
+          "Kayenta weighs groups, not metrics: with groups or analysis.groupWeights, weigh the groups in analysis.groupWeights",
+        );
+      }
+    });
+  }
+  if (ctx.problems.length !== before) return undefined;
+  if (!weighted) {
+    const groupWeights = health.analysis?.groupWeights;
+    if (groupWeights === undefined) return {};
+    return checkGroupWeights(groupWeights, scored, `${ctx.path}.analysis.groupWeights`, problem)
+      ? { groupWeights }
+      : undefined;
+  }
+  // Each metric is a group of its own: its weight becomes its group's share of 100.
+  const total = metrics.reduce((sum, m) => sum + (m.weight ?? 1), 0);
+  if (total === 0) {
+    problem(`${ctx.path}.metrics`, "every metric weighs 0: nothing would be scored");
+    return undefined;
+  }
+  return { groupWeights: Object.fromEntries(metrics.map((m) => [m.name, (100 * (m.weight ?? 1)) / total])) };
+}
+
+/** The `kayenta` judge of a health block: each metric's Kayenta fields and the series its analysis reads. */
+function kayentaJudge(
+  metrics: readonly HealthMetric[],
+  checks: ReadonlyArray<Record<string, unknown>>,
+  health: Health,
+  groupWeights: Record<string, number> | undefined,
+): Record<string, unknown> {
+  return {
+    test: "kayenta",
+    ...(health.analysis?.pass !== undefined ? { pass: health.analysis.pass } : {}),
+    ...(health.analysis?.marginal !== undefined ? { marginal: health.analysis.marginal } : {}),
+    ...(groupWeights !== undefined ? { groupWeights } : {}),
+    metrics: metrics.map((m, i) => {
+      const { candidate, stable } = checks[i] as {
+        candidate: { value: unknown };
+        stable: { value: unknown };
+      };
+      const own = Object.fromEntries(
+        KAYENTA_FIELDS.filter((field) => m[field] !== undefined).map((field) => [field, m[field]]),
+      );
+      return { name: m.name, ...own, candidate: { value: candidate.value }, stable: { value: stable.value } };
+    }),
   };
 }

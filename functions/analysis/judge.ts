@@ -7,6 +7,7 @@ import {
   compareWithStable,
   decideWindow,
   formatNumber,
+  formatScore,
   type Histogram,
   histogramFromCumulative,
   histogramLogSummary,
@@ -33,6 +34,7 @@ import {
 } from "../judges/index.ts";
 import type { JudgeReadings, ReadingValue } from "../metrics/judge.ts";
 import type { ProviderResult } from "../metrics/port.ts";
+import { kayentaLook } from "./judge-kayenta.ts";
 import type { AnalysisRun, GateFigures, JudgeState, MeasurementPhase } from "./types.ts";
 
 /**
@@ -76,6 +78,8 @@ interface CheckOutcome {
   /** The decision in words, without the gate's name. */
   reason: string;
   figures: Partial<GateFigures>;
+  /** A version had no data (a series with no point): a critical metric of a score fails on it. */
+  noData?: boolean;
   /** Sufficient statistics of this look's readings. */
   stats?: Record<string, Record<string, number | null>>;
   /** The always-valid p-value after this look (sequential tests). */
@@ -164,14 +168,18 @@ function samplesOf(readings: JudgeReadings, prefix: string, side: SideName, posi
   });
 }
 
-/** Points of a series; NaN points (a 0/0 rate in a quiet second) are left out, as Kayenta does. */
+/**
+ * Points of a series. A NaN point (a 0/0 rate in a quiet second; null in a recorded reading) stays
+ * NaN for the metric's `nanStrategy`; an infinite or non-numeric point is left out.
+ */
 function seriesOf(readings: JudgeReadings, prefix: string, side: SideName): number[] {
   const v = reading(readings, prefix, side, "value");
   if (!Array.isArray(v.value)) throw describe(side, "value", "not a series of points", v.value);
   const points: number[] = [];
   for (const x of v.value) {
     const n = typeof x === "string" ? Number(x) : x;
-    if (typeof n === "number" && Number.isFinite(n)) points.push(n);
+    if (n === null || Number.isNaN(n)) points.push(Number.NaN);
+    else if (typeof n === "number" && Number.isFinite(n)) points.push(n);
   }
   return points;
 }
@@ -702,6 +710,7 @@ function comparative(
   let status: MetricStatus;
   let message: string;
   let figures: Partial<GateFigures>;
+  let noData = false;
   if (check.data === "series") {
     const out = analyzeSeries({
       name,
@@ -709,10 +718,12 @@ function comparative(
       stable: seriesOf(readings, prefix, "stable"),
       alpha: check.alpha,
       minPoints: check.minPoints,
+      ...(check.nanStrategy !== undefined ? { nanStrategy: check.nanStrategy } : {}),
       ...tolerance,
     });
     status = out.status;
     message = out.message;
+    noData = out.noData;
     figures = {
       pValue: finite(out.pValue),
       effect: finite(out.delta),
@@ -747,7 +758,8 @@ function comparative(
   }
   const text = message.replace(/^metric \S+: /, "");
   if (status === "fail") return { status: "fail", verdict: "fail", reason: text, figures };
-  if (status === "inconclusive") return { status: "hold", verdict: "inconclusive", reason: text, figures };
+  if (status === "inconclusive")
+    return { status: "hold", verdict: "inconclusive", reason: text, figures, noData };
   return { status: final ? "pass" : "hold", verdict: "pass", reason: text, figures };
 }
 
@@ -775,6 +787,7 @@ function score(
       weight: m.weight,
       critical: m.critical,
       status,
+      ...(outcome.noData ? { noData: true } : {}),
       message: `metric ${m.name}: ${outcome.reason}`,
     };
   });
@@ -783,7 +796,7 @@ function score(
     score: finite(out.score ?? Number.NaN),
     metrics: metrics.map((m) => ({ name: m.name, status: m.status, message: m.message })),
   };
-  const shown = out.score === null ? "no metric conclusive" : `score ${formatNumber(out.score)}`;
+  const shown = out.score === null ? "no metric conclusive" : `score ${formatScore(out.score)}`;
   let result: CheckOutcome;
   if (out.green) {
     result = {
@@ -794,8 +807,7 @@ function score(
     };
   } else {
     const onlyInconclusive =
-      !metrics.some((m) => m.critical && m.status === "fail") &&
-      (out.score === null || out.score >= (final ? spec.pass : spec.marginal));
+      !out.criticalFailed && (out.score === null || out.score >= (final ? spec.pass : spec.marginal));
     result = {
       status: onlyInconclusive ? (final ? "inconclusive" : "hold") : "fail",
       verdict: onlyInconclusive ? "inconclusive" : "fail",
@@ -859,7 +871,7 @@ const VERB = {
 /** The measurement's short display value. */
 function shortValue(figures: Partial<GateFigures>, outcome: CheckOutcome): string {
   if (figures.score !== undefined)
-    return `score ${figures.score === null ? "-" : formatNumber(figures.score)}`;
+    return `score ${figures.score === null ? "-" : formatScore(figures.score)}`;
   const parts: string[] = [];
   const c = figures.candidate;
   const s = figures.stable;
@@ -894,6 +906,7 @@ export function judgeLook(
     try {
       if (spec.test === "score") outcome = score(spec, readings, look.final, previous);
       else if (spec.test === "canary-gate") outcome = canaryGate(spec, readings);
+      else if (spec.test === "kayenta") outcome = kayentaLook(spec, readings, look.final);
       else outcome = evaluate(spec, readings, "", look.final, previous?.pValue ?? undefined);
     } catch (error) {
       if (!(error instanceof Unusable || error instanceof RangeError)) throw error;

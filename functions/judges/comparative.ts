@@ -1,3 +1,5 @@
+import { type NanStrategy, removeNaNs, replaceNaNs } from "./kayenta/preprocessing.ts";
+import { roundHalfUp } from "./kayenta/scorer.ts";
 import { mannWhitney, ratioOfMeans } from "./mann-whitney.ts";
 
 /** The comparative gate's `direction`: which change of the metric counts as worse. */
@@ -63,23 +65,40 @@ export function formatNumber(value: number): string {
 }
 
 /** Lists which tolerances a candidate/stable pair breaks; empty when none. */
-function breaches(candidate: number, stable: number, tolerance: ComparativeTolerance): string[] {
+/**
+ * The tolerances a reading goes beyond. `inclusive`: reaching a tolerance is already beyond it, as
+ * Kayenta compares an effect size with `allowedIncrease` (≥) — the series analysis, where the seed
+ * says "beyond the tolerated ratio" and is silent on the boundary; a threshold on one reading keeps
+ * `maxRatio` a maximum (a ratio equal to it passes).
+ */
+function breaches(
+  candidate: number,
+  stable: number,
+  tolerance: ComparativeTolerance,
+  inclusive = false,
+): string[] {
   const direction = tolerance.direction ?? "increase";
   const ratio = ratioOfMeans(candidate, stable);
   const delta = candidate - stable;
+  const above = (x: number, limit: number) => (inclusive ? x >= limit : x > limit);
+  const [gt, lt] = inclusive ? [">=", "<="] : [">", "<"];
   const found: string[] = [];
   if (increaseIsWorse(direction)) {
     const maxRatio = tolerance.maxRatio ?? 1;
-    if (ratio > maxRatio) found.push(`ratio ${formatNumber(ratio)} > maxRatio ${formatNumber(maxRatio)}`);
-    if (tolerance.maxDelta !== undefined && delta > tolerance.maxDelta) {
-      found.push(`delta ${formatNumber(delta)} > maxDelta ${formatNumber(tolerance.maxDelta)}`);
+    if (above(ratio, maxRatio))
+      found.push(`ratio ${formatNumber(ratio)} ${gt} maxRatio ${formatNumber(maxRatio)}`);
+    if (tolerance.maxDelta !== undefined && above(delta, tolerance.maxDelta)) {
+      found.push(`delta ${formatNumber(delta)} ${gt} maxDelta ${formatNumber(tolerance.maxDelta)}`);
     }
   }
   if (decreaseIsWorse(direction)) {
     const minRatio = tolerance.minRatio ?? 1;
-    if (ratio < minRatio) found.push(`ratio ${formatNumber(ratio)} < minRatio ${formatNumber(minRatio)}`);
-    if (tolerance.maxDelta !== undefined && -delta > tolerance.maxDelta) {
-      found.push(`delta ${formatNumber(delta)} below -maxDelta ${formatNumber(-tolerance.maxDelta)}`);
+    if (above(minRatio, ratio))
+      found.push(`ratio ${formatNumber(ratio)} ${lt} minRatio ${formatNumber(minRatio)}`);
+    if (tolerance.maxDelta !== undefined && above(-delta, tolerance.maxDelta)) {
+      found.push(
+        `delta ${formatNumber(delta)} ${inclusive ? "at or below" : "below"} -maxDelta ${formatNumber(-tolerance.maxDelta)}`,
+      );
     }
   }
   return found;
@@ -119,9 +138,11 @@ export function compareWithStable(reading: ComparativeReading): ComparativeOutco
 /** The `analysis: mann-whitney` metric: two series and what the analysis tolerates. */
 export interface SeriesAnalysisInput extends ComparativeTolerance {
   readonly name: string;
-  /** The candidate's points over the step (or lookback), one per `step`. */
+  /** The candidate's points over the step (or lookback), one per `step`; NaN for a point without value. */
   readonly candidate: ArrayLike<number>;
   readonly stable: ArrayLike<number>;
+  /** NaN points removed (default, as Kayenta) or counted as 0 (a count that saw nothing in that step). */
+  readonly nanStrategy?: NanStrategy;
   /** Significance level (default 0.05). */
   readonly alpha?: number;
   /** Fewer points on either side: inconclusive (default 5). */
@@ -133,6 +154,8 @@ export interface SeriesAnalysisOutcome extends ComparativeOutcome {
   readonly pValue: number | null;
   readonly pointsCandidate: number;
   readonly pointsStable: number;
+  /** A version had no point at all (after NaN points were removed): a critical metric fails on it. */
+  readonly noData: boolean;
 }
 
 /**
@@ -146,9 +169,13 @@ export interface SeriesAnalysisOutcome extends ComparativeOutcome {
 export function analyzeSeries(input: SeriesAnalysisInput): SeriesAnalysisOutcome {
   const alpha = input.alpha ?? 0.05;
   const minPoints = input.minPoints ?? 5;
-  const nc = input.candidate.length;
-  const ns = input.stable.length;
-  const base = { name: input.name, pointsCandidate: nc, pointsStable: ns };
+  const prepare = input.nanStrategy === "replace" ? replaceNaNs : removeNaNs;
+  const candidatePoints = prepare(input.candidate);
+  const stablePoints = prepare(input.stable);
+  const nc = candidatePoints.length;
+  const ns = stablePoints.length;
+  const noData = nc === 0 || ns === 0;
+  const base = { name: input.name, pointsCandidate: nc, pointsStable: ns, noData };
   if (nc < Math.max(1, minPoints) || ns < Math.max(1, minPoints)) {
     return {
       ...base,
@@ -158,14 +185,16 @@ export function analyzeSeries(input: SeriesAnalysisInput): SeriesAnalysisOutcome
       ratio: Number.NaN,
       delta: Number.NaN,
       pValue: null,
-      message: `metric ${input.name}: ${nc} and ${ns} points < minPoints ${minPoints}`,
+      message: noData
+        ? `metric ${input.name}: no data (${nc} and ${ns} points)`
+        : `metric ${input.name}: ${nc} and ${ns} points < minPoints ${minPoints}`,
     };
   }
-  const test = mannWhitney(input.candidate, input.stable, "two-sided");
+  const test = mannWhitney(candidatePoints, stablePoints, "two-sided");
   const candidate = test.meanCandidate;
   const stable = test.meanPrimary;
   const ratio = test.meanRatio;
-  const found = breaches(candidate, stable, input);
+  const found = breaches(candidate, stable, input, true);
   const significant = test.pValue < alpha;
   const status: MetricStatus = significant && found.length > 0 ? "fail" : "pass";
   const message =
@@ -194,6 +223,8 @@ export interface ScoredMetric {
   readonly weight?: number;
   /** A failed critical metric makes the gate red whatever the score. */
   readonly critical?: boolean;
+  /** A version had no data: for a critical metric, a failure (as Kayenta's critical Nodata). */
+  readonly noData?: boolean;
   readonly message?: string;
 }
 
@@ -205,20 +236,33 @@ export interface ScoreThresholds {
 
 /** A gate reading's score and colour. */
 export interface ScoreOutcome {
-  /** Weighted share of the non-inconclusive metrics that passed, 0–100; null when every metric was inconclusive. */
+  /**
+   * Weighted share of the non-inconclusive metrics that passed, 0–100, rounded half up to 2
+   * decimals as Kayenta rounds its score (the thresholds compare this value); 0 when a critical
+   * metric failed; null when every metric was inconclusive.
+   */
   readonly score: number | null;
   readonly green: boolean;
   /** `pass` ≥ pass threshold, `marginal` ≥ marginal threshold, else `fail` (also when a critical metric failed or nothing was conclusive). */
   readonly grade: "pass" | "marginal" | "fail";
   /** Why the gate is red, one line per reason (empty when green). */
   readonly reasons: string[];
+  /** A critical metric failed or had no data: red whatever the score. */
+  readonly criticalFailed: boolean;
+}
+
+/** A score as the gate compares it: the 2-decimal value itself, never rounded further for display. */
+export function formatScore(score: number): string {
+  return String(score);
 }
 
 /**
- * The score: the weighted share of the non-inconclusive metrics that passed. During the
- * bake a reading is green from `marginal` up; the final reading must reach `pass` and have no
- * inconclusive metric, because a step that ended without data cannot say the release is
- * healthy. A failed `critical` metric is red on its own, whatever the score.
+ * The score: the weighted share of the non-inconclusive metrics that passed, rounded half up to 2
+ * decimals as Kayenta rounds its score, and compared after rounding. During the bake a reading is
+ * green from `marginal` up; the final reading must reach `pass` and have no inconclusive metric,
+ * because a step that ended without data cannot say the release is healthy. A `critical` metric
+ * that failed, or that had no data, is red on its own and scores 0, as Kayenta's scorer zeroes a
+ * critical failure.
  */
 export function scoreGate(
   metrics: readonly ScoredMetric[],
@@ -230,9 +274,15 @@ export function scoreGate(
   let total = 0;
   let passed = 0;
   const reasons: string[] = [];
+  const failsCritically = (m: ScoredMetric) =>
+    m.critical === true && (m.status === "fail" || m.noData === true);
   for (const metric of metrics) {
     const weight = metric.weight ?? 1;
     if (!(weight >= 0)) throw new RangeError(`metric ${metric.name}: weight must be >= 0, got ${weight}`);
+    if (failsCritically(metric) && metric.status !== "fail") {
+      reasons.push(`critical ${metric.message ?? `metric ${metric.name} has no data`}`);
+      continue;
+    }
     if (metric.status === "inconclusive") {
       if (finalReading)
         reasons.push(metric.message ?? `metric ${metric.name} is inconclusive at the end of the bake`);
@@ -245,8 +295,8 @@ export function scoreGate(
       reasons.push(metric.critical ? `critical ${detail}` : detail);
     }
   }
-  const score = total > 0 ? (100 * passed) / total : null;
-  const criticalFailed = metrics.some((m) => m.critical && m.status === "fail");
+  const criticalFailed = metrics.some(failsCritically);
+  const score = criticalFailed ? 0 : total > 0 ? roundHalfUp((100 * passed) / total, 2) : null;
   const grade =
     score === null || criticalFailed
       ? "fail"
@@ -264,7 +314,7 @@ export function scoreGate(
   else if (!criticalFailed) {
     const needed = finalReading ? pass : marginal;
     if (score < needed)
-      reasons.unshift(`score ${formatNumber(score)} < ${finalReading ? "pass" : "marginal"} ${needed}`);
+      reasons.unshift(`score ${formatScore(score)} < ${finalReading ? "pass" : "marginal"} ${needed}`);
   }
-  return { score, green, grade, reasons: green ? [] : reasons };
+  return { score, green, grade, reasons: green ? [] : reasons, criticalFailed };
 }

@@ -33,6 +33,7 @@ export function readingsOf(spec: JudgeSpec): Array<{ key: string; reading: Readi
     }
   };
   if (spec.test === "score") for (const m of spec.metrics) add(`${m.name}/`, m.check);
+  else if (spec.test === "kayenta") for (const m of spec.metrics) add(`${m.name}/`, m);
   else add("", spec);
   return out;
 }

@@ -255,7 +255,7 @@ describe("bad judges are named at their field", () => {
             stable: {web: {url: "http://x"}}
 `);
     expect(lines).toContain(
-      "spec.metrics[0].provider.plugin.sfn-rollouts/judge.test: test must be one of two-proportion, one-proportion, mann-whitney, sequential-rate, sequential-latency, comparative, score, canary-gate",
+      "spec.metrics[0].provider.plugin.sfn-rollouts/judge.test: test must be one of two-proportion, one-proportion, mann-whitney, sequential-rate, sequential-latency, comparative, score, canary-gate, kayenta",
     );
     expect(lines).toContain(
       `${base.replace("[0]", "[1]")}.limit: limit does not apply to the two-proportion test`,

@@ -353,7 +353,7 @@ metrics:
     );
     expect(run.phase).toBe("Failed");
     expect(run.message).toMatch(
-      /^Gate "errors" rolled back: score 75: critical metric errors: candidate 0.05, stable 0.01: ratio 5 > maxRatio 1.5/,
+      /^Gate "errors" rolled back: score 0: critical metric errors: candidate 0.05, stable 0.01: ratio 5 > maxRatio 1.5/,
     );
     expect(run.metricResults[0]?.measurements.at(-1)?.judge?.metrics).toEqual([
       { name: "errors", status: "fail", message: expect.stringContaining("ratio 5 > maxRatio 1.5") },

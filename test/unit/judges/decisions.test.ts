@@ -352,13 +352,14 @@ describe("the score", () => {
     expect(final.reasons.join("\n")).toContain("c");
   });
 
-  it("turns red on a failed critical metric, whatever the score", () => {
+  it("turns red on a failed critical metric, whatever the score, and scores it 0 as Kayenta does", () => {
     const metrics = [
       ...Array.from({ length: 30 }, (_, i) => ({ name: `m${i}`, status: "pass" as const })),
       { name: "errors", status: "fail" as const, critical: true, message: "metric errors: ratio +Inf" },
     ];
     const outcome = scoreGate(metrics);
-    expect(outcome.score).toBeGreaterThan(95);
+    expect(outcome.score).toBe(0);
+    expect(outcome.criticalFailed).toBe(true);
     expect(outcome.green).toBe(false);
     expect(outcome.grade).toBe("fail");
     expect(outcome.reasons).toContain("critical metric errors: ratio +Inf");
@@ -483,5 +484,112 @@ describe("the canary gate", () => {
     expect(
       admitCanary(candidate, [{ fingerprint: hash, at: minutes(20) }], now, shortCooldown).admitted,
     ).toBe(true);
+  });
+});
+
+describe("seed 004's analysis: mann-whitney, where the seed is silent, as Kayenta", () => {
+  const stable = [98, 99, 100, 101, 102, 100, 100, 100];
+
+  it("fails a ratio that reaches maxRatio, as Kayenta's effect size reaching allowedIncrease fails (>=)", () => {
+    const atLimit = stable.map((v) => v + 20); // means 120 and 100: ratio 1.2 exactly, significant
+    const outcome = analyzeSeries({ name: "latency-p99", candidate: atLimit, stable, maxRatio: 1.2 });
+    expect(outcome.ratio).toBe(1.2);
+    expect(outcome.pValue).toBeLessThan(0.05);
+    expect(outcome.status).toBe("fail");
+    expect(outcome.message).toContain("ratio 1.2, p=7.9e-04 < 0.05");
+    const within = analyzeSeries({
+      name: "latency-p99",
+      candidate: atLimit.map((v) => v - 0.01),
+      stable,
+      maxRatio: 1.2,
+    });
+    expect(within.status).toBe("pass");
+    // A decrease reaching minRatio fails the same way.
+    const down = analyzeSeries({
+      name: "throughput",
+      candidate: stable.map((v) => v * 0.8),
+      stable,
+      direction: "decrease",
+      minRatio: 0.8,
+    });
+    expect(down.ratio).toBeCloseTo(0.8, 12);
+    expect(down.status).toBe(down.ratio <= 0.8 ? "fail" : "pass");
+  });
+
+  it("keeps a threshold on one reading's maxRatio a maximum: a ratio equal to it passes", () => {
+    expect(compareWithStable({ name: "errors", candidate: 0.012, stable: 0.01, maxRatio: 1.2 }).status).toBe(
+      "pass",
+    );
+    expect(compareWithStable({ name: "errors", candidate: 0.0121, stable: 0.01, maxRatio: 1.2 }).status).toBe(
+      "fail",
+    );
+  });
+
+  it("removes NaN points by default and counts them as 0 with nanStrategy: replace", () => {
+    const candidate = [Number.NaN, Number.NaN, Number.NaN, 0, 0];
+    const zeros = [0, 0, 0, 0, 0];
+    expect(analyzeSeries({ name: "errors", candidate, stable: zeros })).toMatchObject({
+      status: "inconclusive",
+      pointsCandidate: 2,
+      noData: false,
+      message: "metric errors: 2 and 5 points < minPoints 5",
+    });
+    expect(analyzeSeries({ name: "errors", candidate, stable: zeros, nanStrategy: "replace" })).toMatchObject(
+      {
+        status: "pass",
+        pointsCandidate: 5,
+        pValue: 1,
+      },
+    );
+  });
+
+  it("says a version without any point has no data", () => {
+    const outcome = analyzeSeries({ name: "errors", candidate: [Number.NaN], stable });
+    expect(outcome).toMatchObject({ status: "inconclusive", noData: true });
+    expect(outcome.message).toBe("metric errors: no data (0 and 8 points)");
+  });
+
+  it("fails a critical metric without data and scores 0, as Kayenta's critical Nodata; without critical it is left out", () => {
+    const noData = {
+      name: "errors",
+      status: "inconclusive" as const,
+      noData: true,
+      message: "metric errors: no data",
+    };
+    const passing = { name: "latency", status: "pass" as const };
+    const critical = scoreGate([passing, { ...noData, critical: true }]);
+    expect(critical).toMatchObject({ score: 0, grade: "fail", green: false, criticalFailed: true });
+    expect(critical.reasons).toEqual(["critical metric errors: no data"]);
+    expect(scoreGate([passing, noData])).toMatchObject({ score: 100, green: true, criticalFailed: false });
+  });
+
+  it("rounds the score half up to 2 decimals as Kayenta does, compares that, and prints what it compared", () => {
+    // 94.996 rounds to 95: the final reading passes at pass 95, as Kayenta's would.
+    const rounded = scoreGate(
+      [
+        { name: "a", status: "pass", weight: 94.996 },
+        { name: "b", status: "fail", weight: 5.004 },
+      ],
+      {},
+      true,
+    );
+    expect(rounded).toMatchObject({ score: 95, grade: "pass", green: true });
+    // 94.994 is 94.99: never shown as 95 beside "< pass 95".
+    const below = scoreGate(
+      [
+        { name: "a", status: "pass", weight: 94.994 },
+        { name: "b", status: "fail", weight: 5.006 },
+      ],
+      {},
+      true,
+    );
+    expect(below).toMatchObject({ score: 94.99, grade: "marginal", green: false });
+    expect(below.reasons[0]).toBe("score 94.99 < pass 95");
+    expect(
+      scoreGate([
+        { name: "a", status: "pass", weight: 2 },
+        { name: "b", status: "fail" },
+      ]).score,
+    ).toBe(66.67);
   });
 });
