@@ -84,7 +84,9 @@ describe("rollouts simulate", () => {
       durationSeconds: 600,
     });
     expect(row?.outcome).toBe("aborted");
-    expect(row?.message).toMatch(/Gate "errors" rolled back: candidate \d+\.\d% vs stable \d+\.\d% errors/);
+    expect(row?.message).toMatch(
+      /Gate "errors" rolled back: candidate \d+\.\d% errors within the 10\.0% ceiling; candidate \d+\.\d% vs stable \d+\.\d+% errors, p = \S+ < alpha 0\.025 /,
+    );
     // Decided at a look (every 5 s from 5 s) at 25%, in the first minute: the candidate served 25
     // requests a second until then.
     expect((row?.at ?? 0) % 5).toBe(0);
