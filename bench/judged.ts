@@ -7,12 +7,10 @@
  * test, and the samples per side at which a regression is caught, next to the fixed-horizon
  * sample size for the same alpha and power 0.8.
  */
-import { fork } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { ManualClock } from "../functions/clock.ts";
 import { normalQuantile } from "../functions/judges/normal.ts";
 import { StoredAnalysisSchema } from "../functions/workflow/analysis.ts";
@@ -21,6 +19,7 @@ import { startProxy } from "../local/proxy/server.ts";
 import { startSyntheticSource, type VersionModel } from "../local/simulate/source.ts";
 import { startLocalStack } from "../local/stack.ts";
 import { samplesPerSide } from "../statemachine/sample-size.ts";
+import { answerJob, runJobs, wilson } from "./jobs.ts";
 import type { Bench } from "./run.ts";
 
 const ALPHA = 0.05;
@@ -139,13 +138,10 @@ async function judged(dynamo: LocalDynamo, test: Test, seed: number) {
   };
 }
 
-/** Wilson 95% interval of a proportion, in percent. */
-function wilson(k: number, n: number): string {
-  const z = 1.959963984540054;
-  const p = k / n;
-  const center = (p + (z * z) / (2 * n)) / (1 + (z * z) / n);
-  const half = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / (1 + (z * z) / n);
-  return `${(100 * Math.max(0, center - half)).toFixed(1)}–${(100 * Math.min(1, center + half)).toFixed(1)}%`;
+/** The Wilson 95% interval of a proportion, as a range in percent. */
+function interval(k: number, n: number): string {
+  const { low, high } = wilson(k, n);
+  return `${low.toFixed(1)}–${high.toFixed(1)}%`;
 }
 
 const median = (xs: number[]) => {
@@ -193,32 +189,6 @@ async function runJob(job: Job): Promise<JobResult> {
   return { job, rolledBack, unfinished, caught, seconds: (performance.now() - started) / 1000 };
 }
 
-/** Runs jobs in child processes, as many at once as the machine has cores. */
-async function runJobs(jobs: Job[]): Promise<JobResult[]> {
-  const results: JobResult[] = new Array(jobs.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < jobs.length) {
-      const index = next++;
-      const child = fork(fileURLToPath(import.meta.url), [], {
-        execArgv: ["--import", "tsx"],
-        env: { ...process.env, BENCH_JUDGED_JOB: JSON.stringify(jobs[index]) },
-        stdio: ["ignore", "pipe", "inherit", "ipc"],
-      });
-      results[index] = await new Promise<JobResult>((resolve, reject) => {
-        child.once("message", (m) => resolve(m as JobResult));
-        child.once("exit", (code) =>
-          reject(new Error(`bench job ${JSON.stringify(jobs[index])} exited with ${code}`)),
-        );
-      });
-    }
-  };
-  await Promise.all(
-    Array.from({ length: Math.max(1, Math.min(availableParallelism(), jobs.length)) }, worker),
-  );
-  return results;
-}
-
 const FIXED = {
   errors: samplesPerSide({ baseline: 0.01, candidate: 0.03, alpha: ALPHA }),
   // Two-sample t on log latency, σ 0.5: n = 2 (z_α + z_β)² σ² / ln(1.2)².
@@ -243,7 +213,11 @@ export const bench: Bench = {
     ];
     // BENCH_JUDGED_ONLY=two-proportion runs the jobs of one test.
     const only = process.env.BENCH_JUDGED_ONLY;
-    const results = await runJobs(only ? jobs.filter((j) => j.test === only) : jobs);
+    const results = await runJobs<Job, JobResult>(
+      import.meta.url,
+      "BENCH_JUDGED_JOB",
+      only ? jobs.filter((j) => j.test === only) : jobs,
+    );
     const lines: string[] = [
       `through the real workflow (embedded runtime, dynalite, virtual time): setWeight 50, a look every ${LOOK_SECONDS} s, up to ${LOOKS} looks, ${Math.round(RPS_PER_SIDE * LOOK_SECONDS)} requests per side between looks, alpha ${ALPHA}`,
       "  test                A/A rollouts  rolled back  rate (95% CI)      wall time",
@@ -252,7 +226,7 @@ export const bench: Bench = {
       const n = r.job.rollouts;
       const rate = r.rolledBack / n;
       lines.push(
-        `  ${r.job.test.padEnd(18)}  ${String(n).padStart(12)}  ${String(r.rolledBack).padStart(11)}  ${`${(100 * rate).toFixed(1)}% (${wilson(r.rolledBack, n)})`.padEnd(17)}  ${r.seconds.toFixed(0)} s${r.unfinished ? `  (${r.unfinished} did not finish)` : ""}`,
+        `  ${r.job.test.padEnd(18)}  ${String(n).padStart(12)}  ${String(r.rolledBack).padStart(11)}  ${`${(100 * rate).toFixed(1)}% (${interval(r.rolledBack, n)})`.padEnd(17)}  ${r.seconds.toFixed(0)} s${r.unfinished ? `  (${r.unfinished} did not finish)` : ""}`,
       );
       if (r.job.test !== "two-proportion" && rate > ALPHA) process.exitCode = 1;
       if (r.unfinished > 0) process.exitCode = 1;
@@ -273,7 +247,4 @@ export const bench: Bench = {
   },
 };
 
-if (process.env.BENCH_JUDGED_JOB && process.send) {
-  const result = await runJob(JSON.parse(process.env.BENCH_JUDGED_JOB) as Job);
-  process.send(result, () => process.exit(0));
-}
+await answerJob("BENCH_JUDGED_JOB", runJob);

@@ -13,13 +13,12 @@
  * processes, as many at once as the machine has cores (48 minutes on 2 cores with the
  * defaults). `npm run bench -- simulate` prints the table as the README shows it.
  */
-import { fork } from "node:child_process";
 import { availableParallelism } from "node:os";
-import { fileURLToPath } from "node:url";
 import { prometheusVersion } from "../local/demo/prometheus.ts";
 import { formatDollars } from "../local/simulate/cost.ts";
 import { parsePlan } from "../local/simulate/plan.ts";
 import { MAX_PLANS, type SimulationRow, simulate } from "../local/simulate/run.ts";
+import { answerJob, runJobs, wilson } from "./jobs.ts";
 import type { Bench } from "./run.ts";
 
 const DESIGNS = {
@@ -88,32 +87,6 @@ async function runJob(job: Job): Promise<Outcome[]> {
   }));
 }
 
-/** Runs jobs in child processes, as many at once as the machine has cores. */
-async function runJobs(jobs: Job[]): Promise<Outcome[][]> {
-  const results: Outcome[][] = new Array(jobs.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < jobs.length) {
-      const index = next++;
-      const child = fork(fileURLToPath(import.meta.url), [], {
-        execArgv: ["--import", "tsx"],
-        env: { ...process.env, BENCH_SIMULATE_JOB: JSON.stringify(jobs[index]) },
-        stdio: ["ignore", "pipe", "inherit", "ipc"],
-      });
-      results[index] = await new Promise<Outcome[]>((resolve, reject) => {
-        child.once("message", (m) => resolve(m as Outcome[]));
-        child.once("exit", (code) =>
-          reject(new Error(`bench job ${JSON.stringify(jobs[index])} exited with ${code}`)),
-        );
-      });
-    }
-  };
-  await Promise.all(
-    Array.from({ length: Math.max(1, Math.min(availableParallelism(), jobs.length)) }, worker),
-  );
-  return results;
-}
-
 /** Jobs of `rollouts` rollouts of one design and scenario, in calls of at most MAX_PLANS. */
 function batches(design: Design, scenario: Job["scenario"], rollouts: number, firstSeed: number): Job[] {
   const jobs: Job[] = [];
@@ -127,15 +100,6 @@ const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : (s[(s.length - 1) >> 1]! + s[s.length >> 1]!) / 2;
 };
-
-/** Wilson 95% interval of a proportion, in percent. */
-export function wilson(k: number, n: number): { low: number; high: number } {
-  const z = 1.959963984540054;
-  const p = k / n;
-  const center = (p + (z * z) / (2 * n)) / (1 + (z * z) / n);
-  const half = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / (1 + (z * z) / n);
-  return { low: 100 * Math.max(0, center - half), high: 100 * Math.min(1, center + half) };
-}
 
 const count = (x: number) => x.toLocaleString("en-US");
 const seconds = (x: number) => (x >= 60 ? `${Math.floor(x / 60)}m${x % 60 ? `${x % 60}s` : ""}` : `${x} s`);
@@ -187,7 +151,7 @@ export const bench: Bench = {
       jobs.push(...batches(design, "aa", aa, 1001));
     }
     const started = performance.now();
-    const results = await runJobs(jobs);
+    const results = await runJobs<Job, Outcome[]>(import.meta.url, "BENCH_SIMULATE_JOB", jobs);
     const outcomes = (design: Design, scenario: Job["scenario"]) =>
       jobs.flatMap((job, i) =>
         job.design === design && job.scenario === scenario ? (results[i] ?? []) : [],
@@ -237,7 +201,4 @@ export const bench: Bench = {
   },
 };
 
-if (process.env.BENCH_SIMULATE_JOB && process.send) {
-  const result = await runJob(JSON.parse(process.env.BENCH_SIMULATE_JOB) as Job);
-  process.send(result, () => process.exit(0));
-}
+await answerJob("BENCH_SIMULATE_JOB", runJob);

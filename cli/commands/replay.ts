@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { RegisterCommand } from "../io.ts";
+import type { ReplayOptions } from "./replay-actions.ts";
 
 /**
  * `rollouts replay ROLLOUT`: a rollout's recorded measurements re-decided by the current
@@ -25,20 +26,8 @@ export const registerReplay: RegisterCommand = (program: Command, io, done) => {
       "decide again as if the rollout's error budget were this: each gate's share scaled to it",
     )
     .option("--json", "print the rows and the summary as JSON")
-    .action(
-      async (
-        rollout: string,
-        opts: {
-          table?: string;
-          analysis?: string;
-          template?: string[];
-          arg?: string[];
-          errorBudget?: string;
-          json?: boolean;
-        },
-      ) => {
-        const { replayAction } = await import("./replay-actions.ts");
-        done(await replayAction(io, rollout, opts));
-      },
-    );
+    .action(async (rollout: string, opts: Omit<ReplayOptions, "env">) => {
+      const { replayAction } = await import("./replay-actions.ts");
+      done(await replayAction(io, rollout, opts));
+    });
 };

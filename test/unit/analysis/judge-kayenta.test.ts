@@ -1,16 +1,11 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import {
-  type AnalysisRun,
-  AnalysisRunSchema,
-  createRun,
-  nextTickAt,
-  tick,
-} from "../../../functions/analysis/index.ts";
+import type { AnalysisRun } from "../../../functions/analysis/index.ts";
 import { judgeLook } from "../../../functions/analysis/judge.ts";
 import { ProviderRouter } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
 import { type Metric, parseRollout } from "../../../statemachine/index.ts";
+import { driveAnalysis, judgeMetric } from "../../support/judge-stats.ts";
 import { judgedRollout } from "../../support/judged-rollout.ts";
 import { T0 } from "./helpers.ts";
 
@@ -21,30 +16,9 @@ import { T0 } from "./helpers.ts";
  * pass up, and between the two the run is Inconclusive.
  */
 
-function kayentaMetric(count: number, fields: string): Metric {
-  const template = `
-apiVersion: argoproj.io/v1alpha1
-kind: AnalysisTemplate
-metadata: {name: gate}
-spec:
-  metrics:
-    - name: canary
-      interval: 1m
-      count: ${count}
-      provider:
-        plugin:
-          sfn-rollouts/judge:
-            test: kayenta
-${fields.replace(/^/gm, "            ")}
-`;
-  const { spec } = parseRollout([
-    { file: "r.yaml", text: judgedRollout() },
-    { file: "t.yaml", text: template },
-  ]);
-  const step = spec.steps[1];
-  if (step?.kind !== "analysis") throw new Error("no analysis");
-  return step.analysis.templates[0]?.metrics[0] as Metric;
-}
+/** A `kayenta` judge metric `canary` as the loader reads it: a look a minute, `count` looks. */
+const kayentaMetric = (count: number, fields: string): Metric =>
+  judgeMetric(`interval: 1m\ncount: ${count}`, `test: kayenta\n${fields}`, "canary");
 
 const metric = (
   name: string,
@@ -65,16 +39,9 @@ function seriesProvider(series: Record<string, { v2: unknown[] | "down"; v1: unk
   };
 }
 
-async function drive(metric: Metric, provider: MetricProvider): Promise<AnalysisRun> {
-  let run = createRun({ templates: [{ name: "gate", kind: "AnalysisTemplate", metrics: [metric] }] }, T0);
-  for (let i = 0; i < 50; i++) {
-    const at = nextTickAt(run);
-    if (!at) break;
-    run = await tick(run, at, new ProviderRouter({ prometheus: provider }));
-    run = AnalysisRunSchema.parse(JSON.parse(JSON.stringify(run)));
-  }
-  return run;
-}
+/** The analysis of one metric over a Prometheus double, in virtual time. */
+const drive = (metric: Metric, provider: MetricProvider) =>
+  driveAnalysis(metric, new ProviderRouter({ prometheus: provider }), 50, T0);
 
 const phases = (run: AnalysisRun) => run.metricResults[0]?.measurements.map((m) => m.phase) ?? [];
 const stable = [100, 102, 98, 101, 99, 103, 97, 100, 101, 99, 102, 98];

@@ -1,15 +1,8 @@
 import { describe, expect, it } from "vitest";
-import {
-  type AnalysisRun,
-  AnalysisRunSchema,
-  createRun,
-  nextTickAt,
-  tick,
-} from "../../../functions/analysis/index.ts";
 import { ProviderRouter } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
-import { type Metric, parseRollout, SpecError } from "../../../statemachine/index.ts";
-import { judgedRollout } from "../../support/judged-rollout.ts";
+import { type Metric, SpecError } from "../../../statemachine/index.ts";
+import { driveAnalysis, judgeMetric } from "../../support/judge-stats.ts";
 import { T0 } from "./helpers.ts";
 
 /**
@@ -18,31 +11,9 @@ import { T0 } from "./helpers.ts";
  * removed or counted as 0, and the score is compared and shown rounded to 2 decimals.
  */
 
-function scoreMetric(metrics: string): Metric {
-  const template = `
-apiVersion: argoproj.io/v1alpha1
-kind: AnalysisTemplate
-metadata: {name: gate}
-spec:
-  metrics:
-    - name: health
-      interval: 1m
-      count: 3
-      provider:
-        plugin:
-          sfn-rollouts/judge:
-            test: score
-            metrics:
-${metrics.replace(/^/gm, "              ")}
-`;
-  const { spec } = parseRollout([
-    { file: "r.yaml", text: judgedRollout() },
-    { file: "t.yaml", text: template },
-  ]);
-  const step = spec.steps[1];
-  if (step?.kind !== "analysis") throw new Error("no analysis");
-  return step.analysis.templates[0]?.metrics[0] as Metric;
-}
+/** A score judge metric `health` over `metrics` as the loader reads it: three looks a minute apart. */
+const scoreMetric = (metrics: string): Metric =>
+  judgeMetric("interval: 1m\ncount: 3", `test: score\nmetrics:\n${metrics.replace(/^/gm, "  ")}`, "health");
 
 const series = (name: string, extra = "") => `- name: ${name}
   test: comparative
@@ -59,16 +30,9 @@ function provider(points: Record<string, unknown[]>): MetricProvider {
   };
 }
 
-async function drive(metric: Metric, source: MetricProvider): Promise<AnalysisRun> {
-  let run = createRun({ templates: [{ name: "gate", kind: "AnalysisTemplate", metrics: [metric] }] }, T0);
-  for (let i = 0; i < 20; i++) {
-    const at = nextTickAt(run);
-    if (!at) break;
-    run = await tick(run, at, new ProviderRouter({ prometheus: source }));
-    run = AnalysisRunSchema.parse(JSON.parse(JSON.stringify(run)));
-  }
-  return run;
-}
+/** The analysis of one metric over a Prometheus double, in virtual time. */
+const drive = (metric: Metric, source: MetricProvider) =>
+  driveAnalysis(metric, new ProviderRouter({ prometheus: source }), 20, T0);
 
 function problemsOf(metrics: string): string[] {
   try {

@@ -1,16 +1,17 @@
 import { describe, expect, it } from "vitest";
-import {
-  type AnalysisRun,
-  AnalysisRunSchema,
-  createRun,
-  nextTickAt,
-  tick,
-} from "../../../functions/analysis/index.ts";
+import { createRun, nextTickAt, tick } from "../../../functions/analysis/index.ts";
 import { normalCdf as normalCdfOf } from "../../../functions/judges/index.ts";
 import { ProviderRouter } from "../../../functions/metrics/index.ts";
-import type { MetricProvider, ProviderResult } from "../../../functions/metrics/port.ts";
-import { type Metric, parseRollout } from "../../../statemachine/index.ts";
-import { judgedRollout } from "../../support/judged-rollout.ts";
+import type { MetricProvider } from "../../../functions/metrics/port.ts";
+import type { Metric } from "../../../statemachine/index.ts";
+import {
+  COUNTS_SIDES,
+  driveAnalysis,
+  judgeMetric,
+  phasesOf,
+  rates,
+  statsWeb,
+} from "../../support/judge-stats.ts";
 import { reference } from "../judges/reference.ts";
 import { T0 } from "./helpers.ts";
 
@@ -19,92 +20,9 @@ import { T0 } from "./helpers.ts";
  * provider reading both versions through a provider router, `tick` in virtual time.
  */
 
-const ROLLOUT = judgedRollout();
-/** A judge metric as the loader reads it from an AnalysisTemplate's YAML. */
-function judgeMetric(fields: string, judge: string): Metric {
-  const template = `
-apiVersion: argoproj.io/v1alpha1
-kind: AnalysisTemplate
-metadata: {name: gate}
-spec:
-  metrics:
-    - name: errors
-${fields.replace(/^/gm, "      ")}
-      provider:
-        plugin:
-          sfn-rollouts/judge:
-${judge.replace(/^/gm, "            ")}
-`;
-  const { spec } = parseRollout([
-    { file: "r.yaml", text: ROLLOUT },
-    { file: "t.yaml", text: template },
-  ]);
-  const step = spec.steps[1];
-  if (step?.kind !== "analysis") throw new Error("no analysis");
-  return step.analysis.templates[0]?.metrics[0] as Metric;
-}
+const drive = driveAnalysis;
 
-/** The proxy's `/admin/stats` for a version at `elapsed` seconds of the analysis. */
-type Source = (version: string, elapsed: number) => { requests: number; ok: number } | "down";
-
-/** A web provider answering `/stats?version=V&window=S` from a source, counting its calls. */
-function statsWeb(source: Source): MetricProvider & { calls: number } {
-  const web = {
-    calls: 0,
-    async measure(metric: Metric): Promise<ProviderResult> {
-      web.calls++;
-      const url = new URL(metric.provider.web?.url ?? "");
-      const answer = source(url.searchParams.get("version") ?? "", Number(url.searchParams.get("window")));
-      if (answer === "down") return { ok: false, message: 'Get "http://stats/": connect ECONNREFUSED' };
-      return { ok: true, result: answer, value: JSON.stringify(answer) };
-    },
-  };
-  return web;
-}
-
-const COUNTS_SIDES = `candidate:
-  web: {url: "http://stats/stats?version=v2&window={{judge.elapsedSeconds}}"}
-  bad: result.requests - result.ok
-  n: result.requests
-stable:
-  web: {url: "http://stats/stats?version=v1&window={{judge.elapsedSeconds}}"}
-  bad: result.requests - result.ok
-  n: result.requests`;
-
-/** Candidate at 10 requests/s, stable at 30/s, each failing its share of requests. */
-function rates(candidateErrors: number, stableErrors: number): Source {
-  return (version, elapsed) => {
-    const [rps, errors] = version === "v2" ? [10, candidateErrors] : [30, stableErrors];
-    const requests = rps * elapsed;
-    return { requests, ok: requests - Math.round(errors * requests) };
-  };
-}
-
-async function drive(metric: Metric, provider: MetricProvider, maxTicks = 200): Promise<AnalysisRun> {
-  let run = createRun({ templates: [{ name: "gate", kind: "AnalysisTemplate", metrics: [metric] }] }, T0);
-  for (let i = 0; i < maxTicks; i++) {
-    const at = nextTickAt(run);
-    if (!at) break;
-    run = await tick(run, at, provider);
-    // The run is stored as JSON between ticks: it must survive the round trip, and DynamoDB
-    // refuses a map with an empty key.
-    expect(emptyKeys(run)).toEqual([]);
-    run = AnalysisRunSchema.parse(JSON.parse(JSON.stringify(run)));
-  }
-  return run;
-}
-
-/** Paths of object keys that are empty strings. */
-function emptyKeys(value: unknown, path = "$"): string[] {
-  if (value === null || typeof value !== "object") return [];
-  if (Array.isArray(value)) return value.flatMap((v, i) => emptyKeys(v, `${path}[${i}]`));
-  return Object.entries(value).flatMap(([k, v]) => [
-    ...(k === "" ? [path] : []),
-    ...emptyKeys(v, `${path}.${k}`),
-  ]);
-}
-
-const phases = (run: AnalysisRun) => run.metricResults[0]?.measurements.map((m) => m.phase) ?? [];
+const phases = phasesOf;
 
 describe("a fixed-horizon judge decides once, at its planned sample size", () => {
   const fields = "initialDelay: 10s\ninterval: 10s\ncount: 20";
