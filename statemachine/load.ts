@@ -117,6 +117,9 @@ async function readBounded(file: string): Promise<string | undefined> {
   }
 }
 
+/** A document nested past {@link MAX_DEPTH}, found by the parser or by the measure of its values. */
+const TOO_DEEP = `nested more than ${MAX_DEPTH} levels deep (maps and lists inside each other, aliases expanded): a rollout object needs far fewer; flatten the document`;
+
 function documentsOf(source: Source, problems: Problem[], budget: Budget): Document[] {
   const out: Document[] = [];
   const bytes = Buffer.byteLength(source.text, "utf8");
@@ -137,13 +140,11 @@ function documentsOf(source: Source, problems: Problem[], budget: Budget): Docum
       return `line ${pos.line}, column ${pos.col}`;
     };
     // The parser's own stack ran out: one problem says so (how many errors it leaves behind
-    // depends on how much stack there was), the syntax errors after it are its echoes.
-    const exhausted = doc.errors.find((e) => e.code === "RESOURCE_EXHAUSTION");
-    if (exhausted) {
-      problems.push({
-        ...origin,
-        message: `nested too deeply to read at ${at(exhausted.pos[0])}: at most ${MAX_DEPTH} levels of maps and lists are read; flatten the document`,
-      });
+    // depends on how much stack there was), the syntax errors after it are its echoes. Whether
+    // the parser runs out first or the measure below finds the depth depends on the stack left
+    // (a warm process reads deeper), so both say the same words.
+    if (doc.errors.some((e) => e.code === "RESOURCE_EXHAUSTION")) {
+      problems.push({ ...origin, message: TOO_DEEP });
       continue;
     }
     if (doc.errors.length > 0) {
@@ -251,7 +252,6 @@ function shapeProblem(doc: { contents: unknown }): string | undefined {
     level: number;
   }
   const stack: Frame[] = [];
-  const tooDeep = `nested more than ${MAX_DEPTH} levels deep (maps and lists inside each other, aliases expanded): a rollout object needs far fewer; flatten the document`;
   const tooMany = `holds more than ${MAX_VALUES.toLocaleString("en-US")} values once its aliases are expanded: a rollout object needs far fewer; give only the rollout and its templates`;
   /** Enters a node; returns a problem, or undefined once it is measured or on the stack. */
   const enter = (node: unknown, level: number): string | undefined => {
@@ -267,7 +267,7 @@ function shapeProblem(doc: { contents: unknown }): string | undefined {
       const m = measured.get(target) ?? { depth: 0, values: 1 };
       values += m.values;
       if (values > MAX_VALUES) return tooMany;
-      if (level + m.depth > MAX_DEPTH) return tooDeep;
+      if (level + m.depth > MAX_DEPTH) return TOO_DEEP;
       const parent = stack.at(-1);
       if (parent) {
         parent.depth = Math.max(parent.depth, m.depth);
@@ -285,7 +285,7 @@ function shapeProblem(doc: { contents: unknown }): string | undefined {
     values++;
     if (values > MAX_VALUES) return tooMany;
     if (isMap(node) || isSeq(node)) {
-      if (level + 1 > MAX_DEPTH) return tooDeep;
+      if (level + 1 > MAX_DEPTH) return TOO_DEEP;
       open.add(node);
       stack.push({ node, children: [...node.items], next: 0, depth: 0, values: 0, level: level + 1 });
       return undefined;

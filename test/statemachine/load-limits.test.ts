@@ -33,16 +33,13 @@ const ALIAS_BOMB = [
   }),
 ].join("\n");
 
-const elapsed = (f: () => unknown): number => {
-  const start = performance.now();
-  f();
-  return performance.now() - start;
-};
-
+// "Bounded time" is the value budget: the reading stops after MAX_VALUES values, whatever the
+// aliases would expand to (a bomb's 9^8 would not finish before the test's timeout). The problem
+// naming that budget is what these tests assert; how fast it comes is `npm run bench`'s concern,
+// not a wall-clock assertion that a loaded machine can fail.
 describe("loading refuses hostile input with one problem, in bounded time", () => {
   it("an alias bomb is a problem naming the file and the limit, not a ReferenceError", () => {
-    let lines: string[] = [];
-    expect(elapsed(() => (lines = problemsOf(ALIAS_BOMB, "bomb.yaml")))).toBeLessThan(2000);
+    const lines = problemsOf(ALIAS_BOMB, "bomb.yaml");
     expect(lines).toEqual([expect.stringMatching(/^bomb\.yaml: document 1: .*100,000 values.*aliases/)]);
   });
 
@@ -78,11 +75,7 @@ describe("loading refuses hostile input with one problem, in bounded time", () =
   it("nesting deep enough to exhaust the YAML parser itself is one problem, not a stack overflow", () => {
     for (const depth of [1000, 5000, 50_000]) {
       expect(problemsOf(`${"[".repeat(depth)}${"]".repeat(depth)}`)).toEqual([
-        expect.stringMatching(
-          new RegExp(
-            `^in\\.yaml: document 1: nested too deeply to read at line 1, column \\d+: at most ${MAX_DEPTH} levels`,
-          ),
-        ),
+        `in.yaml: document 1: nested more than ${MAX_DEPTH} levels deep (maps and lists inside each other, aliases expanded): a rollout object needs far fewer; flatten the document`,
       ]);
     }
   });
@@ -91,8 +84,7 @@ describe("loading refuses hostile input with one problem, in bounded time", () =
     const items = 40_000;
     const text = `kind: List\nitems:\n${"- {kind: C}\n".repeat(items)}`;
     expect(text.length).toBeLessThan(MAX_FILE_BYTES);
-    let lines: string[] = [];
-    expect(elapsed(() => (lines = problemsOf(text)))).toBeLessThan(10_000);
+    const lines = problemsOf(text);
     expect(lines).toEqual([expect.stringContaining("100,000 values")]);
     const smaller = `kind: List\nitems:\n${"- {kind: ConfigMap}\n".repeat(MAX_DOCUMENTS + 1)}`;
     expect(problemsOf(smaller)).toEqual([
@@ -148,9 +140,7 @@ describe("rollouts plan on hostile files", () => {
     const lines = err.trimEnd().split("\n");
     expect(lines).toEqual([
       expect.stringMatching(new RegExp(`^${bomb}: document 1: holds more than 100,000 values`)),
-      expect.stringMatching(
-        new RegExp(`^${deep}: document 1: nested too deeply to read .*at most 100 levels`),
-      ),
+      expect.stringMatching(new RegExp(`^${deep}: document 1: nested more than 100 levels deep`)),
     ]);
     expect(err).not.toMatch(/\bat .*\.(ts|js):\d+/); // no stack trace
   });
