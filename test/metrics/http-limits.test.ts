@@ -1,6 +1,11 @@
 import type { ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_MAX_BODY_BYTES, MAX_REDIRECTS, maxBodyBytesFrom } from "../../functions/metrics/http.ts";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  type Fetch,
+  MAX_REDIRECTS,
+  maxBodyBytesFrom,
+} from "../../functions/metrics/http.ts";
 import { PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts";
 import { SamplesMetricProvider } from "../../functions/metrics/samples.ts";
 import { WebMetricProvider } from "../../functions/metrics/web.ts";
@@ -102,6 +107,49 @@ afterAll(async () => {
 });
 
 const now = new Date();
+
+/**
+ * A `fetch` whose response bodies are handed to the reader one chunk per read, and counted: how
+ * many bytes the reader took and whether it cancelled the stream. Past `ceiling` bytes the body
+ * fails, so a reader that ignored its limit ends in a different message here, at once, instead of
+ * reading an endless answer until the deadline.
+ */
+function countedBodies(ceiling: number) {
+  const read = { bytes: 0, largestChunk: 0, cancelled: false };
+  const counted: Fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    if (!response.body) return response;
+    const source = response.body.getReader();
+    const body = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          if (read.bytes > ceiling) {
+            controller.error(new Error(`read ${read.bytes} bytes, far past any limit`));
+            await source.cancel();
+            return;
+          }
+          const { done, value } = await source.read();
+          if (done) {
+            controller.close();
+            return;
+          }
+          read.bytes += value.byteLength;
+          read.largestChunk = Math.max(read.largestChunk, value.byteLength);
+          controller.enqueue(value);
+        },
+        async cancel(reason) {
+          read.cancelled = true;
+          await source.cancel(reason);
+        },
+      },
+      // Nothing is read ahead of the reader: the count is what it asked for.
+      { highWaterMark: 0 },
+    );
+    return new Response(body, { status: response.status, headers: response.headers });
+  };
+  return { fetch: counted, read };
+}
+
 const web = (path: string, extra: Record<string, unknown> = {}): Metric =>
   MetricSchema.parse({ name: "web", provider: { web: { url: `${server.url}${path}`, ...extra } } });
 
@@ -116,10 +164,18 @@ describe("the web provider's limits", () => {
   });
 
   it("a body that never ends is read as a stream and abandoned at the limit", async () => {
-    const start = Date.now();
-    const r = await new WebMetricProvider().measure(web("/endless", { timeoutSeconds: 30 }), { now });
+    const body = countedBodies(8 * DEFAULT_MAX_BODY_BYTES);
+    const r = await new WebMetricProvider({ fetch: body.fetch }).measure(
+      web("/endless", { timeoutSeconds: 30 }),
+      { now },
+    );
+    // The limit's own message: neither the deadline nor the ceiling below stopped the read.
     expect(r).toMatchObject({ ok: false, message: expect.stringContaining("larger than 1,048,576 bytes") });
-    expect(Date.now() - start).toBeLessThan(10_000);
+    // Read chunk by chunk up to the limit, not refused from a header (the endless answer has none),
+    // and cancelled within the chunk that crossed it.
+    expect(body.read.bytes).toBeGreaterThan(DEFAULT_MAX_BODY_BYTES);
+    expect(body.read.bytes).toBeLessThanOrEqual(DEFAULT_MAX_BODY_BYTES + body.read.largestChunk);
+    expect(body.read.cancelled).toBe(true);
   });
 
   it("the limit is configurable: a smaller one refuses a small answer", async () => {

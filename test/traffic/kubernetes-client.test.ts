@@ -77,7 +77,8 @@ describe("the kubernetes REST client", () => {
   });
 
   it("gives up on a server that never answers, naming the call", async () => {
-    const started = Date.now();
+    // The server never answers, so only the client's own deadline can end the call: the error
+    // naming that deadline is the proof, and a client without one fails on the test's timeout.
     const error = await client(cert, 300)
       .get(RESOURCES.deployments, "shop", "slow")
       .catch((e: unknown) => e);
@@ -85,6 +86,5 @@ describe("the kubernetes REST client", () => {
     expect((error as Error).message).toMatch(
       /GET https:\/\/127\.0\.0\.1:\d+\/apis\/apps\/v1\/namespaces\/shop\/deployments\/slow: no answer within 300 ms/,
     );
-    expect(Date.now() - started).toBeLessThan(5000);
   });
 });
