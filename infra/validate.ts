@@ -1,6 +1,7 @@
 import { Token } from "aws-cdk-lib";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { describeIssues, targetSettingsProblems } from "../functions/traffic/settings.ts";
+import { RolloutsError } from "../statemachine/errors.ts";
 import {
   applyErrorBudget,
   formatProblem,
@@ -19,7 +20,7 @@ import { tagPatternProblem } from "./tag-pattern.ts";
  * Every bad prop at once: a `cdk synth` that stops at the first problem makes people fix a list
  * one run at a time. Each entry names the prop path.
  */
-export class PropsError extends Error {
+export class PropsError extends RolloutsError {
   override readonly name = "PropsError";
   readonly problems: readonly string[];
 

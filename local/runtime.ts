@@ -2,6 +2,7 @@ import { pathToFileURL } from "node:url";
 import { type Clock, isSettableClock, systemClock } from "../functions/clock.ts";
 import { type FiringHandler, InProcessTimer } from "../functions/timer/in-process.ts";
 import type { TimerFiring } from "../functions/timer/port.ts";
+import { RolloutsError } from "../statemachine/errors.ts";
 import { Activity } from "./asl/activity.ts";
 import { type ExecutionDescription, LocalStepFunctions } from "./asl/engine.ts";
 import { type ExtractedRule, type ExtractedStack, extractFunctionUrls, extractStack } from "./asl/extract.ts";
@@ -111,7 +112,7 @@ export interface Runtime {
 }
 
 /** A virtual-time wait that can never end: the execution waits on a token nobody will send. */
-export class ExecutionStuckError extends Error {
+export class ExecutionStuckError extends RolloutsError {
   override readonly name = "ExecutionStuckError";
 }
 

@@ -1,3 +1,4 @@
+import { RolloutsError } from "./errors.ts";
 import { goParseFloat, goParseInt } from "./expr/builtins.ts";
 import {
   compile,
@@ -56,7 +57,7 @@ export interface Expression {
 }
 
 /** A condition that no result can make valid; the message names the column and shows a caret. */
-export class ConditionSyntaxError extends Error {
+export class ConditionSyntaxError extends RolloutsError {
   override readonly name = "ConditionSyntaxError";
   /** Zero-based offset (in characters) in the expression where the problem was found. */
   readonly position: number;
@@ -72,7 +73,7 @@ export class ConditionSyntaxError extends Error {
 }
 
 /** A condition that cannot be evaluated for a given result: an Error measurement. */
-export class ConditionEvaluationError extends Error {
+export class ConditionEvaluationError extends RolloutsError {
   override readonly name = "ConditionEvaluationError";
 }
 

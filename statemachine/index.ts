@@ -40,6 +40,7 @@ export {
   ERROR_BUDGET_ANNOTATION,
   rebudget,
 } from "./error-budget.ts";
+export { RolloutsError } from "./errors.ts";
 export { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
 export { JUDGE_DEFAULTS, JUDGE_PLACEHOLDERS, JUDGE_PLUGIN } from "./judge-load.ts";
 export * from "./limits.ts";

@@ -1,3 +1,4 @@
+import { RolloutsError } from "./errors.ts";
 /**
  * Problems found in a user's input. Every problem names where it is (file, document, field path
  * and, for steps, the step number) so a user can fix all of them in one pass: parsers collect
@@ -70,7 +71,7 @@ export function formatProblem(p: Problem): string {
 }
 
 /** Thrown when input cannot be used; carries every problem found, not only the first. */
-export class SpecError extends Error {
+export class SpecError extends RolloutsError {
   override readonly name = "SpecError";
   readonly problems: readonly Problem[];
 

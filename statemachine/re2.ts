@@ -1,4 +1,5 @@
 import { RE2JS } from "re2js";
+import { RolloutsError } from "./errors.ts";
 
 /**
  * Regular expressions the way Argo Rollouts runs them: Go's `regexp`, which is RE2 — linear time,
@@ -8,7 +9,7 @@ import { RE2JS } from "re2js";
  */
 
 /** A pattern RE2 refuses; the message is the engine's, like Go's `error parsing regexp: ...`. */
-export class RegexSyntaxError extends Error {
+export class RegexSyntaxError extends RolloutsError {
   override readonly name = "RegexSyntaxError";
 }
 

@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 import type { RolloutItem } from "../store/schema.ts";
 
 /** The Step Functions error name of an abort: every Task state's `Catch` routes it to the Abort state. */
@@ -8,7 +9,7 @@ export const ROLLOUT_ABORTED = "RolloutAborted";
  * `SendTaskFailure` by the abort channel). Its `name` is the Step Functions error name, which is
  * what the ASL's `Catch` matches.
  */
-export class RolloutAbortedError extends Error {
+export class RolloutAbortedError extends RolloutsError {
   override readonly name = ROLLOUT_ABORTED;
   readonly reason: string;
 
@@ -52,7 +53,7 @@ export function abortedStatusMessage(revision: number | null, reason: string): s
  * over). Distinct from `RolloutAborted` so the ASL can end the old execution without running the
  * Abort state, which would move traffic that now belongs to the newer execution.
  */
-export class ExecutionSupersededError extends Error {
+export class ExecutionSupersededError extends RolloutsError {
   override readonly name = "ExecutionSuperseded";
 
   constructor(executionArn: string, current: string | null, options?: ErrorOptions) {
@@ -85,7 +86,7 @@ export function assertDrives(item: Pick<RolloutItem, "executionArn">, executionA
 export const PAUSE_REQUESTED = "PauseRequested";
 
 /** Thrown by a step's Lambda that finds a hold for its execution on the rollout item. */
-export class PauseRequestedError extends Error {
+export class PauseRequestedError extends RolloutsError {
   override readonly name = PAUSE_REQUESTED;
 }
 

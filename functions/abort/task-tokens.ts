@@ -6,6 +6,7 @@ import {
   TaskDoesNotExist,
   TaskTimedOut,
 } from "@aws-sdk/client-sfn";
+import { RolloutsError } from "../../statemachine/errors.ts";
 
 /** Why Step Functions refused a token: the wait it belonged to is over (or never existed). */
 export type StaleTokenReason = "TaskTimedOut" | "TaskDoesNotExist" | "InvalidToken";
@@ -27,7 +28,7 @@ export interface TaskTokens {
 }
 
 /** The call failed for another reason (throttling, permissions): retry it. */
-export class TaskTokenError extends Error {
+export class TaskTokenError extends RolloutsError {
   override readonly name: string = "TaskTokenError";
 
   constructor(operation: string, options?: ErrorOptions) {

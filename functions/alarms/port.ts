@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 /**
  * The alarm port: the state of the CloudWatch alarms a rollout watches, read at each step
  * boundary (the event rule delivers changes between boundaries).
@@ -18,6 +19,6 @@ export interface AlarmReader {
 }
 
 /** DescribeAlarms failed (throttled, denied, unreachable): the check could not be made. */
-export class AlarmReadError extends Error {
+export class AlarmReadError extends RolloutsError {
   override readonly name = "AlarmReadError";
 }

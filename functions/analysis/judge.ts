@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { formatLevel, levelText } from "../../statemachine/judge-describe.ts";
 import type { CarriedEvidence, JudgeCheck, JudgeSpec, JudgeSpecOf } from "../../statemachine/spec.ts";
 import {
@@ -91,7 +92,7 @@ interface CheckOutcome {
 }
 
 /** A reading that cannot be used: the judge holds and says why. */
-class Unusable extends Error {
+class Unusable extends RolloutsError {
   override readonly name = "Unusable";
 }
 

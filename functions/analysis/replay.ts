@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 import type { Metric } from "../../statemachine/spec.ts";
 import { evaluateResult } from "./evaluate.ts";
 import { decisionFigures, JudgeChain, type JudgeDecisionFigures } from "./replay-judge.ts";
@@ -47,7 +48,7 @@ export interface ReplaySummary {
 }
 
 /** A template given for the replay names a metric the run never measured. */
-export class ReplayInputError extends Error {
+export class ReplayInputError extends RolloutsError {
   override readonly name = "ReplayInputError";
 }
 

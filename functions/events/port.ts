@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { GateFiguresSchema } from "../analysis/types.ts";
 
 export { EVENT_SOURCE } from "../config.ts";
@@ -64,7 +65,7 @@ export interface EventPublisher {
 }
 
 /** EventBridge refused some entries (`FailedEntryCount > 0`) or the call failed. */
-export class EventPublishError extends Error {
+export class EventPublishError extends RolloutsError {
   override readonly name = "EventPublishError";
   /** `type: ErrorCode ErrorMessage` for each refused entry. */
   readonly failures: readonly string[];

@@ -1,10 +1,11 @@
 import type { z } from "zod";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { formatIssues } from "../../statemachine/problems.ts";
 import { logged } from "../observability/logging.ts";
 import type { WorkflowDeps } from "../workflow/deps.ts";
 
 /** A Task payload that does not match its schema: a wiring fault, named so it is not retried blindly. */
-export class InvalidPayloadError extends Error {
+export class InvalidPayloadError extends RolloutsError {
   override readonly name = "InvalidPayloadError";
 }
 

@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 /**
  * The hook port: how the workflow hands a lifecycle hook its task. The hook function is invoked
  * asynchronously (it may run a long test) and answers the task token itself.
@@ -8,6 +9,6 @@ export interface HookInvoker {
 }
 
 /** The hook function could not be started (missing, denied, throttled past the SDK's retries). */
-export class HookInvokeError extends Error {
+export class HookInvokeError extends RolloutsError {
   override readonly name = "HookInvokeFailed";
 }

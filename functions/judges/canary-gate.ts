@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { CANARY_GATE_DEFAULTS } from "../../statemachine/judge-load.ts";
 import { issueLines } from "../../statemachine/problems.ts";
 import type { Decision } from "./verdict.ts";
@@ -53,7 +54,7 @@ export function canaryObservationSchema(stepCount = defaultCanaryPolicy.stepSche
 export type CanaryObservation = z.infer<ReturnType<typeof canaryObservationSchema>>;
 
 /** A payload the gate refuses to decide on; `issues` name each field path. */
-export class InvalidObservationError extends Error {
+export class InvalidObservationError extends RolloutsError {
   override readonly name = "InvalidObservationError";
   constructor(readonly issues: string[]) {
     super(`invalid canary observation: ${issues.join("; ")}`);

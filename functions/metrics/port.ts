@@ -1,4 +1,5 @@
 import type { ResultType } from "../../statemachine/conditions.ts";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import type { Metric } from "../../statemachine/spec.ts";
 
 /**
@@ -55,7 +56,7 @@ export interface ProviderFailure {
 }
 
 /** Thrown when a metric names a provider this build cannot serve: a wiring fault, not a measurement. */
-export class UnsupportedProviderError extends Error {
+export class UnsupportedProviderError extends RolloutsError {
   override readonly name = "UnsupportedProviderError";
 }
 

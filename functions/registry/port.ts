@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 /**
  * The model registry port: where a promoted model is recorded as the production one, and a
  * rolled-back candidate is marked with the reason, so the registry, the endpoint and the audit
@@ -22,6 +23,6 @@ export interface ModelRegistry {
 }
 
 /** The registry refused a call or could not be reached: the side effect stays pending and is retried. */
-export class RegistryError extends Error {
+export class RegistryError extends RolloutsError {
   override readonly name = "RegistryError";
 }

@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { formatIssues } from "../../statemachine/problems.ts";
 import { TABLE } from "../store/keys.ts";
 import { type ModelRouterConfig, type ModelRouterConfigInput, ModelRouterConfigSchema } from "./config.ts";
@@ -16,7 +17,7 @@ export interface DynamoRouterConfigOptions {
 }
 
 /** The stored configuration item does not hold a valid configuration: names the item and the field. */
-export class RouterConfigInvalidError extends Error {
+export class RouterConfigInvalidError extends RolloutsError {
   override readonly name = "RouterConfigInvalidError";
 }
 

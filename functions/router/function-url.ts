@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 import type { RouterRequest, RouterResponse } from "./router.ts";
 
 /**
@@ -24,7 +25,7 @@ export interface ResponseMetadata {
 }
 
 /** An event that is not a Function URL's (payload format 2.0): the router answers it with a 400. */
-export class MalformedEventError extends Error {
+export class MalformedEventError extends RolloutsError {
   override readonly name = "MalformedEventError";
 }
 

@@ -1,10 +1,11 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 /**
  * The store's named errors. Lambdas let them propagate, and the ASL matches `name` in `Retry`
  * (`ConcurrentUpdateError` is retryable: re-running the handler re-reads the item) and `Catch`.
  */
 
 /** Another writer changed the item since it was read: the conditional write was refused. */
-export class ConcurrentUpdateError extends Error {
+export class ConcurrentUpdateError extends RolloutsError {
   override readonly name = "ConcurrentUpdateError";
   /** The version the write expected; `null` when it expected the item not to exist. */
   readonly expectedVersion: number | null;
@@ -23,7 +24,7 @@ export class ConcurrentUpdateError extends Error {
 }
 
 /** The rollout has no item: it was never triggered (or the name is wrong). */
-export class RolloutNotFoundError extends Error {
+export class RolloutNotFoundError extends RolloutsError {
   override readonly name = "RolloutNotFoundError";
   readonly rollout: string;
 
@@ -34,7 +35,7 @@ export class RolloutNotFoundError extends Error {
 }
 
 /** An item did not match its schema (on read: a bug or a hand edit; on write: a bug). Never retried. */
-export class StoredItemInvalidError extends Error {
+export class StoredItemInvalidError extends RolloutsError {
   override readonly name = "StoredItemInvalidError";
   readonly key: string;
 
@@ -45,7 +46,7 @@ export class StoredItemInvalidError extends Error {
 }
 
 /** DynamoDB itself failed (throttling after SDK retries, network, permissions). */
-export class StoreUnavailableError extends Error {
+export class StoreUnavailableError extends RolloutsError {
   override readonly name = "StoreUnavailableError";
 
   constructor(operation: string, key: string, options?: ErrorOptions) {
@@ -58,7 +59,7 @@ export class StoreUnavailableError extends Error {
  * The store refused the write for what it holds, not for a passing condition: retrying the same
  * write fails the same way (DynamoDB's `ValidationException`). The caller must write something else.
  */
-export class WriteRejectedError extends Error {
+export class WriteRejectedError extends RolloutsError {
   override readonly name: string = "WriteRejectedError";
   readonly key: string;
 

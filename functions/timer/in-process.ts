@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { type Clock, isSettableClock } from "../clock.ts";
 import type { ScheduleOutcome, ScheduleRequest, Timer, TimerFiring } from "./port.ts";
 
@@ -18,7 +19,7 @@ export interface RunOptions {
 }
 
 /** `runUntilIdle`/`advanceTo` fired more than `maxFirings` callbacks: something reschedules forever. */
-export class TimerRunawayError extends Error {
+export class TimerRunawayError extends RolloutsError {
   override readonly name = "TimerRunawayError";
 
   constructor(maxFirings: number, options?: ErrorOptions) {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { RolloutsError } from "../../statemachine/errors.ts";
 
 /**
  * What a timer delivers when it fires: the same shape from EventBridge Scheduler, the ticker state
@@ -48,7 +49,7 @@ export interface Timer {
 }
 
 /** The timer backend failed to schedule or cancel (not a duplicate: those are no-ops). */
-export class TimerError extends Error {
+export class TimerError extends RolloutsError {
   override readonly name = "TimerError";
   readonly key: string;
 

@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 /**
  * Infrastructure faults of traffic targets. Each has a stable `name` because the state machine's
  * `Retry`/`Catch` match on the error name a Lambda throws; `cause` keeps the SDK error for the
@@ -5,7 +6,7 @@
  */
 
 /** Base class, so callers can catch every target fault at once. */
-export class TrafficRouterError extends Error {
+export class TrafficRouterError extends RolloutsError {
   override readonly name: string = "TrafficRouterError";
 }
 

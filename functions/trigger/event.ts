@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { formatIssues } from "../../statemachine/problems.ts";
 
 /**
@@ -68,7 +69,7 @@ export interface ImagePush {
 }
 
 /** The event is not a valid `ECR Image Action` event: the message names every bad field. */
-export class InvalidTriggerEventError extends Error {
+export class InvalidTriggerEventError extends RolloutsError {
   override readonly name = "InvalidTriggerEventError";
 
   constructor(details: string, options?: ErrorOptions) {

@@ -1,4 +1,5 @@
 import { type SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { isAwsError } from "../aws-errors.ts";
 import { executionArnFor } from "../timer/ticker.ts";
 
@@ -19,7 +20,7 @@ export interface Executions {
 }
 
 /** StartExecution failed for another reason (throttling, permissions): the event is retried. */
-export class ExecutionStartError extends Error {
+export class ExecutionStartError extends RolloutsError {
   override readonly name = "ExecutionStartError";
 
   constructor(name: string, options?: ErrorOptions) {

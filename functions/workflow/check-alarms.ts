@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { RolloutAbortedError } from "../abort/errors.ts";
 import { alarmAbortReason, alarmVerdict, missingAlarmsMessage } from "../alarms/check.ts";
 import { AlarmReadError } from "../alarms/port.ts";
@@ -6,7 +7,7 @@ import { drivingItem } from "./item.ts";
 import type { CheckAlarmsPayload } from "./payloads.ts";
 
 /** An alarm check that could not be made, or named an alarm CloudWatch does not have. */
-export class AlarmCheckError extends Error {
+export class AlarmCheckError extends RolloutsError {
   override readonly name = "AlarmCheckFailed";
 }
 

@@ -1,4 +1,5 @@
 import { RUNTIME_PLACEHOLDERS } from "../../statemachine/analysis-resolve.ts";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { type AnalysisSpec, AnalysisSpecSchema } from "../../statemachine/spec.ts";
 import type { Revision } from "../store/schema.ts";
 import { isImageDigest, isImageTag } from "../trigger/event.ts";
@@ -9,7 +10,7 @@ export function versionLabel(revision: Pick<Revision, "tag" | "digest"> | null |
 }
 
 /** A version label or digest that is not the shape ECR gives it: never put into a query. */
-export class InvalidVersionValueError extends Error {
+export class InvalidVersionValueError extends RolloutsError {
   override readonly name = "InvalidVersionValueError";
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { StateMachine, type StateMachineDefinition } from "aws-local-stepfunctions";
 import { JSONPath } from "jsonpath-plus";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { Activity } from "./activity.ts";
 import { type LambdaErrorPayload, lambdaTaskFailure, TaskFailure } from "./errors.ts";
 import { ExecutionHistory, type HistoryEvent } from "./history.ts";
@@ -59,7 +60,7 @@ export type SfnErrorName =
   | "InvalidOutput";
 
 /** A Step Functions API call refused, with the error name the SDK maps to its exception class. */
-export class SfnError extends Error {
+export class SfnError extends RolloutsError {
   override readonly name: SfnErrorName;
 
   constructor(name: SfnErrorName, message: string) {

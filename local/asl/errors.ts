@@ -1,10 +1,11 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 /**
  * The error a Task state fails with, shaped for `aws-local-stepfunctions`: it matches `Retry` and
  * `Catch` on `name` and hands `message` on as the `Cause`. So `name` is the ASL `Error` (e.g.
  * `RolloutAborted`, `States.Timeout`) and `message` is the `Cause` string, exactly as Step
  * Functions would put them in `$.error`.
  */
-export class TaskFailure extends Error {
+export class TaskFailure extends RolloutsError {
   override readonly name: string;
 
   constructor(error: string, cause: string) {

@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 /**
  * CloudFormation intrinsic functions, resolved the way the embedded runtime needs them: every
  * resource gets a deterministic local name and ARN (region `local`, account `000000000000`), so
@@ -50,7 +51,7 @@ export interface ResolveContext {
 const NO_VALUE = Symbol("AWS::NoValue");
 
 /** An intrinsic the runtime cannot resolve (an import, an unknown function). */
-export class UnresolvableError extends Error {
+export class UnresolvableError extends RolloutsError {
   override readonly name = "UnresolvableError";
 }
 

@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { TaskFailure } from "./errors.ts";
 
 /** Why a token was refused: the names of the Step Functions errors the façade answers with. */
 export type TokenRefusal = "InvalidToken" | "TaskDoesNotExist" | "TaskTimedOut";
 
 /** A `SendTask*` call that Step Functions would refuse. */
-export class TokenError extends Error {
+export class TokenError extends RolloutsError {
   override readonly name: TokenRefusal;
 
   constructor(name: TokenRefusal, message: string) {

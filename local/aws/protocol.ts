@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { formatIssues } from "../../statemachine/problems.ts";
 
 /**
@@ -7,7 +8,7 @@ import { formatIssues } from "../../statemachine/problems.ts";
  * body with `__type` and `message`, so the SDK raises its modeled exception class (e.g.
  * `TaskDoesNotExist`, `ExecutionAlreadyExists`) and the project's `instanceof` checks work.
  */
-export class AwsApiError extends Error {
+export class AwsApiError extends RolloutsError {
   override readonly name: string;
   readonly status: number;
 

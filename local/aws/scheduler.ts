@@ -1,5 +1,6 @@
 import type { InProcessTimer } from "../../functions/timer/in-process.ts";
 import type { TimerFiring } from "../../functions/timer/port.ts";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { LOCAL_ACCOUNT, LOCAL_REGION } from "../asl/intrinsics.ts";
 
 /** A schedule as `CreateSchedule` describes it (the fields the project uses). */
@@ -23,7 +24,7 @@ export interface Schedule extends ScheduleInput {
 }
 
 /** The Scheduler errors the façade returns, by their AWS names. */
-export class SchedulerError extends Error {
+export class SchedulerError extends RolloutsError {
   override readonly name: "ConflictException" | "ResourceNotFoundException" | "ValidationException";
 
   constructor(name: SchedulerError["name"], message: string) {

@@ -4,6 +4,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { RolloutsError } from "../../statemachine/errors.ts";
 
 /** A Prometheus server this process started, on 127.0.0.1 with its own temporary storage. */
 export interface RunningPrometheus {
@@ -82,7 +83,9 @@ export async function startPrometheus(options: {
 const PORT_ATTEMPTS = 3;
 
 /** Prometheus exited because its port was taken (`bind: address already in use`). */
-class PortTakenError extends Error {}
+class PortTakenError extends RolloutsError {
+  override readonly name = "PortTakenError";
+}
 
 async function launch(
   binary: string,

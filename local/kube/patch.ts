@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
+import { RolloutsError } from "../../statemachine/errors.ts";
 
 /**
  * JSON Merge Patch (RFC 7386) and JSON Patch (RFC 6902), as the API server applies
@@ -24,7 +25,7 @@ export function mergePatch(target: Json | undefined, patch: Json): Json {
 }
 
 /** Why a JSON Patch could not be decoded (400) or applied (422). */
-export class JsonPatchError extends Error {
+export class JsonPatchError extends RolloutsError {
   override readonly name = "JsonPatchError";
   constructor(
     message: string,

@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { qualifiedName, type ResourceType } from "./resources.ts";
 
 /**
@@ -37,7 +38,7 @@ export interface StatusBody {
 }
 
 /** A failure a handler throws; the router answers it as its Status body. */
-export class KubeStatusError extends Error {
+export class KubeStatusError extends RolloutsError {
   override readonly name = "KubeStatusError";
   readonly body: StatusBody;
 

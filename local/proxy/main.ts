@@ -1,11 +1,14 @@
 import { parseArgs } from "node:util";
 import { Exit } from "../../cli/exit-codes.ts";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { formatIssues } from "../../statemachine/problems.ts";
 import { type ProxyConfig, ProxyConfigSchema } from "./config.ts";
 import { startProxy } from "./server.ts";
 
 /** A flag or configuration the proxy cannot use: one line for stderr, exit 2. */
-class ProxyFlagError extends Error {}
+class ProxyFlagError extends RolloutsError {
+  override readonly name = "ProxyFlagError";
+}
 
 /** A whole number from `min` to `max` written in decimal digits, or a {@link ProxyFlagError} naming the flag. */
 function wholeNumber(flag: string, value: string, min: number, max: number, what: string): number {

@@ -1,4 +1,5 @@
 import { parseDuration } from "../../statemachine/duration.ts";
+import { RolloutsError } from "../../statemachine/errors.ts";
 
 /**
  * The `--plan` short form: comma-separated steps that replace a rollout's own, e.g.
@@ -11,7 +12,7 @@ import { parseDuration } from "../../statemachine/duration.ts";
  */
 export type ShortStep = { setWeight: number } | { analysis: true } | { pause: string };
 
-export class PlanError extends Error {
+export class PlanError extends RolloutsError {
   override name = "PlanError";
 }
 

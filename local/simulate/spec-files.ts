@@ -1,3 +1,4 @@
+import { RolloutsError } from "../../statemachine/errors.ts";
 import {
   formatProblem,
   loadRollout,
@@ -18,7 +19,7 @@ import { argoSteps, type ShortStep } from "./plan.ts";
  * router). Queries, conditions, limits and args stay as written.
  */
 
-export class SimulationInputError extends Error {
+export class SimulationInputError extends RolloutsError {
   override name = "SimulationInputError";
 }
 

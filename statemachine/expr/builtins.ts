@@ -1,3 +1,4 @@
+import { RolloutsError } from "../errors.ts";
 import { goQuote } from "./errors.ts";
 import { goJSONSyntaxError } from "./json.ts";
 import { GoTime, Location, loadLocation, parseDuration, parseTime, UTC } from "./time.ts";
@@ -56,7 +57,9 @@ import {
  * and the evaluator handle their closures.
  */
 
-export class BuiltinError extends Error {}
+export class BuiltinError extends RolloutsError {
+  override readonly name = "BuiltinError";
+}
 
 export interface Builtin {
   readonly name: string;

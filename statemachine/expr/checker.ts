@@ -1,3 +1,4 @@
+import { RolloutsError } from "../errors.ts";
 import { compileRe2, RegexSyntaxError } from "../re2.ts";
 import type { Node, NodeOf } from "./ast.ts";
 import { BUILTIN_INDEX, type Builtin, BuiltinError, builtinType } from "./builtins.ts";
@@ -56,7 +57,8 @@ interface Scope {
   vars: { name: string; nature: Nature }[];
 }
 
-class CheckFailure extends Error {
+class CheckFailure extends RolloutsError {
+  override readonly name = "CheckFailure";
   constructor(readonly error: ExprError) {
     super(error.message);
   }

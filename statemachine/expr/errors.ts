@@ -1,9 +1,10 @@
+import { RolloutsError } from "../errors.ts";
 /**
  * An expression that cannot be parsed, checked or run. `message` is expr-lang's message (what Argo
  * Rollouts reports, without position); `format()` adds `(line:column)` and a caret under the
  * source line the way expr's `file.Error` prints itself.
  */
-export class ExprError extends Error {
+export class ExprError extends RolloutsError {
   override name = "ExprError";
   constructor(
     message: string,

@@ -1,3 +1,4 @@
+import { RolloutsError } from "../errors.ts";
 import { goQuote } from "./errors.ts";
 
 /**
@@ -8,11 +9,13 @@ import { goQuote } from "./errors.ts";
 export function goJSONSyntaxError(input: string): string | undefined {
   const s = Array.from(input);
   let i = 0;
-  class Fail extends Error {}
+  class Fail extends RolloutsError {
+    override readonly name = "JsonSyntaxError";
+  }
   let message = "";
   const fail = (m: string): never => {
     message = m;
-    throw new Fail();
+    throw new Fail(m);
   };
   const quoteChar = (c: string): string => {
     if (c === "'") return "'\\''";

@@ -1,3 +1,4 @@
+import { RolloutsError } from "../errors.ts";
 import { ExprError, goQuote } from "./errors.ts";
 
 /**
@@ -94,12 +95,14 @@ export function lex(input: string): (Token | ExprError)[] {
   const acceptRun = (valid: string) => {
     while (accept(valid));
   };
-  class LexError extends Error {}
+  class LexError extends RolloutsError {
+    override readonly name = "LexError";
+  }
   const error = (message: string): never => {
     let e = end;
     if (eof) e++;
     out.push(new ExprError(message, e - 1, "parse"));
-    throw new LexError();
+    throw new LexError(message);
   };
 
   const scanDigits = (first: string, base: number, count: number): string => {

@@ -1,3 +1,4 @@
+import { RolloutsError } from "../errors.ts";
 import type { Node, NodeOf } from "./ast.ts";
 import { ExprError } from "./errors.ts";
 import { isValidIdentifier, lex, type Token, tokenString } from "./lexer.ts";
@@ -84,7 +85,8 @@ export interface ParseConfig {
   readonly builtins: ReadonlySet<string>;
 }
 
-class ParseFailure extends Error {
+class ParseFailure extends RolloutsError {
+  override readonly name = "ParseFailure";
   constructor(readonly error: ExprError) {
     super(error.message);
   }

@@ -1,3 +1,4 @@
+import { RolloutsError } from "../errors.ts";
 import { ARRAY, type GoType, isFloatKind, isIntegerKind, MAP, sliceOf, T } from "./types.ts";
 
 /**
@@ -66,7 +67,7 @@ export const DURATION_METHODS: { get: (v: TypedInt, name: string) => GoFunc | un
 };
 
 /** A failure while running, with expr's message (a recovered Go panic). */
-export class RunError extends Error {
+export class RunError extends RolloutsError {
   override name = "RunError";
 }
 
