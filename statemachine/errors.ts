@@ -8,7 +8,7 @@
 export abstract class RolloutsError extends Error {
   abstract override readonly name: string;
 
-  // biome-ignore lint/complexity/noUselessConstructor: it narrows the message to a string
+  /** `message` is required (Error's is optional): every error here says what went wrong. */
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
   }
