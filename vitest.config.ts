@@ -1,10 +1,93 @@
-import { defineConfig } from "vitest/config";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { configDefaults, defineConfig } from "vitest/config";
+
+/**
+ * The tests that start real programs or take minutes: integration on the embedded runtime, the
+ * demo, real Prometheus, Chromium, kubectl, the package's tarball, the API reference (typedoc) and
+ * the handlers' bundling (esbuild). `npm run test:all` runs them with the rest; `npm test` does not.
+ */
+const FULL = [
+  "test/integration/**",
+  "test/package/**",
+  "test/docs/api.test.ts",
+  "test/cli/dashboard-browser.test.ts",
+  "test/local/prometheus.test.ts",
+  "test/local/kube/kubectl.test.ts",
+  "test/infra/bundle.test.ts",
+];
+
+/**
+ * What changes a test process for the files after it: a patched AWS SDK client
+ * (`aws-sdk-client-mock` patches the client class itself), module mocks, stubbed environment
+ * variables or globals, fake timers, environment variables set by hand.
+ */
+const GLOBAL_CHANGE =
+  /\bmockClient\(|\bvi\.(mock|doMock|stubEnv|stubGlobal|useFakeTimers)\(|process\.env\.[A-Z_]+\s*=[^=]|Object\.assign\(process\.env/;
+
+/**
+ * The test files that change nothing global, found by reading them and the test/support modules
+ * they import. They share one process per worker (`isolate: false`), so the modules they load
+ * (the compiler, aws-cdk-lib, the judges) load once per worker instead of once per file; every
+ * other test file gets a fresh process, as before. A new test that mocks lands in the isolated
+ * project without anyone listing it.
+ */
+function sharedTests(): string[] {
+  const changes = new Map<string, boolean>();
+  const changesGlobals = (path: string): boolean => {
+    const known = changes.get(path);
+    if (known !== undefined) return known;
+    changes.set(path, false); // a cycle of imports adds nothing
+    const text = readFileSync(path, "utf8");
+    // The test's own helpers (test/...), not the product: the product changes nothing global.
+    const supports = [...text.matchAll(/from "(\.\.?\/[\w./-]+\.ts)"/g)]
+      .map((m) => join(path, "..", m[1] as string))
+      .filter((p) => p.startsWith("test/") && existsSync(p));
+    const verdict = GLOBAL_CHANGE.test(text) || supports.some(changesGlobals);
+    changes.set(path, verdict);
+    return verdict;
+  };
+  const files = readdirSync("test", { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".test.ts"))
+    .map((f) => join("test", f));
+  return files.filter((f) => !changesGlobals(f)).sort();
+}
+
+const SHARED = sharedTests();
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Vitest's default leaves a core free; the tests wait on their own child processes and
+    // sockets often enough that a worker per core is faster on 2 cores (91 s against 117 s for
+    // the everyday tier).
+    maxWorkers: "100%",
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "shared",
+          include: SHARED,
+          exclude: [...configDefaults.exclude, ...FULL],
+          isolate: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "isolated",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...FULL, ...SHARED],
+        },
+      },
+      { extends: true, test: { name: "full", include: FULL.map(asTests) } },
+    ],
   },
 });
+
+/** A folder's glob (`dir/**`) as the test files in it; a file stays itself. */
+function asTests(glob: string): string {
+  return glob.endsWith("/**") ? `${glob}/*.test.ts` : glob;
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test`'s first step: the system programs the tests start (Prometheus for the PromQL
+// `npm run test:all`'s first step: the system programs the tests start (Prometheus for the PromQL
 // provider and the demo, Java 17 for DynamoDB Local, Chromium for the dashboard's browser tests,
 // driven by puppeteer-core, which downloads no browser of its own, kubectl against the local
 // Kubernetes API) are there, or are installed now when this
@@ -51,7 +51,7 @@ if (absent.length > 0) {
     const how = hasApt
       ? `run \`sudo apt-get update && sudo ${install}\``
       : `install them (on Debian: ${install})`;
-    console.error(`npm test needs ${needs}: ${how}, then npm test again`);
+    console.error(`npm run test:all needs ${needs}: ${how}, then npm run test:all again`);
     process.exit(1);
   }
   console.error(`preflight: installing ${names.join(", ")} with apt-get`);

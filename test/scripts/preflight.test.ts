@@ -23,7 +23,7 @@ function preflight(path: string) {
 
 const CHROMIUM = "Chromium 156.0.8078.114 built on Debian GNU/Linux 12 (bookworm)";
 
-describe("npm test's preflight", () => {
+describe("npm run test:all's preflight", () => {
   it("passes when Prometheus 2+, Java 17+, Chromium 120+ and kubectl are there", () => {
     const out = preflight(
       pathWith({
@@ -43,7 +43,7 @@ describe("npm test's preflight", () => {
     const lines = out.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toBe(
-      "npm test needs prometheus 2+, java 17+, chromium 120+ and kubectl 1+: install them (on Debian: apt-get install -y --no-install-recommends prometheus openjdk-17-jre-headless chromium kubectl), then npm test again",
+      "npm run test:all needs prometheus 2+, java 17+, chromium 120+ and kubectl 1+: install them (on Debian: apt-get install -y --no-install-recommends prometheus openjdk-17-jre-headless chromium kubectl), then npm run test:all again",
     );
   });
 

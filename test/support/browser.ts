@@ -4,7 +4,7 @@ import puppeteer, { type Browser } from "puppeteer-core";
 /**
  * Debian's `chromium`, headless, driven by puppeteer-core (which downloads no browser of its own):
  * what the dashboard's browser tests and `npm run screenshots` run. `scripts/preflight.mjs`
- * installs the package when `npm test` starts.
+ * installs the package when `npm run test:all` starts.
  */
 export function chromiumPath(): string | undefined {
   for (const command of ["chromium", "chromium-browser"]) {
