@@ -2,7 +2,8 @@
  * How long `rollouts` takes to start: `--version` and a `plan` of the example canary, run the way a
  * checkout runs them (the TypeScript sources through tsx) and the way the installed package runs
  * them (the compiled `dist/` on plain Node.js; `npm run build` makes it). Median of five runs each,
- * wall time of the whole process.
+ * wall time of the whole process. `node -e 0`, Node.js starting and doing nothing, is printed beside
+ * them: the part of each figure no change to the CLI can remove.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -45,6 +46,9 @@ export const bench: Bench = {
       "| command | sources (tsx) | compiled (dist) |",
       "|---|---|---|",
     ];
+    // The same floor under both columns: the process start-up before any of the CLI loads.
+    const bare = time(["-e", "0"]).toFixed(0);
+    lines.push(`| node -e 0 (Node.js alone) | ${bare} | ${bare} |`);
     const built = existsSync(`${ROOT}dist/cli/main.js`);
     for (const [label, args] of [
       ["--version", ["--version"]],

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { RolloutsError } from "../statemachine/errors.ts";
 
 /** Where a command writes; tests pass a recorder, the binary passes the process streams. */
 export interface Io {
@@ -18,6 +19,6 @@ export { Exit } from "./exit-codes.ts";
 export type RegisterCommand = (program: Command, io: Io, done: (code: number) => void) => void;
 
 /** Thrown by a command for input it cannot use: printed without a stack, exit 2. */
-export class UsageError extends Error {
+export class UsageError extends RolloutsError {
   override readonly name = "UsageError";
 }

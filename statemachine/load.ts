@@ -252,21 +252,24 @@ function shapeProblem(doc: { contents: unknown }): string | undefined {
     level: number;
   }
   const stack: Frame[] = [];
-  const tooMany = `holds more than ${MAX_VALUES.toLocaleString("en-US")} values once its aliases are expanded: a rollout object needs far fewer; give only the rollout and its templates`;
+  // Worded only when needed: toLocaleString starts Node's locale support, which every `rollouts
+  // plan` would otherwise pay for on every document.
+  const tooMany = () =>
+    `holds more than ${MAX_VALUES.toLocaleString("en-US")} values once its aliases are expanded: a rollout object needs far fewer; give only the rollout and its templates`;
   /** Enters a node; returns a problem, or undefined once it is measured or on the stack. */
   const enter = (node: unknown, level: number): string | undefined => {
     if (isAlias(node)) {
       const target = anchors.get(node.source);
       if (target === undefined) {
         values++; // an alias to no anchor: the conversion reports it
-        return values > MAX_VALUES ? tooMany : undefined;
+        return values > MAX_VALUES ? tooMany() : undefined;
       }
       if (open.has(target)) {
         return `the alias *${node.source} is inside the node its anchor &${node.source} names: a document cannot contain itself`;
       }
       const m = measured.get(target) ?? { depth: 0, values: 1 };
       values += m.values;
-      if (values > MAX_VALUES) return tooMany;
+      if (values > MAX_VALUES) return tooMany();
       if (level + m.depth > MAX_DEPTH) return TOO_DEEP;
       const parent = stack.at(-1);
       if (parent) {
@@ -283,7 +286,7 @@ function shapeProblem(doc: { contents: unknown }): string | undefined {
       return undefined;
     }
     values++;
-    if (values > MAX_VALUES) return tooMany;
+    if (values > MAX_VALUES) return tooMany();
     if (isMap(node) || isSeq(node)) {
       if (level + 1 > MAX_DEPTH) return TOO_DEEP;
       open.add(node);

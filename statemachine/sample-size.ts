@@ -1,4 +1,4 @@
-import quantile from "@stdlib/stats-base-dists-normal-quantile";
+import { createRequire } from "node:module";
 
 /**
  * Sample sizes: how many observations a fixed-horizon test needs, and how long a step must last
@@ -7,7 +7,24 @@ import quantile from "@stdlib/stats-base-dists-normal-quantile";
  * them for library users.
  */
 
-const normalQuantile = (p: number) => quantile(p, 0, 1);
+let quantile: typeof import("@stdlib/stats-base-dists-normal-quantile") | undefined;
+
+/**
+ * The standard normal quantile, its library loaded with the first sample size rather than with
+ * this module: only judges and gates need one, and the library's many small files would cost every
+ * `rollouts plan` a noticeable share of its start-up. The literal `require(...)` is the call a
+ * bundler (the Lambda handlers' esbuild) sees and bundles; plain Node.js runs this file as an ES
+ * module, which has no `require`, so it loads the package through `createRequire` instead. The
+ * package is CommonJS only, so both ways give the one instance the judges import too.
+ */
+function normalQuantile(p: number): number {
+  quantile ??= (
+    typeof require === "function"
+      ? require("@stdlib/stats-base-dists-normal-quantile")
+      : createRequire(import.meta.url)("@stdlib/stats-base-dists-normal-quantile")
+  ) as typeof import("@stdlib/stats-base-dists-normal-quantile");
+  return quantile(p, 0, 1);
+}
 
 /** Every input of a power calculation is a probability strictly between 0 and 1: says which is not. */
 function assertProbabilities(values: Record<string, number>): void {

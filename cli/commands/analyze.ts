@@ -1,21 +1,9 @@
 import type { Command } from "commander";
-import {
-  type AnalysisRun,
-  createRun,
-  isCompleted,
-  type Measurement,
-  measurementsTaken,
-  nextTickAt,
-  terminate,
-  tick,
-  toArgoJson,
-} from "../../functions/analysis/index.ts";
-import { ENV } from "../../functions/config.ts";
-import { defaultProviders, type MetricProvider, maxBodyBytesFrom } from "../../functions/metrics/index.ts";
-import { resolveRuntimeArgs, runtimeValueProblem } from "../../functions/workflow/runtime-args.ts";
-import { loadAnalysisTemplates, RUNTIME_PLACEHOLDERS, SpecError } from "../../statemachine/index.ts";
-import { Exit, type Io, type RegisterCommand, UsageError } from "../io.ts";
-import { printable, printableJson } from "../terminal.ts";
+import type { Measurement } from "../../functions/analysis/index.ts";
+import type { MetricProvider } from "../../functions/metrics/index.ts";
+import { type Io, type RegisterCommand, UsageError } from "../io.ts";
+import { printable } from "../terminal.ts";
+import type { AnalyzeOptions } from "./analyze-actions.ts";
 
 /** What `rollouts analyze` needs from the outside world; tests pass a virtual clock. */
 export interface AnalyzeDeps {
@@ -25,42 +13,6 @@ export interface AnalyzeDeps {
   providers: () => MetricProvider;
   /** Fires when the user interrupts (Ctrl-C): the run is terminated, as a rollout would. */
   interrupt: (signal: AbortController) => () => void;
-}
-
-const realDeps: AnalyzeDeps = {
-  now: () => new Date(),
-  sleep: (ms, signal) =>
-    new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      const timer = setTimeout(done, Math.max(0, ms));
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        resolve();
-      }
-      signal.addEventListener("abort", done);
-    }),
-  providers: () => {
-    let maxBodyBytes: number;
-    try {
-      maxBodyBytes = maxBodyBytesFrom(process.env[ENV.metricMaxBodyBytes], ENV.metricMaxBodyBytes);
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
-    return defaultProviders({ maxBodyBytes });
-  },
-  interrupt: (controller) => {
-    const onSigint = () => controller.abort();
-    process.once("SIGINT", onSigint);
-    return () => process.off("SIGINT", onSigint);
-  },
-};
-
-/** Exit code of a finished run: 0 Successful, 1 Failed or Error, 3 Inconclusive. */
-export function exitCodeForPhase(phase: AnalysisRun["phase"]): number {
-  if (phase === "Successful") return Exit.ok;
-  if (phase === "Inconclusive") return Exit.hold;
-  return Exit.negative;
 }
 
 /** `measurement success-rate = [0.5] Failed`, plus the message of an Error. */
@@ -85,42 +37,11 @@ function parseSeconds(value: string): number {
 }
 
 /**
- * Runs an analysis in real time, the way an analysis step would, so a template can be tried
- * against the real providers before a rollout depends on it.
+ * Builds the command with its dependencies; without them it uses the real clock and providers.
+ * Registration only: the analysis, the providers (and the AWS SDK clients they hold) are imported
+ * when the command runs.
  */
-export async function runAnalysis(
-  run: AnalysisRun,
-  deps: Pick<AnalyzeDeps, "now" | "sleep">,
-  provider: MetricProvider,
-  print: (line: string) => void,
-  stop: AbortSignal,
-  durationSeconds?: number,
-): Promise<AnalysisRun> {
-  let current = run;
-  const endAt = durationSeconds !== undefined ? deps.now().getTime() + durationSeconds * 1000 : undefined;
-  while (!isCompleted(current.phase)) {
-    const due = nextTickAt(current);
-    const now = deps.now().getTime();
-    if (stop.aborted || (endAt !== undefined && now >= endAt) || !due) {
-      current = terminate(current, deps.now());
-      break;
-    }
-    const wakeAt = endAt !== undefined ? Math.min(due.getTime(), endAt) : due.getTime();
-    if (wakeAt > now) {
-      await deps.sleep(wakeAt - now, stop);
-      continue;
-    }
-    const before = current;
-    current = await tick(current, deps.now(), provider);
-    for (const { metric, measurement } of measurementsTaken(before, current)) {
-      print(formatMeasurement(metric, measurement));
-    }
-  }
-  return current;
-}
-
-/** Builds the command with its dependencies (the binary uses the real clock and providers). */
-export function analyzeCommand(deps: AnalyzeDeps = realDeps): RegisterCommand {
+export function analyzeCommand(deps?: AnalyzeDeps): RegisterCommand {
   return (program: Command, io: Io, done) => {
     program
       .command("analyze")
@@ -141,73 +62,10 @@ export function analyzeCommand(deps: AnalyzeDeps = realDeps): RegisterCommand {
       .option("--stable <version>", "the stable version's image tag, for {{rollout.stable}}")
       .option("--digest <digest>", "the candidate's image digest, for {{rollout.digest}}")
       .option("--json", "print the final run as JSON (measurements go to stderr)")
-      .action(
-        async (
-          files: string[],
-          opts: {
-            arg: Record<string, string>;
-            duration?: number;
-            json?: boolean;
-            latest?: string;
-            stable?: string;
-            digest?: string;
-          },
-        ) => {
-          let spec: Awaited<ReturnType<typeof loadAnalysisTemplates>>;
-          try {
-            spec = await loadAnalysisTemplates(files, opts.arg);
-          } catch (error) {
-            if (error instanceof SpecError) {
-              for (const line of error.message.split("\n")) io.err(printable(line));
-              return done(Exit.badInput);
-            }
-            throw error;
-          }
-          // Values a rollout knows when its analysis starts: here the user gives them.
-          const text = JSON.stringify(spec);
-          const missing = (["latest", "stable", "digest"] as const).filter(
-            (k) => text.includes(RUNTIME_PLACEHOLDERS[k]) && opts[k] === undefined,
-          );
-          if (missing.length > 0) {
-            throw new UsageError(
-              `the templates read ${missing.map((k) => RUNTIME_PLACEHOLDERS[k]).join(", ")}: give ${missing.map((k) => `--${k}`).join(", ")}`,
-            );
-          }
-          // The same shapes a rollout's values have (an ECR tag or digest), so a query sees the same.
-          for (const key of ["latest", "stable", "digest"] as const) {
-            const problem = opts[key] === undefined ? undefined : runtimeValueProblem(key, opts[key]);
-            if (problem) throw new UsageError(`--${key}: ${problem}`);
-          }
-          spec = resolveRuntimeArgs(spec, {
-            latest: opts.latest ?? "",
-            stable: opts.stable ?? "",
-            digest: opts.digest ?? "",
-          });
-          const run = createRun(spec, deps.now());
-          if (isCompleted(run.phase)) {
-            io.err(printable(`rollouts: ${run.message ?? run.phase}`));
-            return done(Exit.badInput);
-          }
-          const live = opts.json ? (line: string) => io.err(line) : (line: string) => io.out(line);
-          const names = run.metrics.map((m) => m.name).join(", ");
-          live(printable(`analysis: ${run.metrics.length} metric(s): ${names}`));
-          const controller = new AbortController();
-          const release = deps.interrupt(controller);
-          let final: AnalysisRun;
-          try {
-            final = await runAnalysis(run, deps, deps.providers(), live, controller.signal, opts.duration);
-          } finally {
-            release();
-          }
-          if (opts.json) {
-            io.out(printableJson(toArgoJson(final), 2));
-          } else {
-            io.out(`phase: ${final.phase}`);
-            if (final.message) io.out(printable(`message: ${final.message}`));
-          }
-          done(exitCodeForPhase(final.phase));
-        },
-      );
+      .action(async (files: string[], opts: AnalyzeOptions) => {
+        const { analyzeAction, realDeps } = await import("./analyze-actions.ts");
+        done(await analyzeAction(io, files, opts, deps ?? realDeps));
+      });
   };
 }
 

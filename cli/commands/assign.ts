@@ -1,24 +1,17 @@
 import type { Command } from "commander";
-import { assign, bucket, cohortSize } from "../../functions/router/cohort.ts";
-import { Exit, type RegisterCommand, UsageError } from "../io.ts";
+import type { RegisterCommand } from "../io.ts";
 import { number } from "../numbers.ts";
-import { printable } from "../terminal.ts";
+import type { AssignOptions } from "./assign-actions.ts";
 
 /** The most generated users `assign` counts: a count, not a load test. */
 const MAX_USERS = 10_000_000;
-
-interface AssignOptions {
-  weight: number;
-  salt: string;
-  users?: number;
-  user?: string[];
-}
 
 /**
  * `rollouts assign --weight W --salt SALT (--users N | --user NAME...)`: who the model router's
  * sticky cohort sends to the candidate. With `--users N` it counts the users `u0`…`u{N-1}` whose
  * bucket is below the weight (the reference's `assign` prints 277 of 1000 at weight 30 with salt
- * v2); with `--user` it prints each user's bucket and side.
+ * v2); with `--user` it prints each user's bucket and side. Registration only: the cohort's
+ * hashing is imported when the command runs.
  */
 export const registerAssign: RegisterCommand = (program: Command, io, done) => {
   program
@@ -42,27 +35,8 @@ export const registerAssign: RegisterCommand = (program: Command, io, done) => {
       ),
     )
     .option("--user <name...>", "print the bucket and side of these users")
-    .action((opts: AssignOptions) => {
-      if (opts.users === undefined && (opts.user === undefined || opts.user.length === 0)) {
-        throw new UsageError("give --users N (count u0 … u{N-1}) or --user NAME...");
-      }
-      if (opts.salt.length === 0) throw new UsageError("--salt must not be empty");
-      if (opts.users !== undefined) {
-        const n = cohortSize(opts.users, opts.salt, opts.weight);
-        const share = ((100 * n) / opts.users).toFixed(1);
-        io.out(
-          printable(
-            `cohort: ${n} of ${opts.users} users (${share}%) at weight ${opts.weight} with salt ${opts.salt} (users u0 … u${opts.users - 1})`,
-          ),
-        );
-      }
-      for (const user of opts.user ?? []) {
-        io.out(
-          printable(
-            `${user}: bucket ${bucket(user, opts.salt).toFixed(4)} → ${assign(user, opts.salt, opts.weight)}`,
-          ),
-        );
-      }
-      done(Exit.ok);
+    .action(async (opts: AssignOptions) => {
+      const { assignAction } = await import("./assign-actions.ts");
+      done(assignAction(io, opts));
     });
 };

@@ -17,6 +17,7 @@ import {
   retryRollout,
   undoRollout,
 } from "../../functions/workflow/operate.ts";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { type AwsOptions, operateContext } from "../aws.ts";
 import { Exit, STATUS_EXIT } from "../exit-codes.ts";
 import { type Io, processIo } from "../io.ts";
@@ -41,7 +42,7 @@ import type { WavesReading } from "./waves-view.ts";
  */
 
 /** The rollout is not in the table: exit 2, a name or table typo rather than a state. */
-export class RolloutMissingError extends Error {
+export class RolloutMissingError extends RolloutsError {
   override readonly name = "RolloutMissingError";
 }
 

@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { parseDuration } from "../../statemachine/duration.ts";
 import { type RegisterCommand, UsageError } from "../io.ts";
 
 /**
@@ -89,7 +88,7 @@ export const registerOperate: RegisterCommand = (program: Command, io, done) => 
           await statusAction(io, name, {
             ...opts,
             intervalMs: intervalMs(opts.interval),
-            ...(opts.timeout === undefined ? {} : { timeoutMs: timeoutMs(opts.timeout) }),
+            ...(opts.timeout === undefined ? {} : { timeoutMs: await timeoutMs(opts.timeout) }),
           }),
         );
       },
@@ -144,7 +143,9 @@ function intervalMs(text: string): number {
   return seconds * 1000;
 }
 
-function timeoutMs(text: string): number {
+/** The duration parser is imported here, when `status --timeout` runs, not when the CLI starts. */
+async function timeoutMs(text: string): Promise<number> {
+  const { parseDuration } = await import("../../statemachine/duration.ts");
   const parsed = parseDuration(text);
   if ("error" in parsed) throw new UsageError(`--timeout: ${parsed.error}`);
   return parsed.seconds * 1000;

@@ -23,6 +23,7 @@ import {
   ownHosts,
   type Refusal,
 } from "../../local/http-guard.ts";
+import { RolloutsError } from "../../statemachine/errors.ts";
 import { RolloutMissingError } from "../commands/operate-actions.ts";
 import { ASSETS, type AssetName, asset } from "./assets.ts";
 import { loadPageView } from "./load.ts";
@@ -90,7 +91,7 @@ const SECURITY_HEADERS = {
 };
 
 /** The port is taken, or cannot be bound: a line for the person who started the command. */
-export class DashboardListenError extends Error {
+export class DashboardListenError extends RolloutsError {
   override readonly name = "DashboardListenError";
 }
 
