@@ -1,4 +1,4 @@
-import { request } from "node:http";
+import { Agent, request } from "node:http";
 
 /** A load generator: what the demo's users do. */
 export interface Load {
@@ -8,14 +8,15 @@ export interface Load {
 }
 
 /**
- * Sends `rps` requests per second to `url`, each on a new connection (a per-connection balancer
- * would otherwise pin one client to one version), until `stop`. Bounded: it never has more than
+ * Sends `rps` requests per second to `url` over kept-alive connections (the proxy, like an ALB,
+ * splits per request, not per connection), until `stop`. Bounded: it never has more than
  * `maxInFlight` requests open, and it only ever talks to the URL it is given (loopback in the demo).
  */
 export function startLoad(options: { url: string; rps: number; maxInFlight?: number }): Load {
   const counts = { sent: 0, ok: 0, failed: 0, errors: 0 };
   const maxInFlight = options.maxInFlight ?? 64;
   const target = new URL(options.url);
+  const agent = new Agent({ keepAlive: true, maxSockets: maxInFlight });
   let inFlight = 0;
   let stopped = false;
   const pending = new Set<Promise<void>>();
@@ -26,7 +27,7 @@ export function startLoad(options: { url: string; rps: number; maxInFlight?: num
           host: target.hostname,
           port: target.port,
           path: `${target.pathname}${target.search}`,
-          agent: false,
+          agent,
         },
         (res) => {
           res.resume();
@@ -70,6 +71,7 @@ export function startLoad(options: { url: string; rps: number; maxInFlight?: num
       stopped = true;
       if (timer) clearTimeout(timer);
       await Promise.all([...pending]);
+      agent.destroy();
     },
   };
 }

@@ -50,7 +50,7 @@ export interface DemoOptions {
 const DIGEST = (n: number) => `sha256:${String(n).repeat(64).slice(0, 64)}`;
 
 /** Requests per second of the demo's users: enough for the judge to decide within seconds at 50%. */
-export const DEMO_RPS = 200;
+export const DEMO_RPS = 800;
 
 /** `gate errors` or `metric success-rate`, from an abort message; `-` when nothing aborted. */
 function decidedBy(message: string): string {
@@ -97,9 +97,20 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     } else {
       print("no prometheus binary: the analysis reads the proxy's own per-version samples (/admin/stats)");
     }
+    // Prometheus applies its scrape targets up to 5 s after it starts: synthesize meanwhile.
+    const scraping = prometheus?.scraped().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     const stack = await startLocalStack({
-      // Promotion at 1500 requests per side leaves room above where v4 is caught (about 900).
-      specFiles: writeDemoSpec(metrics, { judge: { samples: 1500 } }),
+      // Promotion at 1500 requests per side leaves room above where v4 is caught (about 800); at
+      // 800 requests a second, 400 per side at 50%, the judge decides either way within 4 s.
+      specFiles: writeDemoSpec(metrics, {
+        pause: "{duration: 1s}",
+        initialDelay: "3s",
+        interval: "1s",
+        judge: { samples: 1500, initialDelay: "2s", interval: "1s", count: 30 },
+      }),
       target: {
         adminUrl: proxy.adminUrl,
         readinessPath: "/healthz",
@@ -107,6 +118,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       },
     });
     closers.push(stack.close);
+    const notScraped = await scraping;
+    if (notScraped) throw notScraped;
     print(
       `services: ${DEMO_VERSIONS.map(([v, e]) => `${v} ${apps[v]?.url} (${e * 100}% errors)`).join(", ")}`,
     );

@@ -10,7 +10,22 @@ import { RolloutsError } from "../../statemachine/errors.ts";
 export interface RunningPrometheus {
   url: string;
   version: string;
+  /**
+   * Resolves once every target has been scraped successfully. Prometheus applies its targets up
+   * to five seconds after it is ready, and a rate over a series it has not scraped yet is empty.
+   */
+  scraped(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Every target's last scrape succeeded (`/api/v1/targets`, health `up`). */
+async function allUp(url: string): Promise<boolean> {
+  const body = await fetch(`${url}/api/v1/targets?state=active`)
+    .then((r) => (r.ok ? r.json() : undefined))
+    .catch(() => undefined);
+  const targets = (body as { data?: { activeTargets?: Array<{ health?: string }> } } | undefined)?.data
+    ?.activeTargets;
+  return Array.isArray(targets) && targets.length > 0 && targets.every((t) => t.health === "up");
 }
 
 /** The installed `prometheus` binary's version, or undefined when there is none. */
@@ -145,5 +160,12 @@ async function launch(
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  return { url, version, close };
+  const scraped = async (timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await allUp(url))) {
+      if (Date.now() > deadline) throw new Error(`prometheus did not scrape its targets in ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  return { url, version, scraped, close };
 }

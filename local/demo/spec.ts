@@ -77,6 +77,9 @@ export function writeDemoSpec(
     name?: string;
     pause?: string;
     count?: number;
+    /** The success-rate measurements' timing (default 5s and 3s). */
+    initialDelay?: string;
+    interval?: string;
     judge?: DemoJudge;
     /** A background analysis of the success rate from step 1, with these conditions. */
     background?: { successCondition: string; failureCondition: string };
@@ -140,9 +143,9 @@ spec:
     - name: version
   metrics:
     - name: success-rate
-      interval: 3s
+      interval: ${options.interval ?? "3s"}
       count: ${options.count ?? 2}
-      initialDelay: 5s
+      initialDelay: ${options.initialDelay ?? "5s"}
       failureLimit: 0
       successCondition: result[0] >= 0.95
       provider:
