@@ -56,6 +56,9 @@ function sharedTests(): string[] {
 const SHARED = sharedTests();
 
 export default defineConfig({
+  // The workspace's packages (the embedded runtime, local/) resolve to their sources, as the
+  // product's own exports do for tsc (`customConditions`).
+  ssr: { resolve: { conditions: ["sfn-rollouts-source", "node", "development|production"] } },
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,

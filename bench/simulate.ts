@@ -14,10 +14,11 @@
  * defaults). `npm run bench -- simulate` prints the table as the README shows it.
  */
 import { availableParallelism } from "node:os";
+import { formatDollars } from "../cli/simulate/cost.ts";
+import { parsePlan } from "../cli/simulate/plan.ts";
+import type { SimulationRow } from "../cli/simulate/runtime.ts";
 import { prometheusVersion } from "../local/demo/prometheus.ts";
-import { formatDollars } from "../local/simulate/cost.ts";
-import { parsePlan } from "../local/simulate/plan.ts";
-import { MAX_PLANS, type SimulationRow, simulate } from "../local/simulate/run.ts";
+import { MAX_PLANS, simulate } from "../local/simulate/run.ts";
 import { answerJob, runJobs, wilson } from "./jobs.ts";
 import type { Bench } from "./run.ts";
 

@@ -1,9 +1,8 @@
-import { formatDollars } from "../../local/simulate/cost.ts";
-import { PlanError, parsePlan, type ShortStep } from "../../local/simulate/plan.ts";
-import type { SimulationRow } from "../../local/simulate/run.ts";
-import { SimulationInputError } from "../../local/simulate/spec-files.ts";
 import { formatDuration, parseDuration } from "../../statemachine/index.ts";
 import { Exit, type Io, UsageError } from "../io.ts";
+import { formatDollars } from "../simulate/cost.ts";
+import { PlanError, parsePlan, type ShortStep } from "../simulate/plan.ts";
+import { loadSimulationRuntime, SimulationInputError, type SimulationRow } from "../simulate/runtime.ts";
 import { columns } from "../table.ts";
 import { printable, printableJson } from "../terminal.ts";
 
@@ -41,14 +40,16 @@ export async function simulateAction(io: Io, files: string[], opts: SimulateOpti
   if (opts.readyDelay > 0 && opts.replicas === undefined) {
     throw new UsageError("--ready-delay needs --replicas (with a traffic router weights are exact at once)");
   }
-  const simulate = await loadSimulation();
-  if (simulate instanceof Error) {
-    io.err(printable(`rollouts: ${simulate.message}`));
+  // The runtime loads the CDK, dynalite and the Step Functions interpreter: only this command pays
+  // for them, once its input is accepted.
+  const runtime = await loadSimulationRuntime();
+  if (runtime instanceof Error) {
+    io.err(printable(`rollouts: ${runtime.message}`));
     return Exit.badInput;
   }
   let rows: SimulationRow[];
   try {
-    rows = await simulate({
+    rows = await runtime.simulate({
       files,
       plans,
       rps: opts.rps,
@@ -101,23 +102,4 @@ export function renderRows(rows: readonly SimulationRow[]): string[] {
       formatDollars(r.cost.total),
     ]),
   );
-}
-
-/**
- * The simulation runs the synthesized stack in the embedded runtime, so it loads the CDK, dynalite
- * and the Step Functions interpreter: only this command pays for them, when it runs. An installed
- * package has those two as optional peer dependencies; without them this is one line saying what
- * to install, not a stack trace.
- */
-async function loadSimulation(): Promise<typeof import("../../local/simulate/run.ts").simulate | Error> {
-  try {
-    return (await import("../../local/simulate/run.ts")).simulate;
-  } catch (error) {
-    const missing = (error as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND";
-    const name = /Cannot find (?:package|module) '([^']+)'/.exec((error as Error).message)?.[1];
-    if (!missing || name === undefined) throw error;
-    return new Error(
-      `simulate runs the embedded runtime, which needs ${name}: install the simulation's packages with \`npm i -D dynalite@4 aws-local-stepfunctions@3\``,
-    );
-  }
 }

@@ -15,6 +15,8 @@ import {
   promoteRollout,
   retryRollout,
 } from "../../functions/workflow/operate.ts";
+import { RolloutsError } from "../../statemachine/errors.ts";
+import { RolloutMissingError } from "../commands/operate-actions.ts";
 import {
   contentTypeRefusal,
   crossOriginRefusal,
@@ -22,9 +24,7 @@ import {
   mediaType,
   ownHosts,
   type Refusal,
-} from "../../local/http-guard.ts";
-import { RolloutsError } from "../../statemachine/errors.ts";
-import { RolloutMissingError } from "../commands/operate-actions.ts";
+} from "../http-guard.ts";
 import { ASSETS, type AssetName, asset } from "./assets.ts";
 import { loadPageView } from "./load.ts";
 import {

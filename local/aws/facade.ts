@@ -1,10 +1,16 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { z } from "zod";
+import {
+  contentTypeRefusal,
+  crossOriginRefusal,
+  hasBody,
+  hostRefusal,
+  ownHosts,
+} from "../../cli/http-guard.ts";
 import type { Activity } from "../asl/activity.ts";
 import type { LocalStepFunctions } from "../asl/engine.ts";
 import type { LocalEventBus } from "../events/bus.ts";
-import { contentTypeRefusal, crossOriginRefusal, hasBody, hostRefusal, ownHosts } from "../http-guard.ts";
 import { handleEvents } from "./events-api.ts";
 import type { LocalLambda } from "./lambda.ts";
 import { handleInvoke } from "./lambda-api.ts";

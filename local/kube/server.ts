@@ -1,6 +1,6 @@
 import http from "node:http";
+import { crossOriginRefusal, hostRefusal, mediaType, ownHosts } from "../../cli/http-guard.ts";
 import { type Clock, systemClock } from "../../functions/clock.ts";
-import { crossOriginRefusal, hostRefusal, mediaType, ownHosts } from "../http-guard.ts";
 import { close, listen } from "../proxy/listen.ts";
 import { type ControllerOptions, DeploymentController } from "./controller.ts";
 import { kubeconfigText, writeKubeconfig } from "./kubeconfig.ts";

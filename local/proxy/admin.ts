@@ -1,6 +1,6 @@
 import type http from "node:http";
+import { contentTypeRefusal, crossOriginRefusal, hostRefusal, sendRefusal } from "../../cli/http-guard.ts";
 import { formatIssues } from "../../statemachine/problems.ts";
-import { contentTypeRefusal, crossOriginRefusal, hostRefusal, sendRefusal } from "../http-guard.ts";
 import { ProxyConfigSchema, ProxyConfigUpdateSchema } from "./config.ts";
 import type { TrafficMetrics } from "./metrics.ts";
 import type { ProxyState } from "./state.ts";

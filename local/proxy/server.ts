@@ -1,5 +1,5 @@
 import http from "node:http";
-import { ownHosts } from "../http-guard.ts";
+import { ownHosts } from "../../cli/http-guard.ts";
 import { adminHandler, serveMetrics } from "./admin.ts";
 import type { ProxyConfig, ProxyConfigInput } from "./config.ts";
 import { type ForwardContext, forward } from "./forward.ts";

@@ -4,6 +4,15 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { costOf, waitLoopCost } from "../../cli/simulate/cost.ts";
+import { formatPlan } from "../../cli/simulate/plan.ts";
+import {
+  type RunCounts,
+  type SecondRecord,
+  SimulationInputError,
+  type SimulationOptions,
+  type SimulationRow,
+} from "../../cli/simulate/runtime.ts";
 import { ManualClock } from "../../functions/clock.ts";
 import type { HandlerName } from "../../functions/config.ts";
 import { PropsError } from "../../infra/validate.ts";
@@ -12,17 +21,9 @@ import { prometheusVersion } from "../demo/prometheus.ts";
 import { type LocalDynamo, startDynamo } from "../dynamo.ts";
 import { startProxy } from "../proxy/server.ts";
 import { type LocalStack, startLocalStack } from "../stack.ts";
-import { type CostCounts, costOf, waitLoopCost } from "./cost.ts";
 import { type MeteredDynamo, meterDynamo } from "./dynamo-meter.ts";
-import { formatPlan, type ShortStep } from "./plan.ts";
 import { type SimulatedPrometheus, startSimulatedPrometheus } from "./prometheus.ts";
-import {
-  checkUserFiles,
-  loadSimulatedSpec,
-  SimulationInputError,
-  simulatedSpecText,
-  unsupportedProviders,
-} from "./spec-files.ts";
+import { checkUserFiles, loadSimulatedSpec, simulatedSpecText, unsupportedProviders } from "./spec-files.ts";
 import { ExactSplit, PodModel, RequestClock } from "./split.ts";
 import { type Behaviour, ServiceMetrics } from "./traffic.ts";
 
@@ -48,72 +49,6 @@ export const CANDIDATE_TAG = "v2";
 export const MAX_SIMULATED_REQUESTS = 30_000_000;
 /** The most plans one run compares. */
 export const MAX_PLANS = 20;
-
-export interface SimulationOptions {
-  /** Rollout and AnalysisTemplate files. */
-  readonly files: readonly string[];
-  /** Plans to run, one row each; absent = the rollout's own steps. */
-  readonly plans?: ReadonlyArray<readonly ShortStep[] | undefined>;
-  readonly rps: number;
-  /** Share of the candidate's requests that fail. */
-  readonly errorRate: number;
-  /** Share of the stable version's requests that fail. */
-  readonly baselineErrorRate?: number;
-  /** The candidate's latency over the stable's (1 = the same). */
-  readonly latencyFactor?: number;
-  /** Whole pods behind one Service (Argo's rounding); absent = an exact traffic router. */
-  readonly replicas?: number;
-  /** Seconds a new pod takes to serve (with `replicas`). */
-  readonly readyDelay?: number;
-  /** Virtual seconds from the candidate's push to the end (the time until a person notices). */
-  readonly durationSeconds?: number;
-  readonly seed?: number;
-  /** Keep the per-second series in the result (the `--json` output). */
-  readonly series?: boolean;
-  /**
-   * End a plan at its promotion instead of at `durationSeconds` (an abort always ends it): for runs
-   * that count outcomes, not the requests a promoted version serves afterwards.
-   */
-  readonly untilDecided?: boolean;
-}
-
-/** One virtual second of traffic. */
-export interface SecondRecord {
-  /** Seconds since the candidate's push (this second is [t, t + 1)). */
-  t: number;
-  /** The proxy's weight for the candidate (100 once promoted). */
-  weight: number;
-  /** The share the candidate really received (pods when `replicas`). */
-  share: number;
-  newRequests: number;
-  newErrors: number;
-  oldRequests: number;
-  oldErrors: number;
-}
-
-/** Billable work of the candidate's rollout, counted as it ran, and the Lambdas by name. */
-export interface RunCounts extends CostCounts {
-  byHandler: Partial<Record<HandlerName, number>>;
-}
-
-export interface SimulationRow {
-  /** The short form of the plan, or the rollout's own steps written in it. */
-  plan: string;
-  outcome: "promoted" | "aborted" | "paused" | "running";
-  /** Virtual seconds from the push to the decision (null while running at the end). */
-  at: number | null;
-  /** What decided an abort (Argo's message). */
-  message: string | null;
-  newRequests: number;
-  newErrors: number;
-  totalRequests: number;
-  /** newRequests / totalRequests over the rows' time (to the decision for an abort). */
-  share: number;
-  counts: RunCounts;
-  /** Dollars at the published on-demand prices (`cost.ts`), and the same analysis as a Wait loop. */
-  cost: { total: number; waitLoop: number };
-  series?: SecondRecord[];
-}
 
 const DEFAULT_DURATION = 300;
 /** The virtual epoch of the first plan; each plan starts an hour after the previous one. */

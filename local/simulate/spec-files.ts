@@ -1,4 +1,5 @@
-import { RolloutsError } from "../../statemachine/errors.ts";
+import { argoSteps, type ShortStep } from "../../cli/simulate/plan.ts";
+import { SimulationInputError } from "../../cli/simulate/runtime.ts";
 import {
   formatProblem,
   loadRollout,
@@ -10,7 +11,6 @@ import {
   SpecError,
 } from "../../statemachine/index.ts";
 import { isNativeDocument } from "../../statemachine/native.ts";
-import { argoSteps, type ShortStep } from "./plan.ts";
 
 /**
  * The files a simulation runs: the user's Rollout and AnalysisTemplates, with the steps replaced
@@ -18,10 +18,6 @@ import { argoSteps, type ShortStep } from "./plan.ts";
  * the user's) and every samples address at the local proxy's admin listener (it stands for the
  * router). Queries, conditions, limits and args stay as written.
  */
-
-export class SimulationInputError extends RolloutsError {
-  override name = "SimulationInputError";
-}
 
 interface Doc {
   file: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatPlan, PlanError, parsePlan } from "../../local/simulate/plan.ts";
+import { formatPlan, PlanError, parsePlan } from "../../cli/simulate/plan.ts";
 import { encodeWriteRequest, snappyLiteral } from "../../local/simulate/remote-write.ts";
 import { ExactSplit, PodModel, RequestClock } from "../../local/simulate/split.ts";
 

