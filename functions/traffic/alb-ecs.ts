@@ -4,6 +4,7 @@ import { z } from "zod";
 import { AlbListener, type ListenerView, observeWeights } from "./alb-ecs/listener.ts";
 import { EcsSlots } from "./alb-ecs/services.ts";
 import { describeWeights, other, SlotSchema, slotWeights } from "./alb-ecs/slots.ts";
+import { pushedArtifact } from "./artifact.ts";
 import { RouterStateError, TargetConfigurationError } from "./errors.ts";
 import type {
   AbortOptions,
@@ -14,6 +15,7 @@ import type {
   ObservedWeights,
   Prepared,
   PromoteOptions,
+  Pushed,
   Readiness,
   RouterState,
   TrafficRouter,
@@ -86,6 +88,10 @@ export interface AlbEcsClients {
 /** Drives one ALB listener (or rule) and two ECS services. */
 export class AlbEcsRouter implements TrafficRouter {
   readonly type = "alb-ecs" as const;
+
+  artifactFor(pushed: Pushed): CandidateArtifact {
+    return pushedArtifact(pushed);
+  }
   readonly #settings: AlbEcsSettings;
   readonly #listener: AlbListener;
   readonly #services: EcsSlots;

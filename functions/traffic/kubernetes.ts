@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { canaryCounts, routedCanaryCounts } from "../../statemachine/pods.ts";
+import { pushedArtifact } from "./artifact.ts";
 import { RouterStateError, TargetConfigurationError, TargetNotReadyError } from "./errors.ts";
 import { ServiceSelectors } from "./kubernetes/blue-green.ts";
 import { type KubeCall, KubeClient } from "./kubernetes/client.ts";
@@ -20,6 +21,7 @@ import type {
   ObservedWeights,
   Prepared,
   PromoteOptions,
+  Pushed,
   Readiness,
   RouterState,
   TrafficRouter,
@@ -114,6 +116,10 @@ export interface KubernetesClients extends KubeConnectOptions {
 
 export class KubernetesRouter implements TrafficRouter {
   readonly type = "kubernetes" as const;
+
+  artifactFor(pushed: Pushed): CandidateArtifact {
+    return pushedArtifact(pushed);
+  }
   readonly #settings: KubernetesSettings;
   readonly #deployments: Deployments;
   readonly #router: WeightRouter | undefined;

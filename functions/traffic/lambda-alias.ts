@@ -11,6 +11,7 @@ import {
 } from "@aws-sdk/client-lambda";
 import { z } from "zod";
 import { awsErrorName } from "../aws-errors.ts";
+import { pushedArtifact } from "./artifact.ts";
 import {
   AliasChangedError,
   RouterStateError,
@@ -26,6 +27,7 @@ import type {
   ObservedWeights,
   Prepared,
   PromoteOptions,
+  Pushed,
   Readiness,
   RouterState,
   TrafficRouter,
@@ -74,6 +76,10 @@ export interface LambdaAliasClients {
 /** Drives one alias of one function. */
 export class LambdaAliasRouter implements TrafficRouter {
   readonly type = "lambda-alias" as const;
+
+  artifactFor(pushed: Pushed): CandidateArtifact {
+    return pushedArtifact(pushed);
+  }
   readonly #settings: LambdaAliasSettings;
 
   constructor(

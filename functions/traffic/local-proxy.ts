@@ -11,6 +11,7 @@ import type {
   ObservedWeights,
   Prepared,
   PromoteOptions,
+  Pushed,
   Readiness,
   RouterState,
   TrafficRouter,
@@ -85,6 +86,18 @@ export class LocalProxyRouter implements TrafficRouter {
   ) {
     this.#settings = parseTargetSettings(LocalProxySettingsSchema, settings, "local-proxy settings");
     this.#fetch = clients.fetch ?? fetch;
+  }
+
+  /** The running upstream the settings map the pushed tag (or digest, or `*`) to. */
+  artifactFor(pushed: Pushed): CandidateArtifact {
+    const upstreams = this.#settings.upstreams;
+    const upstream = upstreams?.[pushed.tag ?? ""] ?? upstreams?.[pushed.digest] ?? upstreams?.["*"];
+    if (!upstream) {
+      throw new RangeError(
+        `the local proxy target has no upstream for image tag "${pushed.tag}" or digest "${pushed.digest}": add it to upstreams (or a "*" upstream for any other image)`,
+      );
+    }
+    return { upstream, version: pushed.tag ?? pushed.digest };
   }
 
   async prepare(): Promise<Prepared> {

@@ -51,6 +51,13 @@ export type CandidateArtifact =
   /** A SageMaker model package (a version in the Model Registry), by ARN. */
   | { readonly modelPackage: string; readonly version?: string };
 
+/** What was pushed, as the trigger read it: an image URI (or a model package's ARN), its digest and tag. */
+export interface Pushed {
+  readonly image: string;
+  readonly digest: string;
+  readonly tag: string | null;
+}
+
 /** The result of reading what is in service before changing anything (`traffic:prepare`). */
 export interface Prepared {
   readonly state: RouterState;
@@ -161,6 +168,14 @@ export interface AbortOptions {
  */
 export interface TrafficRouter {
   readonly type: TargetType;
+
+  /**
+   * What the candidate runs for this push (most targets: the image, or the model package an
+   * approval in the Model Registry pushed; `pushedArtifact`). Pure: Begin asks before it records
+   * anything, so a push the target cannot run (a `RangeError` naming why) fails the execution
+   * without touching the rollout.
+   */
+  artifactFor(pushed: Pushed): CandidateArtifact;
 
   /** Reads which side is stable and the current weights; changes nothing. */
   prepare(): Promise<Prepared>;

@@ -1,4 +1,5 @@
 import type { ModelRouterConfig, ModelRouterConfigInput } from "../router/config.ts";
+import { pushedArtifact } from "./artifact.ts";
 import { RouterStateError } from "./errors.ts";
 import type {
   AbortOptions,
@@ -10,6 +11,7 @@ import type {
   ObservedWeights,
   Prepared,
   PromoteOptions,
+  Pushed,
   Readiness,
   RouterState,
   TrafficRouter,
@@ -40,6 +42,10 @@ export interface RouterConfigStore {
  */
 export class SageMakerModelRouter implements TrafficRouter {
   readonly type = "sagemaker" as const;
+
+  artifactFor(pushed: Pushed): CandidateArtifact {
+    return pushedArtifact(pushed);
+  }
 
   constructor(
     private readonly endpoint: SageMakerRouter,

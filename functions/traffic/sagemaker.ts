@@ -16,6 +16,7 @@ import {
 } from "@aws-sdk/client-sagemaker";
 import { z } from "zod";
 import { awsErrorName } from "../aws-errors.ts";
+import { pushedArtifact } from "./artifact.ts";
 import { RouterStateError, TargetConfigurationError, TargetNotReadyError } from "./errors.ts";
 import type {
   AbortOptions,
@@ -28,6 +29,7 @@ import type {
   ObservedWeights,
   Prepared,
   PromoteOptions,
+  Pushed,
   Readiness,
   RouterState,
   TrafficRouter,
@@ -125,6 +127,10 @@ export interface SageMakerClients {
 /** Drives the production and shadow variants of one endpoint. */
 export class SageMakerRouter implements TrafficRouter {
   readonly type = "sagemaker" as const;
+
+  artifactFor(pushed: Pushed): CandidateArtifact {
+    return pushedArtifact(pushed);
+  }
   readonly #settings: SageMakerSettings;
 
   constructor(

@@ -1,3 +1,4 @@
+import { pushedArtifact } from "../../functions/traffic/artifact.ts";
 import type {
   AbortOptions,
   CandidateArtifact,
@@ -6,6 +7,7 @@ import type {
   ObservedWeights,
   Prepared,
   PromoteOptions,
+  Pushed,
   Readiness,
   RouterState,
   TrafficRouter,
@@ -25,6 +27,15 @@ export class FakeRouter implements TrafficRouter {
   candidate: string | undefined;
   /** `abort` answers not ready this many times (the old side is being scaled back up). */
   abortPending = 0;
+  /** Tags this target cannot run: `artifactFor` refuses them, as a target without a way to run a push does. */
+  cannotRun: string[] = [];
+
+  artifactFor(pushed: Pushed): CandidateArtifact {
+    if (pushed.tag !== null && this.cannotRun.includes(pushed.tag)) {
+      throw new RangeError(`this target cannot run image tag "${pushed.tag}"`);
+    }
+    return pushedArtifact(pushed);
+  }
 
   async prepare(): Promise<Prepared> {
     this.calls.push("prepare");

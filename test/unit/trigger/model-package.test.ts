@@ -4,6 +4,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { SfnTaskTokens } from "../../../functions/abort/index.ts";
 import { ManualClock } from "../../../functions/clock.ts";
 import { MemoryRolloutStore } from "../../../functions/store/index.ts";
+import { pushedArtifact } from "../../../functions/traffic/artifact.ts";
 import {
   InvalidTriggerEventError,
   modelPackageRoute,
@@ -12,7 +13,6 @@ import {
   startRollout,
   type TriggerDeps,
 } from "../../../functions/trigger/index.ts";
-import { artifactFor } from "../../../functions/workflow/begin.ts";
 import { SM } from "../../support/ecr.ts";
 
 const sfn = mockClient(SFNClient);
@@ -70,8 +70,8 @@ describe("a model package approved in the Model Registry", () => {
     );
     expect(input.revision).toMatchObject({ repository: "sagemaker:ranker", image: PACKAGE(7), tag: "v7" });
     expect(input.revision.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
-    // What Begin gives the SageMaker target: the package to create the candidate model from.
-    expect(artifactFor({ type: "sagemaker" }, { revision: 2, ...input.revision })).toEqual({
+    // What Begin gives the SageMaker target (its artifactFor): the package to create the candidate model from.
+    expect(pushedArtifact(input.revision)).toEqual({
       modelPackage: PACKAGE(7),
       version: "v7",
     });

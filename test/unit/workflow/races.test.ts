@@ -1,12 +1,14 @@
 import { describe, expect, it, onTestFinished } from "vitest";
 import { z } from "zod";
 import { requestAbort } from "../../../functions/abort/request-abort.ts";
+import { ManualClock } from "../../../functions/clock.ts";
 import { ConcurrentUpdateError } from "../../../functions/store/errors.ts";
 import { update } from "../../../functions/store/update.ts";
 import type { TimerFiring } from "../../../functions/timer/port.ts";
+import { LocalProxyRouter } from "../../../functions/traffic/local-proxy.ts";
 import { executionName } from "../../../functions/trigger/decide.ts";
 import { StoredAnalysisSchema } from "../../../functions/workflow/analysis.ts";
-import { artifactFor, type BeginResult } from "../../../functions/workflow/begin.ts";
+import type { BeginResult } from "../../../functions/workflow/begin.ts";
 import { promoteRollout } from "../../../functions/workflow/operate.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
 import { promote } from "../../../functions/workflow/promote.ts";
@@ -827,21 +829,17 @@ describe("background analysis", () => {
 });
 
 describe("Begin", () => {
-  it("a local-proxy target with no upstream for the image fails before the rollout is recorded", async () => {
+  it("a push the target cannot run (its artifactFor refuses it) fails Begin before the rollout is recorded", async () => {
     let afterTrigger: unknown;
     let armed = false;
     const w: FakeRollout = await withStable({
-      target: {
-        type: "local-proxy",
-        adminUrl: "http://127.0.0.1:1",
-        upstreams: { v1: "http://127.0.0.1:2" },
-      },
       wrap: only("begin", (handler) => async (event, context) => {
         if (armed) afterTrigger ??= await w.item();
         return handler(event, context);
       }),
     });
     armed = true;
+    w.router.cannotRun = ["v2"];
     const before = await w.item();
     const arn = w.executionArnOf(await w.push(v2));
     expect(await w.run(arn)).toEqual({
@@ -850,24 +848,31 @@ describe("Begin", () => {
       cause: "The rollout could not start: see the execution's events.",
     });
     expect(failedTasks(w, arn)).toEqual(["Begin: RangeError", "Begin: RangeError", "Begin: RangeError"]);
-    expect(w.failedTasks(arn)[0]?.message).toMatch(/no upstream for image tag "v2"/);
+    expect(w.failedTasks(arn)[0]?.message).toMatch(/cannot run image tag "v2"/);
     expect(await w.item()).toEqual(afterTrigger);
     expect((afterTrigger as { phase: string }).phase).toBe(before.phase);
     expect(w.router.calls).toEqual([]);
   });
 
-  it('runs an image with no upstream of its own on the local-proxy target\'s "*" upstream', () => {
-    const settings = {
-      type: "local-proxy",
-      adminUrl: "http://127.0.0.1:1",
-      upstreams: { v1: "http://127.0.0.1:2", "*": "http://127.0.0.1:3" },
-    };
-    const revision = { revision: 2, image: `demo@${digest(2)}`, digest: digest(2), tag: "v7" };
-    expect(artifactFor(settings, revision)).toEqual({ upstream: "http://127.0.0.1:3", version: "v7" });
-    expect(artifactFor(settings, { ...revision, tag: "v1" })).toEqual({
+  it('runs an image with no upstream of its own on the local-proxy target\'s "*" upstream, and refuses one without', () => {
+    const router = (upstreams: Record<string, string>) =>
+      new LocalProxyRouter(
+        {},
+        { type: "local-proxy", adminUrl: "http://127.0.0.1:1", upstreams },
+        new ManualClock(0),
+      );
+    const pushed = { image: `demo@${digest(2)}`, digest: digest(2), tag: "v7" };
+    const both = router({ v1: "http://127.0.0.1:2", "*": "http://127.0.0.1:3" });
+    expect(both.artifactFor(pushed)).toEqual({ upstream: "http://127.0.0.1:3", version: "v7" });
+    expect(both.artifactFor({ ...pushed, tag: "v1" })).toEqual({
       upstream: "http://127.0.0.1:2",
       version: "v1",
     });
+    expect(() => router({ v1: "http://127.0.0.1:2" }).artifactFor(pushed)).toThrow(
+      new RangeError(
+        `the local proxy target has no upstream for image tag "v7" or digest "${digest(2)}": add it to upstreams (or a "*" upstream for any other image)`,
+      ),
+    );
   });
 
   it("records a target failure after taking over as Degraded, and a retry that succeeds undoes it", async () => {
