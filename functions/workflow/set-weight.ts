@@ -1,6 +1,8 @@
+import type { Step } from "../../statemachine/spec.ts";
 import { METRICS } from "../config.ts";
+import type { RolloutItem } from "../store/schema.ts";
 import { TargetConfigurationError } from "../traffic/errors.ts";
-import type { RouterState } from "../traffic/port.ts";
+import type { RouterState, TrafficRouter, WeightChange } from "../traffic/port.ts";
 import { watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { commit, flush, isDone, publishEffect } from "./effects.ts";
@@ -23,76 +25,145 @@ export interface SetWeightResult {
  * a retry after the state write publishes what is missing and changes nothing twice.
  */
 export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promise<SetWeightResult> {
-  const { context, step, stepIndex } = payload;
+  const { context, stepIndex } = payload;
   await watchBackground(deps, context); // a background analysis whose firings were lost aborts here
   const item = await drivingItem(deps, context);
-  const id = stepId(stepIndex);
-  if (isDone(item, context, id)) {
+  if (isDone(item, context, stepId(stepIndex))) {
     await flush(deps, context);
     return { drift: false, weight: item.weight, message: "already applied" };
   }
-  const router = deps.routerFor(payload.target);
+  const applied = await applyStep(deps.routerFor(payload.target), payload, item);
+  if ("drift" in applied) {
+    await recordDrift(deps, payload, applied.drift);
+    return { drift: true, weight: item.weight, message: applied.drift.message };
+  }
+  await recordCompletion(deps, payload, applied);
+  deps.metrics.put({ name: METRICS.canaryWeight, value: applied.weight, rollout: context.rollout });
+  await flush(deps, context);
+  return { drift: false, weight: applied.weight, message: applied.message };
+}
+
+/** What a traffic step did on the target: the target's state after it, the weight, in a few words. */
+interface Applied {
+  next: RouterState;
+  weight: number;
+  message: string;
+}
+
+/** A weight change the target refused to write: someone else changed the weights. */
+interface Drifted {
+  drift: Extract<WeightChange, { outcome: "drift" }>;
+}
+
+/** Carries out the step on the target, from the state recorded on the item. */
+async function applyStep(
+  router: TrafficRouter,
+  payload: StepPayload,
+  item: RolloutItem,
+): Promise<Applied | Drifted> {
+  const { step, stepIndex } = payload;
   const state = item.targetState as RouterState;
-  let weight = item.weight;
-  let message: string;
-  let next: RouterState = state;
   switch (step.kind) {
-    case "setWeight": {
-      const approved = item.drift !== null && item.drift.step === stepIndex && item.drift.approved;
-      const ignore = payload.onDrift === "ignore";
-      const change = await router.setWeight(state, step.weight, { overwriteDrift: approved || ignore });
-      if (change.outcome === "drift") {
-        await recordStep(deps, context, (latest, now) =>
-          withEvent(
-            {
-              ...latest,
-              targetState: change.state,
-              drift: { step: stepIndex, message: change.message, approved: false },
-            },
-            now,
-            "WeightDrift",
-            change.message,
-            stepIndex,
-          ),
-        );
-        return { drift: true, weight: item.weight, message: change.message };
-      }
-      next = change.state;
-      weight = step.weight;
-      message = `weight ${step.weight}%${approved ? " (overwriting the weights changed by someone else, as approved)" : ""}`;
-      break;
-    }
+    case "setWeight":
+      return applyWeight(router, payload, item, step.weight);
     case "setHeaderRoute": {
       const change = step.match
         ? await router.setHeaderRoute(state, { name: step.name, match: step.match })
         : await router.removeHeaderRoute(state, step.name);
-      next = change.state;
-      message = change.message;
-      break;
+      return { next: change.state, weight: item.weight, message: change.message };
     }
-    case "setMirrorRoute": {
-      if (!router.setMirrorRoute) {
-        throw new TargetConfigurationError(
-          `step ${stepIndex + 1}: setMirrorRoute "${step.name}" is not supported by the ${router.type} target: it cannot mirror requests`,
-        );
-      }
-      // Argo: a step with only the name removes the route; a match without a percentage mirrors all of it.
-      const percentage = step.percentage ?? (step.match ? 100 : 0);
-      const change = await router.setMirrorRoute(state, {
-        name: step.name,
-        percentage,
-        ...(step.match ? { match: step.match } : {}),
-      });
-      next = change.state;
-      message = change.message;
-      break;
-    }
+    case "setMirrorRoute":
+      return applyMirrorRoute(router, payload, state, item.weight, step);
     case "preview":
-      message = "preview: the candidate runs with no live traffic";
-      break;
+      return {
+        next: state,
+        weight: item.weight,
+        message: "preview: the candidate runs with no live traffic",
+      };
     default:
       throw new TargetConfigurationError(`step ${stepIndex + 1}: a ${step.kind} step is not a traffic step`);
   }
+}
+
+/**
+ * A `setWeight` step: drift found is returned unless a person approved overwriting it for this
+ * step (or the rollout ignores drift), and the message says when it was overwritten.
+ */
+async function applyWeight(
+  router: TrafficRouter,
+  payload: StepPayload,
+  item: RolloutItem,
+  weight: number,
+): Promise<Applied | Drifted> {
+  const approved = item.drift !== null && item.drift.step === payload.stepIndex && item.drift.approved;
+  const ignore = payload.onDrift === "ignore";
+  const change = await router.setWeight(item.targetState as RouterState, weight, {
+    overwriteDrift: approved || ignore,
+  });
+  if (change.outcome === "drift") return { drift: change };
+  return {
+    next: change.state,
+    weight,
+    message: `weight ${weight}%${approved ? " (overwriting the weights changed by someone else, as approved)" : ""}`,
+  };
+}
+
+/** A `setMirrorRoute` step, refused by a target that cannot mirror requests. */
+async function applyMirrorRoute(
+  router: TrafficRouter,
+  payload: StepPayload,
+  state: RouterState,
+  weight: number,
+  step: Extract<Step, { kind: "setMirrorRoute" }>,
+): Promise<Applied> {
+  if (!router.setMirrorRoute) {
+    throw new TargetConfigurationError(
+      `step ${payload.stepIndex + 1}: setMirrorRoute "${step.name}" is not supported by the ${router.type} target: it cannot mirror requests`,
+    );
+  }
+  // Argo: a step with only the name removes the route; a match without a percentage mirrors all of it.
+  const percentage = step.percentage ?? (step.match ? 100 : 0);
+  const change = await router.setMirrorRoute(state, {
+    name: step.name,
+    percentage,
+    ...(step.match ? { match: step.match } : {}),
+  });
+  return { next: change.state, weight, message: change.message };
+}
+
+/**
+ * The drift found, recorded with the target's state as read and a `WeightDrift` event: the
+ * workflow pauses, and a person's approval makes the step run again and overwrite it.
+ */
+async function recordDrift(
+  deps: WorkflowDeps,
+  payload: StepPayload,
+  change: Drifted["drift"],
+): Promise<void> {
+  const { context, stepIndex } = payload;
+  await recordStep(deps, context, (latest, now) =>
+    withEvent(
+      {
+        ...latest,
+        targetState: change.state,
+        drift: { step: stepIndex, message: change.message, approved: false },
+      },
+      now,
+      "WeightDrift",
+      change.message,
+      stepIndex,
+    ),
+  );
+}
+
+/**
+ * The completed step, written once under its id with its `RolloutStepCompleted` event as a
+ * pending side effect: the target's state, the weight, the next step, and no drift left.
+ */
+async function recordCompletion(deps: WorkflowDeps, payload: StepPayload, applied: Applied): Promise<void> {
+  const { context, stepIndex } = payload;
+  const { next, weight, message } = applied;
+  const id = stepId(stepIndex);
   const done = `Rollout step ${stepIndex + 1}/${payload.rollout.stepCount} completed (${message})`;
   const announce = publishEffect(
     context,
@@ -118,9 +189,6 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
       ),
     { step: id },
   );
-  deps.metrics.put({ name: METRICS.canaryWeight, value: weight, rollout: context.rollout });
-  await flush(deps, context);
-  return { drift: false, weight, message };
 }
 
 /** The id of a traffic step's completion: a step completes once per execution. */
