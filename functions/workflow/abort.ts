@@ -78,37 +78,68 @@ export async function abort(
     if (superseded) throw superseded;
     return { phase: "Degraded", message };
   }
-  let state = item.targetState as RouterState;
-  let pending: number | undefined;
-  if (payload.onFailure === "rollback") {
-    const readiness = await deps.routerFor(payload.target).abort(state, {
-      abortScaleDownDelaySeconds: payload.abortScaleDownDelaySeconds,
-    });
-    state = readiness.state;
-    if (!readiness.ready) pending = readiness.retryAfterSeconds;
-  }
+  const rolledBack = await rollBack(deps, payload, item.targetState as RouterState);
   await terminateBackground(deps, context);
-  const stopped = payload.onFailure === "stop" ? " (onFailure: stop: the weights are left as they were)" : "";
   // A supersede is not a failed release: as when the newer Begin comes first, nothing announces
   // an abort, records a rollback (a canary gate's cooldown counts them) or tags the candidate.
-  const failed = superseded === undefined;
-  const effects = [
+  const outcome: AbortOutcome = { reason, message, failed: superseded === undefined };
+  const effects = abortEffects(deps, payload, outcome, rolledBack.pending);
+  await recordAbort(deps, payload, rolledBack.state, abortStatus(payload, outcome), effects);
+  if (payload.onFailure === "rollback")
+    deps.metrics.put({ name: METRICS.canaryWeight, value: 0, rollout: context.rollout });
+  if (outcome.failed) deps.metrics.put({ name: METRICS.aborts, value: 1, rollout: context.rollout });
+  await flush(deps, context);
+  if (superseded) throw superseded;
+  return { phase: "Degraded", message };
+}
+
+/** Why the execution aborted, Argo's message for it, and whether it is a failed release (not a supersede). */
+interface AbortOutcome {
+  reason: string;
+  message: string;
+  failed: boolean;
+}
+
+/** What Abort writes on the item: the phase, its message, and the event that says so. */
+interface AbortStatus {
+  phase: "Degraded" | "Progressing";
+  message: string;
+  event: "RolloutAborted" | "RolloutSuperseded";
+  failed: boolean;
+}
+
+/**
+ * Traffic back to the stable version, unless `onFailure: stop` leaves the weights as they are:
+ * the target's state after it, and the seconds to wait when the stable side must come back first.
+ */
+async function rollBack(
+  deps: WorkflowDeps,
+  payload: AbortPayload,
+  state: RouterState,
+): Promise<{ state: RouterState; pending: number | undefined }> {
+  if (payload.onFailure !== "rollback") return { state, pending: undefined };
+  const readiness = await deps.routerFor(payload.target).abort(state, {
+    abortScaleDownDelaySeconds: payload.abortScaleDownDelaySeconds,
+  });
+  return { state: readiness.state, pending: readiness.ready ? undefined : readiness.retryAfterSeconds };
+}
+
+/**
+ * What the abort leaves to do once written: the abort's continuation while the stable side comes
+ * back (or the candidate's scale-down after a rollback), and for a failed release its
+ * `RolloutAborted` event and, after a rollback, the registry's record of it.
+ */
+function abortEffects(
+  deps: WorkflowDeps,
+  payload: AbortPayload,
+  outcome: AbortOutcome,
+  pending: number | undefined,
+): SideEffect[] {
+  const { context } = payload;
+  const { failed, message, reason } = outcome;
+  return [
     ...(pending !== undefined
-      ? [
-          scheduleEffect(STEP, {
-            at: deps.clock.now() + pending * 1000,
-            key: abortKey(context.rollout, context.executionArn, 1),
-            payload: {
-              kind: "abort-continue",
-              rollout: context.rollout,
-              executionArn: context.executionArn,
-              revision: context.revision,
-              target: payload.target ?? null,
-              abortScaleDownDelaySeconds: payload.abortScaleDownDelaySeconds,
-              attempt: 1,
-            },
-          }),
-        ]
+      ? [continueEffect(deps, payload, pending)]
       : payload.onFailure === "rollback"
         ? [scaleDownEffect(deps, context, payload.target, payload.abortScaleDownDelaySeconds)]
         : []),
@@ -119,13 +150,55 @@ export async function abort(
       ? registryEffects(STEP, payload.target, context, { action: "rolled-back", reason })
       : []),
   ];
-  const status = failed
-    ? { phase: "Degraded" as const, message: `${message}${stopped}`, event: "RolloutAborted" }
+}
+
+/** The abort continued by the Timer once the stable side had `pending` seconds to come back. */
+function continueEffect(deps: WorkflowDeps, payload: AbortPayload, pending: number): SideEffect {
+  const { context } = payload;
+  return scheduleEffect(STEP, {
+    at: deps.clock.now() + pending * 1000,
+    key: abortKey(context.rollout, context.executionArn, 1),
+    payload: {
+      kind: "abort-continue",
+      rollout: context.rollout,
+      executionArn: context.executionArn,
+      revision: context.revision,
+      target: payload.target ?? null,
+      abortScaleDownDelaySeconds: payload.abortScaleDownDelaySeconds,
+      attempt: 1,
+    },
+  });
+}
+
+/**
+ * A failed release is Degraded with Argo's message (and why the weights stayed, for `onFailure:
+ * stop`); a superseded one stays Progressing until the newer revision begins, saying so.
+ */
+function abortStatus(payload: AbortPayload, outcome: AbortOutcome): AbortStatus {
+  const { context } = payload;
+  const stopped = payload.onFailure === "stop" ? " (onFailure: stop: the weights are left as they were)" : "";
+  return outcome.failed
+    ? { phase: "Degraded", message: `${outcome.message}${stopped}`, event: "RolloutAborted", failed: true }
     : {
-        phase: "Progressing" as const,
-        message: `revision ${context.revision} was ${reason}: ${payload.onFailure === "rollback" ? "its traffic is back on the stable version" : "its weights are left as they were (onFailure: stop)"} until that revision begins`,
+        phase: "Progressing",
+        message: `revision ${context.revision} was ${outcome.reason}: ${payload.onFailure === "rollback" ? "its traffic is back on the stable version" : "its weights are left as they were (onFailure: stop)"} until that revision begins`,
         event: "RolloutSuperseded",
+        failed: false,
       };
+}
+
+/**
+ * The abort's state write, once under its id with its side effects: no wait, hold or drift left,
+ * the weight 0 after a rollback, and a failed release counted among the rollbacks (the cooldown).
+ */
+async function recordAbort(
+  deps: WorkflowDeps,
+  payload: AbortPayload,
+  state: RouterState,
+  status: AbortStatus,
+  effects: SideEffect[],
+): Promise<void> {
+  const { context } = payload;
   await update(deps.store, context.rollout, "latest", (latest) => {
     assertDrives(latest, context.executionArn);
     // A write that landed but whose answer was lost (the SDK sent it again): no second rollback.
@@ -147,7 +220,7 @@ export async function abort(
           drift: null,
           abortRequested: false,
           abortExecutionArn: null,
-          rollbacks: failed
+          rollbacks: status.failed
             ? [...latest.rollbacks, { digest: context.digest, at: now }].slice(-MAX_ROLLBACKS)
             : latest.rollbacks,
         },
@@ -160,12 +233,6 @@ export async function abort(
       effects,
     );
   });
-  if (payload.onFailure === "rollback")
-    deps.metrics.put({ name: METRICS.canaryWeight, value: 0, rollout: context.rollout });
-  if (failed) deps.metrics.put({ name: METRICS.aborts, value: 1, rollout: context.rollout });
-  await flush(deps, context);
-  if (superseded) throw superseded;
-  return { phase: "Degraded", message };
 }
 
 /**
