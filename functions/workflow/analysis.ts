@@ -21,7 +21,7 @@ import { expireStale, staleness, WATCHDOG_GRACE_SECONDS } from "../analysis/watc
 import { METRICS } from "../config.ts";
 import { ConcurrentUpdateError, isPermanentWriteError } from "../store/errors.ts";
 import type { StoredRun } from "../store/port.ts";
-import { isRunning } from "../store/schema.ts";
+import { isRunning, type Revision } from "../store/schema.ts";
 import { MAX_ITEM_BYTES, runItemBytes } from "../store/size.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { tokenId } from "./effects.ts";
@@ -89,10 +89,7 @@ export async function startAnalysis(
 ): Promise<{ runId: string }> {
   const { context, stepIndex } = payload;
   const background = "background" in payload;
-  let analysis: AnalysisSpec;
-  if ("background" in payload) analysis = payload.analysis;
-  else if (payload.step.kind === "analysis") analysis = payload.step.analysis;
-  else throw new RangeError(`step ${stepIndex + 1}: a ${payload.step.kind} step is not an analysis`);
+  const spec = analysisOf(payload);
   const token = "taskToken" in payload ? payload.taskToken : null;
   const runId = runIdFor(context, stepIndex, background);
   // The next step's analysis does not start while the background analysis has silently stopped.
@@ -100,22 +97,8 @@ export async function startAnalysis(
   // Refuse before creating anything: an aborted or superseded execution must not leave a run
   // behind that stays Pending forever.
   const driving = await drivingItem(deps, context);
-  analysis = resolveRuntimeArgs(analysis, {
-    latest: versionLabel(context),
-    stable: versionLabel(driving.stableRevision),
-    digest: context.digest,
-  });
-  // A sequential gate goes on from the evidence its earlier analyses of this execution left.
-  if (!background) {
-    analysis = await withCarriedEvidence(
-      analysis,
-      async (step) =>
-        (await deps.store.getRun(context.rollout, runIdFor(context, step, false), StoredAnalysisSchema))?.run
-          .run,
-    );
-  }
+  const analysis = await analysisToRun(deps, context, spec, driving.stableRevision, background);
   const now = deps.clock.now();
-  const templates = analysis.templates.map((t) => t.name);
   const stored: StoredAnalysis = {
     run: createRun(analysis, new Date(now)),
     context,
@@ -123,20 +106,89 @@ export async function startAnalysis(
     background,
     token,
     tick: 0,
-    templates,
+    templates: analysis.templates.map((t) => t.name),
     answered: false,
   };
-  let created = true;
-  try {
-    await saveStored(deps, context.rollout, runId, stored, null);
-  } catch (error) {
-    if (error instanceof ConcurrentUpdateError) created = false;
-    else if (isPermanentWriteError(error)) {
-      // The analysis alone is past the item limit: the run ends in Error, answered like any other.
-      const ended = unstorableRun(stored.run, new Date(now), unstorableMessage(error));
-      await saveStored(deps, context.rollout, runId, { ...stored, run: ended }, null);
-    } else throw error;
+  const created = await createStored(deps, runId, stored, now);
+  await recordStart(deps, stored, runId, created);
+  const current = await deps.store.getRun(context.rollout, runId, StoredAnalysisSchema);
+  if (!current) return { runId };
+  if (created) {
+    await advance(deps, current, runId);
+    return { runId };
   }
+  await resumeRetried(deps, current, runId, token);
+  return { runId };
+}
+
+/** The analysis a `start-analysis` runs: the background one, or the step's; any other step is refused. */
+function analysisOf(payload: StartAnalysisPayload): AnalysisSpec {
+  if ("background" in payload) return payload.analysis;
+  if (payload.step.kind === "analysis") return payload.step.analysis;
+  throw new RangeError(`step ${payload.stepIndex + 1}: a ${payload.step.kind} step is not an analysis`);
+}
+
+/**
+ * The analysis with its runtime arguments resolved (the candidate's and the stable revision's
+ * versions, the digest); a step's sequential gate goes on from the evidence its earlier analyses
+ * of this execution left.
+ */
+async function analysisToRun(
+  deps: WorkflowDeps,
+  context: WorkflowContext,
+  spec: AnalysisSpec,
+  stable: Revision | null,
+  background: boolean,
+): Promise<AnalysisSpec> {
+  const analysis = resolveRuntimeArgs(spec, {
+    latest: versionLabel(context),
+    stable: versionLabel(stable),
+    digest: context.digest,
+  });
+  if (background) return analysis;
+  return withCarriedEvidence(
+    analysis,
+    async (step) =>
+      (await deps.store.getRun(context.rollout, runIdFor(context, step, false), StoredAnalysisSchema))?.run
+        .run,
+  );
+}
+
+/**
+ * Creates the run; false when it exists already (a retried invocation). An analysis alone past
+ * the item limit is stored as a run ended in Error, answered like any other.
+ */
+async function createStored(
+  deps: WorkflowDeps,
+  runId: string,
+  stored: StoredAnalysis,
+  now: number,
+): Promise<boolean> {
+  const { rollout } = stored.context;
+  try {
+    await saveStored(deps, rollout, runId, stored, null);
+  } catch (error) {
+    if (error instanceof ConcurrentUpdateError) return false;
+    if (!isPermanentWriteError(error)) throw error;
+    // The analysis alone is past the item limit: the run ends in Error, answered like any other.
+    const ended = unstorableRun(stored.run, new Date(now), unstorableMessage(error));
+    await saveStored(deps, rollout, runId, { ...stored, run: ended }, null);
+  }
+  return true;
+}
+
+/**
+ * Records the start with its `AnalysisRunStarted` event, once per run and token, and for a step
+ * the token the execution now waits on. An abort landing between the check and the write closes
+ * the run this call created, which nothing would wait for.
+ */
+async function recordStart(
+  deps: WorkflowDeps,
+  stored: StoredAnalysis,
+  runId: string,
+  created: boolean,
+): Promise<void> {
+  const { context, stepIndex, background, token, templates } = stored;
   const label = background ? "background analysis" : `analysis (step ${stepIndex + 1})`;
   // The start is recorded once per run and token: a retry after the write adds no second event.
   const withStart = withEventOnce(context, `analysis-${runId}-${tokenId(token)}`);
@@ -173,21 +225,24 @@ export async function startAnalysis(
     if (created && !(error instanceof PauseRequestedError)) await terminateRun(deps, context.rollout, runId);
     throw error;
   }
-  const current = await deps.store.getRun(context.rollout, runId, StoredAnalysisSchema);
-  if (!current) return { runId };
-  if (created) {
-    await advance(deps, current, runId);
-    return { runId };
-  }
-  // A retried invocation: the first one may have died before scheduling the first tick (or
-  // before answering), and Step Functions may have handed this attempt a new token.
+}
+
+/**
+ * A retried invocation: the first one may have died before scheduling the first tick (or
+ * before answering), and Step Functions may have handed this attempt a new token.
+ */
+async function resumeRetried(
+  deps: WorkflowDeps,
+  current: StoredRun<StoredAnalysis>,
+  runId: string,
+  token: string | null,
+): Promise<void> {
   const adopted = await adoptToken(deps, current, runId, token);
   if (isCompleted(adopted.run.run.phase)) {
     if (!adopted.run.answered) await finish(deps, adopted.run, runId, adopted.version);
   } else {
     await scheduleNext(deps, adopted.run, runId, new Date(deps.clock.now()));
   }
-  return { runId };
 }
 
 /** Makes the stored run answer `token`, the one the execution waits on now. */
