@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { formatDuration } from "../../statemachine/duration.ts";
-import { gatesOf } from "../analysis/judge.ts";
-import type { PauseReason } from "../store/schema.ts";
+import { type GateSummary, gatesOf } from "../analysis/judge.ts";
+import type { PauseReason, RolloutItem } from "../store/schema.ts";
 import { runIdFor, StoredAnalysisSchema, watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { commit, flush, isDone, publishEffect, scheduleEffect } from "./effects.ts";
@@ -26,33 +26,9 @@ const tokenHash = (token: string) => createHash("sha256").update(token).digest("
  * never fall between "checked" and "waiting"), then, for a timed pause, asks the Timer to resume.
  */
 export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Promise<Record<string, never>> {
-  const { context, step, stepIndex, taskToken } = payload;
+  const { context, stepIndex, taskToken } = payload;
   await watchBackground(deps, context); // a background analysis whose firings were lost aborts here
-  let reason: PauseReason;
-  let message: string;
-  let until: number | null = null;
-  let waitingFor: "pause" | "approval" = "approval";
-  const now = deps.clock.now();
-  if (step.kind === "approval") {
-    reason = step.reason === "paused-drift" ? "WeightDrift" : "InconclusiveAnalysisRun";
-    message =
-      step.reason === "Inconclusive"
-        ? `InconclusiveAnalysisRun: ${payload.message ?? "the analysis was inconclusive"}; rollouts promote to continue, rollouts abort to stop`
-        : step.reason === "held"
-          ? "InconclusiveAnalysisRun: the background analysis was inconclusive; rollouts promote to continue, rollouts abort to stop"
-          : "paused-drift: the weights were changed by someone else; rollouts promote to overwrite them, rollouts abort to go back to stable";
-  } else if (step.kind === "pause") {
-    reason = step.reason;
-    waitingFor = step.reason === "Approval" ? "approval" : "pause";
-    if (step.duration !== undefined) {
-      until = now + step.duration * 1000;
-      message = `${reason}: paused for ${formatDuration(step.duration)}`;
-    } else {
-      message = `${reason}: waiting for rollouts promote`;
-    }
-  } else {
-    throw new RangeError(`step ${stepIndex + 1}: a ${step.kind} step is not a wait`);
-  }
+  const wait = waitOf(payload, deps.clock.now());
   // The wait of this token is recorded once; a retry only performs what is still pending.
   const id = `await-${String(stepIndex).padStart(2, "0")}-${tokenHash(taskToken)}`;
   const current = await drivingItem(deps, context, { hold: "allow" });
@@ -60,22 +36,106 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
     await flush(deps, context);
     return {};
   }
-  // The Task retried with a new token while this very wait is recorded (same execution, step and
-  // reason, its token not yet answered): the wait goes on under the new token, ending when it would
-  // have, and is not announced again.
-  const replacing =
-    current.effects.executionArn === context.executionArn &&
+  const replacing = replacesWait(current, payload, wait.reason);
+  const until = replacing && wait.until !== null ? (current.pause?.until ?? wait.until) : wait.until;
+  const gates = await inconclusiveGates(deps, payload);
+  await recordWait(deps, payload, { ...wait, until }, { id, replacing, gates });
+  await flush(deps, context);
+  return {};
+}
+
+/** What the step waits for: the pause's reason, its message, when a timed pause ends, who ends it. */
+interface Wait {
+  reason: PauseReason;
+  message: string;
+  /** When a timed pause resumes by itself; null: a person ends the wait. */
+  until: number | null;
+  waitingFor: "pause" | "approval";
+}
+
+/** How the wait is recorded: under its id, replacing the same wait's token, with the judges' figures. */
+interface WaitWrite {
+  id: string;
+  replacing: boolean;
+  gates: GateSummary[] | undefined;
+}
+
+/**
+ * The wait a step asks for: an approval (an Inconclusive analysis, a held background analysis,
+ * weight drift) or a pause step, timed from `now` when it has a duration; any other step is refused.
+ */
+function waitOf(payload: AwaitPayload, now: number): Wait {
+  const { step, stepIndex } = payload;
+  if (step.kind === "approval") {
+    return {
+      reason: step.reason === "paused-drift" ? "WeightDrift" : "InconclusiveAnalysisRun",
+      message:
+        step.reason === "Inconclusive"
+          ? `InconclusiveAnalysisRun: ${payload.message ?? "the analysis was inconclusive"}; rollouts promote to continue, rollouts abort to stop`
+          : step.reason === "held"
+            ? "InconclusiveAnalysisRun: the background analysis was inconclusive; rollouts promote to continue, rollouts abort to stop"
+            : "paused-drift: the weights were changed by someone else; rollouts promote to overwrite them, rollouts abort to go back to stable",
+      until: null,
+      waitingFor: "approval",
+    };
+  }
+  if (step.kind === "pause") {
+    const { reason, duration } = step;
+    return {
+      reason,
+      message:
+        duration !== undefined
+          ? `${reason}: paused for ${formatDuration(duration)}`
+          : `${reason}: waiting for rollouts promote`,
+      until: duration !== undefined ? now + duration * 1000 : null,
+      waitingFor: reason === "Approval" ? "approval" : "pause",
+    };
+  }
+  throw new RangeError(`step ${stepIndex + 1}: a ${step.kind} step is not a wait`);
+}
+
+/**
+ * The Task retried with a new token while this very wait is recorded (same execution, step and
+ * reason, its token not yet answered): the wait goes on under the new token, ending when it would
+ * have, and is not announced again.
+ */
+function replacesWait(current: RolloutItem, payload: AwaitPayload, reason: PauseReason): boolean {
+  return (
+    current.effects.executionArn === payload.context.executionArn &&
     current.phase === "Paused" &&
     current.currentTaskToken !== null &&
-    current.stepIndex === stepIndex &&
-    current.pause?.reason === reason;
-  if (replacing && until !== null) until = current.pause?.until ?? until;
-  // An inconclusive analysis pauses with its judges' figures, so whoever decides sees them.
+    current.stepIndex === payload.stepIndex &&
+    current.pause?.reason === reason
+  );
+}
+
+/** An inconclusive analysis pauses with its judges' figures, so whoever decides sees them. */
+async function inconclusiveGates(
+  deps: WorkflowDeps,
+  payload: AwaitPayload,
+): Promise<GateSummary[] | undefined> {
+  const { context, step, stepIndex } = payload;
   const run =
     step.kind === "approval" && step.reason === "Inconclusive"
       ? await deps.store.getRun(context.rollout, runIdFor(context, stepIndex, false), StoredAnalysisSchema)
       : undefined;
-  const gates = run ? gatesOf(run.run.run) : undefined;
+  return run ? gatesOf(run.run.run) : undefined;
+}
+
+/**
+ * Records the wait and its token in the write that refuses an aborted or superseded execution,
+ * with the Timer's firing of a timed pause and its `RolloutPaused` event as pending side effects;
+ * a replaced token is only swapped (and its firing scheduled under the new token's key).
+ */
+async function recordWait(
+  deps: WorkflowDeps,
+  payload: AwaitPayload,
+  wait: Wait,
+  write: WaitWrite,
+): Promise<void> {
+  const { context, step, stepIndex, taskToken } = payload;
+  const { id, replacing, gates } = write;
+  const { reason, message, until, waitingFor } = wait;
   const timer =
     until === null
       ? []
@@ -97,12 +157,7 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
     context,
     (latest, at) => {
       if (replacing) return commit({ ...latest, currentTaskToken: taskToken }, context, id, timer);
-      const detail =
-        step.kind === "approval" && step.reason === "paused-drift"
-          ? latest.drift?.message
-          : step.kind === "approval" && step.reason === "held"
-            ? latest.hold?.message
-            : undefined;
+      const detail = waitDetail(payload, latest);
       const full = detail ? `${message} (${detail})` : message;
       const paused = eventAbout(deps, context, "RolloutPaused", full, stepIndex, gates);
       return commit(
@@ -131,6 +186,13 @@ export async function awaitStep(deps: WorkflowDeps, payload: AwaitPayload): Prom
     // A pause starting while a hold is recorded waits for the person instead (its -Held state).
     { hold: step.kind === "approval" ? "allow" : "refuse", step: id },
   );
-  await flush(deps, context);
-  return {};
+}
+
+/** What the drift or the hold that stopped the rollout said, appended to an approval's message. */
+function waitDetail(payload: AwaitPayload, latest: RolloutItem): string | undefined {
+  const { step } = payload;
+  if (step.kind !== "approval") return undefined;
+  if (step.reason === "paused-drift") return latest.drift?.message;
+  if (step.reason === "held") return latest.hold?.message;
+  return undefined;
 }
