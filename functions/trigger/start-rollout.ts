@@ -7,8 +7,14 @@ import { lifecycleEvent } from "../events/port.ts";
 import { admitCanary, defaultCanaryPolicy } from "../judges/canary-gate.ts";
 import { ConcurrentUpdateError } from "../store/errors.ts";
 import type { RolloutStore } from "../store/port.ts";
-import { appendEvent, isRunning, newRolloutItem, type RolloutItem } from "../store/schema.ts";
-import { decideTrigger, describe, type RolloutExecutionInput } from "./decide.ts";
+import {
+  appendEvent,
+  isRunning,
+  newRolloutItem,
+  type RolloutItem,
+  type RolloutItemInput,
+} from "../store/schema.ts";
+import { decideTrigger, describe, type RolloutExecutionInput, type TriggerDecision } from "./decide.ts";
 import { type ImagePush, parseEcrEvent } from "./event.ts";
 import type { Executions } from "./executions.ts";
 import { isModelPackageEvent, parseModelPackageEvent } from "./model-package.ts";
@@ -79,6 +85,10 @@ export async function startRollout(deps: TriggerDeps, event: unknown): Promise<T
   return { kind: "handled", push, rollouts };
 }
 
+/**
+ * One rollout's trigger: decides from the item, then records the push (or its refusal) with a
+ * conditional write; a write that loses to another trigger reads the item and decides again.
+ */
 async function triggerOne(
   deps: TriggerDeps,
   route: TriggerRoute,
@@ -93,106 +103,155 @@ async function triggerOne(
 
     if (decision.kind === "stale") return { rollout: name, outcome: "stale", message: decision.message };
 
-    if (decision.kind === "duplicate") {
-      const message = `${describe(push)} is already the latest push for ${name} (execution ${decision.executionName}): nothing started`;
-      if (!decision.needsStart || current?.trigger == null) {
-        return { rollout: name, outcome: "duplicate", executionName: decision.executionName, message };
-      }
-      const accepted = current.trigger;
-      const started = await deps.executions.start({
-        stateMachineArn: route.stateMachineArn,
-        name: decision.executionName,
-        input: executionInput(name, accepted, accepted),
-      });
-      if (started.status === "already-exists") {
-        return { rollout: name, outcome: "duplicate", executionName: decision.executionName, message };
-      }
-      return {
-        rollout: name,
-        outcome: "started",
-        executionName: decision.executionName,
-        executionArn: started.executionArn,
-        message: `started ${decision.executionName} for ${describe(accepted)} (recovering an interrupted trigger)`,
-      };
-    }
+    if (decision.kind === "duplicate") return startInterrupted(deps, route, push, current, decision);
 
     const now = deps.clock.now();
     const refusal = route.cooldown && current ? cooldownRefusal(current, route.cooldown, now) : undefined;
-    if (refusal && current) {
-      const message = `push of ${describe(push)} refused: ${refusal}`;
-      try {
-        await deps.store.save(
-          { ...current, events: appendEvent(current.events, { at: now, type: "PushRefused", message }) },
-          current.version,
-        );
-      } catch (error) {
-        if (error instanceof ConcurrentUpdateError) {
-          lastConflict = error;
-          continue;
-        }
-        throw error;
-      }
-      await deps.events?.publish(
-        lifecycleEvent("RolloutPushRefused", {
-          rollout: name,
-          revision: current.currentRevision,
-          message,
-          atMs: now,
-        }),
-      );
-      return { rollout: name, outcome: "refused", message };
-    }
-    const base = current ?? newRolloutItem(name, now);
-    const trigger = {
-      repository: push.repository,
-      digest: push.digest,
-      tag: push.tag,
-      image: push.image,
-      eventId: push.eventId,
-      eventTime: push.eventTime,
-      generation: decision.generation,
-      executionName: decision.executionName,
-      acceptedAt: now,
-    };
-    try {
-      await deps.store.save(
-        {
-          ...base,
-          trigger,
-          events: appendEvent(base.events, {
-            at: now,
-            type: "Triggered",
-            message: `push of ${describe(push)} starts ${decision.executionName}`,
-          }),
-        },
-        current?.version ?? null,
-      );
-    } catch (error) {
-      if (error instanceof ConcurrentUpdateError) {
-        lastConflict = error;
-        continue;
-      }
-      throw error;
-    }
-
-    const superseded = current !== undefined ? await supersede(deps, current, push) : undefined;
-    const started = await deps.executions.start({
-      stateMachineArn: route.stateMachineArn,
-      name: decision.executionName,
-      input: executionInput(name, push, trigger),
-    });
-    return {
-      rollout: name,
-      outcome: "started",
-      executionName: decision.executionName,
-      executionArn: started.executionArn,
-      ...(superseded === undefined ? {} : { superseded }),
-      message:
-        `${started.status === "started" ? "started" : "already started"} ${decision.executionName} for ${describe(push)}` +
-        (superseded === undefined ? "" : `; older revision: ${superseded.message}`),
-    };
+    const outcome =
+      refusal && current
+        ? await refusePush(deps, route, current, push, refusal, now)
+        : await acceptPush(deps, route, push, current, decision, now);
+    if (!(outcome instanceof ConcurrentUpdateError)) return outcome;
+    lastConflict = outcome;
   }
   throw lastConflict ?? new ConcurrentUpdateError(`rollout "${name}"`, null);
+}
+
+/**
+ * A push already accepted: nothing new starts, unless the trigger that accepted it was
+ * interrupted before its execution started, which is then started with the same name.
+ */
+async function startInterrupted(
+  deps: TriggerDeps,
+  route: TriggerRoute,
+  push: ImagePush,
+  current: RolloutItem | undefined,
+  decision: Extract<TriggerDecision, { kind: "duplicate" }>,
+): Promise<RolloutTriggerOutcome> {
+  const name = route.rollout;
+  const message = `${describe(push)} is already the latest push for ${name} (execution ${decision.executionName}): nothing started`;
+  if (!decision.needsStart || current?.trigger == null) {
+    return { rollout: name, outcome: "duplicate", executionName: decision.executionName, message };
+  }
+  const accepted = current.trigger;
+  const started = await deps.executions.start({
+    stateMachineArn: route.stateMachineArn,
+    name: decision.executionName,
+    input: executionInput(name, accepted, accepted),
+  });
+  if (started.status === "already-exists") {
+    return { rollout: name, outcome: "duplicate", executionName: decision.executionName, message };
+  }
+  return {
+    rollout: name,
+    outcome: "started",
+    executionName: decision.executionName,
+    executionArn: started.executionArn,
+    message: `started ${decision.executionName} for ${describe(accepted)} (recovering an interrupted trigger)`,
+  };
+}
+
+/**
+ * A push the rollback cooldown refuses: recorded on the item as a `PushRefused` event, then
+ * announced; the conflict when another trigger wrote the item first.
+ */
+async function refusePush(
+  deps: TriggerDeps,
+  route: TriggerRoute,
+  current: RolloutItem,
+  push: ImagePush,
+  refusal: string,
+  now: number,
+): Promise<RolloutTriggerOutcome | ConcurrentUpdateError> {
+  const message = `push of ${describe(push)} refused: ${refusal}`;
+  const conflict = await saveUnlessConflict(
+    deps.store,
+    { ...current, events: appendEvent(current.events, { at: now, type: "PushRefused", message }) },
+    current.version,
+  );
+  if (conflict) return conflict;
+  await deps.events?.publish(
+    lifecycleEvent("RolloutPushRefused", {
+      rollout: route.rollout,
+      revision: current.currentRevision,
+      message,
+      atMs: now,
+    }),
+  );
+  return { rollout: route.rollout, outcome: "refused", message };
+}
+
+/**
+ * A new push: recorded on the item as its trigger, then the older revision's execution aborted
+ * and the new one started; the conflict when another trigger wrote the item first.
+ */
+async function acceptPush(
+  deps: TriggerDeps,
+  route: TriggerRoute,
+  push: ImagePush,
+  current: RolloutItem | undefined,
+  decision: Extract<TriggerDecision, { kind: "start" }>,
+  now: number,
+): Promise<RolloutTriggerOutcome | ConcurrentUpdateError> {
+  const name = route.rollout;
+  const base = current ?? newRolloutItem(name, now);
+  const trigger = {
+    repository: push.repository,
+    digest: push.digest,
+    tag: push.tag,
+    image: push.image,
+    eventId: push.eventId,
+    eventTime: push.eventTime,
+    generation: decision.generation,
+    executionName: decision.executionName,
+    acceptedAt: now,
+  };
+  const conflict = await saveUnlessConflict(
+    deps.store,
+    {
+      ...base,
+      trigger,
+      events: appendEvent(base.events, {
+        at: now,
+        type: "Triggered",
+        message: `push of ${describe(push)} starts ${decision.executionName}`,
+      }),
+    },
+    current?.version ?? null,
+  );
+  if (conflict) return conflict;
+
+  const superseded = current !== undefined ? await supersede(deps, current, push) : undefined;
+  const started = await deps.executions.start({
+    stateMachineArn: route.stateMachineArn,
+    name: decision.executionName,
+    input: executionInput(name, push, trigger),
+  });
+  return {
+    rollout: name,
+    outcome: "started",
+    executionName: decision.executionName,
+    executionArn: started.executionArn,
+    ...(superseded === undefined ? {} : { superseded }),
+    message:
+      `${started.status === "started" ? "started" : "already started"} ${decision.executionName} for ${describe(push)}` +
+      (superseded === undefined ? "" : `; older revision: ${superseded.message}`),
+  };
+}
+
+/** Saves the item if its version is still `expected`; the conflict, not thrown, when it is not. */
+async function saveUnlessConflict(
+  store: RolloutStore,
+  item: RolloutItemInput,
+  expected: number | null,
+): Promise<ConcurrentUpdateError | undefined> {
+  try {
+    await store.save(item, expected);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ConcurrentUpdateError) return error;
+    throw error;
+  }
 }
 
 /**
