@@ -528,6 +528,9 @@ function histogramP95(h: Histogram, unit: "ms" | "s" | undefined): P95 | undefin
   };
 }
 
+/** A judge check of one test. */
+type CheckOf<T extends JudgeCheck["test"]> = Extract<JudgeCheck, { test: T }>;
+
 /** One check of a judge at this look. `final`: the analysis's last look. */
 function evaluate(
   check: JudgeCheck,
@@ -537,161 +540,228 @@ function evaluate(
   previousP: number | undefined,
 ): CheckOutcome {
   switch (check.test) {
-    case "two-proportion": {
-      const c = countsOf(readings, prefix, "candidate");
-      const s = countsOf(readings, prefix, "stable");
-      return {
-        ...fixedHorizon(check, { c: c.n, s: s.n }, rateGuard(check, c), () => {
-          const result = twoProportion(c, s, ALTERNATIVE[check.direction]);
-          return {
-            result,
-            c: result.rateCandidate,
-            s: result.ratePrimary,
-            compared: `candidate ${percent(result.rateCandidate)} vs stable ${percent(result.ratePrimary)} ${check.label}`,
-          };
-        }),
-        stats: { candidate: { ...c }, stable: { ...s } },
-      };
-    }
-    case "one-proportion": {
-      const c = countsOf(readings, prefix, "candidate");
-      return {
-        ...fixedHorizon(check, { c: c.n, s: null }, undefined, () => {
-          const result = oneProportion(c, check.limit, ALTERNATIVE[check.direction], check.method);
-          return {
-            result,
-            c: result.statistic,
-            s: null,
-            compared: `candidate ${percent(result.statistic)} ${check.label} against the limit ${percent(check.limit)}`,
-          };
-        }),
-        stats: { candidate: { ...c } },
-      };
-    }
-    case "mann-whitney": {
-      const ranked = (
-        n: { c: number; s: number },
-        guard: GuardOutcome | undefined,
-        test: () => MannWhitneyResult,
-      ) =>
-        fixedHorizon(check, n, guard, () => {
-          const result = test();
-          return {
-            result,
-            c: result.medianCandidate,
-            s: result.medianPrimary,
-            compared: `candidate median ${formatNumber(result.medianCandidate)} vs stable ${formatNumber(result.medianPrimary)}`,
-          };
-        });
-      const alternative = ALTERNATIVE[check.direction];
-      if (check.data === "histogram") {
-        const c = histogramOf(readings, prefix, "candidate");
-        const s = histogramOf(readings, prefix, "stable");
-        const n = { c: Math.round(histogramTotal(c)), s: Math.round(histogramTotal(s)) };
-        return ranked(n, p95Guard(check, histogramP95(c, check.unit)), () =>
-          mannWhitneyHistograms(c, s, alternative),
-        );
-      }
-      const c = samplesOf(readings, prefix, "candidate", false);
-      const s = samplesOf(readings, prefix, "stable", false);
-      return ranked({ c: c.length, s: s.length }, p95Guard(check, samplesP95(c, check.unit)), () =>
-        mannWhitney(c, s, alternative),
-      );
-    }
-    case "sequential-rate": {
-      const c = countsOf(readings, prefix, "candidate");
-      const s = countsOf(readings, prefix, "stable");
-      const carried = check.carried;
-      const n = { c: c.n + (carried?.n.candidate ?? 0), s: s.n + (carried?.n.stable ?? 0) };
-      return {
-        ...sequential(check, n, { c: c.n, s: s.n }, final, rateGuard(check, c), () => {
-          // This analysis is a test martingale of its own, started at 1: its Bayes factor times the
-          // earlier analyses' final ones is the gate's evidence over the rollout.
-          const step = sequentialRate(c, s, {
-            ...(check.allocation !== undefined ? { allocation: check.allocation } : {}),
-            concentration: check.concentration,
-          });
-          const logBayesFactor = step.statistic + (carried?.logBayesFactor ?? 0);
-          const pValue = Math.min(1, previousP ?? 1, carried?.pValue ?? 1, Math.exp(-logBayesFactor));
-          const result = {
-            ...step,
-            statistic: logBayesFactor,
-            pValue,
-            bayesFactor: Math.exp(logBayesFactor),
-          };
-          const rc = c.n > 0 ? c.bad / c.n : 0;
-          const rs = s.n > 0 ? s.bad / s.n : 0;
-          return {
-            result,
-            c: rc,
-            s: rs,
-            compared: `candidate ${percent(rc)} vs stable ${percent(rs)} ${check.label}${carried ? " in this analysis" : ""}`,
-            evidence: {
-              analyses: (carried?.analyses ?? 0) + 1,
-              pValue,
-              n: { candidate: n.c, stable: n.s },
-              logBayesFactor,
-            },
-          };
-        }),
-        stats: { candidate: { ...c }, stable: { ...s } },
-      };
-    }
-    case "sequential-latency": {
-      let p95: P95 | undefined;
-      const summary = (side: SideName): LogSummary => {
-        if (check.data === "summary") return summaryOf(readings, prefix, side);
-        if (check.data === "histogram") {
-          const h = histogramOf(readings, prefix, side);
-          if (side === "candidate") p95 = histogramP95(h, check.unit);
-          try {
-            return histogramLogSummary(h, `${SIDE_NAMES[side]} histogram`);
-          } catch (error) {
-            throw new Unusable((error as Error).message);
-          }
-        }
-        const values = samplesOf(readings, prefix, side, true);
-        if (side === "candidate") p95 = samplesP95(values, check.unit);
-        try {
-          return summarizeLatencies(values, `${SIDE_NAMES[side]} samples`);
-        } catch (error) {
-          throw new Unusable((error as Error).message);
-        }
-      };
-      const carried = check.carried;
-      const c = summary("candidate");
-      const s = summary("stable");
-      // One test over one longer stream: the earlier analyses' summaries pooled with this one's.
-      const pc = carried?.candidate ? mergeLogSummaries(carried.candidate, c) : c;
-      const ps = carried?.stable ? mergeLogSummaries(carried.stable, s) : s;
-      return {
-        ...sequential(check, { c: pc.n, s: ps.n }, { c: c.n, s: s.n }, final, p95Guard(check, p95), () => {
-          const previous = Math.min(previousP ?? 1, carried?.pValue ?? 1);
-          const result = sequentialLatency(pc, ps, {
-            alternative: ALTERNATIVE[check.direction],
-            g: check.g,
-            previousPValue: previous,
-          });
-          const change = result.effect >= 0 ? `+${percent(result.effect)}` : `-${percent(-result.effect)}`;
-          return {
-            result,
-            c: Math.exp(pc.mean),
-            s: Math.exp(ps.mean),
-            compared: `candidate geometric mean ${formatNumber(Math.exp(pc.mean))} vs stable ${formatNumber(Math.exp(ps.mean))} (${change})`,
-            evidence: {
-              analyses: (carried?.analyses ?? 0) + 1,
-              pValue: result.pValue,
-              n: { candidate: pc.n, stable: ps.n },
-              candidate: pc,
-              stable: ps,
-            },
-          };
-        }),
-        stats: { candidate: { ...c }, stable: { ...s } },
-      };
-    }
+    case "two-proportion":
+      return twoProportionCheck(check, readings, prefix);
+    case "one-proportion":
+      return oneProportionCheck(check, readings, prefix);
+    case "mann-whitney":
+      return mannWhitneyCheck(check, readings, prefix);
+    case "sequential-rate":
+      return sequentialRateCheck(check, readings, prefix, final, previousP);
+    case "sequential-latency":
+      return sequentialLatencyCheck(check, readings, prefix, final, previousP);
     case "comparative":
       return comparative(check, readings, prefix, final);
+  }
+}
+
+/** The candidate's bad rate against the stable version's, decided once at the planned sample size. */
+function twoProportionCheck(
+  check: CheckOf<"two-proportion">,
+  readings: JudgeReadings,
+  prefix: string,
+): CheckOutcome {
+  const c = countsOf(readings, prefix, "candidate");
+  const s = countsOf(readings, prefix, "stable");
+  return {
+    ...fixedHorizon(check, { c: c.n, s: s.n }, rateGuard(check, c), () => {
+      const result = twoProportion(c, s, ALTERNATIVE[check.direction]);
+      return {
+        result,
+        c: result.rateCandidate,
+        s: result.ratePrimary,
+        compared: `candidate ${percent(result.rateCandidate)} vs stable ${percent(result.ratePrimary)} ${check.label}`,
+      };
+    }),
+    stats: { candidate: { ...c }, stable: { ...s } },
+  };
+}
+
+/** The candidate's bad rate against a fixed limit, decided once at the planned sample size. */
+function oneProportionCheck(
+  check: CheckOf<"one-proportion">,
+  readings: JudgeReadings,
+  prefix: string,
+): CheckOutcome {
+  const c = countsOf(readings, prefix, "candidate");
+  return {
+    ...fixedHorizon(check, { c: c.n, s: null }, undefined, () => {
+      const result = oneProportion(c, check.limit, ALTERNATIVE[check.direction], check.method);
+      return {
+        result,
+        c: result.statistic,
+        s: null,
+        compared: `candidate ${percent(result.statistic)} ${check.label} against the limit ${percent(check.limit)}`,
+      };
+    }),
+    stats: { candidate: { ...c } },
+  };
+}
+
+/**
+ * The candidate's latencies ranked against the stable version's (samples or histograms), decided
+ * once at the planned sample size, with the candidate's p95 as the guard.
+ */
+function mannWhitneyCheck(
+  check: CheckOf<"mann-whitney">,
+  readings: JudgeReadings,
+  prefix: string,
+): CheckOutcome {
+  const alternative = ALTERNATIVE[check.direction];
+  if (check.data === "histogram") {
+    const c = histogramOf(readings, prefix, "candidate");
+    const s = histogramOf(readings, prefix, "stable");
+    const n = { c: Math.round(histogramTotal(c)), s: Math.round(histogramTotal(s)) };
+    return ranked(check, n, p95Guard(check, histogramP95(c, check.unit)), () =>
+      mannWhitneyHistograms(c, s, alternative),
+    );
+  }
+  const c = samplesOf(readings, prefix, "candidate", false);
+  const s = samplesOf(readings, prefix, "stable", false);
+  return ranked(check, { c: c.length, s: s.length }, p95Guard(check, samplesP95(c, check.unit)), () =>
+    mannWhitney(c, s, alternative),
+  );
+}
+
+/** A Mann-Whitney test's decision, comparing the two versions' medians. */
+function ranked(
+  check: CheckOf<"mann-whitney">,
+  n: { c: number; s: number },
+  guard: GuardOutcome | undefined,
+  test: () => MannWhitneyResult,
+): CheckOutcome {
+  return fixedHorizon(check, n, guard, () => {
+    const result = test();
+    return {
+      result,
+      c: result.medianCandidate,
+      s: result.medianPrimary,
+      compared: `candidate median ${formatNumber(result.medianCandidate)} vs stable ${formatNumber(result.medianPrimary)}`,
+    };
+  });
+}
+
+/**
+ * The bad rates' sequential test, which may decide at any look, going on from the evidence the
+ * rollout's earlier analyses carried.
+ */
+function sequentialRateCheck(
+  check: CheckOf<"sequential-rate">,
+  readings: JudgeReadings,
+  prefix: string,
+  final: boolean,
+  previousP: number | undefined,
+): CheckOutcome {
+  const c = countsOf(readings, prefix, "candidate");
+  const s = countsOf(readings, prefix, "stable");
+  const carried = check.carried;
+  const n = { c: c.n + (carried?.n.candidate ?? 0), s: s.n + (carried?.n.stable ?? 0) };
+  return {
+    ...sequential(check, n, { c: c.n, s: s.n }, final, rateGuard(check, c), () => {
+      // This analysis is a test martingale of its own, started at 1: its Bayes factor times the
+      // earlier analyses' final ones is the gate's evidence over the rollout.
+      const step = sequentialRate(c, s, {
+        ...(check.allocation !== undefined ? { allocation: check.allocation } : {}),
+        concentration: check.concentration,
+      });
+      const logBayesFactor = step.statistic + (carried?.logBayesFactor ?? 0);
+      const pValue = Math.min(1, previousP ?? 1, carried?.pValue ?? 1, Math.exp(-logBayesFactor));
+      const result = {
+        ...step,
+        statistic: logBayesFactor,
+        pValue,
+        bayesFactor: Math.exp(logBayesFactor),
+      };
+      const rc = c.n > 0 ? c.bad / c.n : 0;
+      const rs = s.n > 0 ? s.bad / s.n : 0;
+      return {
+        result,
+        c: rc,
+        s: rs,
+        compared: `candidate ${percent(rc)} vs stable ${percent(rs)} ${check.label}${carried ? " in this analysis" : ""}`,
+        evidence: {
+          analyses: (carried?.analyses ?? 0) + 1,
+          pValue,
+          n: { candidate: n.c, stable: n.s },
+          logBayesFactor,
+        },
+      };
+    }),
+    stats: { candidate: { ...c }, stable: { ...s } },
+  };
+}
+
+/**
+ * The latencies' sequential test on their log summaries, which may decide at any look, with the
+ * candidate's p95 as the guard.
+ */
+function sequentialLatencyCheck(
+  check: CheckOf<"sequential-latency">,
+  readings: JudgeReadings,
+  prefix: string,
+  final: boolean,
+  previousP: number | undefined,
+): CheckOutcome {
+  const carried = check.carried;
+  const { summary: c, p95 } = latencySummary(check, readings, prefix, "candidate");
+  const { summary: s } = latencySummary(check, readings, prefix, "stable");
+  // One test over one longer stream: the earlier analyses' summaries pooled with this one's.
+  const pc = carried?.candidate ? mergeLogSummaries(carried.candidate, c) : c;
+  const ps = carried?.stable ? mergeLogSummaries(carried.stable, s) : s;
+  return {
+    ...sequential(check, { c: pc.n, s: ps.n }, { c: c.n, s: s.n }, final, p95Guard(check, p95), () => {
+      const previous = Math.min(previousP ?? 1, carried?.pValue ?? 1);
+      const result = sequentialLatency(pc, ps, {
+        alternative: ALTERNATIVE[check.direction],
+        g: check.g,
+        previousPValue: previous,
+      });
+      const change = result.effect >= 0 ? `+${percent(result.effect)}` : `-${percent(-result.effect)}`;
+      return {
+        result,
+        c: Math.exp(pc.mean),
+        s: Math.exp(ps.mean),
+        compared: `candidate geometric mean ${formatNumber(Math.exp(pc.mean))} vs stable ${formatNumber(Math.exp(ps.mean))} (${change})`,
+        evidence: {
+          analyses: (carried?.analyses ?? 0) + 1,
+          pValue: result.pValue,
+          n: { candidate: pc.n, stable: ps.n },
+          candidate: pc,
+          stable: ps,
+        },
+      };
+    }),
+    stats: { candidate: { ...c }, stable: { ...s } },
+  };
+}
+
+/**
+ * One side's latencies as a log summary (read as one, or from a histogram or samples), and for
+ * the candidate its p95 for the guard (none from a summary); a reading that cannot be summarized
+ * is {@link Unusable}.
+ */
+function latencySummary(
+  check: CheckOf<"sequential-latency">,
+  readings: JudgeReadings,
+  prefix: string,
+  side: SideName,
+): { summary: LogSummary; p95: P95 | undefined } {
+  if (check.data === "summary") return { summary: summaryOf(readings, prefix, side), p95: undefined };
+  if (check.data === "histogram") {
+    const h = histogramOf(readings, prefix, side);
+    const p95 = side === "candidate" ? histogramP95(h, check.unit) : undefined;
+    try {
+      return { summary: histogramLogSummary(h, `${SIDE_NAMES[side]} histogram`), p95 };
+    } catch (error) {
+      throw new Unusable((error as Error).message);
+    }
+  }
+  const values = samplesOf(readings, prefix, side, true);
+  const p95 = side === "candidate" ? samplesP95(values, check.unit) : undefined;
+  try {
+    return { summary: summarizeLatencies(values, `${SIDE_NAMES[side]} samples`), p95 };
+  } catch (error) {
+    throw new Unusable((error as Error).message);
   }
 }
 
