@@ -1,21 +1,5 @@
-import { createHash } from "node:crypto";
-import {
-  type ContainerDefinition,
-  CreateEndpointConfigCommand,
-  type CreateEndpointConfigInput,
-  CreateModelCommand,
-  DeleteEndpointConfigCommand,
-  DeleteModelCommand,
-  DescribeEndpointCommand,
-  DescribeEndpointConfigCommand,
-  type DescribeEndpointOutput,
-  type ProductionVariant,
-  type SageMakerClient,
-  UpdateEndpointCommand,
-  UpdateEndpointWeightsAndCapacitiesCommand,
-} from "@aws-sdk/client-sagemaker";
+import type { DescribeEndpointOutput, SageMakerClient } from "@aws-sdk/client-sagemaker";
 import { z } from "zod";
-import { awsErrorName } from "../aws-errors.ts";
 import { pushedArtifact } from "./artifact.ts";
 import { RouterStateError, TargetConfigurationError, TargetNotReadyError } from "./errors.ts";
 import type {
@@ -35,15 +19,26 @@ import type {
   TrafficRouter,
   WeightChange,
 } from "./port.ts";
-import { parseTargetSettings, type SageMakerSettings, SageMakerSettingsSchema } from "./settings.ts";
+import { EndpointConfigs } from "./sagemaker/configs.ts";
+import { hasFailed, SageMakerEndpoint } from "./sagemaker/endpoint.ts";
+import { candidateHash, containerOf, Models } from "./sagemaker/models.ts";
+import { EndpointWaits } from "./sagemaker/readiness.ts";
+import { resourcePrefix, union } from "./sagemaker/resources.ts";
+import { mirroredMessage, requireNoLiveTraffic, shadowVariants } from "./sagemaker/shadow.ts";
+import { candidateVariant, VariantSchema, variantInput } from "./sagemaker/variants.ts";
 import {
-  appliedWeight,
-  parseRouterState,
-  requirePercent,
-  SHARE_EPSILON,
-  secondsUntil,
-  sharesMatch,
-} from "./state.ts";
+  carriesAll,
+  describeVariants,
+  driftMessage,
+  matches,
+  observeWeights,
+  shareOf,
+  weightOf,
+} from "./sagemaker/weights.ts";
+import { parseTargetSettings, type SageMakerSettings, SageMakerSettingsSchema } from "./settings.ts";
+import { appliedWeight, parseRouterState, requirePercent, SHARE_EPSILON, secondsUntil } from "./state.ts";
+
+export { shareOf } from "./sagemaker/weights.ts";
 
 /**
  * A SageMaker real-time endpoint (production variants of one endpoint).
@@ -68,12 +63,13 @@ import {
  * Every resource this target creates is named `<endpoint>-r-<hash of the artifact and the stable
  * config>…`, so a retried call finds what its first attempt created instead of creating it twice.
  * Drift is data: weights that differ from what this rollout set are a `drift` outcome.
+ *
+ * The adapter composes the endpoint (`sagemaker/endpoint.ts`), its configs
+ * (`sagemaker/configs.ts`) and the candidate's model (`sagemaker/models.ts`), with the variants'
+ * shapes (`sagemaker/variants.ts`), their weights and drift (`sagemaker/weights.ts`), the shadow
+ * of a mirror (`sagemaker/shadow.ts`) and the waits for the endpoint (`sagemaker/readiness.ts`),
+ * and keeps the rollout's state between calls.
  */
-
-/** A production variant as `DescribeEndpointConfig` returns it (JSON: it is stored on the item). */
-const VariantSchema = z
-  .object({ VariantName: z.string(), ModelName: z.string().optional() })
-  .catchall(z.unknown());
 
 /** What this target remembers between calls; the caller stores it on the rollout item. */
 export const SageMakerStateSchema = z
@@ -117,7 +113,6 @@ export const SageMakerStateSchema = z
   .strict();
 
 export type SageMakerState = z.infer<typeof SageMakerStateSchema>;
-type Variant = z.infer<typeof VariantSchema>;
 
 /** The SDK client this adapter drives. */
 export interface SageMakerClients {
@@ -132,17 +127,26 @@ export class SageMakerRouter implements TrafficRouter {
     return pushedArtifact(pushed);
   }
   readonly #settings: SageMakerSettings;
+  readonly #endpoint: SageMakerEndpoint;
+  readonly #configs: EndpointConfigs;
+  readonly #models: Models;
+  readonly #waits: EndpointWaits;
 
   constructor(
-    private readonly clients: SageMakerClients,
+    clients: SageMakerClients,
     settings: unknown,
     private readonly clock: Clock,
   ) {
     this.#settings = parseTargetSettings(SageMakerSettingsSchema, settings, "sagemaker settings");
+    const name = this.#settings.endpointName;
+    this.#endpoint = new SageMakerEndpoint(clients.sagemaker, name);
+    this.#configs = new EndpointConfigs(clients.sagemaker, name);
+    this.#models = new Models(clients.sagemaker, this.#settings.executionRoleArn);
+    this.#waits = new EndpointWaits(name, this.#settings, clock);
   }
 
   async prepare(): Promise<Prepared> {
-    const endpoint = await this.#describe();
+    const endpoint = await this.#endpoint.describe();
     if (endpoint.EndpointStatus !== "InService") {
       throw new TargetNotReadyError(
         `endpoint ${this.#name()} is ${endpoint.EndpointStatus}: a rollout starts from an InService endpoint`,
@@ -165,31 +169,20 @@ export class SageMakerRouter implements TrafficRouter {
       );
     }
     const configName = endpoint.EndpointConfigName ?? "";
-    const config = await this.clients.sagemaker.send(
-      new DescribeEndpointConfigCommand({ EndpointConfigName: configName }),
-    );
-    const stable = (config.ProductionVariants ?? []).find((v) => v.VariantName === weighted[0]?.VariantName);
-    if (!stable) {
-      throw new TargetConfigurationError(
-        `endpoint config ${configName} has no variant ${weighted[0]?.VariantName} that endpoint ${this.#name()} serves`,
-      );
-    }
-    const extras: Record<string, unknown> = {};
-    if (config.KmsKeyId) extras.KmsKeyId = config.KmsKeyId;
-    if (config.DataCaptureConfig) extras.DataCaptureConfig = json(config.DataCaptureConfig);
+    const serving = await this.#configs.serving(configName, weighted[0]?.VariantName);
     const state: SageMakerState = {
       type: "sagemaker",
       phase: "prepared",
       stableConfig: configName,
-      stableVariant: json(stable) as Variant,
-      configExtras: extras,
+      stableVariant: serving.variant,
+      configExtras: serving.extras,
       canaryWeight: 0,
       created: { configs: [], models: [] },
     };
     return {
       state,
       firstRelease: false,
-      stable: `endpoint ${this.#name()} → variant ${stable.VariantName} (model ${stable.ModelName}, config ${configName})`,
+      stable: `endpoint ${this.#name()} → variant ${serving.variant.VariantName} (model ${serving.variant.ModelName}, config ${configName})`,
     };
   }
 
@@ -198,35 +191,17 @@ export class SageMakerRouter implements TrafficRouter {
     if (!["prepared", "deploying", "ready"].includes(state.phase)) {
       throw new RouterStateError(`cannot deploy a candidate in phase ${state.phase}`);
     }
-    let container: ContainerDefinition;
-    if ("modelPackage" in artifact) container = { ModelPackageName: artifact.modelPackage };
-    else if ("image" in artifact) container = { Image: artifact.image };
-    else {
-      throw new TargetConfigurationError(
-        `endpoint ${this.#name()} runs a model: give artifact.modelPackage (a model package ARN) or artifact.image`,
-      );
-    }
-    const hash = createHash("sha256")
-      .update(JSON.stringify([container, state.stableConfig]))
-      .digest("hex")
-      .slice(0, 10);
-    const modelName = `${this.#prefix()}${hash}`;
-    await this.#ignoreExisting(
-      () =>
-        this.clients.sagemaker.send(
-          new CreateModelCommand({
-            ModelName: modelName,
-            ExecutionRoleArn: this.#settings.executionRoleArn,
-            PrimaryContainer: container,
-          }),
-        ),
-      `model ${modelName}`,
+    const container = containerOf(artifact, this.#name());
+    const hash = candidateHash(container, state.stableConfig);
+    const modelName = this.#resource(hash);
+    await this.#models.create(modelName, container);
+    const variant = candidateVariant(state.stableVariant, `candidate-${hash}`, modelName, this.#settings);
+    const deployConfig = this.#resource(hash, "-d");
+    await this.#configs.create(
+      deployConfig,
+      { ProductionVariants: [variantInput(state.stableVariant, 1), variantInput(variant, 0)] },
+      state.configExtras,
     );
-    const variant = this.#candidateVariant(state.stableVariant, `candidate-${hash}`, modelName);
-    const deployConfig = `${this.#prefix()}${hash}-d`;
-    await this.#createConfig(state, deployConfig, {
-      ProductionVariants: [variantInput(state.stableVariant, 1), variantInput(variant, 0)],
-    });
     const next: SageMakerState = {
       ...state,
       phase: "deploying",
@@ -244,15 +219,15 @@ export class SageMakerRouter implements TrafficRouter {
     const state = this.#state(input);
     const pending = state.pending;
     if (!pending) return { ready: true, state, message: `nothing pending in phase ${state.phase}` };
-    const endpoint = await this.#describe();
+    const endpoint = await this.#endpoint.describe();
     const status = endpoint.EndpointStatus;
-    if (status === "Failed" || status === "UpdateRollbackFailed") {
+    if (hasFailed(endpoint)) {
       throw new TargetNotReadyError(
         `endpoint ${this.#name()} is ${status} (${pending.what}): ${endpoint.FailureReason ?? "no failure reason given"}`,
       );
     }
     if (status !== "InService") {
-      return this.#notYet(state, pending.deadlineAt, `${pending.what}: endpoint ${status}`);
+      return this.#waits.notYet(state, pending.deadlineAt, `${pending.what}: endpoint ${status}`);
     }
     if (pending.config !== undefined && endpoint.EndpointConfigName !== pending.config) {
       // A failed update returns the endpoint to its previous config, InService, with a reason.
@@ -275,7 +250,7 @@ export class SageMakerRouter implements TrafficRouter {
 
   async readWeights(input: RouterState): Promise<ObservedWeights> {
     const state = this.#state(input);
-    return this.#observe(state, await this.#describe());
+    return this.#observe(state, await this.#endpoint.describe());
   }
 
   async setWeight(
@@ -291,7 +266,7 @@ export class SageMakerRouter implements TrafficRouter {
         `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,
       );
     }
-    const endpoint = await this.#describe();
+    const endpoint = await this.#endpoint.describe();
     const observed = this.#observe(state, endpoint);
     const names = (endpoint.ProductionVariants ?? []).map((v) => v.VariantName);
     if (state.mirror && !names.includes(candidate.variant.VariantName)) {
@@ -314,12 +289,10 @@ export class SageMakerRouter implements TrafficRouter {
         outcome: "drift",
         state,
         weights: observed,
-        message:
-          `endpoint ${this.#name()} changed outside the rollout: the candidate receives ` +
-          `${round(observed.canary)}% instead of ${state.canaryWeight}% (${observed.detail})`,
+        message: driftMessage(this.#name(), observed, state.canaryWeight),
       };
     }
-    this.#requireInService(endpoint, `setting the weight to ${percent}%`);
+    this.#endpoint.requireInService(endpoint, `setting the weight to ${percent}%`);
     for (const name of [state.stableVariant.VariantName, candidate.variant.VariantName]) {
       if (!names.includes(name)) {
         throw new TargetConfigurationError(
@@ -327,14 +300,14 @@ export class SageMakerRouter implements TrafficRouter {
         );
       }
     }
-    await this.#weights(endpoint, {
+    await this.#endpoint.setWeights(endpoint, {
       [candidate.variant.VariantName]: percent,
       [state.stableVariant.VariantName]: 100 - percent,
     });
     const next: SageMakerState = {
       ...state,
       canaryWeight: percent,
-      pending: { what: `weight ${percent}%`, deadlineAt: this.#deadline() },
+      pending: { what: `weight ${percent}%`, deadlineAt: this.#waits.deadline() },
     };
     return appliedWeight(
       next,
@@ -352,37 +325,15 @@ export class SageMakerRouter implements TrafficRouter {
       );
     }
     requirePercent(route.percentage, "mirror percentage");
-    const endpoint = await this.#describe();
-    if (route.percentage === 0) {
-      if (!state.mirror) {
-        return {
-          state,
-          message: `no mirror route ${route.name} on endpoint ${this.#name()}: nothing to remove`,
-        };
-      }
-      const next = await this.#update(
-        { ...state, mirror: undefined },
-        candidate.deployConfig,
-        `removing mirror route ${route.name}`,
-        endpoint,
-      );
-      return {
-        state: next,
-        message: `mirror route ${route.name} removed: endpoint ${this.#name()} back to config ${candidate.deployConfig} (candidate variant at 0%)`,
-      };
-    }
-    const observed = this.#observe(state, endpoint);
-    if (state.canaryWeight > 0 || observed.canary > SHARE_EPSILON) {
-      throw new RouterStateError(
-        `endpoint ${this.#name()} can mirror only while the candidate has no live traffic (it has ${round(observed.canary)}%): ` +
-          "a shadow variant needs the endpoint's only production variant; set the weight to 0 first",
-      );
-    }
-    const config = `${this.#prefix()}${candidate.hash}-m${route.percentage}`;
-    await this.#createConfig(state, config, {
-      ProductionVariants: [variantInput(state.stableVariant, 1)],
-      ShadowProductionVariants: [variantInput(candidate.variant, route.percentage / 100)],
-    });
+    const endpoint = await this.#endpoint.describe();
+    if (route.percentage === 0) return this.#removeMirror(state, candidate, route, endpoint);
+    requireNoLiveTraffic(this.#name(), state.canaryWeight, this.#observe(state, endpoint).canary);
+    const config = this.#resource(candidate.hash, `-m${route.percentage}`);
+    await this.#configs.create(
+      config,
+      shadowVariants(state.stableVariant, candidate.variant, route.percentage),
+      state.configExtras,
+    );
     const next = await this.#update(
       {
         ...state,
@@ -393,13 +344,7 @@ export class SageMakerRouter implements TrafficRouter {
       `mirror route ${route.name} (${route.percentage}%)`,
       endpoint,
     );
-    const unmatched = route.match?.length
-      ? `; SageMaker samples every invocation, the match (${JSON.stringify(route.match)}) is not evaluated`
-      : "";
-    return {
-      state: next,
-      message: `mirror route ${route.name}: ${route.percentage}% of the requests copied to shadow variant ${candidate.variant.VariantName} (config ${config})${unmatched}`,
-    };
+    return { state: next, message: mirroredMessage(route, candidate.variant.VariantName, config) };
   }
 
   async setHeaderRoute(input: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {
@@ -427,10 +372,10 @@ export class SageMakerRouter implements TrafficRouter {
     if (state.phase !== "ready" || !candidate) {
       throw new RouterStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
     }
-    const endpoint = await this.#describe();
-    const promotedConfig = `${this.#prefix()}${candidate.hash}-p`;
+    const endpoint = await this.#endpoint.describe();
+    const promotedConfig = this.#resource(candidate.hash, "-p");
     const production = (endpoint.ProductionVariants ?? []).map((v) => v.VariantName);
-    let next: SageMakerState = {
+    const next: SageMakerState = {
       ...state,
       phase: "promoted",
       stableConfig: promotedConfig,
@@ -446,22 +391,22 @@ export class SageMakerRouter implements TrafficRouter {
       },
     };
     if (production.includes(candidate.variant.VariantName)) {
-      const shares = shareOf(endpoint);
-      if (Math.abs((shares.get(candidate.variant.VariantName) ?? 0) - 100) > SHARE_EPSILON) {
-        this.#requireInService(endpoint, "promoting");
-        await this.#weights(endpoint, { [candidate.variant.VariantName]: 100 });
+      if (!carriesAll(shareOf(endpoint), candidate.variant.VariantName)) {
+        this.#endpoint.requireInService(endpoint, "promoting");
+        await this.#endpoint.setWeights(endpoint, { [candidate.variant.VariantName]: 100 });
       }
       return {
         ...next,
-        pending: { what: "promotion (all traffic to the candidate)", deadlineAt: this.#deadline() },
+        pending: { what: "promotion (all traffic to the candidate)", deadlineAt: this.#waits.deadline() },
       };
     }
     // The candidate is a shadow (promoted from a mirror step): it takes over in one update.
-    await this.#createConfig(state, promotedConfig, {
-      ProductionVariants: [variantInput(candidate.variant, 1)],
-    });
-    next = await this.#update(next, promotedConfig, "promotion (the candidate alone)", endpoint);
-    return next;
+    await this.#configs.create(
+      promotedConfig,
+      { ProductionVariants: [variantInput(candidate.variant, 1)] },
+      state.configExtras,
+    );
+    return this.#update(next, promotedConfig, "promotion (the candidate alone)", endpoint);
   }
 
   async abort(input: RouterState, options: AbortOptions): Promise<Readiness> {
@@ -470,21 +415,19 @@ export class SageMakerRouter implements TrafficRouter {
       state.phase === "promoted" && state.previous
         ? state.previous
         : { config: state.stableConfig, variant: state.stableVariant };
-    const deadlineAt =
-      state.abortDeadlineAt ??
-      this.clock.now() + (options.progressDeadlineSeconds ?? this.#settings.progressDeadlineSeconds) * 1000;
+    const deadlineAt = state.abortDeadlineAt ?? this.#waits.deadline(options.progressDeadlineSeconds);
     const waiting: SageMakerState = { ...state, abortDeadlineAt: deadlineAt };
-    const endpoint = await this.#describe();
+    const endpoint = await this.#endpoint.describe();
     const status = endpoint.EndpointStatus;
-    if (status === "Failed" || status === "UpdateRollbackFailed") {
+    if (hasFailed(endpoint)) {
       throw new TargetNotReadyError(
         `endpoint ${this.#name()} is ${status}, the abort cannot put the traffic back: ${endpoint.FailureReason ?? "no failure reason given"}`,
       );
     }
-    if (status !== "InService") return this.#notYet(waiting, deadlineAt, `abort: endpoint ${status}`);
+    if (status !== "InService") return this.#waits.notYet(waiting, deadlineAt, `abort: endpoint ${status}`);
     const shares = shareOf(endpoint);
     const name = back.variant.VariantName;
-    if (Math.abs((shares.get(name) ?? 0) - 100) <= SHARE_EPSILON) {
+    if (carriesAll(shares, name)) {
       const next: SageMakerState = {
         ...state,
         phase: "aborted",
@@ -508,12 +451,12 @@ export class SageMakerRouter implements TrafficRouter {
       };
     }
     if (shares.has(name)) {
-      await this.#weights(endpoint, { [name]: 100 });
-      return this.#notYet(waiting, deadlineAt, `abort: all traffic back to variant ${name}`);
+      await this.#endpoint.setWeights(endpoint, { [name]: 100 });
+      return this.#waits.notYet(waiting, deadlineAt, `abort: all traffic back to variant ${name}`);
     }
     // The variant is gone from the endpoint (scaled down after a promotion): its config comes back.
     const next = await this.#update(waiting, back.config, `abort: back to config ${back.config}`, endpoint);
-    return this.#notYet(next, deadlineAt, `abort: endpoint moving back to config ${back.config}`);
+    return this.#waits.notYet(next, deadlineAt, `abort: endpoint moving back to config ${back.config}`);
   }
 
   async scaleDown(input: RouterState): Promise<Readiness> {
@@ -529,10 +472,11 @@ export class SageMakerRouter implements TrafficRouter {
         message: `scale-down of endpoint ${this.#name()} in ${secondsUntil(plan.at, now)} s`,
       };
     }
-    const endpoint = await this.#describe();
+    const endpoint = await this.#endpoint.describe();
     const kept = state.stableVariant.VariantName;
-    const shares = shareOf(endpoint);
-    const others = [...shares.entries()].filter(([v, share]) => v !== kept && share > SHARE_EPSILON);
+    const others = [...shareOf(endpoint).entries()].filter(
+      ([v, share]) => v !== kept && share > SHARE_EPSILON,
+    );
     if (others.length > 0) {
       const done: SageMakerState = { ...state, scaleDown: { ...plan, done: true } };
       return {
@@ -544,33 +488,72 @@ export class SageMakerRouter implements TrafficRouter {
     const deadlineAt = plan.deadlineAt ?? now + this.#settings.progressDeadlineSeconds * 1000;
     const waiting: SageMakerState = { ...state, scaleDown: { ...plan, deadlineAt } };
     if (endpoint.EndpointStatus !== "InService") {
-      if (endpoint.EndpointStatus === "Failed" || endpoint.EndpointStatus === "UpdateRollbackFailed") {
+      if (hasFailed(endpoint)) {
         throw new TargetNotReadyError(
           `endpoint ${this.#name()} is ${endpoint.EndpointStatus}: ${endpoint.FailureReason ?? "no failure reason given"}`,
         );
       }
-      return this.#notYet(waiting, deadlineAt, `scale-down: endpoint ${endpoint.EndpointStatus}`);
+      return this.#waits.notYet(waiting, deadlineAt, `scale-down: endpoint ${endpoint.EndpointStatus}`);
     }
     if (endpoint.EndpointConfigName !== plan.config || (endpoint.ShadowProductionVariants ?? []).length > 0) {
       if (state.phase === "promoted") {
         // The candidate alone: created now, when it replaces the config with both variants.
-        await this.#createConfig(state, plan.config, {
-          ProductionVariants: [variantInput(state.stableVariant, 1)],
-        });
+        await this.#configs.create(
+          plan.config,
+          { ProductionVariants: [variantInput(state.stableVariant, 1)] },
+          state.configExtras,
+        );
       }
       const next = await this.#update(waiting, plan.config, `scale-down to config ${plan.config}`, endpoint);
-      return this.#notYet(
+      return this.#waits.notYet(
         next,
         deadlineAt,
         `scale-down: endpoint moving to config ${plan.config} (${kept} alone)`,
       );
     }
-    // The endpoint serves the final config alone: what this rollout created for the way there goes.
+    return this.#deleteLeftovers(state, plan);
+  }
+
+  /**
+   * Removes a mirror route: the endpoint goes back to the config with both production variants,
+   * the candidate's at 0%.
+   */
+  async #removeMirror(
+    state: SageMakerState,
+    candidate: NonNullable<SageMakerState["candidate"]>,
+    route: MirrorRoute,
+    endpoint: DescribeEndpointOutput,
+  ): Promise<MirrorRouteChange> {
+    if (!state.mirror) {
+      return {
+        state,
+        message: `no mirror route ${route.name} on endpoint ${this.#name()}: nothing to remove`,
+      };
+    }
+    const next = await this.#update(
+      { ...state, mirror: undefined },
+      candidate.deployConfig,
+      `removing mirror route ${route.name}`,
+      endpoint,
+    );
+    return {
+      state: next,
+      message: `mirror route ${route.name} removed: endpoint ${this.#name()} back to config ${candidate.deployConfig} (candidate variant at 0%)`,
+    };
+  }
+
+  /**
+   * The endpoint serves the final config alone: what this rollout created for the way there goes
+   * (after an abort, its models too). After a promotion the previous model and config stay.
+   */
+  async #deleteLeftovers(
+    state: SageMakerState,
+    plan: NonNullable<SageMakerState["scaleDown"]>,
+  ): Promise<Readiness> {
     const configs = state.created.configs.filter((c) => c !== plan.config);
     const models = state.phase === "aborted" ? state.created.models : [];
-    for (const config of configs)
-      await this.#delete(() => new DeleteEndpointConfigCommand({ EndpointConfigName: config }));
-    for (const model of models) await this.#delete(() => new DeleteModelCommand({ ModelName: model }));
+    for (const config of configs) await this.#configs.delete(config);
+    for (const model of models) await this.#models.delete(model);
     const next: SageMakerState = {
       ...state,
       pending: undefined,
@@ -588,7 +571,7 @@ export class SageMakerRouter implements TrafficRouter {
       ready: true,
       state: next,
       message:
-        `endpoint ${this.#name()} serves config ${plan.config} (variant ${kept} alone); deleted ` +
+        `endpoint ${this.#name()} serves config ${plan.config} (variant ${state.stableVariant.VariantName} alone); deleted ` +
         `${[...configs, ...models].join(", ") || "nothing"}${keptNote}`,
     };
   }
@@ -601,187 +584,31 @@ export class SageMakerRouter implements TrafficRouter {
     return this.#settings.endpointName;
   }
 
-  /** The prefix of every resource this target creates for the endpoint (≤ 43 characters). */
-  #prefix(): string {
-    return `${this.#settings.endpointName.slice(0, 40).replace(/-+$/, "")}-r-`;
+  /** The name of a resource this target creates for the candidate `hash` (`-d`, `-m<percent>`, `-p` configs). */
+  #resource(hash: string, suffix = ""): string {
+    return `${resourcePrefix(this.#name())}${hash}${suffix}`;
   }
 
-  #deadline(): number {
-    return this.clock.now() + this.#settings.progressDeadlineSeconds * 1000;
-  }
-
-  #candidateVariant(stable: Variant, variantName: string, modelName: string): Variant {
-    const { InstanceType, InitialInstanceCount, ServerlessConfig, VolumeSizeInGB } = stable as Variant &
-      ProductionVariant;
-    const variant: Record<string, unknown> = { VariantName: variantName, ModelName: modelName };
-    const instanceType = this.#settings.instanceType ?? InstanceType;
-    if (instanceType) {
-      variant.InstanceType = instanceType;
-      variant.InitialInstanceCount = this.#settings.initialInstanceCount ?? InitialInstanceCount ?? 1;
-      if (VolumeSizeInGB !== undefined) variant.VolumeSizeInGB = VolumeSizeInGB;
-    } else if (ServerlessConfig) variant.ServerlessConfig = ServerlessConfig;
-    return variant as Variant;
-  }
-
-  async #describe(): Promise<DescribeEndpointOutput> {
-    try {
-      return await this.clients.sagemaker.send(new DescribeEndpointCommand({ EndpointName: this.#name() }));
-    } catch (err) {
-      if (awsErrorName(err) === "ValidationException" && /could not find/i.test((err as Error).message)) {
-        throw new TargetConfigurationError(`endpoint ${this.#name()} does not exist`, { cause: err });
-      }
-      throw err;
-    }
-  }
-
-  #requireInService(endpoint: DescribeEndpointOutput, doing: string): void {
-    if (endpoint.EndpointStatus !== "InService") {
-      throw new TargetNotReadyError(
-        `endpoint ${this.#name()} is ${endpoint.EndpointStatus}: ${doing} waits for InService`,
-      );
-    }
-  }
-
-  async #createConfig(
-    state: SageMakerState,
-    name: string,
-    variants: Pick<CreateEndpointConfigInput, "ProductionVariants" | "ShadowProductionVariants">,
-  ): Promise<void> {
-    await this.#ignoreExisting(
-      () =>
-        this.clients.sagemaker.send(
-          new CreateEndpointConfigCommand({
-            EndpointConfigName: name,
-            ...variants,
-            ...(state.configExtras as Partial<CreateEndpointConfigInput>),
-          }),
-        ),
-      `endpoint config ${name}`,
-    );
-  }
-
-  /** `UpdateEndpoint` to `config` unless the endpoint serves it or is already moving to it. */
+  /** Moves the endpoint to `config` (see `SageMakerEndpoint.moveTo`) and records the wait for it. */
   async #update(
     state: SageMakerState,
     config: string,
     what: string,
     known?: DescribeEndpointOutput,
   ): Promise<SageMakerState> {
-    const endpoint = known ?? (await this.#describe());
-    const pending = { what, config, deadlineAt: this.#deadline() };
-    const moving = endpoint.PendingDeploymentSummary?.EndpointConfigName === config;
-    const serving = endpoint.EndpointConfigName === config && endpoint.EndpointStatus === "InService";
-    if (!moving && !serving) {
-      this.#requireInService(endpoint, what);
-      await this.clients.sagemaker.send(
-        new UpdateEndpointCommand({ EndpointName: this.#name(), EndpointConfigName: config }),
-      );
-    }
+    const endpoint = known ?? (await this.#endpoint.describe());
+    const pending = { what, config, deadlineAt: this.#waits.deadline() };
+    await this.#endpoint.moveTo(endpoint, config, what);
     return { ...state, pending };
   }
 
-  /** `UpdateEndpointWeightsAndCapacities`: `weights` by variant, every other production variant 0. */
-  async #weights(endpoint: DescribeEndpointOutput, weights: Record<string, number>): Promise<void> {
-    const desired = (endpoint.ProductionVariants ?? []).map((v) => ({
-      VariantName: v.VariantName ?? "",
-      DesiredWeight: weights[v.VariantName ?? ""] ?? 0,
-    }));
-    await this.clients.sagemaker.send(
-      new UpdateEndpointWeightsAndCapacitiesCommand({
-        EndpointName: this.#name(),
-        DesiredWeightsAndCapacities: desired,
-      }),
-    );
-  }
-
-  async #ignoreExisting(create: () => Promise<unknown>, what: string): Promise<void> {
-    try {
-      await create();
-    } catch (err) {
-      // A retry finds what its first attempt created (the names are derived from the artifact).
-      if (awsErrorName(err) === "ValidationException" && /already exist/i.test((err as Error).message))
-        return;
-      throw new TargetNotReadyError(
-        `creating ${what} was refused: ${awsErrorName(err) ?? "error"}: ${(err as Error).message}`,
-        { cause: err },
-      );
-    }
-  }
-
-  async #delete(command: () => DeleteEndpointConfigCommand | DeleteModelCommand): Promise<void> {
-    try {
-      await this.clients.sagemaker.send(command() as DeleteModelCommand);
-    } catch (err) {
-      if (awsErrorName(err) === "ValidationException" && /could not find/i.test((err as Error).message))
-        return;
-      throw err;
-    }
-  }
-
   #observe(state: SageMakerState, endpoint: DescribeEndpointOutput): ObservedWeights {
-    const shares = shareOf(endpoint);
     // After promotion the candidate is the stable variant: nothing is a canary any more.
     const candidate = state.phase === "promoted" ? undefined : state.candidate;
-    const canary = candidate ? (shares.get(candidate.variant.VariantName) ?? 0) : 0;
-    const stable = shares.get(state.stableVariant.VariantName) ?? 0;
-    const drift = !sharesMatch(canary, stable, state.canaryWeight);
-    return { canary, stable, expectedCanary: state.canaryWeight, drift, detail: describeVariants(endpoint) };
+    return observeWeights(endpoint, {
+      candidate: candidate?.variant.VariantName,
+      stable: state.stableVariant.VariantName,
+      expected: state.canaryWeight,
+    });
   }
-
-  #notYet(state: SageMakerState, deadlineAt: number, progress: string): Readiness {
-    if (this.clock.now() >= deadlineAt) {
-      throw new TargetNotReadyError(
-        `endpoint ${this.#name()} was not ready before its progress deadline ` +
-          `(${new Date(deadlineAt).toISOString()}): ${progress}`,
-      );
-    }
-    return {
-      ready: false,
-      state,
-      retryAfterSeconds: this.#settings.pollSeconds,
-      message: `endpoint ${this.#name()}: ${progress}`,
-    };
-  }
-}
-
-/** A variant's weight: the one asked for (`DesiredWeight`) while an update runs, else the current one. */
-function weightOf(v: { DesiredWeight?: number; CurrentWeight?: number }): number {
-  return v.DesiredWeight ?? v.CurrentWeight ?? 0;
-}
-
-/** Percent of the requests each production variant receives. */
-export function shareOf(endpoint: DescribeEndpointOutput): Map<string, number> {
-  const variants = endpoint.ProductionVariants ?? [];
-  const total = variants.reduce((sum, v) => sum + weightOf(v), 0);
-  return new Map(variants.map((v) => [v.VariantName ?? "", total > 0 ? (100 * weightOf(v)) / total : 0]));
-}
-
-function matches(observed: ObservedWeights, percent: number): boolean {
-  return sharesMatch(observed.canary, observed.stable, percent);
-}
-
-function describeVariants(endpoint: DescribeEndpointOutput): string {
-  const production = (endpoint.ProductionVariants ?? []).map((v) => `${v.VariantName}=${weightOf(v)}`);
-  const shadow = (endpoint.ShadowProductionVariants ?? []).map(
-    (v) => `shadow ${v.VariantName}=${weightOf(v)}`,
-  );
-  return `config ${endpoint.EndpointConfigName}: ${[...production, ...shadow].join(", ") || "no variants"}`;
-}
-
-/** A stored variant as a `CreateEndpointConfig` production (or shadow) variant with `weight`. */
-function variantInput(variant: Variant, weight: number): ProductionVariant {
-  return { ...(variant as ProductionVariant), InitialVariantWeight: weight };
-}
-
-function union(a: readonly string[], b: readonly string[]): string[] {
-  return [...new Set([...a, ...b])];
-}
-
-/** An SDK output as plain JSON (dates become strings, undefined fields go). */
-function json<T>(value: T): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
-}
-
-function round(value: number): string {
-  return String(Math.round(value * 100) / 100);
 }
