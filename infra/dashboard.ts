@@ -31,23 +31,37 @@ export function rolloutDashboard(
   options: { logGroup?: logs.ILogGroup; alarmTopic?: sns.ITopic } = {},
 ): { dashboard: cloudwatch.Dashboard; alarm: cloudwatch.Alarm } {
   const own = new Construct(scope, "Monitoring");
-  const metric = (
-    metricName: string,
-    statistic: string,
-    extra: Record<string, string> = {},
-    label?: string,
-  ) =>
-    new cloudwatch.Metric({
-      namespace: METRICS.namespace,
-      metricName,
-      dimensionsMap: { [METRICS.dimension]: rollout, ...extra },
-      statistic,
-      period: Duration.minutes(1),
-      ...(label ? { label } : {}),
-    });
-  const byPhase = (metricName: string) =>
-    PHASES.map((phase) => metric(metricName, "Sum", { Phase: phase }, phase));
+  const alarm = failedExecutionsAlarm(own, rollout, stateMachine, options);
+  const dashboard = new cloudwatch.Dashboard(own, "Dashboard", {
+    defaultInterval: Duration.hours(3),
+    widgets: [
+      [
+        new cloudwatch.TextWidget({
+          markdown: `# Rollout ${rollout}\nWeights, analysis and executions. \`rollouts get ${rollout} --watch\` shows the same live.`,
+          width: 24,
+          height: 2,
+        }),
+      ],
+      weightsAndExecutions(rollout, stateMachine),
+      analysisWidgets(rollout),
+      judgeWidgets(rollout),
+      [new cloudwatch.AlarmStatusWidget({ title: "Alarms", alarms: [alarm], width: 24, height: 3 })],
+    ],
+  });
+  return { dashboard, alarm };
+}
 
+/**
+ * The alarm on a failed execution, notifying `alarmTopic` when given. With the state machine's log
+ * group it counts the failures that are not `ExecutionSuperseded` (a metric filter on the log),
+ * else Step Functions' `ExecutionsFailed`, which cannot tell them apart.
+ */
+function failedExecutionsAlarm(
+  own: Construct,
+  rollout: string,
+  stateMachine: sfn.StateMachine,
+  options: { logGroup?: logs.ILogGroup; alarmTopic?: sns.ITopic },
+): cloudwatch.Alarm {
   const failed = options.logGroup
     ? new logs.MetricFilter(own, "FailedNotSuperseded", {
         logGroup: options.logGroup,
@@ -72,93 +86,120 @@ export function rolloutDashboard(
     alarm.addAlarmAction(new actions.SnsAction(options.alarmTopic));
     alarm.addOkAction(new actions.SnsAction(options.alarmTopic));
   }
-  const weight = metric(METRICS.canaryWeight, "Maximum", {}, "canary");
-  const judge = (metricName: string, label: string) =>
-    new cloudwatch.MathExpression({
-      expression: `SEARCH('{${METRICS.namespace},${METRICS.dimension},Metric} MetricName="${metricName}" ${METRICS.dimension}="${rollout}"', 'Average', 60)`,
-      label,
-      period: Duration.minutes(1),
-    });
+  return alarm;
+}
 
-  const dashboard = new cloudwatch.Dashboard(own, "Dashboard", {
-    defaultInterval: Duration.hours(3),
-    widgets: [
-      [
-        new cloudwatch.TextWidget({
-          markdown: `# Rollout ${rollout}\nWeights, analysis and executions. \`rollouts get ${rollout} --watch\` shows the same live.`,
-          width: 24,
-          height: 2,
-        }),
-      ],
-      [
-        new cloudwatch.GraphWidget({
-          title: "Weights over time (%)",
-          left: [
-            weight,
-            new cloudwatch.MathExpression({
-              expression: "100 - FILL(w, REPEAT)",
-              usingMetrics: { w: weight },
-              label: "stable",
-              period: Duration.minutes(1),
-            }),
-          ],
-          leftYAxis: { min: 0, max: 100 },
-          width: 12,
-        }),
-        new cloudwatch.GraphWidget({
-          title: "Executions",
-          left: [
-            stateMachine.metricStarted({ label: "started" }),
-            stateMachine.metricSucceeded({ label: "promoted" }),
-            stateMachine.metricFailed({ label: "failed (aborted)" }),
-            stateMachine.metricAborted({ label: "stopped" }),
-            stateMachine.metricTimedOut({ label: "timed out" }),
-          ],
-          width: 12,
-        }),
-      ],
-      [
-        new cloudwatch.GraphWidget({
-          title: "Analysis runs by phase",
-          left: byPhase(METRICS.analysisRuns),
-          stacked: true,
-          width: 8,
-        }),
-        new cloudwatch.GraphWidget({
-          title: "Measurements by phase",
-          left: byPhase(METRICS.measurements),
-          stacked: true,
-          width: 8,
-        }),
-        new cloudwatch.GraphWidget({
-          title: "Promotions and aborts",
-          left: [
-            metric(METRICS.promotions, "Sum", {}, "promoted"),
-            metric(METRICS.aborts, "Sum", {}, "aborted"),
-          ],
-          width: 8,
-        }),
-      ],
-      [
-        new cloudwatch.GraphWidget({
-          title: "Judges: p-value (sequential tests: always valid)",
-          left: [judge(METRICS.judgePValue, "p-value")],
-          leftYAxis: { min: 0, max: 1 },
-          width: 8,
-        }),
-        new cloudwatch.GraphWidget({
-          title: "Judges: Bayes factor",
-          left: [judge(METRICS.judgeBayesFactor, "Bayes factor")],
-          width: 8,
-        }),
-        new cloudwatch.GraphWidget({
-          title: "Judges: candidate vs stable",
-          left: [judge(METRICS.judgeCandidate, "candidate"), judge(METRICS.judgeStable, "stable")],
-          width: 8,
-        }),
-      ],
-      [new cloudwatch.AlarmStatusWidget({ title: "Alarms", alarms: [alarm], width: 24, height: 3 })],
-    ],
+/** One of the metrics the handlers publish for this rollout (`METRICS`), per minute. */
+function rolloutMetric(
+  rollout: string,
+  metricName: string,
+  statistic: string,
+  extra: Record<string, string> = {},
+  label?: string,
+): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRICS.namespace,
+    metricName,
+    dimensionsMap: { [METRICS.dimension]: rollout, ...extra },
+    statistic,
+    period: Duration.minutes(1),
+    ...(label ? { label } : {}),
   });
-  return { dashboard, alarm };
+}
+
+/** A metric counted by phase: one line per phase of `PHASES`. */
+function byPhase(rollout: string, metricName: string): cloudwatch.Metric[] {
+  return PHASES.map((phase) => rolloutMetric(rollout, metricName, "Sum", { Phase: phase }, phase));
+}
+
+/** A judge's metric over all its checks: a search, since each check is its own dimension value. */
+function judgeMetric(rollout: string, metricName: string, label: string): cloudwatch.MathExpression {
+  return new cloudwatch.MathExpression({
+    expression: `SEARCH('{${METRICS.namespace},${METRICS.dimension},Metric} MetricName="${metricName}" ${METRICS.dimension}="${rollout}"', 'Average', 60)`,
+    label,
+    period: Duration.minutes(1),
+  });
+}
+
+/** The first row of graphs: the canary's and the stable's weights, and the executions by how they ended. */
+function weightsAndExecutions(rollout: string, stateMachine: sfn.StateMachine): cloudwatch.IWidget[] {
+  const weight = rolloutMetric(rollout, METRICS.canaryWeight, "Maximum", {}, "canary");
+  return [
+    new cloudwatch.GraphWidget({
+      title: "Weights over time (%)",
+      left: [
+        weight,
+        new cloudwatch.MathExpression({
+          expression: "100 - FILL(w, REPEAT)",
+          usingMetrics: { w: weight },
+          label: "stable",
+          period: Duration.minutes(1),
+        }),
+      ],
+      leftYAxis: { min: 0, max: 100 },
+      width: 12,
+    }),
+    new cloudwatch.GraphWidget({
+      title: "Executions",
+      left: [
+        stateMachine.metricStarted({ label: "started" }),
+        stateMachine.metricSucceeded({ label: "promoted" }),
+        stateMachine.metricFailed({ label: "failed (aborted)" }),
+        stateMachine.metricAborted({ label: "stopped" }),
+        stateMachine.metricTimedOut({ label: "timed out" }),
+      ],
+      width: 12,
+    }),
+  ];
+}
+
+/** The row of how analysis runs and measurements ended, and of promotions and aborts. */
+function analysisWidgets(rollout: string): cloudwatch.IWidget[] {
+  return [
+    new cloudwatch.GraphWidget({
+      title: "Analysis runs by phase",
+      left: byPhase(rollout, METRICS.analysisRuns),
+      stacked: true,
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: "Measurements by phase",
+      left: byPhase(rollout, METRICS.measurements),
+      stacked: true,
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: "Promotions and aborts",
+      left: [
+        rolloutMetric(rollout, METRICS.promotions, "Sum", {}, "promoted"),
+        rolloutMetric(rollout, METRICS.aborts, "Sum", {}, "aborted"),
+      ],
+      width: 8,
+    }),
+  ];
+}
+
+/** The row of the judges' readings: p-values, Bayes factors, and the candidate against the stable. */
+function judgeWidgets(rollout: string): cloudwatch.IWidget[] {
+  return [
+    new cloudwatch.GraphWidget({
+      title: "Judges: p-value (sequential tests: always valid)",
+      left: [judgeMetric(rollout, METRICS.judgePValue, "p-value")],
+      leftYAxis: { min: 0, max: 1 },
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: "Judges: Bayes factor",
+      left: [judgeMetric(rollout, METRICS.judgeBayesFactor, "Bayes factor")],
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: "Judges: candidate vs stable",
+      left: [
+        judgeMetric(rollout, METRICS.judgeCandidate, "candidate"),
+        judgeMetric(rollout, METRICS.judgeStable, "stable"),
+      ],
+      width: 8,
+    }),
+  ];
 }

@@ -6,7 +6,13 @@ import * as eventTargets from "aws-cdk-lib/aws-events-targets";
 import * as iam from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
 import { COORDINATOR_TAG } from "../functions/config.ts";
-import { type DeployedTarget, passSpec, type RolloutSpec, resolveWaves } from "../statemachine/index.ts";
+import {
+  type DeployedTarget,
+  passSpec,
+  type RolloutSpec,
+  resolveWaves,
+  type WavePass,
+} from "../statemachine/index.ts";
 import { acknowledgeWildcards } from "./nag.ts";
 import type { RolloutControllerProps, RolloutTarget } from "./props.ts";
 import { type Rollout, RolloutController } from "./rollout-controller.ts";
@@ -86,24 +92,11 @@ export class RolloutWaves extends Construct {
   constructor(scope: Construct, id: string, props: RolloutWavesProps) {
     super(scope, id);
     const { spec, home } = props;
-    if (!spec.waves)
-      throw new PropsError(`RolloutWaves("${id}")`, [`spec: rollout ${spec.name} has no waves`]);
-    const resolved = resolveWaves(spec.waves, props.targets);
-    if (resolved.problems.length > 0) {
-      throw new PropsError(
-        `RolloutWaves("${id}")`,
-        resolved.problems.map((p) => `spec: ${p}`),
-      );
-    }
+    const passes = resolvePasses(id, props);
     this.homeStack = new Stack(this, "Home", { env: home });
     const stacks: Stack[] = [];
     const rollouts: Rollout[] = [];
     const passRoles = new Map<string, iam.Role>();
-    const coordinatorRole = coordinatorRoleName(spec.name, home.region);
-    const homePartition = partitionOf(home.region);
-    // The coordinator's ARN, built from its name: each pass's state machine names it in a tag, so
-    // the CLI finds the release from any pass's region with no stack importing another's output.
-    const coordinatorArn = `arn:${homePartition}:states:${home.region}:${home.account}:stateMachine:${spec.name}-waves`;
     const targets: WaveTargetProps[] = props.targets.map((t) => ({
       region: t.region,
       ...(t.account !== undefined ? { account: t.account } : {}),
@@ -111,44 +104,15 @@ export class RolloutWaves extends Construct {
       ...(t.roleArn !== undefined ? { roleArn: t.roleArn } : {}),
       stateMachineArn: "",
     }));
-    for (const p of resolved.passes) {
-      const account = p.target.account ?? home.account;
-      const stack = new Stack(this, `Pass-${p.pass}`, { env: { account, region: p.target.region } });
-      const controller = new RolloutController(stack, "Controller", p.target.controller ?? {});
-      const name = `${spec.name}-${p.pass}`;
-      const rollout = controller.addRollout("Rollout", {
-        spec: passSpec(spec, p),
-        target: p.target.target,
-        trigger: {
-          repository: ecr.Repository.fromRepositoryName(stack, "Repository", props.repository),
-          pushRule: false,
-        },
-        stateMachineName: name,
-      });
-      Tags.of(rollout.stateMachine).add(COORDINATOR_TAG, coordinatorArn);
-      rollouts.push(rollout);
-      stacks.push(stack);
-      const partition = partitionOf(p.target.region);
-      const stateMachineArn = `arn:${partition}:states:${p.target.region}:${account}:stateMachine:${name}`;
-      let roleArn = p.target.roleArn;
-      if (account !== home.account && roleArn === undefined) {
-        const role = passRole(stack, {
-          roleName: passRoleName(spec.name, p.pass),
-          coordinatorRoleArn: `arn:${homePartition}:iam::${home.account}:role/${coordinatorRole}`,
-          homeAccount: home.account,
-          partition,
-          stateMachineArn,
-          executions: `arn:${partition}:states:${p.target.region}:${account}:execution:${name}:*`,
-          rule: `arn:${partition}:events:${p.target.region}:${account}:rule/${SYNC_RULE}`,
-          description: `Assumed by the wave coordinator of ${spec.name} in ${home.account}/${home.region} to run pass ${p.pass}`,
-        });
-        passRoles.set(p.pass, role);
-        roleArn = `arn:${partition}:iam::${account}:role/${passRoleName(spec.name, p.pass)}`;
-      }
+    for (const p of passes) {
+      const pass = this.#addPass(props, p);
+      rollouts.push(pass.rollout);
+      stacks.push(pass.stack);
+      if (pass.role) passRoles.set(p.pass, pass.role);
       targets[p.index] = {
         ...(targets[p.index] as WaveTargetProps),
-        stateMachineArn,
-        ...(roleArn !== undefined ? { roleArn } : {}),
+        stateMachineArn: pass.stateMachineArn,
+        ...(pass.roleArn !== undefined ? { roleArn: pass.roleArn } : {}),
       };
     }
     this.passRoles = passRoles;
@@ -158,50 +122,129 @@ export class RolloutWaves extends Construct {
       spec,
       targets,
       stateMachineName: `${spec.name}-waves`,
-      roleName: coordinatorRole,
+      roleName: coordinatorRoleName(spec.name, home.region),
     });
-    const tagFilter = imageTagFilter(props.tagPattern);
-    const onPush = (id: string, tagged: boolean) =>
-      new events.Rule(this.homeStack, id, {
-        description: `Starts the release of ${spec.name} in waves on a push${tagged ? "" : " by digest only"} to ${props.repository}`,
-        // A push by digest only has no image-tag: EventBridge fills a missing path with nothing,
-        // so the tagged rule would give the revision the tag "".
-        eventPattern: ecrPushPattern(
-          props.repository,
-          tagged ? (tagFilter ?? [{ exists: true }]) : [{ exists: false }],
-        ),
-      });
-    const digest = events.EventField.fromPath("$.detail.image-digest");
-    const suffix = home.region.startsWith("cn-") ? "amazonaws.com.cn" : "amazonaws.com";
-    // The trigger's input (`RolloutExecutionInput`); a push through this rule is not numbered
-    // (generation 1), the coordinator's execution name tells releases apart.
-    const start = (tag: string | null) =>
-      new eventTargets.SfnStateMachine(this.coordinator.stateMachine, {
-        retryAttempts: 8,
-        input: events.RuleTargetInput.fromObject({
-          rollout: spec.name,
-          revision: {
-            repository: props.repository,
-            image: `${home.account}.dkr.ecr.${home.region}.${suffix}/${props.repository}@${digest}`,
-            digest,
-            tag,
-          },
-          trigger: {
-            eventId: events.EventField.eventId,
-            eventTime: events.EventField.time,
-            generation: 1,
-            executionName: events.EventField.eventId,
-          },
-        }),
-      });
-    this.rule = onPush("OnPush", true);
-    this.rule.addTarget(start(events.EventField.fromPath("$.detail.image-tag")));
+    this.rule = this.#onPush(props, "OnPush", true);
+    this.rule.addTarget(this.#startRelease(props, events.EventField.fromPath("$.detail.image-tag")));
     // Without a tag pattern every push starts a release, a push by digest only too: its revision has no tag.
     if (props.tagPattern === undefined) {
-      this.digestRule = onPush("OnPushByDigest", false);
-      this.digestRule.addTarget(start(null));
+      this.digestRule = this.#onPush(props, "OnPushByDigest", false);
+      this.digestRule.addTarget(this.#startRelease(props, null));
     }
   }
+
+  /**
+   * One pass's stack: its own controller and the pass's rollout (no push rule: the coordinator
+   * starts it), its state machine tagged with the coordinator's ARN, and, in another account with
+   * no role given, the role the coordinator assumes there.
+   */
+  #addPass(props: RolloutWavesProps, p: WavePass<RolloutWavesTarget>): BuiltPass {
+    const { spec, home } = props;
+    const account = p.target.account ?? home.account;
+    const stack = new Stack(this, `Pass-${p.pass}`, { env: { account, region: p.target.region } });
+    const controller = new RolloutController(stack, "Controller", p.target.controller ?? {});
+    const name = `${spec.name}-${p.pass}`;
+    const rollout = controller.addRollout("Rollout", {
+      spec: passSpec(spec, p),
+      target: p.target.target,
+      trigger: {
+        repository: ecr.Repository.fromRepositoryName(stack, "Repository", props.repository),
+        pushRule: false,
+      },
+      stateMachineName: name,
+    });
+    const homePartition = partitionOf(home.region);
+    // The coordinator's ARN, built from its name: each pass's state machine names it in a tag, so
+    // the CLI finds the release from any pass's region with no stack importing another's output.
+    const coordinatorArn = `arn:${homePartition}:states:${home.region}:${home.account}:stateMachine:${spec.name}-waves`;
+    Tags.of(rollout.stateMachine).add(COORDINATOR_TAG, coordinatorArn);
+    const partition = partitionOf(p.target.region);
+    const stateMachineArn = `arn:${partition}:states:${p.target.region}:${account}:stateMachine:${name}`;
+    if (account === home.account || p.target.roleArn !== undefined) {
+      return { stack, rollout, stateMachineArn, roleArn: p.target.roleArn };
+    }
+    const role = passRole(stack, {
+      roleName: passRoleName(spec.name, p.pass),
+      coordinatorRoleArn: `arn:${homePartition}:iam::${home.account}:role/${coordinatorRoleName(spec.name, home.region)}`,
+      homeAccount: home.account,
+      partition,
+      stateMachineArn,
+      executions: `arn:${partition}:states:${p.target.region}:${account}:execution:${name}:*`,
+      rule: `arn:${partition}:events:${p.target.region}:${account}:rule/${SYNC_RULE}`,
+      description: `Assumed by the wave coordinator of ${spec.name} in ${home.account}/${home.region} to run pass ${p.pass}`,
+    });
+    const roleArn = `arn:${partition}:iam::${account}:role/${passRoleName(spec.name, p.pass)}`;
+    return { stack, rollout, stateMachineArn, roleArn, role };
+  }
+
+  /** The rule in the home stack that starts a release on a push to the repository: tagged, or by digest only. */
+  #onPush(props: RolloutWavesProps, id: string, tagged: boolean): events.Rule {
+    const tagFilter = imageTagFilter(props.tagPattern);
+    return new events.Rule(this.homeStack, id, {
+      description: `Starts the release of ${props.spec.name} in waves on a push${tagged ? "" : " by digest only"} to ${props.repository}`,
+      // A push by digest only has no image-tag: EventBridge fills a missing path with nothing,
+      // so the tagged rule would give the revision the tag "".
+      eventPattern: ecrPushPattern(
+        props.repository,
+        tagged ? (tagFilter ?? [{ exists: true }]) : [{ exists: false }],
+      ),
+    });
+  }
+
+  /**
+   * A push rule's target: the coordinator, started with the trigger's input
+   * (`RolloutExecutionInput`). A push through this rule is not numbered (generation 1): the
+   * coordinator's execution name tells releases apart.
+   */
+  #startRelease(props: RolloutWavesProps, tag: string | null): eventTargets.SfnStateMachine {
+    const { spec, home } = props;
+    const digest = events.EventField.fromPath("$.detail.image-digest");
+    const suffix = home.region.startsWith("cn-") ? "amazonaws.com.cn" : "amazonaws.com";
+    return new eventTargets.SfnStateMachine(this.coordinator.stateMachine, {
+      retryAttempts: 8,
+      input: events.RuleTargetInput.fromObject({
+        rollout: spec.name,
+        revision: {
+          repository: props.repository,
+          image: `${home.account}.dkr.ecr.${home.region}.${suffix}/${props.repository}@${digest}`,
+          digest,
+          tag,
+        },
+        trigger: {
+          eventId: events.EventField.eventId,
+          eventTime: events.EventField.time,
+          generation: 1,
+          executionName: events.EventField.eventId,
+        },
+      }),
+    });
+  }
+}
+
+/** What one pass's stack holds that the coordinator and the construct's fields need. */
+interface BuiltPass {
+  stack: Stack;
+  rollout: Rollout;
+  /** The pass's state machine, by the ARN its name gives. */
+  stateMachineArn: string;
+  /** The role the coordinator assumes for the pass: the one given, the one created, or none. */
+  roleArn: string | undefined;
+  /** The role created in the pass's account, when it is another and none was given. */
+  role?: iam.Role;
+}
+
+/** The release's passes, its waves matched against the targets; a spec without waves or a mismatch is refused. */
+function resolvePasses(id: string, props: RolloutWavesProps): WavePass<RolloutWavesTarget>[] {
+  const { spec } = props;
+  if (!spec.waves) throw new PropsError(`RolloutWaves("${id}")`, [`spec: rollout ${spec.name} has no waves`]);
+  const resolved = resolveWaves(spec.waves, props.targets);
+  if (resolved.problems.length > 0) {
+    throw new PropsError(
+      `RolloutWaves("${id}")`,
+      resolved.problems.map((p) => `spec: ${p}`),
+    );
+  }
+  return resolved.passes;
 }
 
 /**

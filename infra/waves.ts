@@ -69,39 +69,13 @@ export class WaveCoordinator extends Construct {
   constructor(scope: Construct, id: string, props: WaveCoordinatorProps) {
     super(scope, id);
     const stack = Stack.of(this);
-    const problems: string[] = [];
-    if (!props.spec.waves) problems.push(`spec: rollout ${props.spec.name} has no waves`);
-    props.targets.forEach((t, i) => {
-      const foreign = t.account !== undefined && t.account !== stack.account;
-      if (foreign && t.roleArn === undefined) {
-        problems.push(
-          `targets[${i}].roleArn: required: ${t.account}/${t.region} is another account, whose executions the coordinator starts through a role there`,
-        );
-      }
-    });
-    const resolved = props.spec.waves ? resolveWaves(props.spec.waves, props.targets) : undefined;
-    problems.push(...(resolved?.problems.map((p) => `spec: ${p}`) ?? []));
-    if (problems.length > 0 || !resolved) throw new PropsError(`WaveCoordinator("${id}")`, problems);
-    this.passes = resolved.passes.map((p) => ({
-      ...p,
-      target: { ...p.target, crossAccount: p.target.roleArn !== undefined },
-    }));
-    let definition: ReturnType<typeof compileWaves>;
-    try {
-      definition = compileWaves(props.spec, this.passes);
-    } catch (error) {
-      if (!(error instanceof SpecError)) throw error;
-      throw new PropsError(
-        `WaveCoordinator("${id}")`,
-        error.problems.map((p) => `spec: ${formatProblem(p)}`),
-      );
-    }
+    this.passes = coordinatedPasses(id, stack, props);
+    const definition = compileCoordinator(id, props.spec, this.passes);
     const logGroup = new logs.LogGroup(this, "Logs", {
       logGroupName: `/aws/vendedlogs/states/${Names.uniqueResourceName(this, { maxLength: 200, separator: "-" })}`,
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
-    const targetOf = (p: CoordinatedPass) => props.targets[p.index] as WaveTargetProps;
     const role =
       props.roleName === undefined
         ? undefined
@@ -119,7 +93,7 @@ export class WaveCoordinator extends Construct {
       definitionSubstitutions: Object.fromEntries(
         this.passes.flatMap((p, i) => {
           const names = wavePlaceholders(i + 1);
-          const target = targetOf(p);
+          const target = props.targets[p.index] as WaveTargetProps;
           return [
             [names.stateMachineArn, target.stateMachineArn],
             ...(target.roleArn ? [[names.roleArn, target.roleArn]] : []),
@@ -130,6 +104,16 @@ export class WaveCoordinator extends Construct {
       tracingEnabled: true,
     });
     acknowledgeStateMachineRole(this.stateMachine);
+    this.#grantPasses(stack, props.targets);
+  }
+
+  /**
+   * The coordinator's role may start exactly the passes' state machines in its own account, read
+   * and stop their executions, assume the roles of the passes in other accounts, and manage the
+   * rule `.sync` needs: nothing more.
+   */
+  #grantPasses(stack: Stack, targets: readonly WaveTargetProps[]): void {
+    const targetOf = (p: CoordinatedPass) => targets[p.index] as WaveTargetProps;
     const local = this.passes.filter((p) => !p.target.crossAccount).map(targetOf);
     const executions = local.map((t) => executionsOf(stack, t.stateMachineArn));
     if (local.length > 0) {
@@ -193,6 +177,48 @@ export class WaveCoordinator extends Construct {
       );
     }
     return grant;
+  }
+}
+
+/**
+ * The release's passes, its waves matched against the targets, each marked cross-account when the
+ * coordinator reaches it through a role. A spec without waves, a mismatch, or a target in another
+ * account without a role is refused, every problem at once.
+ */
+function coordinatedPasses(id: string, stack: Stack, props: WaveCoordinatorProps): CoordinatedPass[] {
+  const problems: string[] = [];
+  if (!props.spec.waves) problems.push(`spec: rollout ${props.spec.name} has no waves`);
+  props.targets.forEach((t, i) => {
+    const foreign = t.account !== undefined && t.account !== stack.account;
+    if (foreign && t.roleArn === undefined) {
+      problems.push(
+        `targets[${i}].roleArn: required: ${t.account}/${t.region} is another account, whose executions the coordinator starts through a role there`,
+      );
+    }
+  });
+  const resolved = props.spec.waves ? resolveWaves(props.spec.waves, props.targets) : undefined;
+  problems.push(...(resolved?.problems.map((p) => `spec: ${p}`) ?? []));
+  if (problems.length > 0 || !resolved) throw new PropsError(`WaveCoordinator("${id}")`, problems);
+  return resolved.passes.map((p) => ({
+    ...p,
+    target: { ...p.target, crossAccount: p.target.roleArn !== undefined },
+  }));
+}
+
+/** The coordinator's definition; what the compiler refuses in the spec is a props error naming the construct. */
+function compileCoordinator(
+  id: string,
+  spec: RolloutSpec,
+  passes: readonly CoordinatedPass[],
+): ReturnType<typeof compileWaves> {
+  try {
+    return compileWaves(spec, passes);
+  } catch (error) {
+    if (!(error instanceof SpecError)) throw error;
+    throw new PropsError(
+      `WaveCoordinator("${id}")`,
+      error.problems.map((p) => `spec: ${formatProblem(p)}`),
+    );
   }
 }
 

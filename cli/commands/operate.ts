@@ -7,25 +7,43 @@ import { type RegisterCommand, UsageError } from "../io.ts";
  * the AWS SDK they load) are imported when one of them runs, so `rollouts plan` stays fast.
  */
 export const registerOperate: RegisterCommand = (program: Command, io, done) => {
-  const actions = () => import("./operate-actions.ts");
-  const table = "DynamoDB table of the rollouts (default: $ROLLOUTS_TABLE)";
+  registerList(program, io, done);
+  registerGet(program, io, done);
+  registerWaves(program, io, done);
+  registerStatus(program, io, done);
+  registerPromote(program, io, done);
+  registerAbort(program, io, done);
+  registerRetry(program, io, done);
+  registerUndo(program, io, done);
+};
 
+/** The actions' module, imported when a command runs rather than when the CLI starts. */
+const actions = () => import("./operate-actions.ts");
+
+/** The `--table` option's help, the same on every command that reads the rollouts' table. */
+const TABLE = "DynamoDB table of the rollouts (default: $ROLLOUTS_TABLE)";
+
+/** `rollouts list`: every rollout in the table, one line each (or the items as JSON). */
+const registerList: RegisterCommand = (program, io, done) => {
   program
     .command("list")
     .description("list the rollouts in the table with their phase, step, weight and revisions")
-    .option("--table <name>", table)
+    .option("--table <name>", TABLE)
     .option("--json", "print the rollout items as JSON")
     .action(async (opts: { table?: string; json?: boolean }) => {
       done(await (await actions()).listAction(io, opts));
     });
+};
 
+/** `rollouts get`: one rollout in full, once or redrawn on every change with `--watch`. */
+const registerGet: RegisterCommand = (program, io, done) => {
   program
     .command("get")
     .description(
       "show a rollout: status, steps with the current one marked, weight, images, analysis runs and their last measurements, events",
     )
     .argument("<name>", "rollout name")
-    .option("--table <name>", table)
+    .option("--table <name>", TABLE)
     .option("-w, --watch", "redraw on every change until the rollout is Healthy or Degraded (or Ctrl-C)")
     .option("--interval <seconds>", "seconds between reads when watching", "1")
     .option("--json", "print the item, its runs and measurements as JSON (one line per change with --watch)")
@@ -42,7 +60,13 @@ export const registerOperate: RegisterCommand = (program: Command, io, done) => 
         done(await getAction(io, name, { ...opts, intervalMs: intervalMs(opts.interval) }));
       },
     );
+};
 
+/**
+ * `rollouts waves`: every wave of a release in waves. Its action lives in its own module, since it
+ * reads the coordinator rather than one table.
+ */
+const registerWaves: RegisterCommand = (program, io, done) => {
   program
     .command("waves")
     .description(
@@ -67,14 +91,17 @@ export const registerOperate: RegisterCommand = (program: Command, io, done) => 
       const { wavesAction } = await import("./waves-actions.ts");
       done(await wavesAction(io, name, opts));
     });
+};
 
+/** `rollouts status`: the phase as an exit code, so a script can wait on a rollout. */
+const registerStatus: RegisterCommand = (program, io, done) => {
   program
     .command("status")
     .description(
       "print the phase and message; exit 0 Healthy, 1 Degraded, 3 Paused, 4 Progressing (2 unknown rollout, 5 AWS error)",
     )
     .argument("<name>", "rollout name")
-    .option("--table <name>", table)
+    .option("--table <name>", TABLE)
     .option("-w, --watch", "wait until the rollout is Healthy or Degraded, printing each change")
     .option(
       "-t, --timeout <duration>",
@@ -93,43 +120,55 @@ export const registerOperate: RegisterCommand = (program: Command, io, done) => 
         );
       },
     );
+};
 
+/** `rollouts promote`: ends the current hold, or with `--full` every remaining step. */
+const registerPromote: RegisterCommand = (program, io, done) => {
   program
     .command("promote")
     .description(
       "end the current pause, approval or weight-drift hold (--full: skip every remaining step, an analysis included)",
     )
     .argument("<name>", "rollout name")
-    .option("--table <name>", table)
+    .option("--table <name>", TABLE)
     .option("--full", "skip the remaining steps and promote the candidate now")
     .action(async (name: string, opts: { table?: string; full?: boolean }) => {
       done(await (await actions()).promoteAction(io, name, opts));
     });
+};
 
+/** `rollouts abort`: sends the traffic back to the stable revision, with the reason given. */
+const registerAbort: RegisterCommand = (program, io, done) => {
   program
     .command("abort")
     .description("abort a running rollout: traffic back to the stable revision, status Degraded")
     .argument("<name>", "rollout name")
-    .option("--table <name>", table)
+    .option("--table <name>", TABLE)
     .option("--reason <text>", "why, kept in the status message and the events")
     .action(async (name: string, opts: { table?: string; reason?: string }) => {
       done(await (await actions()).abortAction(io, name, opts));
     });
+};
 
+/** `rollouts retry`: runs an aborted revision's steps again. */
+const registerRetry: RegisterCommand = (program, io, done) => {
   program
     .command("retry")
     .description("run the steps of an aborted (Degraded) rollout's revision again")
     .argument("<name>", "rollout name")
-    .option("--table <name>", table)
+    .option("--table <name>", TABLE)
     .action(async (name: string, opts: { table?: string }) => {
       done(await (await actions()).retryAction(io, name, opts));
     });
+};
 
+/** `rollouts undo`: rolls back to the revision that was stable before, through the steps. */
+const registerUndo: RegisterCommand = (program, io, done) => {
   program
     .command("undo")
     .description("roll back to the revision that was stable before the current one, through the steps")
     .argument("<name>", "rollout name")
-    .option("--table <name>", table)
+    .option("--table <name>", TABLE)
     .action(async (name: string, opts: { table?: string }) => {
       done(await (await actions()).undoAction(io, name, opts));
     });

@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { TaskTokenError } from "../../functions/abort/task-tokens.ts";
 import {
@@ -96,154 +96,246 @@ export class DashboardListenError extends RolloutsError {
 }
 
 export async function startDashboard(options: DashboardOptions): Promise<RunningDashboard> {
-  const csrf = randomBytes(24).toString("base64url");
-  const notices = new Map<string, OperateOutcome>();
-  const refreshMs = options.refreshMs ?? 2000;
-  const now = options.now ?? (() => options.deps.clock.now());
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  let port = options.port;
-
-  const pageOptions = (notice?: OperateOutcome): PageOptions => ({
-    now: now(),
-    mode: { kind: "dashboard", csrf, refreshMs },
-    notice,
-  });
-
-  const send = (response: ServerResponse, status: number, type: string, body: string, extra = {}) => {
-    response.writeHead(status, {
-      ...SECURITY_HEADERS,
-      "content-type": type,
-      "content-length": Buffer.byteLength(body),
-      ...extra,
-    });
-    response.end(body);
+  const dashboard: Dashboard = {
+    deps: options.deps,
+    csrf: randomBytes(24).toString("base64url"),
+    notices: new Map(),
+    refreshMs: options.refreshMs ?? 2000,
+    now: options.now ?? (() => options.deps.clock.now()),
+    port: options.port,
   };
-  const page = (response: ServerResponse, status: number, body: string) =>
-    send(response, status, "text/html; charset=utf-8", body);
-  const refuse = (response: ServerResponse, refusal: Refusal | { status: number; message: string }) =>
-    send(response, refusal.status, "text/plain; charset=utf-8", `${refusal.message}\n`);
-
-  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const hostRefused = hostRefusal(request, ownHosts(port));
-    if (hostRefused) return refuse(response, hostRefused);
-    // The page's own origin is the one it was reached by (127.0.0.1 or localhost): any other is refused.
-    const originRefused = crossOriginRefusal(request, `http://${request.headers.host?.toLowerCase()}`);
-    if (originRefused) return refuse(response, originRefused);
-
-    const url = new URL(request.url ?? "/", "http://dashboard.invalid");
-    const parts = url.pathname.split("/").filter(Boolean).map(decodeSegment);
-    if (parts.some((p) => p === undefined))
-      return refuse(response, { status: 400, message: "malformed path" });
-    const [first, name, action, ...rest] = parts as string[];
-
-    if (request.method === "GET") {
-      if (parts.length === 0) {
-        return page(response, 200, renderListPage(await options.deps.store.list(), pageOptions()));
-      }
-      if (first === "assets" && name !== undefined && action === undefined && Object.hasOwn(ASSETS, name)) {
-        return send(response, 200, ASSETS[name as AssetName].type, asset(name as AssetName));
-      }
-      if (first === "rollouts" && name !== undefined && action === undefined) {
-        const notice = notices.get(url.searchParams.get("notice") ?? "");
-        const view = await loadPageView(options.deps, name);
-        return page(response, 200, renderRolloutPage(view, pageOptions(notice)));
-      }
-      return page(response, 404, renderErrorPage("Not found", `Nothing at ${url.pathname}`, pageOptions()));
-    }
-
-    if (
-      request.method === "POST" &&
-      first === "rollouts" &&
-      name !== undefined &&
-      action !== undefined &&
-      rest.length === 0
-    ) {
-      if (!(action in ACTIONS))
-        return refuse(response, { status: 404, message: `unknown operation "${action}"` });
-      const typeRefused = contentTypeRefusal(request, ["application/x-www-form-urlencoded"]);
-      if (typeRefused) return refuse(response, typeRefused);
-      const form = await readForm(request);
-      if (form === undefined)
-        return refuse(response, { status: 413, message: `the form is larger than ${MAX_BODY_BYTES} bytes` });
-      if (!sameToken(form.get("csrf"), csrf))
-        return refuse(response, {
-          status: 403,
-          message: "request refused: the form does not carry this dashboard's token (reload the page)",
-        });
-      const operation = action as Action;
-      if (form.get("confirm") !== "yes") {
-        const view = await loadPageView(options.deps, name);
-        return page(response, 200, renderConfirmPage(view.item, operation, { ...pageOptions(), csrf }));
-      }
-      const outcome = await perform(options.deps, name, operation, form.get("reason") ?? "");
-      const id = randomBytes(9).toString("base64url");
-      notices.set(id, outcome);
-      for (const key of notices.keys()) {
-        if (notices.size <= MAX_NOTICES) break;
-        notices.delete(key);
-      }
-      response.writeHead(303, {
-        ...SECURITY_HEADERS,
-        location: `/rollouts/${encodeURIComponent(name)}?notice=${id}`,
-        "content-length": 0,
-      });
-      response.end();
-      return;
-    }
-    return refuse(response, { status: 405, message: `${request.method} ${url.pathname} is not served` });
-  }
-
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const server = createServer((request, response) => {
-    handle(request, response).catch((error: unknown) => {
-      if (response.headersSent) return response.destroy();
-      if (error instanceof RolloutMissingError) {
-        return page(
-          response,
-          404,
-          renderErrorPage(
-            "Rollout not found",
-            `There is no rollout "${error.message}" in the table.`,
-            pageOptions(),
-          ),
-        );
-      }
-      const known = isNamedFailure(error);
-      if (!known) log(`rollouts dashboard: ${(error as Error)?.stack ?? String(error)}`);
-      page(
-        response,
-        known ? 502 : 500,
-        renderErrorPage(
-          known ? "The store or Step Functions did not answer" : "Internal error",
-          known
-            ? `${(error as Error).name}: ${(error as Error).message}`
-            : "The dashboard failed; see its terminal.",
-          pageOptions(),
-        ),
-      );
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", (error: NodeJS.ErrnoException) =>
-      reject(
-        new DashboardListenError(
-          error.code === "EADDRINUSE"
-            ? `port ${options.port} on ${DASHBOARD_HOST} is in use: pass --port with another port (0 picks a free one)`
-            : `cannot listen on ${DASHBOARD_HOST}:${options.port}: ${error.message}`,
-        ),
-      ),
+    handle(dashboard, request, response).catch((error: unknown) =>
+      answerFailure(dashboard, response, error, log),
     );
-    server.listen(options.port, DASHBOARD_HOST, () => resolve());
   });
-  port = (server.address() as AddressInfo).port;
+  await listen(server, options.port);
+  dashboard.port = (server.address() as AddressInfo).port;
   return {
-    url: `http://${DASHBOARD_HOST}:${port}`,
-    port,
+    url: `http://${DASHBOARD_HOST}:${dashboard.port}`,
+    port: dashboard.port,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       }),
   };
+}
+
+/** What every route reads: the store, the form token its pages carry, the notices kept for redirects. */
+interface Dashboard {
+  deps: OperateDeps;
+  /** The random token of this server's forms, which only its own pages hold. */
+  csrf: string;
+  /** The outcome of each operation, by the id its redirect names, until `MAX_NOTICES` newer ones. */
+  notices: Map<string, OperateOutcome>;
+  refreshMs: number;
+  now: () => number;
+  /** The port it listens on, once it does: the `Host` a request must name. */
+  port: number;
+}
+
+/** The options every page is rendered with: the time, the form token, and a notice when there is one. */
+function pageOptions(dashboard: Dashboard, notice?: OperateOutcome): PageOptions {
+  return {
+    now: dashboard.now(),
+    mode: { kind: "dashboard", csrf: dashboard.csrf, refreshMs: dashboard.refreshMs },
+    notice,
+  };
+}
+
+/** Every answer goes out with the security headers and its length. */
+function send(response: ServerResponse, status: number, type: string, body: string, extra = {}): void {
+  response.writeHead(status, {
+    ...SECURITY_HEADERS,
+    "content-type": type,
+    "content-length": Buffer.byteLength(body),
+    ...extra,
+  });
+  response.end(body);
+}
+
+/** A page the `html` tag built, served as HTML. */
+function page(response: ServerResponse, status: number, body: string): void {
+  send(response, status, "text/html; charset=utf-8", body);
+}
+
+/** A refused request gets its reason as one line of plain text. */
+function refuse(response: ServerResponse, refusal: Refusal | { status: number; message: string }): void {
+  send(response, refusal.status, "text/plain; charset=utf-8", `${refusal.message}\n`);
+}
+
+/**
+ * Refuses a request that names another host or comes from another origin, then routes the rest:
+ * the pages and assets by GET, an operation by POST.
+ */
+async function handle(
+  dashboard: Dashboard,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
+  const hostRefused = hostRefusal(request, ownHosts(dashboard.port));
+  if (hostRefused) return refuse(response, hostRefused);
+  // The page's own origin is the one it was reached by (127.0.0.1 or localhost): any other is refused.
+  const originRefused = crossOriginRefusal(request, `http://${request.headers.host?.toLowerCase()}`);
+  if (originRefused) return refuse(response, originRefused);
+
+  const url = new URL(request.url ?? "/", "http://dashboard.invalid");
+  const parts = url.pathname.split("/").filter(Boolean).map(decodeSegment);
+  if (parts.some((p) => p === undefined)) return refuse(response, { status: 400, message: "malformed path" });
+  const [first, name, action, ...rest] = parts as string[];
+
+  if (request.method === "GET") {
+    if (parts.length === 0) return listPage(dashboard, response);
+    if (first === "assets" && name !== undefined && action === undefined && Object.hasOwn(ASSETS, name)) {
+      return send(response, 200, ASSETS[name as AssetName].type, asset(name as AssetName));
+    }
+    if (first === "rollouts" && name !== undefined && action === undefined) {
+      return rolloutPage(dashboard, response, name, url);
+    }
+    return page(
+      response,
+      404,
+      renderErrorPage("Not found", `Nothing at ${url.pathname}`, pageOptions(dashboard)),
+    );
+  }
+  if (
+    request.method === "POST" &&
+    first === "rollouts" &&
+    name !== undefined &&
+    action !== undefined &&
+    rest.length === 0
+  ) {
+    return operate(dashboard, request, response, name, action);
+  }
+  return refuse(response, { status: 405, message: `${request.method} ${url.pathname} is not served` });
+}
+
+/** `GET /`: every rollout in the table. */
+async function listPage(dashboard: Dashboard, response: ServerResponse): Promise<void> {
+  page(response, 200, renderListPage(await dashboard.deps.store.list(), pageOptions(dashboard)));
+}
+
+/** `GET /rollouts/NAME`: one rollout, with the notice of the operation that redirected here, if any. */
+async function rolloutPage(
+  dashboard: Dashboard,
+  response: ServerResponse,
+  name: string,
+  url: URL,
+): Promise<void> {
+  const notice = dashboard.notices.get(url.searchParams.get("notice") ?? "");
+  const view = await loadPageView(dashboard.deps, name);
+  page(response, 200, renderRolloutPage(view, pageOptions(dashboard, notice)));
+}
+
+/**
+ * `POST /rollouts/NAME/ACTION`: a form carrying the server's token. Unconfirmed, it answers with
+ * the confirmation page; confirmed, it acts and redirects to the rollout's page with the outcome.
+ */
+async function operate(
+  dashboard: Dashboard,
+  request: IncomingMessage,
+  response: ServerResponse,
+  name: string,
+  action: string,
+): Promise<void> {
+  if (!(action in ACTIONS))
+    return refuse(response, { status: 404, message: `unknown operation "${action}"` });
+  const typeRefused = contentTypeRefusal(request, ["application/x-www-form-urlencoded"]);
+  if (typeRefused) return refuse(response, typeRefused);
+  const form = await readForm(request);
+  if (form === undefined)
+    return refuse(response, { status: 413, message: `the form is larger than ${MAX_BODY_BYTES} bytes` });
+  if (!sameToken(form.get("csrf"), dashboard.csrf))
+    return refuse(response, {
+      status: 403,
+      message: "request refused: the form does not carry this dashboard's token (reload the page)",
+    });
+  const operation = action as Action;
+  if (form.get("confirm") !== "yes") {
+    const view = await loadPageView(dashboard.deps, name);
+    return page(
+      response,
+      200,
+      renderConfirmPage(view.item, operation, { ...pageOptions(dashboard), csrf: dashboard.csrf }),
+    );
+  }
+  const outcome = await perform(dashboard.deps, name, operation, form.get("reason") ?? "");
+  response.writeHead(303, {
+    ...SECURITY_HEADERS,
+    location: `/rollouts/${encodeURIComponent(name)}?notice=${keepNotice(dashboard, outcome)}`,
+    "content-length": 0,
+  });
+  response.end();
+}
+
+/** Keeps an operation's outcome for the page its redirect shows, dropping the oldest past `MAX_NOTICES`. */
+function keepNotice(dashboard: Dashboard, outcome: OperateOutcome): string {
+  const id = randomBytes(9).toString("base64url");
+  dashboard.notices.set(id, outcome);
+  for (const key of dashboard.notices.keys()) {
+    if (dashboard.notices.size <= MAX_NOTICES) break;
+    dashboard.notices.delete(key);
+  }
+  return id;
+}
+
+/**
+ * A request that failed: a missing rollout is a 404 page, a store or Step Functions failure a 502
+ * page naming it, anything else a 500 page (and the stack in the terminal, where it can be read).
+ */
+function answerFailure(
+  dashboard: Dashboard,
+  response: ServerResponse,
+  error: unknown,
+  log: (line: string) => void,
+): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  if (error instanceof RolloutMissingError) {
+    page(
+      response,
+      404,
+      renderErrorPage(
+        "Rollout not found",
+        `There is no rollout "${error.message}" in the table.`,
+        pageOptions(dashboard),
+      ),
+    );
+    return;
+  }
+  const known = isNamedFailure(error);
+  if (!known) log(`rollouts dashboard: ${(error as Error)?.stack ?? String(error)}`);
+  page(
+    response,
+    known ? 502 : 500,
+    renderErrorPage(
+      known ? "The store or Step Functions did not answer" : "Internal error",
+      known
+        ? `${(error as Error).name}: ${(error as Error).message}`
+        : "The dashboard failed; see its terminal.",
+      pageOptions(dashboard),
+    ),
+  );
+}
+
+/** Listens on the loopback interface; a port in use or refused is a line for the person who started it. */
+function listen(server: Server, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once("error", (error: NodeJS.ErrnoException) =>
+      reject(
+        new DashboardListenError(
+          error.code === "EADDRINUSE"
+            ? `port ${port} on ${DASHBOARD_HOST} is in use: pass --port with another port (0 picks a free one)`
+            : `cannot listen on ${DASHBOARD_HOST}:${port}: ${error.message}`,
+        ),
+      ),
+    );
+    server.listen(port, DASHBOARD_HOST, () => resolve());
+  });
 }
 
 /** What a confirmed operation does: the same domain calls as the CLI's commands. */

@@ -5,7 +5,7 @@ import { columns } from "../../cli/table.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import type { Endpoint } from "../kube/pods.ts";
 import { type KubeApi, startKubeApi } from "../kube/server.ts";
-import { startLocalStack } from "../stack.ts";
+import { type LocalStack, startLocalStack } from "../stack.ts";
 import { type DemoApp, startDemoApp } from "./app.ts";
 
 /**
@@ -117,8 +117,14 @@ function podsOf(endpoints: Endpoint[], deployment: string): { pods: number; read
   return { pods: mine.length, ready: mine.filter((e) => e.ready).length };
 }
 
+/** The demo's users: what the pods of each version answered them, until they stop. */
+interface Users {
+  counts(version: string): { total: number; failed: number };
+  stop(): void;
+}
+
 /** Users: requests to the Service's ready pods in turn, counted by the version that answered. */
-function startUsers(kube: KubeApi, rps: number) {
+function startUsers(kube: KubeApi, rps: number): Users {
   const counts = new Map<string, { total: number; failed: number }>();
   let next = 0;
   let stopped = false;
@@ -156,28 +162,10 @@ export async function runKubernetesDemo(options: KubeDemoOptions = {}): Promise<
   const closers: Array<() => Promise<void>> = [];
   const dir = mkdtempSync(join(tmpdir(), "kube-demo-"));
   try {
-    const kube = await startKubeApi({
-      readyAfterMs: 1500,
-      neverReady: (image) => VERSIONS.some((v, i) => !v.ready && image.endsWith(DIGEST(i + 1))),
-      backPod: async (pod) => {
-        const index = VERSIONS.findIndex((_, i) => pod.image.endsWith(DIGEST(i + 1)));
-        const version = VERSIONS[index];
-        const app: DemoApp = await startDemoApp({
-          version: version?.tag ?? pod.image,
-          errorRate: version?.errorRate ?? 0,
-        });
-        return { port: Number(new URL(app.url).port), close: app.close };
-      },
-    });
+    const kube = await startDemoKubeApi();
     closers.push(kube.close);
     const kubeconfig = await kube.kubeconfig(join(dir, "kubeconfig"));
-    for (const name of ["shop-stable", "shop-canary"]) {
-      await create(kube, `/apis/apps/v1/namespaces/${NS}/deployments`, deploymentManifest(name));
-    }
-    await create(kube, `/api/v1/namespaces/${NS}/services`, {
-      metadata: { name: "shop" },
-      spec: { selector: { app: "shop" }, ports: [{ port: 80, targetPort: 8080 }] },
-    });
+    await createShop(kube);
     const stack = await startLocalStack({
       specFiles: [rolloutFile(dir)],
       repository: "shop",
@@ -201,73 +189,152 @@ export async function runKubernetesDemo(options: KubeDemoOptions = {}): Promise<
     const outcomes: KubeDemoOutcome[] = [];
     const timeout = (options.perVersionTimeoutSeconds ?? 90) * 1000;
     for (const [n, version] of VERSIONS.entries()) {
-      const previous = (await stack.item())?.executionArn ?? null;
-      const before = users.counts(version.tag);
-      const t0 = Date.now();
-      print(`push ${version.tag}${version.ready ? "" : " (its pods never become ready)"}`);
-      await stack.push(version.tag, DIGEST(n + 1));
-      const steps: string[] = [];
-      let shown = "";
-      let item: RolloutItem | undefined;
-      for (;;) {
-        item = await stack.item();
-        const endpoints = kube.endpointsOf(NS, "shop");
-        const canary = podsOf(endpoints, "shop-canary");
-        const stable = podsOf(endpoints, "shop-stable");
-        const line = `${item?.phase ?? "-"} step ${item?.stepIndex ?? 0} weight ${item?.weight ?? 0}%: canary ${canary.ready}/${canary.pods} ready, stable ${stable.ready}/${stable.pods} ready`;
-        const current = item?.executionArn !== undefined && item.executionArn !== previous;
-        if (current && line !== shown) {
-          shown = line;
-          print(`  ${line}`);
-          if (item?.phase === "Progressing") steps.push(`${item.weight}% ${canary.pods}/${stable.pods}`);
-        }
-        const done =
-          item?.executionArn &&
-          item.executionArn !== previous &&
-          (item.phase === "Healthy" || item.phase === "Degraded");
-        if (done || Date.now() - t0 > timeout || options.signal?.aborted) break;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-      const after = users.counts(version.tag);
-      outcomes.push({
-        tag: version.tag,
-        outcome: item?.phase === "Healthy" || item?.phase === "Degraded" ? item.phase : "timed out",
-        message: item?.message ?? "",
-        seconds: (Date.now() - t0) / 1000,
-        served: after.total - before.total,
-        failed: after.failed - before.failed,
-        steps: [...new Set(steps)],
-      });
-      if (item?.message) print(`  ${item.message}`);
-      print("");
+      outcomes.push(
+        await rollOut({ kube, stack, users, print, timeout, signal: options.signal }, n, version),
+      );
       if (options.signal?.aborted) break;
     }
     users.stop();
-    const ok =
-      outcomes[0]?.outcome === "Healthy" &&
-      outcomes[1]?.outcome === "Healthy" &&
-      outcomes[2]?.outcome === "Degraded";
-    const seconds = (Date.now() - started) / 1000;
-    print(
-      columns(
-        ["image", "outcome", "duration", "served", "failed", "pods at each step (weight canary/stable)"],
-        outcomes.map((o) => [
-          o.tag,
-          o.outcome,
-          `${o.seconds.toFixed(1)} s`,
-          String(o.served),
-          String(o.failed),
-          o.steps.join(", ") || "-",
-        ]),
-      ).join("\n"),
-    );
-    print("");
-    print(
-      `done in ${seconds.toFixed(1)} s: ${ok ? "v1 released, v2 promoted, v3 aborted by its Deployment's progress deadline" : "NOT the expected outcome"}`,
-    );
-    return { outcomes, seconds, ok };
+    return summarize(print, outcomes, started);
   } finally {
     for (const close of closers.reverse()) await close().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The local Kubernetes API with a real process of the demo service behind each pod, failing the
+ * share of checkouts its version fails; the pods of a version that never gets ready never do.
+ */
+function startDemoKubeApi(): Promise<KubeApi> {
+  return startKubeApi({
+    readyAfterMs: 1500,
+    neverReady: (image) => VERSIONS.some((v, i) => !v.ready && image.endsWith(DIGEST(i + 1))),
+    backPod: async (pod) => {
+      const index = VERSIONS.findIndex((_, i) => pod.image.endsWith(DIGEST(i + 1)));
+      const version = VERSIONS[index];
+      const app: DemoApp = await startDemoApp({
+        version: version?.tag ?? pod.image,
+        errorRate: version?.errorRate ?? 0,
+      });
+      return { port: Number(new URL(app.url).port), close: app.close };
+    },
+  });
+}
+
+/** The shop as the user would apply it: the two Deployments, and the Service in front of both. */
+async function createShop(kube: KubeApi): Promise<void> {
+  for (const name of ["shop-stable", "shop-canary"]) {
+    await create(kube, `/apis/apps/v1/namespaces/${NS}/deployments`, deploymentManifest(name));
+  }
+  await create(kube, `/api/v1/namespaces/${NS}/services`, {
+    metadata: { name: "shop" },
+    spec: { selector: { app: "shop" }, ports: [{ port: 80, targetPort: 8080 }] },
+  });
+}
+
+/** What following one version's rollout reads and where it prints. */
+interface Following {
+  kube: KubeApi;
+  stack: LocalStack;
+  users: Users;
+  print: (line: string) => void;
+  /** Milliseconds one version may take. */
+  timeout: number;
+  signal: AbortSignal | undefined;
+}
+
+/** Pushes one version and follows its rollout to its end: its outcome, the requests its pods served. */
+async function rollOut(
+  following: Following,
+  n: number,
+  version: (typeof VERSIONS)[number],
+): Promise<KubeDemoOutcome> {
+  const { stack, users, print } = following;
+  const previous = (await stack.item())?.executionArn ?? null;
+  const before = users.counts(version.tag);
+  const t0 = Date.now();
+  print(`push ${version.tag}${version.ready ? "" : " (its pods never become ready)"}`);
+  await stack.push(version.tag, DIGEST(n + 1));
+  const { item, steps } = await followPods(following, previous, t0);
+  const after = users.counts(version.tag);
+  const outcome: KubeDemoOutcome = {
+    tag: version.tag,
+    outcome: item?.phase === "Healthy" || item?.phase === "Degraded" ? item.phase : "timed out",
+    message: item?.message ?? "",
+    seconds: (Date.now() - t0) / 1000,
+    served: after.total - before.total,
+    failed: after.failed - before.failed,
+    steps: [...new Set(steps)],
+  };
+  if (item?.message) print(`  ${item.message}`);
+  print("");
+  return outcome;
+}
+
+/**
+ * Prints the rollout's phase, step and weight with each side's pods whenever they change, until
+ * the new execution is Healthy or Degraded (or the time is up, or Ctrl-C): its last item, and the
+ * pods at each step it reached.
+ */
+async function followPods(
+  following: Following,
+  previous: string | null,
+  t0: number,
+): Promise<{ item: RolloutItem | undefined; steps: string[] }> {
+  const { kube, stack, print } = following;
+  const steps: string[] = [];
+  let shown = "";
+  let item: RolloutItem | undefined;
+  for (;;) {
+    item = await stack.item();
+    const endpoints = kube.endpointsOf(NS, "shop");
+    const canary = podsOf(endpoints, "shop-canary");
+    const stable = podsOf(endpoints, "shop-stable");
+    const line = `${item?.phase ?? "-"} step ${item?.stepIndex ?? 0} weight ${item?.weight ?? 0}%: canary ${canary.ready}/${canary.pods} ready, stable ${stable.ready}/${stable.pods} ready`;
+    const current = item?.executionArn !== undefined && item.executionArn !== previous;
+    if (current && line !== shown) {
+      shown = line;
+      print(`  ${line}`);
+      if (item?.phase === "Progressing") steps.push(`${item.weight}% ${canary.pods}/${stable.pods}`);
+    }
+    const done =
+      item?.executionArn &&
+      item.executionArn !== previous &&
+      (item.phase === "Healthy" || item.phase === "Degraded");
+    if (done || Date.now() - t0 > following.timeout || following.signal?.aborted) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { item, steps };
+}
+
+/** Prints the table of outcomes and whether they are the expected ones: the demo's result. */
+function summarize(
+  print: (line: string) => void,
+  outcomes: KubeDemoOutcome[],
+  started: number,
+): KubeDemoResult {
+  const ok =
+    outcomes[0]?.outcome === "Healthy" &&
+    outcomes[1]?.outcome === "Healthy" &&
+    outcomes[2]?.outcome === "Degraded";
+  const seconds = (Date.now() - started) / 1000;
+  print(
+    columns(
+      ["image", "outcome", "duration", "served", "failed", "pods at each step (weight canary/stable)"],
+      outcomes.map((o) => [
+        o.tag,
+        o.outcome,
+        `${o.seconds.toFixed(1)} s`,
+        String(o.served),
+        String(o.failed),
+        o.steps.join(", ") || "-",
+      ]),
+    ).join("\n"),
+  );
+  print("");
+  print(
+    `done in ${seconds.toFixed(1)} s: ${ok ? "v1 released, v2 promoted, v3 aborted by its Deployment's progress deadline" : "NOT the expected outcome"}`,
+  );
+  return { outcomes, seconds, ok };
 }

@@ -2,7 +2,7 @@ import { Exit } from "../../cli/exit-codes.ts";
 import { columns } from "../../cli/table.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
-import { startProxy } from "../proxy/server.ts";
+import { type RunningProxy, startProxy } from "../proxy/server.ts";
 import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../stack.ts";
 import { type DemoApp, startDemoApp } from "./app.ts";
 import { runKubernetesDemo } from "./kubernetes.ts";
@@ -80,28 +80,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const started = Date.now();
   const closers: Array<() => Promise<void>> = [];
   try {
-    const apps: Record<string, DemoApp> = {};
-    for (const [version, errorRate] of DEMO_VERSIONS) {
-      apps[version] = await startDemoApp({ version, errorRate });
-      closers.push(apps[version].close);
-    }
-    const proxy = await startProxy({});
-    closers.push(proxy.close);
-    let prometheus: RunningPrometheus | undefined;
-    let metrics: DemoMetrics = { kind: "proxy", url: proxy.adminUrl };
-    if (!options.noPrometheus && prometheusVersion()) {
-      prometheus = await startPrometheus({ targets: [new URL(proxy.url).host] });
-      closers.push(prometheus.close);
-      metrics = { kind: "prometheus", url: prometheus.url };
-      print(`prometheus ${prometheus.version} on ${prometheus.url}, scraping the proxy every second`);
-    } else {
-      print("no prometheus binary: the analysis reads the proxy's own per-version samples (/admin/stats)");
-    }
-    // Prometheus applies its scrape targets up to 5 s after it starts: synthesize meanwhile.
-    const scraping = prometheus?.scraped().then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+    const { apps, proxy, metrics, scraping } = await startServices(options, print, closers);
     const stack = await startLocalStack({
       // Promotion at 1500 requests per side leaves room above where v4 is caught (about 800); at
       // 800 requests a second, 400 per side at 50%, the judge decides either way within 4 s.
@@ -120,15 +99,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     closers.push(stack.close);
     const notScraped = await scraping;
     if (notScraped) throw notScraped;
-    print(
-      `services: ${DEMO_VERSIONS.map(([v, e]) => `${v} ${apps[v]?.url} (${e * 100}% errors)`).join(", ")}`,
-    );
-    print(
-      `proxy ${proxy.url} (admin ${proxy.adminUrl}); workflow ${stack.stateMachineArn.split(":").at(-1)}`,
-    );
-    print("watch it live in another terminal:");
-    print(`  ${cliEnv(stack)} npx rollouts get ${stack.rollout} --watch`);
-    print("");
+    printIntro(print, apps, proxy, stack);
 
     const seen: Seen = { lines: new Set() };
     let load: Load | undefined;
@@ -146,44 +117,122 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
         // Users arrive once there is a version to serve; Prometheus then has data for every window.
         load = startLoad({ url: `${proxy.url}/checkout`, rps: options.rps ?? DEMO_RPS });
       }
-      const after = await versionCounts(proxy.url, tag);
-      outcomes.push({
-        tag,
-        revision: item?.currentRevision?.revision ?? null,
-        outcome: item?.phase === "Healthy" || item?.phase === "Degraded" ? item.phase : "timed out",
-        message: item?.message ?? "",
-        decidedBy: decidedBy(item?.message ?? ""),
-        seconds: (Date.now() - t0) / 1000,
-        weight: item?.weight ?? 0,
-        served: after.total - before.total,
-        failed: after.failed - before.failed,
-      });
+      outcomes.push(outcomeOf(tag, item, t0, before, await versionCounts(proxy.url, tag)));
       print("");
     }
     await load?.stop();
-    const ok =
-      outcomes[0]?.outcome === "Healthy" &&
-      outcomes[1]?.outcome === "Healthy" &&
-      outcomes[2]?.outcome === "Degraded" &&
-      outcomes[2]?.decidedBy === "metric success-rate" &&
-      outcomes[3]?.outcome === "Degraded" &&
-      outcomes[3]?.decidedBy === "gate errors";
-    const seconds = (Date.now() - started) / 1000;
-    print(summary(outcomes));
-    print("");
-    print(
-      `done in ${seconds.toFixed(1)} s: ${ok ? "v1 and v2 promoted, v3 aborted by a threshold, v4 rolled back by a judge" : "NOT the expected outcome"}`,
-    );
-    print("where to look next:");
-    print("  examples/rollout.yaml, examples/analysis-success-rate.yaml  the rollout and its analysis");
-    print("  examples/analysis-judges.yaml, docs/judges.md  statistical gates against the stable version");
-    print("  npx rollouts plan examples/rollout.yaml examples/analysis-success-rate.yaml --rps 40");
-    print("  npx rollouts compile examples/rollout.yaml examples/analysis-success-rate.yaml  the workflow");
-    print("  README.md, 'Deploying with CDK'  the same stack on AWS");
+    const { ok, seconds } = printSummary(print, outcomes, started);
     return { outcomes, metrics: metrics.kind, seconds, ok };
   } finally {
     for (const close of closers.reverse()) await close().catch(() => undefined);
   }
+}
+
+/**
+ * The demo's services, each added to `closers` as it starts: a process per version, the proxy in
+ * front of them, and Prometheus scraping the proxy when it is installed (else the analysis reads
+ * the proxy's own samples). `scraping` settles once Prometheus has made its first scrape: with an
+ * error when it cannot.
+ */
+async function startServices(
+  options: DemoOptions,
+  print: (line: string) => void,
+  closers: Array<() => Promise<void>>,
+): Promise<{
+  apps: Record<string, DemoApp>;
+  proxy: RunningProxy;
+  metrics: DemoMetrics;
+  scraping: Promise<unknown> | undefined;
+}> {
+  const apps: Record<string, DemoApp> = {};
+  for (const [version, errorRate] of DEMO_VERSIONS) {
+    apps[version] = await startDemoApp({ version, errorRate });
+    closers.push(apps[version].close);
+  }
+  const proxy = await startProxy({});
+  closers.push(proxy.close);
+  let prometheus: RunningPrometheus | undefined;
+  let metrics: DemoMetrics = { kind: "proxy", url: proxy.adminUrl };
+  if (!options.noPrometheus && prometheusVersion()) {
+    prometheus = await startPrometheus({ targets: [new URL(proxy.url).host] });
+    closers.push(prometheus.close);
+    metrics = { kind: "prometheus", url: prometheus.url };
+    print(`prometheus ${prometheus.version} on ${prometheus.url}, scraping the proxy every second`);
+  } else {
+    print("no prometheus binary: the analysis reads the proxy's own per-version samples (/admin/stats)");
+  }
+  // Prometheus applies its scrape targets up to 5 s after it starts: synthesize meanwhile.
+  const scraping = prometheus?.scraped().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  return { apps, proxy, metrics, scraping };
+}
+
+/** Where the services listen, and the command that watches the rollout live. */
+function printIntro(
+  print: (line: string) => void,
+  apps: Record<string, DemoApp>,
+  proxy: RunningProxy,
+  stack: LocalStack,
+): void {
+  print(`services: ${DEMO_VERSIONS.map(([v, e]) => `${v} ${apps[v]?.url} (${e * 100}% errors)`).join(", ")}`);
+  print(`proxy ${proxy.url} (admin ${proxy.adminUrl}); workflow ${stack.stateMachineArn.split(":").at(-1)}`);
+  print("watch it live in another terminal:");
+  print(`  ${cliEnv(stack)} npx rollouts get ${stack.rollout} --watch`);
+  print("");
+}
+
+/** One version's outcome: how its rollout ended, what decided it, and the requests it served meanwhile. */
+function outcomeOf(
+  tag: string,
+  item: RolloutItem | undefined,
+  t0: number,
+  before: { total: number; failed: number },
+  after: { total: number; failed: number },
+): DemoOutcome {
+  return {
+    tag,
+    revision: item?.currentRevision?.revision ?? null,
+    outcome: item?.phase === "Healthy" || item?.phase === "Degraded" ? item.phase : "timed out",
+    message: item?.message ?? "",
+    decidedBy: decidedBy(item?.message ?? ""),
+    seconds: (Date.now() - t0) / 1000,
+    weight: item?.weight ?? 0,
+    served: after.total - before.total,
+    failed: after.failed - before.failed,
+  };
+}
+
+/**
+ * Prints the summary table, whether the four outcomes are the expected ones (each abort decided
+ * by what should decide it), and where to look next.
+ */
+function printSummary(
+  print: (line: string) => void,
+  outcomes: DemoOutcome[],
+  started: number,
+): { ok: boolean; seconds: number } {
+  const ok =
+    outcomes[0]?.outcome === "Healthy" &&
+    outcomes[1]?.outcome === "Healthy" &&
+    outcomes[2]?.outcome === "Degraded" &&
+    outcomes[2]?.decidedBy === "metric success-rate" &&
+    outcomes[3]?.outcome === "Degraded" &&
+    outcomes[3]?.decidedBy === "gate errors";
+  const seconds = (Date.now() - started) / 1000;
+  print(summary(outcomes));
+  print("");
+  print(
+    `done in ${seconds.toFixed(1)} s: ${ok ? "v1 and v2 promoted, v3 aborted by a threshold, v4 rolled back by a judge" : "NOT the expected outcome"}`,
+  );
+  print("where to look next:");
+  print("  examples/rollout.yaml, examples/analysis-success-rate.yaml  the rollout and its analysis");
+  print("  examples/analysis-judges.yaml, docs/judges.md  statistical gates against the stable version");
+  print("  npx rollouts plan examples/rollout.yaml examples/analysis-success-rate.yaml --rps 40");
+  print("  npx rollouts compile examples/rollout.yaml examples/analysis-success-rate.yaml  the workflow");
+  print("  README.md, 'Deploying with CDK'  the same stack on AWS");
+  return { ok, seconds };
 }
 
 function cliEnv(stack: LocalStack): string {

@@ -119,6 +119,142 @@ function maxUnavailable(deployment: KubeObject, replicas: number): number {
   return percent ? Math.floor((replicas * Number(percent[1])) / 100) : 0;
 }
 
+/** A pod template as the controller reads it: its labels, and a spec it copies into pods. */
+type Template = { metadata?: { labels?: Record<string, string> }; spec?: Json };
+
+/** A Deployment's conditions as one reconcile updates them, at one time. */
+class Conditions {
+  readonly #list: Condition[];
+  readonly #time: string;
+
+  constructor(previous: Json | undefined, time: string) {
+    this.#list = ((previous ?? []) as unknown as Condition[]).map((c) => ({ ...c }));
+    this.#time = time;
+  }
+
+  /** The condition of this type as it stands, if the Deployment has one. */
+  get(type: string): Condition | undefined {
+    return this.#list.find((c) => c.type === type);
+  }
+
+  /**
+   * Sets a condition, unless it already has this status and reason and `touch` is false. Its
+   * transition time moves only when the status changes; `touch` moves its update time, which the
+   * progress deadline counts from.
+   */
+  set(type: string, status: "True" | "False", reason: string, message: string, touch: boolean): void {
+    const at = this.#list.findIndex((c) => c.type === type);
+    const old = this.#list[at];
+    if (old && old.status === status && old.reason === reason && !touch) return;
+    const next: Condition = {
+      type,
+      status,
+      reason,
+      message,
+      lastUpdateTime: this.#time,
+      lastTransitionTime: old && old.status === status ? old.lastTransitionTime : this.#time,
+    };
+    if (at >= 0) this.#list[at] = next;
+    else this.#list.push(next);
+  }
+
+  /** `Available` first, then `Progressing`, as the API server shows them. */
+  sorted(): Condition[] {
+    const order = (c: Condition) => (c.type === "Available" ? 0 : c.type === "Progressing" ? 1 : 2);
+    return this.#list.sort((a, b) => order(a) - order(b));
+  }
+}
+
+/** What a Deployment's conditions follow from, at one reconcile. */
+interface ConditionFacts {
+  time: string;
+  now: number;
+  /** At least `replicas - maxUnavailable` pods are ready. */
+  available: boolean;
+  /** The new ReplicaSet was created or found in this reconcile. */
+  event: { reason: string; message: string } | undefined;
+  paused: boolean;
+  /** Every pod is of the new template, and ready. */
+  complete: boolean;
+  /** More pods are updated or ready, or fewer old ones run, than the last status said. */
+  progressed: boolean;
+  rsName: string;
+  deadlineSeconds: number;
+}
+
+/** The Deployment's `Available` and `Progressing` conditions, from its previous ones and the facts. */
+function deploymentConditions(previous: Json | undefined, facts: ConditionFacts): Condition[] {
+  const conditions = new Conditions(previous, facts.time);
+  if (facts.available)
+    conditions.set(
+      "Available",
+      "True",
+      "MinimumReplicasAvailable",
+      "Deployment has minimum availability.",
+      false,
+    );
+  else
+    conditions.set(
+      "Available",
+      "False",
+      "MinimumReplicasUnavailable",
+      "Deployment does not have minimum availability.",
+      false,
+    );
+  setProgressing(conditions, facts);
+  return conditions.sorted();
+}
+
+/**
+ * The `Progressing` condition: a new ReplicaSet, a pause, completion, progress, or, once the
+ * progress deadline passes without any, `ProgressDeadlineExceeded`.
+ */
+function setProgressing(conditions: Conditions, facts: ConditionFacts): void {
+  const { event, rsName } = facts;
+  const progressing = conditions.get("Progressing");
+  if (event) conditions.set("Progressing", "True", event.reason, event.message, true);
+  else if (facts.paused) {
+    conditions.set("Progressing", "Unknown" as "True", "DeploymentPaused", "Deployment is paused", false);
+  } else if (facts.complete) {
+    conditions.set(
+      "Progressing",
+      "True",
+      "NewReplicaSetAvailable",
+      `ReplicaSet "${rsName}" has successfully progressed.`,
+      false,
+    );
+  } else if (facts.progressed) {
+    conditions.set(
+      "Progressing",
+      "True",
+      "ReplicaSetUpdated",
+      `ReplicaSet "${rsName}" is progressing.`,
+      true,
+    );
+  } else if (progressing && progressing.reason !== "NewReplicaSetAvailable") {
+    if (
+      progressing.reason === "ProgressDeadlineExceeded" ||
+      Date.parse(progressing.lastUpdateTime) + facts.deadlineSeconds * 1000 < facts.now
+    ) {
+      conditions.set(
+        "Progressing",
+        "False",
+        "ProgressDeadlineExceeded",
+        `ReplicaSet "${rsName}" has timed out progressing.`,
+        false,
+      );
+    }
+  } else if (!progressing) {
+    conditions.set(
+      "Progressing",
+      "True",
+      "ReplicaSetUpdated",
+      `ReplicaSet "${rsName}" is progressing.`,
+      true,
+    );
+  }
+}
+
 export class DeploymentController {
   readonly #store: KubeStore;
   readonly #clock: Clock;
@@ -187,151 +323,161 @@ export class DeploymentController {
       .filter((o) => o.metadata.ownerReferences?.some((r) => r.uid === uid));
   }
 
+  /**
+   * Reconciles one Deployment: its template's ReplicaSet (found or created), the rolling update
+   * unless it is paused, each ReplicaSet's pods, and the Deployment's status.
+   */
   #reconcile(deployment: KubeObject): void {
     const now = this.#clock.now();
     const namespace = deployment.metadata.namespace!;
-    const name = deployment.metadata.name;
     const spec = deployment.spec ?? {};
     const replicas = typeof spec.replicas === "number" ? spec.replicas : 1;
-    const template = (spec.template ?? {}) as { metadata?: { labels?: Record<string, string> }; spec?: Json };
-    const hash = templateHash(template);
     const owned = this.#ownedBy(REPLICA_SETS, namespace, deployment.metadata.uid);
-    const revisions = owned.map((rs) => Number(rs.metadata.annotations?.[REVISION_ANNOTATION] ?? 0));
-    const maxRevision = Math.max(0, ...revisions);
-    let newRS = owned.find((rs) => rs.metadata.labels?.[TEMPLATE_HASH_LABEL] === hash);
-    let event: { reason: string; message: string } | undefined;
-    if (!newRS) {
-      const labels = { ...(template.metadata?.labels ?? {}), [TEMPLATE_HASH_LABEL]: hash };
-      const selector = structuredClone((spec.selector ?? {}) as { matchLabels?: Record<string, string> });
-      selector.matchLabels = { ...(selector.matchLabels ?? {}), [TEMPLATE_HASH_LABEL]: hash };
-      newRS = this.#store.create(REPLICA_SETS, namespace, {
-        apiVersion: "apps/v1",
-        kind: "ReplicaSet",
-        metadata: {
-          name: `${name}-${hash}`,
-          labels,
-          annotations: { [REVISION_ANNOTATION]: String(maxRevision + 1) },
-          ownerReferences: [
-            {
-              apiVersion: "apps/v1",
-              kind: "Deployment",
-              name,
-              uid: deployment.metadata.uid!,
-              controller: true,
-            },
-          ],
-        },
-        spec: {
-          replicas: 0,
-          selector: selector as Json,
-          template: {
-            ...structuredClone(template),
-            metadata: { ...(template.metadata ?? {}), labels },
-          } as Json,
-        },
-      });
-      event = { reason: "NewReplicaSetCreated", message: `Created new replica set "${newRS.metadata.name}"` };
-    } else if (Number(newRS.metadata.annotations?.[REVISION_ANNOTATION] ?? 0) < maxRevision) {
-      newRS.metadata.annotations = {
-        ...newRS.metadata.annotations,
-        [REVISION_ANNOTATION]: String(maxRevision + 1),
-      };
-      newRS = this.#store.update(REPLICA_SETS, namespace, newRS);
-      event = { reason: "FoundNewReplicaSet", message: `Found new replica set "${newRS.metadata.name}"` };
-    }
+    const { newRS, event } = this.#templateReplicaSet(deployment, owned);
     const oldRSs = owned.filter((rs) => rs.metadata.uid !== newRS.metadata.uid);
-
-    if (spec.paused !== true) {
-      const recreate = (spec.strategy as { type?: string } | undefined)?.type === "Recreate";
-      const newAvailable = this.#podsOf(newRS).filter((p) => this.#isReady(p, now)).length;
-      const oldPods = oldRSs.reduce((n, rs) => n + this.#podsOf(rs).length, 0);
-      if (!recreate || oldPods === 0) this.#scale(newRS, replicas);
-      if (recreate || newAvailable >= replicas) for (const rs of oldRSs) this.#scale(rs, 0);
-    }
-
+    if (spec.paused !== true) this.#rollOut(deployment, newRS, oldRSs, replicas, now);
     const all = [newRS, ...oldRSs].map((rs) =>
       this.#syncReplicaSet(this.#store.get(REPLICA_SETS, namespace, rs.metadata.name), now),
     );
+    this.#syncDeploymentStatus(deployment, replicas, newRS.metadata.name, all, event, now);
+  }
+
+  /**
+   * The ReplicaSet of the Deployment's current template, by its pod-template-hash: created when
+   * there is none, given the next revision when an older template's ReplicaSet is back. The event
+   * says which, for the `Progressing` condition.
+   */
+  #templateReplicaSet(
+    deployment: KubeObject,
+    owned: KubeObject[],
+  ): { newRS: KubeObject; event?: { reason: string; message: string } } {
+    const template = (deployment.spec?.template ?? {}) as Template;
+    const hash = templateHash(template);
+    const revisions = owned.map((rs) => Number(rs.metadata.annotations?.[REVISION_ANNOTATION] ?? 0));
+    const maxRevision = Math.max(0, ...revisions);
+    const found = owned.find((rs) => rs.metadata.labels?.[TEMPLATE_HASH_LABEL] === hash);
+    if (!found) {
+      const newRS = this.#createReplicaSet(deployment, template, hash, maxRevision + 1);
+      return {
+        newRS,
+        event: {
+          reason: "NewReplicaSetCreated",
+          message: `Created new replica set "${newRS.metadata.name}"`,
+        },
+      };
+    }
+    if (Number(found.metadata.annotations?.[REVISION_ANNOTATION] ?? 0) < maxRevision) {
+      found.metadata.annotations = {
+        ...found.metadata.annotations,
+        [REVISION_ANNOTATION]: String(maxRevision + 1),
+      };
+      const newRS = this.#store.update(REPLICA_SETS, deployment.metadata.namespace!, found);
+      return {
+        newRS,
+        event: { reason: "FoundNewReplicaSet", message: `Found new replica set "${newRS.metadata.name}"` },
+      };
+    }
+    return { newRS: found };
+  }
+
+  /**
+   * A new ReplicaSet `<deployment>-<hash>` for a template, at 0 replicas: its labels and selector
+   * carry the hash, and it is owned by the Deployment, as the Deployment controller creates it.
+   */
+  #createReplicaSet(deployment: KubeObject, template: Template, hash: string, revision: number): KubeObject {
+    const name = deployment.metadata.name;
+    const labels = { ...(template.metadata?.labels ?? {}), [TEMPLATE_HASH_LABEL]: hash };
+    const selector = structuredClone(
+      (deployment.spec?.selector ?? {}) as { matchLabels?: Record<string, string> },
+    );
+    selector.matchLabels = { ...(selector.matchLabels ?? {}), [TEMPLATE_HASH_LABEL]: hash };
+    return this.#store.create(REPLICA_SETS, deployment.metadata.namespace!, {
+      apiVersion: "apps/v1",
+      kind: "ReplicaSet",
+      metadata: {
+        name: `${name}-${hash}`,
+        labels,
+        annotations: { [REVISION_ANNOTATION]: String(revision) },
+        ownerReferences: [
+          {
+            apiVersion: "apps/v1",
+            kind: "Deployment",
+            name,
+            uid: deployment.metadata.uid!,
+            controller: true,
+          },
+        ],
+      },
+      spec: {
+        replicas: 0,
+        selector: selector as Json,
+        template: {
+          ...structuredClone(template),
+          metadata: { ...(template.metadata ?? {}), labels },
+        } as Json,
+      },
+    });
+  }
+
+  /**
+   * The rolling update in one step: the new ReplicaSet to `replicas` at once, the old ones to 0
+   * when its pods are all available. Recreate scales the old ones to 0 first and the new one up
+   * once their pods are gone.
+   */
+  #rollOut(
+    deployment: KubeObject,
+    newRS: KubeObject,
+    oldRSs: KubeObject[],
+    replicas: number,
+    now: number,
+  ): void {
+    const recreate = (deployment.spec?.strategy as { type?: string } | undefined)?.type === "Recreate";
+    const newAvailable = this.#podsOf(newRS).filter((p) => this.#isReady(p, now)).length;
+    const oldPods = oldRSs.reduce((n, rs) => n + this.#podsOf(rs).length, 0);
+    if (!recreate || oldPods === 0) this.#scale(newRS, replicas);
+    if (recreate || newAvailable >= replicas) for (const rs of oldRSs) this.#scale(rs, 0);
+  }
+
+  /**
+   * The Deployment's status from its ReplicaSets' (the new one first): the counts, and the
+   * conditions as they follow from them and from the last status. Written only when it changed.
+   */
+  #syncDeploymentStatus(
+    deployment: KubeObject,
+    replicas: number,
+    rsName: string,
+    all: Array<{ pods: number; ready: number; wanted: number }>,
+    event: { reason: string; message: string } | undefined,
+    now: number,
+  ): void {
+    const namespace = deployment.metadata.namespace!;
+    const spec = deployment.spec ?? {};
     const [fresh] = all;
-    const current = this.#store.get(DEPLOYMENTS, namespace, name);
+    const current = this.#store.get(DEPLOYMENTS, namespace, deployment.metadata.name);
     const before = (current.status ?? {}) as Record<string, Json>;
     const total = all.reduce((n, s) => n + s.pods, 0);
     const ready = all.reduce((n, s) => n + s.ready, 0);
     const updated = fresh!.pods;
     const unavailable = Math.max(0, all.reduce((n, s) => n + s.wanted, 0) - ready);
     const oldReplicas = total - updated;
-    const progressed =
-      updated > Number(before.updatedReplicas ?? 0) ||
-      ready > Number(before.readyReplicas ?? 0) ||
-      ready > Number(before.availableReplicas ?? 0) ||
-      oldReplicas < Number(before.replicas ?? 0) - Number(before.updatedReplicas ?? 0);
-    const time = kubeTime(now);
-    const conditions = ((before.conditions ?? []) as unknown as Condition[]).map((c) => ({ ...c }));
-    const set = (type: string, status: "True" | "False", reason: string, message: string, touch: boolean) => {
-      const at = conditions.findIndex((c) => c.type === type);
-      const old = conditions[at];
-      if (old && old.status === status && old.reason === reason && !touch) return;
-      const next: Condition = {
-        type,
-        status,
-        reason,
-        message,
-        lastUpdateTime: time,
-        lastTransitionTime: old && old.status === status ? old.lastTransitionTime : time,
-      };
-      if (at >= 0) conditions[at] = next;
-      else conditions.push(next);
-    };
-    const needed = replicas - maxUnavailable(current, replicas);
-    if (ready >= needed)
-      set("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", false);
-    else
-      set(
-        "Available",
-        "False",
-        "MinimumReplicasUnavailable",
-        "Deployment does not have minimum availability.",
-        false,
-      );
-
-    const rsName = newRS.metadata.name;
-    const complete = updated === replicas && total === replicas && ready === replicas;
-    const progressing = conditions.find((c) => c.type === "Progressing");
-    if (event) set("Progressing", "True", event.reason, event.message, true);
-    else if (spec.paused === true) {
-      set("Progressing", "Unknown" as "True", "DeploymentPaused", "Deployment is paused", false);
-    } else if (complete) {
-      set(
-        "Progressing",
-        "True",
-        "NewReplicaSetAvailable",
-        `ReplicaSet "${rsName}" has successfully progressed.`,
-        false,
-      );
-    } else if (progressed) {
-      set("Progressing", "True", "ReplicaSetUpdated", `ReplicaSet "${rsName}" is progressing.`, true);
-    } else if (progressing && progressing.reason !== "NewReplicaSetAvailable") {
-      const deadline =
+    const conditions = deploymentConditions(before.conditions, {
+      time: kubeTime(now),
+      now,
+      available: ready >= replicas - maxUnavailable(current, replicas),
+      event,
+      paused: spec.paused === true,
+      complete: updated === replicas && total === replicas && ready === replicas,
+      progressed:
+        updated > Number(before.updatedReplicas ?? 0) ||
+        ready > Number(before.readyReplicas ?? 0) ||
+        ready > Number(before.availableReplicas ?? 0) ||
+        oldReplicas < Number(before.replicas ?? 0) - Number(before.updatedReplicas ?? 0),
+      rsName,
+      deadlineSeconds:
         typeof spec.progressDeadlineSeconds === "number"
           ? spec.progressDeadlineSeconds
-          : DEFAULT_DEADLINE_SECONDS;
-      if (
-        progressing.reason === "ProgressDeadlineExceeded" ||
-        Date.parse(progressing.lastUpdateTime) + deadline * 1000 < now
-      ) {
-        set(
-          "Progressing",
-          "False",
-          "ProgressDeadlineExceeded",
-          `ReplicaSet "${rsName}" has timed out progressing.`,
-          false,
-        );
-      }
-    } else if (!progressing) {
-      set("Progressing", "True", "ReplicaSetUpdated", `ReplicaSet "${rsName}" is progressing.`, true);
-    }
-    const order = (c: Condition) => (c.type === "Available" ? 0 : c.type === "Progressing" ? 1 : 2);
-    conditions.sort((a, b) => order(a) - order(b));
+          : DEFAULT_DEADLINE_SECONDS,
+    });
     const status = {
       observedGeneration: current.metadata.generation ?? 1,
       ...counts({

@@ -119,73 +119,13 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
     ...(options.neverReady ? { neverReady: options.neverReady } : {}),
     ...(options.backPod ? { backPod: options.backPod } : {}),
   });
-  let allowed: string[] = [];
-  let ownOrigin = "";
-
+  const api: Served = { store, controller, clock, allowed: [], ownOrigin: "" };
   const server = http.createServer((request, response) => {
-    void (async () => {
-      try {
-        const refusal = hostRefusal(request, allowed) ?? crossOriginRefusal(request, ownOrigin);
-        if (refusal) throw new KubeStatusError(403, "Forbidden", refusal.message);
-        const url = new URL(request.url ?? "/", "http://local");
-        const body = await readBody(request);
-        controller.sync();
-        const method = request.method ?? "GET";
-        const watch = url.searchParams.get("watch");
-        if (method === "GET" && (watch === "true" || watch === "1")) {
-          const resolved = resolvePath(url.pathname);
-          if (resolved.kind === "resource" && resolved.path.name === undefined) {
-            const type = resolved.path.type;
-            if (wantsTable(request.headers.accept)) {
-              const table = (o: KubeObject) => toTable(type, [o], clock.now(), store.resourceVersion());
-              startWatch(store, resolved.path, url.searchParams, response, table, TABLE_CONTENT_TYPE);
-            } else {
-              startWatch(store, resolved.path, url.searchParams, response);
-            }
-            return;
-          }
-        }
-        const contentType = mediaType(request.headers["content-type"]);
-        const answer = handle(store, {
-          method,
-          path: url.pathname,
-          query: url.searchParams,
-          ...(contentType ? { contentType } : {}),
-          body,
-        });
-        if (method !== "GET") controller.sync();
-        if (method === "GET" && answer.status === 200 && wantsTable(request.headers.accept)) {
-          const resolved = resolvePath(url.pathname);
-          if (resolved.kind === "resource" && resolved.path.subresource === undefined) {
-            const body = answer.body as KubeObject & { items?: KubeObject[] };
-            const objects = resolved.path.name === undefined ? (body.items ?? []) : [body];
-            const table = toTable(resolved.path.type, objects, clock.now(), store.resourceVersion());
-            send(response, 200, table, TABLE_CONTENT_TYPE);
-            return;
-          }
-        }
-        send(response, answer.status, answer.body);
-      } catch (error) {
-        if (response.headersSent) {
-          response.destroy();
-          return;
-        }
-        if (error instanceof KubeStatusError) {
-          send(response, error.code, error.body);
-          return;
-        }
-        const message = error instanceof Error ? error.message : String(error);
-        send(
-          response,
-          500,
-          new KubeStatusError(500, "InternalError", `Internal error occurred: ${message}`).body,
-        );
-      }
-    })();
+    serve(api, request, response).catch((error: unknown) => answerError(response, error));
   });
   const { url, port } = await listen(server, options.port ?? 0, "127.0.0.1");
-  allowed = ownHosts(port);
-  ownOrigin = url;
+  api.allowed = ownHosts(port);
+  api.ownOrigin = url;
   const interval = options.syncIntervalMs ?? 100;
   const timer = interval > 0 ? setInterval(() => controller.sync(), interval) : undefined;
   timer?.unref();
@@ -208,4 +148,95 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
       await controller.close();
     },
   };
+}
+
+/** What the server's requests read: the objects, the controller, the clock, and who may call it. */
+interface Served {
+  store: KubeStore;
+  controller: DeploymentController;
+  clock: Clock;
+  /** The `Host` values a request may name, once the server listens. */
+  allowed: string[];
+  /** The server's own origin: a request from any other is refused. */
+  ownOrigin: string;
+}
+
+/**
+ * One request: refused from another host or origin; else the controller reconciles, and a watch
+ * streams, anything else gets the REST answer (as a Table when `kubectl get` asks for one), with
+ * another reconcile after a write so the next read sees its effect.
+ */
+async function serve(
+  api: Served,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+): Promise<void> {
+  const refusal = hostRefusal(request, api.allowed) ?? crossOriginRefusal(request, api.ownOrigin);
+  if (refusal) throw new KubeStatusError(403, "Forbidden", refusal.message);
+  const url = new URL(request.url ?? "/", "http://local");
+  const body = await readBody(request);
+  api.controller.sync();
+  const method = request.method ?? "GET";
+  const watch = url.searchParams.get("watch");
+  const watching = method === "GET" && (watch === "true" || watch === "1");
+  if (watching && startedWatch(api, request, response, url)) return;
+  const contentType = mediaType(request.headers["content-type"]);
+  const answer = handle(api.store, {
+    method,
+    path: url.pathname,
+    query: url.searchParams,
+    ...(contentType ? { contentType } : {}),
+    body,
+  });
+  if (method !== "GET") api.controller.sync();
+  if (method === "GET" && answer.status === 200 && wantsTable(request.headers.accept)) {
+    const table = asTable(api, url, answer.body);
+    if (table !== undefined) return send(response, 200, table, TABLE_CONTENT_TYPE);
+  }
+  send(response, answer.status, answer.body);
+}
+
+/**
+ * A watch of a collection: streams its events (as Table rows when `kubectl get -w` asks for them)
+ * and says so; a watch of anything else is answered as a plain request.
+ */
+function startedWatch(
+  api: Served,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+  url: URL,
+): boolean {
+  const resolved = resolvePath(url.pathname);
+  if (resolved.kind !== "resource" || resolved.path.name !== undefined) return false;
+  const type = resolved.path.type;
+  if (wantsTable(request.headers.accept)) {
+    const table = (o: KubeObject) => toTable(type, [o], api.clock.now(), api.store.resourceVersion());
+    startWatch(api.store, resolved.path, url.searchParams, response, table, TABLE_CONTENT_TYPE);
+  } else {
+    startWatch(api.store, resolved.path, url.searchParams, response);
+  }
+  return true;
+}
+
+/** A GET's answer as the Table `kubectl get` asks for: one row per object; undefined for a subresource. */
+function asTable(api: Served, url: URL, answered: unknown): ReturnType<typeof toTable> | undefined {
+  const resolved = resolvePath(url.pathname);
+  if (resolved.kind !== "resource" || resolved.path.subresource !== undefined) return undefined;
+  const body = answered as KubeObject & { items?: KubeObject[] };
+  const objects = resolved.path.name === undefined ? (body.items ?? []) : [body];
+  return toTable(resolved.path.type, objects, api.clock.now(), api.store.resourceVersion());
+}
+
+/** A failed request: its Kubernetes Status when it has one, else a 500 Status; a started stream is cut. */
+function answerError(response: http.ServerResponse, error: unknown): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  if (error instanceof KubeStatusError) {
+    send(response, error.code, error.body);
+    return;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  send(response, 500, new KubeStatusError(500, "InternalError", `Internal error occurred: ${message}`).body);
 }

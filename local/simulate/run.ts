@@ -15,11 +15,12 @@ import {
 } from "../../cli/simulate/runtime.ts";
 import { ManualClock } from "../../functions/clock.ts";
 import type { HandlerName } from "../../functions/config.ts";
+import type { RolloutItem } from "../../functions/store/schema.ts";
 import { PropsError } from "../../infra/validate.ts";
 import type { RolloutSpec } from "../../statemachine/index.ts";
 import { prometheusVersion } from "../demo/prometheus.ts";
 import { type LocalDynamo, startDynamo } from "../dynamo.ts";
-import { startProxy } from "../proxy/server.ts";
+import { type RunningProxy, startProxy } from "../proxy/server.ts";
 import { type LocalStack, startLocalStack } from "../stack.ts";
 import { type MeteredDynamo, meterDynamo } from "./dynamo-meter.ts";
 import { type SimulatedPrometheus, startSimulatedPrometheus } from "./prometheus.ts";
@@ -244,7 +245,8 @@ async function startStack(
   }
 }
 
-async function runPlan(input: {
+/** What a plan runs with: its files, its clock, and the services every plan of a run shares. */
+interface PlanInput {
   options: SimulationOptions;
   duration: number;
   file: string;
@@ -255,217 +257,382 @@ async function runPlan(input: {
   dynamo: MeteredDynamo;
   prometheus: SimulatedPrometheus;
   index: number;
-}): Promise<SimulationRow> {
-  const { options, duration, clock, prometheus } = input;
+}
+
+/** The billable work of the plan's workflow, counted as it runs: each Lambda and its milliseconds, Scheduler's deliveries. */
+interface Meter {
+  byHandler: Partial<Record<HandlerName, number>>;
+  lambdaMs: number;
+  schedulerInvocations: number;
+}
+
+/** A plan's running services: its stack, the proxy its traffic goes through, the samples counter, its meter. */
+interface PlanRun {
+  input: PlanInput;
+  stack: LocalStack;
+  proxy: RunningProxy;
+  samples: { readonly queries: number };
+  meter: Meter;
+}
+
+/** What was counted when the candidate was pushed, so the row counts the candidate's rollout only. */
+interface AtPush {
+  /** The virtual time of the push: second 0 of the traffic. */
+  t0: number;
+  units: { read: number; write: number };
+  queries: number;
+  /** The executions that ran before (the stable version's). */
+  executions: Set<string>;
+}
+
+/** How the candidate's rollout ended, or where it stands when the simulation ends. */
+interface Decision {
+  outcome: SimulationRow["outcome"];
+  at: number | null;
+  message: string | null;
+}
+
+/** The candidate's requests and failures and the stable's requests, over the whole plan. */
+interface Totals {
+  newRequests: number;
+  newErrors: number;
+  oldRequests: number;
+}
+
+/**
+ * One plan: its own upstream, proxy and stack; the stable version released first, then the
+ * candidate pushed and a virtual second of traffic at a time until it is decided or the duration
+ * ends. Its row counts only the candidate's rollout.
+ */
+async function runPlan(input: PlanInput): Promise<SimulationRow> {
   const upstream = await startUpstream();
-  const proxy = await startProxy({ now: () => clock.now() });
+  const proxy = await startProxy({ now: () => input.clock.now() });
   const samples = await startSamplesCounter(proxy.adminUrl);
-  const byHandler: Partial<Record<HandlerName, number>> = {};
-  let lambdaMs = 0;
+  const meter: Meter = { byHandler: {}, lambdaMs: 0, schedulerInvocations: 0 };
   let stack: LocalStack | undefined;
   try {
     input.writeSpec(samples.url);
-    stack = await startStack(
-      {
-        specFiles: [input.file],
-        target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": upstream.url } },
-        clock,
-        dynamo: input.dynamo,
-        tableName: `simulate-${input.index}`,
-        wrap: (name, handler) => async (event, context) => {
-          byHandler[name] = (byHandler[name] ?? 0) + 1;
-          const started = performance.now();
-          try {
-            return await handler(event, context);
-          } finally {
-            lambdaMs += Math.max(1, Math.ceil(performance.now() - started));
-          }
-        },
-      },
-      input.label.length > 60 ? `${input.label.slice(0, 60)}…` : input.label,
-    );
-    const running = stack;
-    const dynamo = input.dynamo;
-    // The simulation's own reads of the rollout are not the workflow's: they are not billed.
-    const readItem = async () => {
-      dynamo.paused = true;
-      try {
-        return await running.item();
-      } finally {
-        dynamo.paused = false;
-      }
-    };
-    let schedulerInvocations = 0;
-    const scheduler = running.runtime.scheduler;
-    const deliver = scheduler.deliver.bind(scheduler);
-    scheduler.deliver = async (firing) => {
-      const delivered = await deliver(firing);
-      if (delivered) schedulerInvocations++;
-      return delivered;
-    };
-    // The stable version first: a first revision skips the steps and is promoted at once.
-    await running.push(STABLE_TAG, digestOf(STABLE_TAG));
-    for (let i = 0; ; i++) {
-      await running.runtime.settle();
-      const item = await readItem();
-      if (item?.phase === "Healthy" && item.stableRevision?.tag === STABLE_TAG) break;
-      if (i > 600) throw new Error(`the stable version ${STABLE_TAG} did not become Healthy: ${item?.phase}`);
-      await running.runtime.advanceBy(1000);
-    }
-    // Whatever v1's promotion left scheduled (its scale-down) runs before the candidate's push.
-    await running.runtime.runUntilIdle();
-    const t0 = Math.ceil(clock.now() / 1000) * 1000 + 1000;
-    await running.runtime.advanceTo(t0);
-    for (const key of Object.keys(byHandler)) delete byHandler[key as HandlerName];
-    lambdaMs = 0;
-    schedulerInvocations = 0;
-    const unitsBefore = { ...dynamo.units };
-    const queriesAtPush = prometheus.counts.queries + samples.queries;
-    const transitionsBefore = new Set(executionsOf(running));
-    await running.push(CANDIDATE_TAG, digestOf(CANDIDATE_TAG));
-
-    const requests = new RequestClock(options.rps);
-    const metrics = new ServiceMetrics(((options.seed ?? 0) * 0x9e3779b1 + input.index) >>> 0);
-    const bad: Behaviour = {
-      errorRate: options.errorRate,
-      latencyMedian: STABLE.latencyMedian * (options.latencyFactor ?? 1),
-      latencySigma: STABLE.latencySigma,
-    };
-    const good: Behaviour = { ...STABLE, errorRate: options.baselineErrorRate ?? 0 };
-    const pods =
-      options.replicas === undefined
-        ? undefined
-        : new PodModel(options.replicas, input.spec.maxSurge, options.readyDelay ?? 0);
-    let split = new ExactSplit(0, 1);
-    let outcome: SimulationRow["outcome"] = "running";
-    let at: number | null = null;
-    let message: string | null = null;
-    const series: SecondRecord[] = [];
-    const totals = { newRequests: 0, newErrors: 0, oldRequests: 0 };
-    // The item changes only when something runs: the push, then timers. A second in which no
-    // timer was due is not read back (the state and the weights are those of the second before).
-    let changed = true;
-    for (let t = 0; t < duration; t++) {
-      const due = running.runtime.timer.nextDueAt();
-      if (due !== undefined && due <= t0 + t * 1000) changed = true;
-      await running.runtime.advanceTo(t0 + t * 1000);
-      const item = changed ? await readItem() : undefined;
-      if (changed && (outcome === "running" || outcome === "paused")) {
-        if (item?.phase === "Degraded") {
-          outcome = "aborted";
-          at = t;
-          message = item.message ?? null;
-          break;
-        }
-        if (item?.phase === "Healthy" && item.stableRevision?.tag === CANDIDATE_TAG) {
-          outcome = "promoted";
-          at = t;
-          if (options.untilDecided) break;
-        } else if (item?.phase === "Paused" && outcome !== "paused") {
-          outcome = "paused";
-          at = t;
-          message = item.message ?? null;
-        }
-      }
-      changed = false;
-      const config = proxy.config();
-      const stableIsNew = config?.stableVersion === CANDIDATE_TAG;
-      const weight = stableIsNew
-        ? 100
-        : config?.canary && config.canaryVersion === CANDIDATE_TAG
-          ? config.weight
-          : 0;
-      // Once promoted everyone meets the new version; before, the weight or the ready pods decide.
-      let numerator = weight;
-      let denominator = 100;
-      if (stableIsNew) {
-        numerator = 1;
-        denominator = 1;
-      } else if (pods) {
-        const ready = pods.at(weight, t);
-        numerator = ready.canary;
-        denominator = Math.max(1, ready.canary + ready.stable);
-      }
-      if (!split.same(numerator, denominator)) split = new ExactSplit(numerator, denominator);
-      const record: SecondRecord = {
-        t,
-        weight,
-        share: numerator / denominator,
-        newRequests: 0,
-        newErrors: 0,
-        oldRequests: 0,
-        oldErrors: 0,
-      };
-      for (let n = requests.next(); n > 0; n--) {
-        const toNew = split.next();
-        const version = toNew ? CANDIDATE_TAG : STABLE_TAG;
-        const { failed, code, seconds } = metrics.serve(version, toNew ? bad : good);
-        // The proxy's own recorder, at this virtual second: what the samples provider reads.
-        proxy.record(version, code, seconds);
-        if (toNew) {
-          record.newRequests++;
-          if (failed) record.newErrors++;
-        } else {
-          record.oldRequests++;
-          if (failed) record.oldErrors++;
-        }
-      }
-      totals.newRequests += record.newRequests;
-      totals.newErrors += record.newErrors;
-      totals.oldRequests += record.oldRequests;
-      prometheus.append(metrics.sample(t0 + (t + 1) * 1000));
-      if (options.series) series.push(record);
-    }
-    if (outcome === "running" || outcome === "paused") {
-      // The last second's decision, if any.
-      await running.runtime.advanceTo(t0 + duration * 1000);
-      const item = await readItem();
-      if (item?.phase === "Degraded") {
-        outcome = "aborted";
-        at = duration;
-        message = item.message ?? null;
-      } else if (
-        outcome === "running" &&
-        item?.phase === "Healthy" &&
-        item.stableRevision?.tag === CANDIDATE_TAG
-      ) {
-        outcome = "promoted";
-        at = duration;
-      }
-    }
-    const total = totals.newRequests + totals.oldRequests;
-    const transitions = stateTransitions(running, transitionsBefore);
-    const counts: RunCounts = {
-      rolloutTransitions: transitions.rollout,
-      tickerTransitions: transitions.other,
-      lambdaInvocations: Object.values(byHandler).reduce((a, b) => a + (b ?? 0), 0),
-      lambdaMs,
-      ticks: byHandler.resume ?? 0,
-      dynamoReadUnits: dynamo.units.read - unitsBefore.read,
-      dynamoWriteUnits: dynamo.units.write - unitsBefore.write,
-      schedulerInvocations,
-      providerQueries: prometheus.counts.queries + samples.queries - queriesAtPush,
-      byHandler: { ...byHandler },
-    };
-    return {
-      plan: input.label,
-      outcome,
-      at,
-      message,
-      newRequests: totals.newRequests,
-      newErrors: totals.newErrors,
-      totalRequests: total,
-      share: total === 0 ? 0 : totals.newRequests / total,
-      counts,
-      cost: { total: costOf(counts).total, waitLoop: waitLoopCost(counts).total },
-      ...(options.series ? { series } : {}),
-    };
+    stack = await startMeteredStack(input, { adminUrl: proxy.adminUrl, upstream: upstream.url }, meter);
+    const run: PlanRun = { input, stack, proxy, samples, meter };
+    await releaseStable(run);
+    const atPush = await pushCandidate(run);
+    const { decision, totals, series } = await sendTraffic(run, atPush.t0);
+    await lastDecision(run, decision, atPush.t0);
+    return rowOf(run, atPush, decision, totals, series);
   } finally {
     await stack?.close();
     await samples.close();
     await proxy.close();
     await upstream.close();
   }
+}
+
+/**
+ * The plan's stack behind its proxy, its Lambdas and Scheduler's deliveries counted in `meter`:
+ * what the workflow is billed for.
+ */
+async function startMeteredStack(
+  input: PlanInput,
+  proxy: { adminUrl: string; upstream: string },
+  meter: Meter,
+): Promise<LocalStack> {
+  const stack = await startStack(
+    {
+      specFiles: [input.file],
+      target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": proxy.upstream } },
+      clock: input.clock,
+      dynamo: input.dynamo,
+      tableName: `simulate-${input.index}`,
+      wrap: (name, handler) => async (event, context) => {
+        meter.byHandler[name] = (meter.byHandler[name] ?? 0) + 1;
+        const started = performance.now();
+        try {
+          return await handler(event, context);
+        } finally {
+          meter.lambdaMs += Math.max(1, Math.ceil(performance.now() - started));
+        }
+      },
+    },
+    input.label.length > 60 ? `${input.label.slice(0, 60)}…` : input.label,
+  );
+  const scheduler = stack.runtime.scheduler;
+  const deliver = scheduler.deliver.bind(scheduler);
+  scheduler.deliver = async (firing) => {
+    const delivered = await deliver(firing);
+    if (delivered) meter.schedulerInvocations++;
+    return delivered;
+  };
+  return stack;
+}
+
+/** The rollout as it is stored; the simulation's own reads are not the workflow's, so they are not billed. */
+async function readItem(run: PlanRun): Promise<RolloutItem | undefined> {
+  const dynamo = run.input.dynamo;
+  dynamo.paused = true;
+  try {
+    return await run.stack.item();
+  } finally {
+    dynamo.paused = false;
+  }
+}
+
+/**
+ * The stable version first: a first revision skips the steps and is promoted at once. Whatever
+ * its promotion left scheduled (its scale-down) runs before the candidate's push.
+ */
+async function releaseStable(run: PlanRun): Promise<void> {
+  const runtime = run.stack.runtime;
+  await run.stack.push(STABLE_TAG, digestOf(STABLE_TAG));
+  for (let i = 0; ; i++) {
+    await runtime.settle();
+    const item = await readItem(run);
+    if (item?.phase === "Healthy" && item.stableRevision?.tag === STABLE_TAG) break;
+    if (i > 600) throw new Error(`the stable version ${STABLE_TAG} did not become Healthy: ${item?.phase}`);
+    await runtime.advanceBy(1000);
+  }
+  await runtime.runUntilIdle();
+}
+
+/**
+ * Pushes the candidate at the next whole second, with the meter reset and the counts it cannot
+ * reset (DynamoDB's units, the provider's queries, the executions so far) kept as they were.
+ */
+async function pushCandidate(run: PlanRun): Promise<AtPush> {
+  const { stack, meter } = run;
+  const t0 = Math.ceil(run.input.clock.now() / 1000) * 1000 + 1000;
+  await stack.runtime.advanceTo(t0);
+  for (const key of Object.keys(meter.byHandler)) delete meter.byHandler[key as HandlerName];
+  meter.lambdaMs = 0;
+  meter.schedulerInvocations = 0;
+  const atPush: AtPush = {
+    t0,
+    units: { ...run.input.dynamo.units },
+    queries: run.input.prometheus.counts.queries + run.samples.queries,
+    executions: new Set(executionsOf(stack)),
+  };
+  await stack.push(CANDIDATE_TAG, digestOf(CANDIDATE_TAG));
+  return atPush;
+}
+
+/** The simulated users: how many requests each second brings, how each version answers, and the pods when modelled. */
+interface Users {
+  requests: RequestClock;
+  metrics: ServiceMetrics;
+  /** The candidate's behaviour. */
+  bad: Behaviour;
+  /** The stable's behaviour. */
+  good: Behaviour;
+  pods: PodModel | undefined;
+}
+
+/** The users the options describe; the seed and the plan's index make each plan's draws its own. */
+function usersOf(input: PlanInput): Users {
+  const { options } = input;
+  const requests = new RequestClock(options.rps);
+  const metrics = new ServiceMetrics(((options.seed ?? 0) * 0x9e3779b1 + input.index) >>> 0);
+  const bad: Behaviour = {
+    errorRate: options.errorRate,
+    latencyMedian: STABLE.latencyMedian * (options.latencyFactor ?? 1),
+    latencySigma: STABLE.latencySigma,
+  };
+  const good: Behaviour = { ...STABLE, errorRate: options.baselineErrorRate ?? 0 };
+  const pods =
+    options.replicas === undefined
+      ? undefined
+      : new PodModel(options.replicas, input.spec.maxSurge, options.readyDelay ?? 0);
+  return { requests, metrics, bad, good, pods };
+}
+
+/**
+ * The traffic loop: each virtual second, the rollout's state when a timer was due (an abort ends
+ * the loop, a promotion too when only outcomes count), then that second's requests split by the
+ * candidate's share, and the resulting series written to Prometheus at the second's end.
+ */
+async function sendTraffic(
+  run: PlanRun,
+  t0: number,
+): Promise<{ decision: Decision; totals: Totals; series: SecondRecord[] }> {
+  const { options, duration } = run.input;
+  const runtime = run.stack.runtime;
+  const users = usersOf(run.input);
+  let split = new ExactSplit(0, 1);
+  const decision: Decision = { outcome: "running", at: null, message: null };
+  const series: SecondRecord[] = [];
+  const totals: Totals = { newRequests: 0, newErrors: 0, oldRequests: 0 };
+  // The item changes only when something runs: the push, then timers. A second in which no
+  // timer was due is not read back (the state and the weights are those of the second before).
+  let changed = true;
+  for (let t = 0; t < duration; t++) {
+    const due = runtime.timer.nextDueAt();
+    if (due !== undefined && due <= t0 + t * 1000) changed = true;
+    await runtime.advanceTo(t0 + t * 1000);
+    const item = changed ? await readItem(run) : undefined;
+    if (changed && undecided(decision) && observe(decision, item, t, options.untilDecided)) break;
+    changed = false;
+    const share = candidateShare(run.proxy, users.pods, t);
+    if (!split.same(share.numerator, share.denominator)) {
+      split = new ExactSplit(share.numerator, share.denominator);
+    }
+    const record = serveSecond(run.proxy, users, split, t, share);
+    totals.newRequests += record.newRequests;
+    totals.newErrors += record.newErrors;
+    totals.oldRequests += record.oldRequests;
+    run.input.prometheus.append(users.metrics.sample(t0 + (t + 1) * 1000));
+    if (options.series) series.push(record);
+  }
+  return { decision, totals, series };
+}
+
+/** Still running or paused: a later state can decide it. */
+function undecided(decision: Decision): boolean {
+  return decision.outcome === "running" || decision.outcome === "paused";
+}
+
+/**
+ * Records what the rollout's state at second `t` decides: an abort, a promotion, or a pause (the
+ * first). True when the simulation stops there: at an abort, and at a promotion when only
+ * outcomes count.
+ */
+function observe(
+  decision: Decision,
+  item: RolloutItem | undefined,
+  t: number,
+  untilDecided: boolean | undefined,
+): boolean {
+  if (item?.phase === "Degraded") {
+    decision.outcome = "aborted";
+    decision.at = t;
+    decision.message = item.message ?? null;
+    return true;
+  }
+  if (item?.phase === "Healthy" && item.stableRevision?.tag === CANDIDATE_TAG) {
+    decision.outcome = "promoted";
+    decision.at = t;
+    return Boolean(untilDecided);
+  }
+  if (item?.phase === "Paused" && decision.outcome !== "paused") {
+    decision.outcome = "paused";
+    decision.at = t;
+    decision.message = item.message ?? null;
+  }
+  return false;
+}
+
+/**
+ * The candidate's weight at the proxy and the share of the users it meets: everyone once it is
+ * promoted; before, the weight, or with modelled pods its share of the ready ones.
+ */
+function candidateShare(
+  proxy: RunningProxy,
+  pods: PodModel | undefined,
+  t: number,
+): { weight: number; numerator: number; denominator: number } {
+  const config = proxy.config();
+  const stableIsNew = config?.stableVersion === CANDIDATE_TAG;
+  const weight = stableIsNew
+    ? 100
+    : config?.canary && config.canaryVersion === CANDIDATE_TAG
+      ? config.weight
+      : 0;
+  if (stableIsNew) return { weight, numerator: 1, denominator: 1 };
+  if (pods) {
+    const ready = pods.at(weight, t);
+    return { weight, numerator: ready.canary, denominator: Math.max(1, ready.canary + ready.stable) };
+  }
+  return { weight, numerator: weight, denominator: 100 };
+}
+
+/** One second's requests: each sent to the candidate or the stable by the split, served, and recorded. */
+function serveSecond(
+  proxy: RunningProxy,
+  users: Users,
+  split: ExactSplit,
+  t: number,
+  share: { weight: number; numerator: number; denominator: number },
+): SecondRecord {
+  const record: SecondRecord = {
+    t,
+    weight: share.weight,
+    share: share.numerator / share.denominator,
+    newRequests: 0,
+    newErrors: 0,
+    oldRequests: 0,
+    oldErrors: 0,
+  };
+  for (let n = users.requests.next(); n > 0; n--) {
+    const toNew = split.next();
+    const version = toNew ? CANDIDATE_TAG : STABLE_TAG;
+    const { failed, code, seconds } = users.metrics.serve(version, toNew ? users.bad : users.good);
+    // The proxy's own recorder, at this virtual second: what the samples provider reads.
+    proxy.record(version, code, seconds);
+    if (toNew) {
+      record.newRequests++;
+      if (failed) record.newErrors++;
+    } else {
+      record.oldRequests++;
+      if (failed) record.oldErrors++;
+    }
+  }
+  return record;
+}
+
+/** The last second's decision, if any, when the traffic ended with the rollout undecided. */
+async function lastDecision(run: PlanRun, decision: Decision, t0: number): Promise<void> {
+  if (!undecided(decision)) return;
+  const duration = run.input.duration;
+  await run.stack.runtime.advanceTo(t0 + duration * 1000);
+  const item = await readItem(run);
+  if (item?.phase === "Degraded") {
+    decision.outcome = "aborted";
+    decision.at = duration;
+    decision.message = item.message ?? null;
+  } else if (
+    decision.outcome === "running" &&
+    item?.phase === "Healthy" &&
+    item.stableRevision?.tag === CANDIDATE_TAG
+  ) {
+    decision.outcome = "promoted";
+    decision.at = duration;
+  }
+}
+
+/** The plan's row: its decision, the requests the candidate met, and the work its rollout was billed for. */
+function rowOf(
+  run: PlanRun,
+  atPush: AtPush,
+  decision: Decision,
+  totals: Totals,
+  series: SecondRecord[],
+): SimulationRow {
+  const { options, dynamo, prometheus } = run.input;
+  const { byHandler } = run.meter;
+  const total = totals.newRequests + totals.oldRequests;
+  const transitions = stateTransitions(run.stack, atPush.executions);
+  const counts: RunCounts = {
+    rolloutTransitions: transitions.rollout,
+    tickerTransitions: transitions.other,
+    lambdaInvocations: Object.values(byHandler).reduce((a, b) => a + (b ?? 0), 0),
+    lambdaMs: run.meter.lambdaMs,
+    ticks: byHandler.resume ?? 0,
+    dynamoReadUnits: dynamo.units.read - atPush.units.read,
+    dynamoWriteUnits: dynamo.units.write - atPush.units.write,
+    schedulerInvocations: run.meter.schedulerInvocations,
+    providerQueries: prometheus.counts.queries + run.samples.queries - atPush.queries,
+    byHandler: { ...byHandler },
+  };
+  return {
+    plan: run.input.label,
+    outcome: decision.outcome,
+    at: decision.at,
+    message: decision.message,
+    newRequests: totals.newRequests,
+    newErrors: totals.newErrors,
+    totalRequests: total,
+    share: total === 0 ? 0 : totals.newRequests / total,
+    counts,
+    cost: { total: costOf(counts).total, waitLoop: waitLoopCost(counts).total },
+    ...(options.series ? { series } : {}),
+  };
 }
 
 /** Every execution of every state machine of the stack, by ARN. */
