@@ -13,7 +13,6 @@ import { triggerDepsFromEnv } from "../functions/handlers/trigger.ts";
 import { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
 import type { RolloutItem } from "../functions/store/schema.ts";
 import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts";
-import type { WorkflowDeps } from "../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
 import type { ModelRouterOptions } from "../infra/model-router.ts";
 import type { NotificationsProps } from "../infra/notifications.ts";
@@ -23,7 +22,7 @@ import { LOCAL_ACCOUNT, LOCAL_REGION } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
 import { putEcrPush } from "./events/ecr-push.ts";
-import { handlerFactories, once, rolloutHandlerFactories } from "./handler-factories.ts";
+import { type HandlerDeps, handlerFactories, once, rolloutHandlerFactories } from "./handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -148,13 +147,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     string,
     HandlerName
   >;
-  const factories = handlerFactories({
-    workflow: workflowDeps,
-    trigger: (env) => once(() => triggerDepsFromEnv(env, clock ? { clock } : {})),
-  });
-  function workflowDeps(env: Record<string, string>): () => WorkflowDeps {
-    // CloudWatch's alarms are not part of the façade: the functions read the local ones.
-    return once(() => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics, alarms }));
+  function depsFor(env: Record<string, string>): HandlerDeps {
+    return {
+      // CloudWatch's alarms are not part of the façade: the functions read the local ones.
+      workflow: once(() => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics, alarms })),
+      trigger: once(() => triggerDepsFromEnv(env, clock ? { clock } : {})),
+    };
   }
 
   // A first extraction (without running anything) to learn the functions and the table.
@@ -179,7 +177,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const name = byFile[file] as HandlerName;
     functions.set(fn.logicalId, {
       factory: (env) => {
-        const handler = factories[name]({ ...env });
+        const handler = handlerFactories[name](depsFor({ ...env }));
         return options.wrap ? options.wrap(name, handler) : handler;
       },
     });

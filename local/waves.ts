@@ -25,7 +25,7 @@ import { LOCAL_ACCOUNT } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
 import { putEcrPush } from "./events/ecr-push.ts";
-import { handlerFactories, once } from "./handler-factories.ts";
+import { type HandlerDeps, handlerFactories, once } from "./handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -187,11 +187,9 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
   >;
   // CloudWatch's alarms are not part of the façade: the functions read the local ones.
   const alarms = new MemoryAlarms();
-  const workflowDeps = (env: Record<string, string>) =>
-    once((): WorkflowDeps => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics, alarms }));
-  const factories = handlerFactories({
-    workflow: workflowDeps,
-    trigger: (env) => once(() => triggerDepsFromEnv(env, clock ? { clock } : {})),
+  const depsFor = (env: Record<string, string>): HandlerDeps => ({
+    workflow: once((): WorkflowDeps => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics, alarms })),
+    trigger: once(() => triggerDepsFromEnv(env, clock ? { clock } : {})),
   });
   const functions = new Map<string, RuntimeFunction>();
   for (const fn of extracted.functions) {
@@ -200,7 +198,7 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
     const name = byFile[file] as HandlerName;
     functions.set(fn.arn, {
       factory: (env) => {
-        const handler = factories[name]({ ...env });
+        const handler = handlerFactories[name](depsFor({ ...env }));
         return options.wrap ? options.wrap(name, handler, env.ROLLOUTS_TABLE ?? "") : handler;
       },
     });
