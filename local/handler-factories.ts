@@ -17,36 +17,35 @@ import type { WorkflowDeps } from "../functions/workflow/deps.ts";
 import { localStreamingRuntime } from "./aws/function-url.ts";
 import { type LambdaHandler, streamingHandler } from "./aws/lambda.ts";
 
-/** What a function's environment gives its handler: the workflow's ports, or the trigger's. */
+/**
+ * The ports a handler is built over, each asked for at the handler's first invocation: the
+ * workflow's, or the trigger's (a handler asks for one of them only).
+ */
 export interface HandlerDeps {
-  readonly workflow: (env: Record<string, string>) => () => WorkflowDeps;
-  readonly trigger: (env: Record<string, string>) => () => TriggerDeps;
+  readonly workflow: () => WorkflowDeps;
+  readonly trigger: () => TriggerDeps;
 }
 
 /**
- * Every handler's `createHandler` factory, by name, over the deps its environment gives: the one
- * table the embedded stacks (one controller, or one per region of a release) run the shipped
- * handlers from. A handler added to `HANDLERS` without a line here fails the type check.
+ * Every handler's `createHandler` factory, by name: the one table the embedded runtime runs the
+ * shipped handlers from, whether over a function's environment (the synthesized controllers) or
+ * over in-memory ports (a compiled rollout in the tests). A handler added to `HANDLERS` without a
+ * line here fails the type check.
  */
-export function handlerFactories(
-  deps: HandlerDeps,
-): Record<HandlerName, (env: Record<string, string>) => LambdaHandler> {
-  const { workflow } = deps;
-  return {
-    trigger: (env) => createTrigger(deps.trigger(env)) as LambdaHandler,
-    begin: (env) => createBegin(workflow(env)) as LambdaHandler,
-    setWeight: (env) => createSetWeight(workflow(env)) as LambdaHandler,
-    checkReady: (env) => createCheckReady(workflow(env)) as LambdaHandler,
-    await: (env) => createAwait(workflow(env)) as LambdaHandler,
-    startAnalysis: (env) => createStartAnalysis(workflow(env)) as LambdaHandler,
-    analysisTick: (env) => createAnalysisTick(workflow(env)) as LambdaHandler,
-    resume: (env) => createResume(workflow(env)) as LambdaHandler,
-    promote: (env) => createPromote(workflow(env)) as LambdaHandler,
-    abort: (env) => createAbort(workflow(env)) as LambdaHandler,
-    checkAlarms: (env) => createCheckAlarms(workflow(env)) as LambdaHandler,
-    hook: (env) => createHook(workflow(env)) as LambdaHandler,
-  };
-}
+export const handlerFactories: Readonly<Record<HandlerName, (deps: HandlerDeps) => LambdaHandler>> = {
+  trigger: (deps) => createTrigger(deps.trigger) as LambdaHandler,
+  begin: (deps) => createBegin(deps.workflow) as LambdaHandler,
+  setWeight: (deps) => createSetWeight(deps.workflow) as LambdaHandler,
+  checkReady: (deps) => createCheckReady(deps.workflow) as LambdaHandler,
+  await: (deps) => createAwait(deps.workflow) as LambdaHandler,
+  startAnalysis: (deps) => createStartAnalysis(deps.workflow) as LambdaHandler,
+  analysisTick: (deps) => createAnalysisTick(deps.workflow) as LambdaHandler,
+  resume: (deps) => createResume(deps.workflow) as LambdaHandler,
+  promote: (deps) => createPromote(deps.workflow) as LambdaHandler,
+  abort: (deps) => createAbort(deps.workflow) as LambdaHandler,
+  checkAlarms: (deps) => createCheckAlarms(deps.workflow) as LambdaHandler,
+  hook: (deps) => createHook(deps.workflow) as LambdaHandler,
+};
 
 /**
  * The `createHandler` factories of the functions a rollout gets of its own (`ROLLOUT_HANDLERS`),

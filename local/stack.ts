@@ -1,34 +1,19 @@
-import { fileURLToPath } from "node:url";
-import { MemoryAlarms } from "../functions/alarms/memory.ts";
+import type { MemoryAlarms } from "../functions/alarms/memory.ts";
 import type { AlarmValue } from "../functions/alarms/port.ts";
 import type { Clock } from "../functions/clock.ts";
-import {
-  HANDLERS,
-  type HandlerName,
-  ROLLOUT_HANDLERS,
-  type RolloutHandlerName,
-} from "../functions/config.ts";
-import { depsFromEnv } from "../functions/handlers/root.ts";
-import { triggerDepsFromEnv } from "../functions/handlers/trigger.ts";
-import { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
+import type { HandlerName } from "../functions/config.ts";
+import type { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
 import type { RolloutItem } from "../functions/store/schema.ts";
-import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts";
-import type { WorkflowDeps } from "../functions/workflow/deps.ts";
-import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
+import type { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
 import type { ModelRouterOptions } from "../infra/model-router.ts";
 import type { NotificationsProps } from "../infra/notifications.ts";
 import type { KubernetesTarget } from "../infra/props.ts";
-import { handlerNameFor } from "./asl/extract.ts";
 import { LOCAL_ACCOUNT, LOCAL_REGION } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
-import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
+import { embeddedApp, type LocalProxyInput, specPath, startController } from "./controller.ts";
+import type { LocalDynamo } from "./dynamo.ts";
 import { putEcrPush } from "./events/ecr-push.ts";
-import { handlerFactories, once, rolloutHandlerFactories } from "./handler-factories.ts";
-import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
-
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-
-type LocalProxyInput = Parameters<(typeof LocalProxySettingsSchema)["parse"]>[0] & { type: "local-proxy" };
+import type { Runtime } from "./runtime.ts";
 
 export interface LocalStackOptions {
   /** Rollout files (Argo objects or a native spec), as `addRollout` takes them. */
@@ -103,150 +88,99 @@ export interface LocalStack {
 /**
  * Synthesizes the app (a `RolloutController` with one rollout on the local proxy) in-process,
  * creates its table on a local DynamoDB, and runs its state machines, functions and ECR rule in
- * the embedded runtime with the real handlers. Handlers are built by their `createHandler`
- * factories over the same adapters as on AWS (SDK clients pointed at the runtime's façade), with
- * the runtime's clock so a whole rollout can run in virtual time.
+ * the embedded runtime with the real handlers (`startController`). Handlers are built by their
+ * `createHandler` factories over the same adapters as on AWS (SDK clients pointed at the runtime's
+ * façade), with the runtime's clock so a whole rollout can run in virtual time.
  */
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
-  // aws-cdk-lib costs seconds to import: only the embedded stack pays for it, on first use.
-  const [{ App, Stack }, ecr, { RolloutController, EMBEDDED_CONTEXT }] = await Promise.all([
-    import("aws-cdk-lib"),
-    import("aws-cdk-lib/aws-ecr"),
-    import("../infra/index.ts"),
-  ]);
   const repository = options.repository ?? "demo";
-  const app = new App({
-    context: {
-      "aws:cdk:bundling-stacks": [],
-      "aws:cdk:enable-path-metadata": true,
-      [EMBEDDED_CONTEXT]: true,
-    },
-    builtinCloudFormationValidation: false,
-    outdir: undefined,
+  const { template, rollout } = await synthesizeStack(options, repository);
+  const controller = await startController({
+    template,
+    clock: options.clock,
+    dynamo: options.dynamo,
+    wrap: options.wrap,
+    functions: options.hookFunctions,
   });
-  const stack = new Stack(app, "SfnRolloutsLocal");
-  const controller = new RolloutController(stack, "Controller", {
+  const { runtime, stack } = controller;
+  const tableName = stack.tables[0]?.name;
+  if (!tableName) {
+    await controller.close();
+    throw new Error("the synthesized stack has no table");
+  }
+  const stateMachineArn = runtime.stateMachineArn(
+    stack.stateMachines.find((m) => m.logicalId.includes("Rollout") && !m.logicalId.includes("Ticker"))
+      ?.logicalId ?? "",
+  );
+  const store = controller.store(tableName);
+  const modelRouterUrl = controller.functionUrl("router");
+  return {
+    ...(modelRouterUrl ? { modelRouterUrl } : {}),
+    runtime,
+    dynamo: controller.dynamo,
+    rollout,
+    stateMachineArn,
+    tableName,
+    env: controller.env(tableName),
+    metrics: controller.metrics,
+    store,
+    item: () => store.get(rollout),
+    push: (tag, digest, at) => putEcrPush(runtime, { repository, digest, tag, at }),
+    alarms: controller.alarms,
+    setAlarm: alarmSetter(runtime, controller.alarms),
+    close: controller.close,
+  };
+}
+
+/**
+ * The app in-process: a stack holding a `RolloutController` (the given table name and
+ * notifications) with one rollout, on the given target, started by pushes to `repository`.
+ * Returns the stack's template and the rollout's name.
+ */
+async function synthesizeStack(
+  options: LocalStackOptions,
+  repository: string,
+): Promise<{ template: unknown; rollout: string }> {
+  const [{ app, cdk, infra }, ecr] = await Promise.all([embeddedApp(), import("aws-cdk-lib/aws-ecr")]);
+  const stack = new cdk.Stack(app, "SfnRolloutsLocal");
+  const controller = new infra.RolloutController(stack, "Controller", {
     ...(options.tableName ? { tableName: options.tableName } : {}),
     ...(options.notifications ? { notifications: options.notifications } : {}),
   });
   const added = controller.addRollout("Rollout", {
-    spec: { files: options.specFiles.map((f) => (f.startsWith("/") ? f : `${ROOT}${f}`)) },
+    spec: { files: options.specFiles.map(specPath) },
     target: ("type" in options.target ? options.target : { type: "local-proxy", ...options.target }) as never,
     trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repository", repository) },
     ...(options.modelRouter ? { modelRouter: options.modelRouter } : {}),
   });
-  const template = app.synth().getStackByName(stack.stackName).template as unknown;
+  return { template: app.synth().getStackByName(stack.stackName).template as unknown, rollout: added.name };
+}
 
-  const ownDynamo = typeof options.dynamo !== "object";
-  const dynamo =
-    typeof options.dynamo === "object" ? options.dynamo : await startDynamo(options.dynamo ?? "dynalite");
-  const metrics = new RecordingMetricsSink();
-  const alarms = new MemoryAlarms();
-  const clock = options.clock;
-  const handlerNames = Object.values(HANDLERS);
-  const byFile = Object.fromEntries(Object.entries(HANDLERS).map(([k, v]) => [v, k])) as Record<
-    string,
-    HandlerName
-  >;
-  const factories = handlerFactories({
-    workflow: workflowDeps,
-    trigger: (env) => once(() => triggerDepsFromEnv(env, clock ? { clock } : {})),
-  });
-  function workflowDeps(env: Record<string, string>): () => WorkflowDeps {
-    // CloudWatch's alarms are not part of the façade: the functions read the local ones.
-    return once(() => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics, alarms }));
-  }
-
-  // A first extraction (without running anything) to learn the functions and the table.
-  const { extractStack } = await import("./asl/extract.ts");
-  const extracted = extractStack(template);
-  const functions = new Map<string, RuntimeFunction>();
-  const rolloutFactories = rolloutHandlerFactories(clock ? { now: () => clock.now() } : {});
-  const byRolloutFile = Object.fromEntries(
-    Object.entries(ROLLOUT_HANDLERS).map(([k, v]) => [v, k]),
-  ) as Record<string, RolloutHandlerName>;
-  const rolloutFunctions = new Map<string, RolloutHandlerName>();
-  for (const fn of extracted.functions) {
-    const file = handlerNameFor(fn, handlerNames);
-    const own = file ? undefined : handlerNameFor(fn, Object.values(ROLLOUT_HANDLERS));
-    if (own) {
-      const name = byRolloutFile[own] as RolloutHandlerName;
-      rolloutFunctions.set(fn.arn, name);
-      functions.set(fn.logicalId, { factory: (env) => rolloutFactories[name]({ ...env }) });
-      continue;
-    }
-    if (!file) continue;
-    const name = byFile[file] as HandlerName;
-    functions.set(fn.logicalId, {
-      factory: (env) => {
-        const handler = factories[name]({ ...env });
-        return options.wrap ? options.wrap(name, handler) : handler;
+/**
+ * `LocalStack.setAlarm`: sets a local alarm's state and, when it changes, puts the `CloudWatch
+ * Alarm State Change` event on the local bus, as CloudWatch does on AWS.
+ */
+function alarmSetter(runtime: Runtime, alarms: MemoryAlarms): LocalStack["setAlarm"] {
+  return async (name, value, reason = "") => {
+    const [previous] = await alarms.describe([name]);
+    alarms.set(name, value, reason);
+    if (previous?.value === value) return;
+    const time = runtime.clock.now();
+    const result = await runtime.putEvents([
+      {
+        Source: "aws.cloudwatch",
+        DetailType: "CloudWatch Alarm State Change",
+        Time: time,
+        Resources: [`arn:aws:cloudwatch:${LOCAL_REGION}:${LOCAL_ACCOUNT}:alarm:${name}`],
+        Detail: JSON.stringify({
+          alarmName: name,
+          state: { value, reason, timestamp: new Date(time).toISOString() },
+          previousState: { value: previous?.value ?? "INSUFFICIENT_DATA", reason: previous?.reason ?? "" },
+          configuration: {},
+        }),
       },
-    });
-  }
-  const table = extracted.tables[0];
-  if (!table) throw new Error("the synthesized stack has no table");
-  const admin = dynamo.client();
-  await createTableFromTemplate(admin, table.name, table.properties);
-
-  for (const [name, handler] of Object.entries(options.hookFunctions ?? {})) {
-    functions.set(name, { handler });
-  }
-  const runtime = await startRuntime({
-    template,
-    functions,
-    ...(clock ? { clock } : {}),
-    env: { AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint },
-  });
-  const rollout = added.name;
-  const stateMachineArn = runtime.stateMachineArn(
-    extracted.stateMachines.find((m) => m.logicalId.includes("Rollout") && !m.logicalId.includes("Ticker"))
-      ?.logicalId ?? "",
-  );
-  const store = new DynamoRolloutStore({ client: dynamo.client(), tableName: table.name });
-  const env = { ...runtime.env, AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint, ROLLOUTS_TABLE: table.name };
-  const modelRouterUrl = runtime.functionUrls.find(
-    (u) => rolloutFunctions.get(u.functionArn) === "router",
-  )?.url;
-  return {
-    ...(modelRouterUrl ? { modelRouterUrl } : {}),
-    runtime,
-    dynamo,
-    rollout,
-    stateMachineArn,
-    tableName: table.name,
-    env,
-    metrics,
-    store,
-    item: () => store.get(rollout),
-    push: (tag, digest, at) => putEcrPush(runtime, { repository, digest, tag, at }),
-    alarms,
-    setAlarm: async (name, value, reason = "") => {
-      const [previous] = await alarms.describe([name]);
-      alarms.set(name, value, reason);
-      if (previous?.value === value) return;
-      const time = runtime.clock.now();
-      const result = await runtime.putEvents([
-        {
-          Source: "aws.cloudwatch",
-          DetailType: "CloudWatch Alarm State Change",
-          Time: time,
-          Resources: [`arn:aws:cloudwatch:${LOCAL_REGION}:${LOCAL_ACCOUNT}:alarm:${name}`],
-          Detail: JSON.stringify({
-            alarmName: name,
-            state: { value, reason, timestamp: new Date(time).toISOString() },
-            previousState: { value: previous?.value ?? "INSUFFICIENT_DATA", reason: previous?.reason ?? "" },
-            configuration: {},
-          }),
-        },
-      ]);
-      if (result.FailedEntryCount)
-        throw new Error(`the state change of ${name} was not accepted: ${JSON.stringify(result)}`);
-    },
-    close: async () => {
-      await runtime.close();
-      admin.destroy();
-      if (ownDynamo) await dynamo.close();
-    },
+    ]);
+    if (result.FailedEntryCount)
+      throw new Error(`the state change of ${name} was not accepted: ${JSON.stringify(result)}`);
   };
 }

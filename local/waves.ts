@@ -1,15 +1,10 @@
-import { fileURLToPath } from "node:url";
-import { MemoryAlarms } from "../functions/alarms/memory.ts";
+import type { MemoryAlarms } from "../functions/alarms/memory.ts";
 import type { Clock } from "../functions/clock.ts";
-import { HANDLERS, type HandlerName } from "../functions/config.ts";
-import { depsFromEnv } from "../functions/handlers/root.ts";
-import { triggerDepsFromEnv } from "../functions/handlers/trigger.ts";
-import { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
+import type { HandlerName } from "../functions/config.ts";
+import type { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
 import type { RolloutItem } from "../functions/store/schema.ts";
-import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts";
 import type { RolloutExecutionInput } from "../functions/trigger/decide.ts";
-import type { WorkflowDeps } from "../functions/workflow/deps.ts";
-import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
+import type { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
 import {
   type DeployedTarget,
   type Problem,
@@ -20,17 +15,13 @@ import {
   SpecError,
   type WavePass,
 } from "../statemachine/index.ts";
-import { extractStack, handlerNameFor, mergeStacks } from "./asl/extract.ts";
+import { type ExtractedStack, extractStack, mergeStacks } from "./asl/extract.ts";
 import { LOCAL_ACCOUNT } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
-import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
+import { embeddedApp, type LocalProxyInput, specPath, startController } from "./controller.ts";
+import type { LocalDynamo } from "./dynamo.ts";
 import { putEcrPush } from "./events/ecr-push.ts";
-import { handlerFactories, once } from "./handler-factories.ts";
-import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
-
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-
-type LocalProxyInput = Parameters<(typeof LocalProxySettingsSchema)["parse"]>[0] & { type: "local-proxy" };
+import type { Runtime } from "./runtime.ts";
 
 /** One "region" of the embedded runtime: its own controller (table, functions, state machine) and proxy. */
 export interface LocalRegion extends DeployedTarget {
@@ -98,18 +89,56 @@ export interface LocalWaves {
  * the home stack (the wave coordinator and the ECR push rule) — runs whole, every stack sharing
  * the runtime's event bus and engine. A push put on the bus goes through the home rule's input
  * transformer to the coordinator, whose `startExecution.sync:2` Tasks start each region's rollout
- * in turn. Handlers run in-process through their `createHandler` factories, as in `startLocalStack`.
+ * in turn. The stacks run on `startController`, as `startLocalStack`'s does.
  */
 export async function startLocalWaves(options: LocalWavesOptions): Promise<LocalWaves> {
-  const [{ App }, { RolloutWaves, EMBEDDED_CONTEXT }] = await Promise.all([
-    import("aws-cdk-lib"),
-    import("../infra/index.ts"),
-  ]);
+  const { spec, passes: resolved } = loadWaves(options);
+  const repository = options.repository ?? spec.name;
+  const tableOf = (region: LocalRegion) =>
+    `${options.tablePrefix ?? "rollouts"}-${region.account ? `${region.account}-` : ""}${region.region}`;
+  const { wrap } = options;
+  const controller = await startController({
+    stack: await synthesizeWaves(options, { spec, passes: resolved, repository, tableOf }),
+    clock: options.clock,
+    dynamo: options.dynamo,
+    wrap: wrap && ((name, handler, env) => wrap(name, handler, env.ROLLOUTS_TABLE ?? "")),
+  });
+  const { runtime } = controller;
+  const passes: LocalPass[] = resolved.map((p) => {
+    const tableName = tableOf(p.target);
+    const store = controller.store(tableName);
+    return {
+      ...p,
+      stateMachineArn: runtime.stateMachineArn(`${spec.name}-${p.pass}`),
+      tableName,
+      store,
+      item: () => store.get(spec.name),
+      env: controller.env(tableName),
+    };
+  });
+  const coordinatorArn = runtime.stateMachineArn(`${spec.name}-waves`);
+  return {
+    runtime,
+    dynamo: controller.dynamo,
+    spec,
+    rollout: spec.name,
+    passes,
+    coordinatorArn,
+    metrics: controller.metrics,
+    alarms: controller.alarms,
+    release: releaseStarter(runtime, { rollout: spec.name, repository, coordinatorArn }),
+    push: (tag, digest, at) => putEcrPush(runtime, { repository, digest, tag, at }),
+    close: controller.close,
+  };
+}
+
+/**
+ * The rollout files' spec and its passes, its waves matched to the regions (`resolveWaves`); a
+ * problem with either is a `SpecError`.
+ */
+function loadWaves(options: LocalWavesOptions): { spec: RolloutSpec; passes: WavePass<LocalRegion>[] } {
   const problems: Problem[] = [];
-  const sources = readSourcesSync(
-    options.specFiles.map((f) => (f.startsWith("/") ? f : `${ROOT}${f}`)),
-    problems,
-  );
+  const sources = readSourcesSync(options.specFiles.map(specPath), problems);
   if (problems.length > 0) throw new SpecError(problems);
   const { spec } = parseRollout(sources);
   if (!spec.waves) throw new TypeError(`rollout ${spec.name} has no waves`);
@@ -119,26 +148,34 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
       resolved.problems.map((message) => ({ file: options.specFiles.join(", "), message })),
     );
   }
-  const repository = options.repository ?? spec.name;
-  const tableOf = (p: WavePass<LocalRegion>) =>
-    `${options.tablePrefix ?? "rollouts"}-${p.target.account ? `${p.target.account}-` : ""}${p.target.region}`;
-  const home = options.home ?? {
-    account: LOCAL_ACCOUNT,
-    region: (resolved.passes[0] as WavePass<LocalRegion>).target.region,
-  };
-  const tables = new Map(resolved.passes.map((p) => [p.target, tableOf(p)]));
-  const app = new App({
-    context: {
-      "aws:cdk:bundling-stacks": [],
-      "aws:cdk:enable-path-metadata": true,
-      [EMBEDDED_CONTEXT]: true,
-    },
-    builtinCloudFormationValidation: false,
-  });
-  const waves = new RolloutWaves(app, "Waves", {
+  return { spec, passes: resolved.passes };
+}
+
+/**
+ * Synthesizes the app `RolloutWaves` builds — a stack per pass (its own `RolloutController` on
+ * the region's table) and the home stack — and extracts it as one stack. Each pass's state
+ * machine is at its ARN on AWS (its region and account), which the coordinator names; each
+ * stack's resources the template does not name get the stack's name first, as CloudFormation
+ * names them: the pass stacks hold the same constructs.
+ */
+async function synthesizeWaves(
+  options: LocalWavesOptions,
+  release: {
+    spec: RolloutSpec;
+    passes: WavePass<LocalRegion>[];
+    repository: string;
+    tableOf: (region: LocalRegion) => string;
+  },
+): Promise<ExtractedStack> {
+  const { app, infra } = await embeddedApp();
+  const { spec, passes, tableOf } = release;
+  const waves = new infra.RolloutWaves(app, "Waves", {
     spec,
-    home,
-    repository,
+    home: options.home ?? {
+      account: LOCAL_ACCOUNT,
+      region: (passes[0] as WavePass<LocalRegion>).target.region,
+    },
+    repository: release.repository,
     ...(options.tagPattern === undefined ? {} : { tagPattern: options.tagPattern }),
     targets: options.regions.map((r) => ({
       region: r.region,
@@ -147,16 +184,11 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
       target: { type: "local-proxy", ...r.target } as never,
       // A region in another account gets the role RolloutWaves creates there; on this machine
       // every region is local, so assuming it changes nothing.
-      controller: { tableName: tables.get(r) ?? tableOf({ target: r } as WavePass<LocalRegion>) },
+      controller: { tableName: tableOf(r) },
     })),
   });
   const assembly = app.synth();
-  // Each stack's resources the template does not name get the stack's name first, as
-  // CloudFormation names them: the pass stacks hold the same constructs.
-  // Each pass's state machine at its ARN on AWS (its region and account), which the coordinator
-  // names; each stack's resources the template does not name get the stack's name first, as
-  // CloudFormation names them: the pass stacks hold the same constructs.
-  const extracted = mergeStacks(
+  return mergeStacks(
     [...waves.regionStacks, waves.homeStack].map((stack) => {
       const template = assembly.getStackArtifact(stack.artifactId).template as {
         Resources?: Record<string, { Type?: string; Properties?: { StateMachineName?: unknown } }>;
@@ -168,96 +200,33 @@ export async function startLocalWaves(options: LocalWavesOptions): Promise<Local
           refs[logicalId] = `arn:aws:states:${stack.region}:${stack.account}:stateMachine:${name}`;
         }
       }
-      return extractStack(template, {
-        stackName: stack.stackName,
-        namePrefix: `${stack.stackName}-`,
-        refs,
-      });
+      return extractStack(template, { stackName: stack.stackName, namePrefix: `${stack.stackName}-`, refs });
     }),
   );
+}
 
-  const ownDynamo = typeof options.dynamo !== "object";
-  const dynamo =
-    typeof options.dynamo === "object" ? options.dynamo : await startDynamo(options.dynamo ?? "dynalite");
-  const metrics = new RecordingMetricsSink();
-  const clock = options.clock;
-  const byFile = Object.fromEntries(Object.entries(HANDLERS).map(([k, v]) => [v, k])) as Record<
-    string,
-    HandlerName
-  >;
-  // CloudWatch's alarms are not part of the façade: the functions read the local ones.
-  const alarms = new MemoryAlarms();
-  const workflowDeps = (env: Record<string, string>) =>
-    once((): WorkflowDeps => ({ ...depsFromEnv(env, clock ? { clock } : {}), metrics, alarms }));
-  const factories = handlerFactories({
-    workflow: workflowDeps,
-    trigger: (env) => once(() => triggerDepsFromEnv(env, clock ? { clock } : {})),
-  });
-  const functions = new Map<string, RuntimeFunction>();
-  for (const fn of extracted.functions) {
-    const file = handlerNameFor(fn, Object.values(HANDLERS));
-    if (!file) continue;
-    const name = byFile[file] as HandlerName;
-    functions.set(fn.arn, {
-      factory: (env) => {
-        const handler = factories[name]({ ...env });
-        return options.wrap ? options.wrap(name, handler, env.ROLLOUTS_TABLE ?? "") : handler;
+/**
+ * `LocalWaves.release`: starts the coordinator with the input and the execution name the
+ * trigger gives a push (`<rollout>-<24 hex of the digest>-g<generation>`).
+ */
+function releaseStarter(
+  runtime: Runtime,
+  release: { rollout: string; repository: string; coordinatorArn: string },
+): LocalWaves["release"] {
+  const { rollout, repository } = release;
+  return (tag, digest, generation) => {
+    const executionName = `${rollout}-${digest.replace(/^sha256:/, "").slice(0, 24)}-g${generation}`;
+    const input: RolloutExecutionInput = {
+      rollout,
+      revision: { repository, image: `${repository}:${tag}`, digest, tag },
+      trigger: {
+        eventId: `${executionName}-event`,
+        eventTime: runtime.clock.now(),
+        generation,
+        executionName,
       },
-    });
-  }
-  const admin = dynamo.client();
-  for (const table of extracted.tables) await createTableFromTemplate(admin, table.name, table.properties);
-
-  const runtime = await startRuntime({
-    stack: extracted,
-    functions,
-    ...(clock ? { clock } : {}),
-    env: { AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint },
-  });
-  const passes: LocalPass[] = resolved.passes.map((p) => {
-    const tableName = tableOf(p);
-    const store = new DynamoRolloutStore({ client: dynamo.client(), tableName });
-    return {
-      ...p,
-      stateMachineArn: runtime.stateMachineArn(`${spec.name}-${p.pass}`),
-      tableName,
-      store,
-      item: () => store.get(spec.name),
-      env: { ...runtime.env, AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint, ROLLOUTS_TABLE: tableName },
     };
-  });
-  const coordinatorArn = runtime.stateMachineArn(`${spec.name}-waves`);
-  return {
-    runtime,
-    dynamo,
-    spec,
-    rollout: spec.name,
-    passes,
-    coordinatorArn,
-    metrics,
-    alarms,
-    release(tag, digest, generation) {
-      const executionName = `${spec.name}-${digest.replace(/^sha256:/, "").slice(0, 24)}-g${generation}`;
-      const input: RolloutExecutionInput = {
-        rollout: spec.name,
-        revision: { repository, image: `${repository}:${tag}`, digest, tag },
-        trigger: {
-          eventId: `${executionName}-event`,
-          eventTime: runtime.clock.now(),
-          generation,
-          executionName,
-        },
-      };
-      return runtime.startExecution({ stateMachineArn: coordinatorArn, name: executionName, input })
-        .executionArn;
-    },
-    push(tag, digest, at) {
-      return putEcrPush(runtime, { repository, digest, tag, at });
-    },
-    close: async () => {
-      await runtime.close();
-      admin.destroy();
-      if (ownDynamo) await dynamo.close();
-    },
+    return runtime.startExecution({ stateMachineArn: release.coordinatorArn, name: executionName, input })
+      .executionArn;
   };
 }

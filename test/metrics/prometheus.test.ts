@@ -1,13 +1,10 @@
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Counter, Histogram, Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRun, tick } from "../../functions/analysis/index.ts";
 import { PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts";
+import { type RunningPrometheus, startPrometheus } from "../../local/demo/prometheus.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
 
 /**
@@ -24,18 +21,8 @@ const ERROR_RATIO_V1 = `sum(rate(http_requests_total{version="v1",code=~"5.."}[2
 / sum(rate(http_requests_total{version="v1"}[20s]))`;
 
 let app: Server;
-let prometheus: ChildProcess | undefined;
-let dir: string;
+let prometheus: RunningPrometheus | undefined;
 let address: string;
-let prometheusLog = "";
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
 
 /** Polls until `probe` returns a value (readiness waits, not assertions on time). */
 async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, limitMs = 45_000): Promise<T> {
@@ -43,7 +30,7 @@ async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, lim
   for (;;) {
     const value = await probe().catch(() => undefined);
     if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`gave up waiting for ${what}\n${prometheusLog.slice(-2000)}`);
+    if (Date.now() > until) throw new Error(`gave up waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -58,13 +45,6 @@ function promMetric(query: string, overrides: Record<string, unknown> = {}): Met
 }
 
 beforeAll(async () => {
-  const version = spawnSync("prometheus", ["--version"], { encoding: "utf8" });
-  if (version.error) {
-    throw new Error(
-      "the prometheus binary is required: apt-get install -y --no-install-recommends prometheus",
-    );
-  }
-
   const registry = new Registry();
   const requests = new Counter({
     name: "http_requests_total",
@@ -92,40 +72,9 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => app.listen(0, "127.0.0.1", resolve));
   const appPort = (app.address() as AddressInfo).port;
 
-  dir = mkdtempSync(join(tmpdir(), "prom-test-"));
-  writeFileSync(
-    join(dir, "prometheus.yml"),
-    [
-      "global:",
-      "  scrape_interval: 1s",
-      "  scrape_timeout: 1s",
-      "  evaluation_interval: 1s",
-      "scrape_configs:",
-      "  - job_name: app",
-      "    static_configs:",
-      `      - targets: ["127.0.0.1:${appPort}"]`,
-      "",
-    ].join("\n"),
-  );
-  const port = await freePort();
-  address = `http://127.0.0.1:${port}`;
-  prometheus = spawn(
-    "prometheus",
-    [
-      `--config.file=${join(dir, "prometheus.yml")}`,
-      `--storage.tsdb.path=${join(dir, "data")}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      "--log.level=warn",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  prometheus.stdout?.on("data", (d) => {
-    prometheusLog += d;
-  });
-  prometheus.stderr?.on("data", (d) => {
-    prometheusLog += d;
-  });
-  await waitFor(async () => ((await fetch(`${address}/-/ready`)).ok ? true : undefined), "Prometheus ready");
+  // It throws, naming the package to install, where there is no prometheus binary.
+  prometheus = await startPrometheus({ targets: [`127.0.0.1:${appPort}`] });
+  address = prometheus.url;
   // rate() needs two scrapes inside the window.
   await waitFor(async () => {
     const r = await new PrometheusMetricProvider().measure(promMetric(SUCCESS_RATE), { now: new Date() });
@@ -134,13 +83,8 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  if (prometheus && prometheus.exitCode === null) {
-    const exited = new Promise((resolve) => prometheus?.once("exit", resolve));
-    prometheus.kill("SIGTERM");
-    await exited;
-  }
+  await prometheus?.close();
   await new Promise<void>((resolve) => (app ? app.close(() => resolve()) : resolve()));
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe("Prometheus provider against a real Prometheus", () => {

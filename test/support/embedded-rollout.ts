@@ -3,16 +3,6 @@ import { SfnTaskTokens, type TaskTokens, type TokenDelivery } from "../../functi
 import type { AlarmReader } from "../../functions/alarms/port.ts";
 import { ManualClock } from "../../functions/clock.ts";
 import { RecordingEventPublisher } from "../../functions/events/memory.ts";
-import { createHandler as createAbort } from "../../functions/handlers/abort.ts";
-import { createHandler as createAwait } from "../../functions/handlers/await.ts";
-import { createHandler as createBegin } from "../../functions/handlers/begin.ts";
-import { createHandler as createCheckAlarms } from "../../functions/handlers/check-alarms.ts";
-import { createHandler as createCheckReady } from "../../functions/handlers/check-ready.ts";
-import { createHandler as createHook } from "../../functions/handlers/hook.ts";
-import { createHandler as createPromote } from "../../functions/handlers/promote.ts";
-import { createHandler as createResume } from "../../functions/handlers/resume.ts";
-import { createHandler as createSetWeight } from "../../functions/handlers/set-weight.ts";
-import { createHandler as createStartAnalysis } from "../../functions/handlers/start-analysis.ts";
 import type { MetricProvider } from "../../functions/metrics/port.ts";
 import { MemoryRolloutStore } from "../../functions/store/memory.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
@@ -30,6 +20,7 @@ import { localFunctionArn } from "../../local/asl/intrinsics.ts";
 import { SLEEP_KEY_PREFIX } from "../../local/asl/sleeper.ts";
 import type { LambdaHandler } from "../../local/aws/lambda.ts";
 import { SCHEDULE_KEY_PREFIX } from "../../local/aws/scheduler.ts";
+import { type HandlerDeps, handlerFactories } from "../../local/handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "../../local/runtime.ts";
 import {
   alarmNameOf,
@@ -43,6 +34,12 @@ import { ecrPush } from "./ecr.ts";
 
 /** The functions a compiled rollout calls, plus `resume` (the Timer's target). */
 export type RolloutFunction = keyof typeof FUNCTION_PLACEHOLDERS | "resume";
+
+/** Every function a compiled rollout's runtime registers, by the name its ARN ends with. */
+const ROLLOUT_FUNCTIONS: readonly RolloutFunction[] = [
+  ...(Object.keys(FUNCTION_PLACEHOLDERS) as Array<keyof typeof FUNCTION_PLACEHOLDERS>),
+  "resume",
+];
 
 /** `definitionSubstitutions` pointing every placeholder at the local function of that role. */
 export function functionSubstitutions(): Record<string, string> {
@@ -212,21 +209,13 @@ export async function startEmbeddedRollout(options: EmbeddedRolloutOptions): Pro
       },
     },
   } as Partial<WorkflowDeps> as WorkflowDeps;
-  const handlers: Record<RolloutFunction, LambdaHandler> = {
-    begin: createBegin(() => deps) as LambdaHandler,
-    setWeight: createSetWeight(() => deps) as LambdaHandler,
-    checkReady: createCheckReady(() => deps) as LambdaHandler,
-    await: createAwait(() => deps) as LambdaHandler,
-    startAnalysis: createStartAnalysis(() => deps) as LambdaHandler,
-    promote: createPromote(() => deps) as LambdaHandler,
-    abort: createAbort(() => deps) as LambdaHandler,
-    resume: createResume(() => deps) as LambdaHandler,
-    checkAlarms: createCheckAlarms(() => deps) as LambdaHandler,
-    hook: createHook(() => deps) as LambdaHandler,
-  };
+  // The shipped handlers from the runtime's one table, over these ports; `push` calls the
+  // trigger's domain itself, so it needs no function.
+  const handlerDeps: HandlerDeps = { workflow: () => deps, trigger: () => triggerDeps };
   const functions: Record<string, RuntimeFunction> = {};
   for (const [name, handler] of Object.entries(options.hookFunctions ?? {})) functions[name] = { handler };
-  for (const [name, handler] of Object.entries(handlers) as Array<[RolloutFunction, LambdaHandler]>) {
+  for (const name of ROLLOUT_FUNCTIONS) {
+    const handler = handlerFactories[name](handlerDeps);
     functions[name] = { handler: options.wrap ? options.wrap(name, handler) : handler };
   }
   runtime = await startRuntime({
