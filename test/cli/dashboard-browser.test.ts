@@ -21,7 +21,7 @@ beforeAll(async () => {
   browser = await launchChromium();
   page = await browser.newPage();
   await page.setViewport({ width: 1100, height: 900 });
-}, 120_000);
+});
 
 afterAll(async () => {
   await browser?.close();

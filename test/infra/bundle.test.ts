@@ -38,5 +38,5 @@ describe("bundling", () => {
     expect(withKubernetes.length).toBeGreaterThanOrEqual(6);
     // One distinct bundle per handler.
     expect(new Set(keys).size).toBe(keys.length);
-  }, 240_000);
+  });
 });

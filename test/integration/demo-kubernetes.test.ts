@@ -26,5 +26,5 @@ describe("the demo on the kubernetes target", () => {
     expect(result.outcomes[2]?.served).toBe(0);
     expect(lines.join("\n")).toContain("Progressing step 1 weight 25%: canary 1/1 ready, stable 3/3 ready");
     expect(result.ok).toBe(true);
-  }, 240_000);
+  });
 });

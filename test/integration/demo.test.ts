@@ -41,5 +41,5 @@ describe("the demo", () => {
       /AnalysisRunSuccessful {2}analysis \(step 5\) \S+ Successful: Gate "errors" passed: /,
     );
     expect(result.ok).toBe(true);
-  }, 240_000);
+  });
 });

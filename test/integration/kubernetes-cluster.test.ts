@@ -25,10 +25,10 @@ function scenarios(start: () => Promise<KubeBackend>, routers: readonly Router[]
   let b: KubeBackend;
   beforeAll(async () => {
     b = await start();
-  }, 120_000);
+  });
   afterAll(async () => {
     await b?.close();
-  }, 120_000);
+  });
 
   const at = (path: string) => path.replace("NS", b.namespace);
   const get = async (path: string) => (await b.api("GET", at(path))) as unknown as Obj;

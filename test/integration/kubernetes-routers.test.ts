@@ -182,7 +182,7 @@ describe("an Istio canary on the local Kubernetes API, on the embedded runtime",
         },
       ],
     );
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await s?.stack.close();
@@ -227,7 +227,7 @@ describe("an Istio canary on the local Kubernetes API, on the embedded runtime",
     ]);
     expect(replicas(s.held("deployments", "shop-canary"))).toBe(0);
     expect(replicas(s.held("deployments", "shop-stable"))).toBe(4);
-  }, 180_000);
+  });
 });
 
 describe("an NGINX canary Ingress on the local Kubernetes API, on the embedded runtime", () => {
@@ -278,7 +278,7 @@ describe("an NGINX canary Ingress on the local Kubernetes API, on the embedded r
         },
       ],
     );
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await s?.stack.close();
@@ -320,7 +320,7 @@ describe("an NGINX canary Ingress on the local Kubernetes API, on the embedded r
     expect(annotations()[`${PREFIX}/canary-weight`]).toBe("0");
     expect(annotations()[`${PREFIX}/canary-by-header`]).toBeUndefined();
     expect(replicas(s.held("deployments", "shop-canary"))).toBe(0);
-  }, 180_000);
+  });
 });
 
 describe("a blue/green rollout by Service selector on the local Kubernetes API, on the embedded runtime", () => {
@@ -360,7 +360,7 @@ describe("a blue/green rollout by Service selector on the local Kubernetes API, 
       },
       [service("shop-active"), service("shop-preview")],
     );
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await s?.stack.close();
@@ -371,7 +371,7 @@ describe("a blue/green rollout by Service selector on the local Kubernetes API, 
     await s.stack.push("v1", DIGESTS.v1);
     expect((await drive(s.stack, "v1", healthy))?.phase).toBe("Healthy");
     expect(serving("shop-active")).toBe(DIGESTS.v1);
-  }, 180_000);
+  });
 
   it("puts v2 behind preview only, then switches active to it at promotion and scales the old side down", async () => {
     await s.stack.push("v2", DIGESTS.v2);
@@ -394,7 +394,7 @@ describe("a blue/green rollout by Service selector on the local Kubernetes API, 
     await s.stack.runtime.settle();
     expect(replicas(s.held("deployments", old))).toBe(0);
     expect(selects("shop-active")).toBe(active);
-  }, 180_000);
+  });
 
   it("aborts v3, whose pods never become ready: the active Service stays on v2's side", async () => {
     const active = selects("shop-active") as string;
@@ -409,5 +409,5 @@ describe("a blue/green rollout by Service selector on the local Kubernetes API, 
     await s.stack.runtime.settle();
     const other = active === "shop-stable" ? "shop-canary" : "shop-stable";
     expect(replicas(s.held("deployments", other))).toBe(0);
-  }, 180_000);
+  });
 });

@@ -115,7 +115,7 @@ describe("a basic canary on the local Kubernetes API, on the embedded runtime", 
       },
       clock,
     });
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await stack?.close();
@@ -129,7 +129,7 @@ describe("a basic canary on the local Kubernetes API, on the embedded runtime", 
     const stable = await deployment("shop-stable");
     expect(stable.replicas).toBe(4);
     expect(stable.image.endsWith(`@${DIGESTS.v1}`)).toBe(true);
-  }, 120_000);
+  });
 
   it("walks v2 through Argo's pod counts and promotes it: the image on stable, the canary scaled down after 30 s", async () => {
     seen.length = 0;
@@ -149,7 +149,7 @@ describe("a basic canary on the local Kubernetes API, on the embedded runtime", 
     await stack.runtime.settle();
     expect(await deployment("shop-canary")).toMatchObject({ replicas: 0 });
     expect(await deployment("shop-stable")).toMatchObject({ replicas: 4 });
-  }, 120_000);
+  });
 
   it("aborts v3, whose pods never become ready, with the Deployment's own deadline message", async () => {
     await stack.push("v3", DIGESTS.v3);
@@ -163,7 +163,7 @@ describe("a basic canary on the local Kubernetes API, on the embedded runtime", 
     expect(await deployment("shop-stable")).toMatchObject({ replicas: 4 });
     expect((await deployment("shop-stable")).image.endsWith(`@${DIGESTS.v2}`)).toBe(true);
     expect((await deployment("shop-canary")).replicas).toBe(0);
-  }, 120_000);
+  });
 });
 
 describe("a Gateway API canary on the local Kubernetes API, on the embedded runtime", () => {
@@ -235,7 +235,7 @@ describe("a Gateway API canary on the local Kubernetes API, on the embedded runt
       },
       clock,
     });
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await stack?.close();
@@ -278,5 +278,5 @@ describe("a Gateway API canary on the local Kubernetes API, on the embedded runt
     await stack.runtime.settle();
     expect(await canaryWeight()).toBe(0);
     expect((await get(`${DEPLOYMENTS}/shop-canary`)).spec.replicas).toBe(0);
-  }, 180_000);
+  });
 });

@@ -53,7 +53,7 @@ describe("a model rollout on the embedded runtime", () => {
       tableName: "model-rollouts",
       mlflow: { trackingUri, model: "churn", alias: "production" },
     });
-  }, 90_000);
+  });
   afterAll(async () => {
     await m?.close();
     await dynamo?.close();

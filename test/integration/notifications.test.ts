@@ -23,7 +23,7 @@ describe("notifications in the embedded runtime", () => {
       res.writeHead(200, { "content-type": "text/plain" });
       res.end("ok");
     });
-  }, 90_000);
+  });
   afterAll(async () => {
     await scenario?.close().catch(() => undefined);
     await slack?.close();
@@ -71,5 +71,5 @@ describe("notifications in the embedded runtime", () => {
         },
       ],
     });
-  }, 180_000);
+  });
 });

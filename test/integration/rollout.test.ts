@@ -15,25 +15,21 @@ describe.each(["dynalite", "dynamodb-local"] as const)("a rollout on the embedde
 
   beforeAll(async () => {
     dynamo = await startDynamo(engine);
-  }, 90_000);
+  });
   afterAll(async () => {
     for (const s of started) await s.close().catch(() => undefined);
     await dynamo?.close();
   });
 
   for (const scenario of SCENARIOS) {
-    it(
-      scenario.name,
-      async () => {
-        const s = await startScenario({
-          dynamo,
-          tableName: `rollouts-${engine}-${++n}`,
-          ...scenario.options,
-        });
-        started.push(s);
-        await scenario.run(s);
-      },
-      scenario.timeout,
-    );
+    it(scenario.name, async () => {
+      const s = await startScenario({
+        dynamo,
+        tableName: `rollouts-${engine}-${++n}`,
+        ...scenario.options,
+      });
+      started.push(s);
+      await scenario.run(s);
+    });
   }
 });

@@ -24,7 +24,7 @@ describe("alarms and hooks on the embedded runtime", () => {
 
   beforeAll(async () => {
     dynamo = await startDynamo("dynalite");
-  }, 90_000);
+  });
   afterAll(async () => {
     for (const s of started) await s.close().catch(() => undefined);
     await dynamo?.close();
@@ -66,7 +66,7 @@ describe("alarms and hooks on the embedded runtime", () => {
     expect(real).toBeLessThan(5000);
     expect(s.proxy.config()).toMatchObject({ weight: 0 });
     console.log(`alarm abort: ${virtual} ms of virtual time, ${real.toFixed(0)} ms of real time`);
-  }, 120_000);
+  });
 
   it("an alarm already in ALARM stops the next step at its boundary: no traffic moves", async () => {
     const s = await start({ annotations: ALARMS });
@@ -84,7 +84,7 @@ describe("alarms and hooks on the embedded runtime", () => {
     );
     expect(item?.events.map((e) => e.type)).not.toContain("RolloutStepCompleted");
     expect(s.proxy.config()).toMatchObject({ weight: 0 });
-  }, 120_000);
+  });
 
   it("an alarm that does not exist aborts with its name; with ignore-poll-alarm-failure the rollout goes on", async () => {
     const strict = await start({ annotations: { "rollouts.sfn/alarms": "demo-5xx, demo-typo" } });
@@ -107,7 +107,7 @@ describe("alarms and hooks on the embedded runtime", () => {
     await lenient.drive(done("v1"));
     await lenient.push("v2");
     expect((await lenient.drive(done("v2")))?.phase).toBe("Healthy");
-  }, 180_000);
+  });
 
   /** A local hook function: records what it is given, then answers its token with `answer`. */
   function hook(answer: "pass" | "fail" | "silent") {
@@ -167,7 +167,7 @@ describe("alarms and hooks on the embedded runtime", () => {
       heartbeatSeconds: null,
       executionArn: item?.executionArn,
     });
-  }, 120_000);
+  });
 
   it("a failing hook aborts the rollout with its own error and message", async () => {
     const smoke = hook("fail");
@@ -186,7 +186,7 @@ describe("alarms and hooks on the embedded runtime", () => {
       `RolloutAborted: Rollout aborted update to revision 2: afterTraffic hook ${localFunctionArn("smoke")} failed: SmokeFailed: GET /checkout answered 500 three times`,
     );
     expect(smoke.seen.map((e) => e.weight)).toEqual([25]);
-  }, 120_000);
+  });
 
   it("a hook that gives no verdict in its timeout aborts the rollout, saying so", async () => {
     const smoke = hook("silent");
@@ -215,7 +215,7 @@ describe("alarms and hooks on the embedded runtime", () => {
     );
     expect(s.clock.now() - started).toBeGreaterThanOrEqual(29_000);
     expect(s.clock.now() - started).toBeLessThanOrEqual(32_000);
-  }, 120_000);
+  });
 
   /**
    * Wraps the `hook` function: once the real handler returned, `after(attempt, again)` decides
@@ -251,7 +251,7 @@ describe("alarms and hooks on the embedded runtime", () => {
       ["afterTraffic", 25],
       ["afterTraffic", 50],
     ]);
-  }, 120_000);
+  });
 
   it("a hook Task retried with a new token after the hook function started does not start it again: the rollout aborts, saying why", async () => {
     const smoke = hook("silent");
@@ -281,7 +281,7 @@ describe("alarms and hooks on the embedded runtime", () => {
     expect(item?.message).toBe(
       `RolloutAborted: Rollout aborted update to revision 2: beforeTraffic hook ${localFunctionArn("smoke")} failed: HookAlreadyStarted: the hook function was already started for this wait, and Step Functions then retried the hook Task with a new task token; the running hook answers the earlier token, which is no longer accepted, so the hook is not started a second time and the rollout stops here`,
     );
-  }, 120_000);
+  });
 
   it("an alarm during a hook's wait ends the wait at once through the abort channel", async () => {
     const smoke = hook("silent");
@@ -303,5 +303,5 @@ describe("alarms and hooks on the embedded runtime", () => {
     expect(item?.message).toBe(
       'RolloutAborted: Rollout aborted update to revision 2: CloudWatch alarm "demo-latency" is in ALARM: p99 above 800 ms',
     );
-  }, 120_000);
+  });
 });

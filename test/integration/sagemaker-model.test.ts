@@ -74,7 +74,7 @@ describe("a SageMaker model rollout through the model router on the embedded run
     sagemaker.createEndpoint({ EndpointName: ENDPOINT, EndpointConfigName: "fraud-initial" });
     await stack.runtime.advanceBy(60_000);
     users = new ModelUsers(router, undefined, undefined, send);
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await stack?.close();

@@ -11,8 +11,6 @@ export interface ScenarioCase {
   name: string;
   options: ScenarioOptions;
   inProcess?: boolean;
-  /** Milliseconds the scenario may take on the embedded runtime, when it is longer than usual. */
-  timeout?: number;
   run(s: Scenario): Promise<void>;
 }
 
@@ -378,7 +376,6 @@ export const SCENARIOS: ScenarioCase[] = [
   {
     name: "a judged rollout is promoted: no evidence of harm at 800 requests per side",
     options: { judge: JUDGE },
-    timeout: 90_000,
     async run(s) {
       await stable(s);
       await s.push("v2");
@@ -403,7 +400,6 @@ export const SCENARIOS: ScenarioCase[] = [
   {
     name: "a judge rolls back a regression no threshold catches (1% to 3% errors), with its figures",
     options: { judge: JUDGE },
-    timeout: 90_000,
     async run(s) {
       await stable(s);
       await s.push("v4");
@@ -437,7 +433,6 @@ export const SCENARIOS: ScenarioCase[] = [
   {
     name: "a judge that cannot read holds, never promotes, and pauses Inconclusive for a person",
     options: { judge: { ...JUDGE, count: 5 }, judgeDown: true },
-    timeout: 90_000,
     async run(s) {
       await stable(s);
       await s.push("v2");
@@ -466,7 +461,6 @@ export const SCENARIOS: ScenarioCase[] = [
   {
     name: "an A/A rollout is never rolled back by a judge: three rollouts of identical versions",
     options: { judge: JUDGE },
-    timeout: 180_000,
     async run(s) {
       await stable(s);
       for (const tag of ["v2", "v1", "v2"] as const) {
@@ -482,7 +476,6 @@ export const SCENARIOS: ScenarioCase[] = [
     name: "a provider's 600 KB answers are cut to a measurement's bound and flagged; the runs stay under 400 KB and the rollout goes on",
     inProcess: true,
     options: { answerPadding: 600_000, background: BACKGROUND },
-    timeout: 90_000,
     async run(s) {
       await stable(s);
       await s.push("v2");

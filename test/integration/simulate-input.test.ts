@@ -16,7 +16,7 @@ describe("rollouts simulate refuses bad input", () => {
     expect(lines(result.err)).toHaveLength(1);
     expect(result.err).toMatch(/definition/i);
     expect(result.err).not.toMatch(/\n\s+at /);
-  }, 120_000);
+  });
 
   it("a YAML alias bomb: exit 2, one line naming the user's file", async () => {
     const dir = mkdtempSync(join(tmpdir(), "simulate-input-"));

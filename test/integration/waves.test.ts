@@ -167,7 +167,7 @@ async function until(w: LocalWaves, ready: () => Promise<boolean>, limitMs = 3_6
 }
 
 // Synthesizing two controllers costs seconds of CPU on a shared machine, before any virtual time.
-describe("a release in waves on the embedded runtime", { timeout: 120_000 }, () => {
+describe("a release in waves on the embedded runtime", () => {
   it("promotes wave after wave: each region runs the whole rollout, its stages named after its wave", async () => {
     const w = await start("rollback-all", false, "promoted");
     expect((await release(w, "v1", 1)).status).toBe("SUCCEEDED");

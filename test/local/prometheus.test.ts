@@ -27,7 +27,7 @@ describe("startPrometheus", () => {
     } finally {
       await prometheus.close();
     }
-  }, 60_000);
+  });
 
   it("scraped() resolves once its target's scrape succeeded, and not before the series exists", async () => {
     const target = createServer((_req, res) =>
@@ -48,7 +48,7 @@ describe("startPrometheus", () => {
       await prometheus.close();
       await new Promise<void>((resolve) => target.close(() => resolve()));
     }
-  }, 60_000);
+  });
 
   it("scraped() gives up, naming the time, when a target's scrape keeps failing", async () => {
     const prometheus = await startPrometheus({ targets: [`127.0.0.1:${takenPort}`] });
@@ -57,11 +57,11 @@ describe("startPrometheus", () => {
     } finally {
       await prometheus.close();
     }
-  }, 60_000);
+  });
 
   it("gives up, naming the port, when every port it tries is taken", async () => {
     await expect(startPrometheus({ targets: [], port: async () => takenPort })).rejects.toThrow(
       new RegExp(`port ${takenPort} is taken`),
     );
-  }, 60_000);
+  });
 });

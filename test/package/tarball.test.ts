@@ -174,7 +174,7 @@ function cli(app: string, node: string, args: string[]): string {
 }
 
 // The apps and Node.js binaries take about a gigabyte: nothing of it is kept.
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+afterAll(() => rmSync(work, { recursive: true, force: true }), 600_000);
 
 /** `npm pack` of the root package, or of a workspace: the tarball and the files it holds. */
 function pack(workspace?: string): { tarball: string; files: string[] } {
@@ -275,14 +275,14 @@ describe("the packed package", () => {
       );
       expect(definition.StartAt).toEqual(expect.any(String));
       expect(Object.keys(definition.States).length).toBeGreaterThan(5);
-    }, 120_000);
+    });
 
     it("imports sfn-rollouts/judges from a plain .mjs file, with the sources' results", () => {
       const out = run(process.execPath, ["judges.mjs"], { cwd: app });
       expect(JSON.parse(out)).toEqual(
         JSON.parse(JSON.stringify(mannWhitney([3, 4, 5, 6, 7, 9], [1, 2, 3, 4, 5, 6]))),
       );
-    }, 60_000);
+    });
   });
 
   it("runs `rollouts simulate` on the embedded runtime installed beside it", () => {
@@ -320,7 +320,7 @@ describe("the packed package", () => {
     expect(failure).toBe(
       "rollouts: simulate runs the workflow in the embedded runtime, which is the package @sfn-rollouts/local: install it beside sfn-rollouts with `npm i -D @sfn-rollouts/local`\n",
     );
-  }, 120_000);
+  });
 
   it.each([
     ["the engines floor", floor(pkg.engines.node)],
