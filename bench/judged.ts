@@ -17,7 +17,7 @@ import { StoredAnalysisSchema } from "../functions/workflow/analysis.ts";
 import { type LocalDynamo, startDynamo } from "../local/dynamo.ts";
 import { startProxy } from "../local/proxy/server.ts";
 import { startSyntheticSource, type VersionModel } from "../local/simulate/source.ts";
-import { startLocalStack } from "../local/stack.ts";
+import { startEmbeddedStack } from "../local/stack.ts";
 import { samplesPerSide } from "../statemachine/sample-size.ts";
 import { answerJob, runJobs, wilson } from "./jobs.ts";
 import type { Bench } from "./run.ts";
@@ -105,7 +105,7 @@ async function judged(dynamo: LocalDynamo, test: Test, seed: number) {
   const dir = mkdtempSync(join(tmpdir(), "sfn-rollouts-bench-"));
   const file = join(dir, "rollout.yaml");
   writeFileSync(file, judgeYaml(test, source.url));
-  const stack = await startLocalStack({
+  const stack = await startEmbeddedStack({
     specFiles: [file],
     target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": source.url } },
     clock,

@@ -15,7 +15,7 @@ import type { LocalDynamo } from "./dynamo.ts";
 import { putEcrPush } from "./events/ecr-push.ts";
 import type { Runtime } from "./runtime.ts";
 
-export interface LocalStackOptions {
+export interface EmbeddedStackOptions {
   /** Rollout files (Argo objects or a native spec), as `addRollout` takes them. */
   specFiles: string[];
   /**
@@ -56,7 +56,7 @@ export const CLI_ENV_KEYS = [
 ] as const;
 
 /** The synthesized stack running on this machine, with what tests and the demo drive it with. */
-export interface LocalStack {
+export interface EmbeddedStack {
   runtime: Runtime;
   dynamo: LocalDynamo;
   rollout: string;
@@ -92,7 +92,7 @@ export interface LocalStack {
  * `createHandler` factories over the same adapters as on AWS (SDK clients pointed at the runtime's
  * façade), with the runtime's clock so a whole rollout can run in virtual time.
  */
-export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+export async function startEmbeddedStack(options: EmbeddedStackOptions): Promise<EmbeddedStack> {
   const repository = options.repository ?? "demo";
   const { template, rollout } = await synthesizeStack(options, repository);
   const controller = await startController({
@@ -138,7 +138,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
  * Returns the stack's template and the rollout's name.
  */
 async function synthesizeStack(
-  options: LocalStackOptions,
+  options: EmbeddedStackOptions,
   repository: string,
 ): Promise<{ template: unknown; rollout: string }> {
   const [{ app, cdk, infra }, ecr] = await Promise.all([embeddedApp(), import("aws-cdk-lib/aws-ecr")]);
@@ -157,10 +157,10 @@ async function synthesizeStack(
 }
 
 /**
- * `LocalStack.setAlarm`: sets a local alarm's state and, when it changes, puts the `CloudWatch
+ * `EmbeddedStack.setAlarm`: sets a local alarm's state and, when it changes, puts the `CloudWatch
  * Alarm State Change` event on the local bus, as CloudWatch does on AWS.
  */
-function alarmSetter(runtime: Runtime, alarms: MemoryAlarms): LocalStack["setAlarm"] {
+function alarmSetter(runtime: Runtime, alarms: MemoryAlarms): EmbeddedStack["setAlarm"] {
   return async (name, value, reason = "") => {
     const [previous] = await alarms.describe([name]);
     alarms.set(name, value, reason);

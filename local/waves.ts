@@ -89,7 +89,7 @@ export interface LocalWaves {
  * the home stack (the wave coordinator and the ECR push rule) — runs whole, every stack sharing
  * the runtime's event bus and engine. A push put on the bus goes through the home rule's input
  * transformer to the coordinator, whose `startExecution.sync:2` Tasks start each region's rollout
- * in turn. The stacks run on `startController`, as `startLocalStack`'s does.
+ * in turn. The stacks run on `startController`, as `startEmbeddedStack`'s does.
  */
 export async function startLocalWaves(options: LocalWavesOptions): Promise<LocalWaves> {
   const { spec, passes: resolved } = loadWaves(options);

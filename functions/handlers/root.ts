@@ -22,7 +22,7 @@ import { DynamoRolloutStore } from "../store/dynamodb.ts";
 import { RoutingTimer } from "../timer/routing.ts";
 import { SchedulerTimer } from "../timer/scheduler.ts";
 import { TickerTimer } from "../timer/ticker.ts";
-import { createTrafficRouter, type TrafficClients } from "../traffic/index.ts";
+import { createTrafficTarget, type TrafficClients } from "../traffic/index.ts";
 import type { WorkflowDeps } from "../workflow/deps.ts";
 import { PowertoolsMetricsSink } from "../workflow/metrics.ts";
 
@@ -113,7 +113,7 @@ export function depsFromEnv(
       ...(source[ENV.eventBusName] ? { eventBusName: source[ENV.eventBusName] } : {}),
     }),
     clock,
-    routerFor: (settings) => createTrafficRouter(settings, clients, clock),
+    targetFor: (settings) => createTrafficTarget(settings, clients, clock),
     registryFor: (settings) =>
       createRegistry(settings, settings.type === "sagemaker" ? { sagemaker: clients.sagemaker } : {}),
     providers: defaultProviders({

@@ -38,7 +38,7 @@ export interface ProviderSet {
  * provider object for a run whose metrics use different systems. A judge reads both versions back
  * through this router, so it can use every provider the process has.
  */
-export class ProviderRouter implements MetricProvider {
+export class MetricProviders implements MetricProvider {
   private readonly providers: ProviderSet & { judge: MetricProvider };
 
   constructor(providers: ProviderSet) {
@@ -114,7 +114,7 @@ export interface DefaultProviderOptions {
  * CloudWatch client from the default chain (created lazily, so processes without CloudWatch
  * metrics never load credentials), SigV4 for AMP.
  */
-export function defaultProviders(options: DefaultProviderOptions = {}): ProviderRouter {
+export function defaultProviders(options: DefaultProviderOptions = {}): MetricProviders {
   let cloudWatch: CloudWatchMetricProvider | undefined;
   const lazyCloudWatch: MetricProvider = {
     measure: (metric, ctx) => {
@@ -147,7 +147,7 @@ export function defaultProviders(options: DefaultProviderOptions = {}): Provider
     ...(options.fetch ? { fetch: options.fetch } : {}),
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
   };
-  return new ProviderRouter({
+  return new MetricProviders({
     prometheus: new PrometheusMetricProvider({
       ...http,
       signerFor: awsPrometheusSigner,

@@ -5,7 +5,7 @@ import { AlbListener, type ListenerView, observeWeights } from "./alb-ecs/listen
 import { EcsSlots } from "./alb-ecs/services.ts";
 import { describeWeights, other, SlotSchema, slotWeights } from "./alb-ecs/slots.ts";
 import { pushedArtifact } from "./artifact.ts";
-import { RouterStateError, TargetConfigurationError } from "./errors.ts";
+import { TargetConfigurationError, TargetStateError } from "./errors.ts";
 import type {
   AbortOptions,
   CandidateArtifact,
@@ -17,12 +17,12 @@ import type {
   PromoteOptions,
   Pushed,
   Readiness,
-  RouterState,
-  TrafficRouter,
+  TargetState,
+  TrafficTarget,
   WeightChange,
 } from "./port.ts";
 import { type AlbEcsSettings, AlbEcsSettingsSchema, parseTargetSettings } from "./settings.ts";
-import { appliedWeight, parseRouterState, requirePercent, secondsUntil } from "./state.ts";
+import { appliedWeight, parseTargetState, requirePercent, secondsUntil } from "./state.ts";
 
 export { slotWeights } from "./alb-ecs/slots.ts";
 
@@ -86,7 +86,7 @@ export interface AlbEcsClients {
 }
 
 /** Drives one ALB listener (or rule) and two ECS services. */
-export class AlbEcsRouter implements TrafficRouter {
+export class AlbEcsTraffic implements TrafficTarget {
   readonly type = "alb-ecs" as const;
 
   artifactFor(pushed: Pushed): CandidateArtifact {
@@ -138,13 +138,13 @@ export class AlbEcsRouter implements TrafficRouter {
     };
   }
 
-  async deployCandidate(input: RouterState, artifact: CandidateArtifact): Promise<RouterState> {
+  async deployCandidate(input: TargetState, artifact: CandidateArtifact): Promise<TargetState> {
     const state = this.#state(input);
     if (!("image" in artifact)) {
       throw new TargetConfigurationError("an alb-ecs candidate is a container image: give artifact.image");
     }
     if (!["prepared", "deploying", "ready"].includes(state.phase)) {
-      throw new RouterStateError(`cannot deploy a candidate in phase ${state.phase}`);
+      throw new TargetStateError(`cannot deploy a candidate in phase ${state.phase}`);
     }
     const slot = other(state.stableSlot);
     const services = await this.#services.describe();
@@ -175,7 +175,7 @@ export class AlbEcsRouter implements TrafficRouter {
     return next;
   }
 
-  async checkReadiness(input: RouterState): Promise<Readiness> {
+  async checkReadiness(input: TargetState): Promise<Readiness> {
     const state = this.#state(input);
     if (state.phase === "deploying" && state.deployment) {
       const d = state.deployment;
@@ -194,21 +194,21 @@ export class AlbEcsRouter implements TrafficRouter {
     return { ready: true, state, message: `nothing pending in phase ${state.phase}` };
   }
 
-  async readWeights(input: RouterState): Promise<ObservedWeights> {
+  async readWeights(input: TargetState): Promise<ObservedWeights> {
     const state = this.#state(input);
     const view = await this.#read(state);
     return this.#observe(state, view);
   }
 
   async setWeight(
-    input: RouterState,
+    input: TargetState,
     percent: number,
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
     const state = this.#state(input);
     requirePercent(percent, "weight");
     if (percent > 0 && state.phase !== "ready") {
-      throw new RouterStateError(
+      throw new TargetStateError(
         `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,
       );
     }
@@ -230,10 +230,10 @@ export class AlbEcsRouter implements TrafficRouter {
     return appliedWeight(next, percent, describeWeights(weights));
   }
 
-  async setHeaderRoute(input: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {
+  async setHeaderRoute(input: TargetState, route: HeaderRoute): Promise<HeaderRouteChange> {
     const state = this.#state(input);
     if (state.phase !== "ready") {
-      throw new RouterStateError(
+      throw new TargetStateError(
         `cannot route testers to the candidate in phase ${state.phase}; it must be ready`,
       );
     }
@@ -247,7 +247,7 @@ export class AlbEcsRouter implements TrafficRouter {
     return { state: { ...state, testerRule }, applied: true, message };
   }
 
-  async removeHeaderRoute(input: RouterState, name: string): Promise<HeaderRouteChange> {
+  async removeHeaderRoute(input: TargetState, name: string): Promise<HeaderRouteChange> {
     const state = this.#state(input);
     if (!state.testerRule || state.testerRule.name !== name) {
       return { state, applied: true, message: `no header route named ${name}` };
@@ -259,11 +259,11 @@ export class AlbEcsRouter implements TrafficRouter {
     };
   }
 
-  async promote(input: RouterState, options: PromoteOptions): Promise<RouterState> {
+  async promote(input: TargetState, options: PromoteOptions): Promise<TargetState> {
     const state = this.#state(input);
     if (state.phase === "promoted") return state;
     if (state.phase !== "ready") {
-      throw new RouterStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
+      throw new TargetStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
     }
     const view = await this.#readUnchanged(state);
     const candidate = other(state.stableSlot);
@@ -282,7 +282,7 @@ export class AlbEcsRouter implements TrafficRouter {
     return next;
   }
 
-  async abort(input: RouterState, options: AbortOptions): Promise<Readiness> {
+  async abort(input: TargetState, options: AbortOptions): Promise<Readiness> {
     let state = this.#state(input);
     const now = this.clock.now();
     if (state.phase === "aborted") return { ready: true, state, message: "already aborted" };
@@ -337,7 +337,7 @@ export class AlbEcsRouter implements TrafficRouter {
     };
   }
 
-  async scaleDown(input: RouterState): Promise<Readiness> {
+  async scaleDown(input: TargetState): Promise<Readiness> {
     const state = this.#state(input);
     const pending = state.pendingScaleDown;
     if (!pending) return { ready: true, state, message: "nothing to scale down" };
@@ -374,7 +374,7 @@ export class AlbEcsRouter implements TrafficRouter {
   }
 
   #state(input: unknown): AlbEcsState {
-    return parseRouterState(AlbEcsStateSchema, input, "alb-ecs");
+    return parseTargetState(AlbEcsStateSchema, input, "alb-ecs");
   }
 
   #read(state: AlbEcsState): Promise<ListenerView> {

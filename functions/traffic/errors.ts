@@ -6,15 +6,15 @@ import { RolloutsError } from "../../statemachine/errors.ts";
  */
 
 /** Base class, so callers can catch every target fault at once. */
-export class TrafficRouterError extends RolloutsError {
-  override readonly name: string = "TrafficRouterError";
+export class TrafficTargetError extends RolloutsError {
+  override readonly name: string = "TrafficTargetError";
 }
 
 /**
  * The candidate (or a stable side being restored) did not become ready: the deployment failed, or
  * its progress deadline passed. Thrown instead of waiting forever.
  */
-export class TargetNotReadyError extends TrafficRouterError {
+export class TargetNotReadyError extends TrafficTargetError {
   override readonly name = "TargetNotReadyError";
 }
 
@@ -22,7 +22,7 @@ export class TargetNotReadyError extends TrafficRouterError {
  * The ALB listener or rule changed (rules, conditions, actions, target groups, stickiness) since
  * this rollout read it: the write was refused so that someone else's change is not clobbered.
  */
-export class ListenerChangedError extends TrafficRouterError {
+export class ListenerChangedError extends TrafficTargetError {
   override readonly name = "ListenerChangedError";
 }
 
@@ -30,7 +30,7 @@ export class ListenerChangedError extends TrafficRouterError {
  * The Lambda function or alias changed concurrently (its `RevisionId` or code hash no longer
  * matches what this rollout read): the conditional update was refused.
  */
-export class AliasChangedError extends TrafficRouterError {
+export class AliasChangedError extends TrafficTargetError {
   override readonly name = "AliasChangedError";
 }
 
@@ -38,7 +38,7 @@ export class AliasChangedError extends TrafficRouterError {
  * The settings do not match what exists on AWS (a target group missing from the forward action,
  * no container with that name, a service that does not exist): a person must fix the settings.
  */
-export class TargetConfigurationError extends TrafficRouterError {
+export class TargetConfigurationError extends TrafficTargetError {
   override readonly name = "TargetConfigurationError";
 }
 
@@ -46,6 +46,6 @@ export class TargetConfigurationError extends TrafficRouterError {
  * The stored router state is invalid for this call (written by another target type, corrupted,
  * or a call out of order such as traffic to a candidate that is not ready).
  */
-export class RouterStateError extends TrafficRouterError {
-  override readonly name = "RouterStateError";
+export class TargetStateError extends TrafficTargetError {
+  override readonly name = "TargetStateError";
 }

@@ -2,14 +2,14 @@ import type { ECSClient } from "@aws-sdk/client-ecs";
 import type { ElasticLoadBalancingV2Client } from "@aws-sdk/client-elastic-load-balancing-v2";
 import type { LambdaClient } from "@aws-sdk/client-lambda";
 import type { SageMakerClient } from "@aws-sdk/client-sagemaker";
-import { AlbEcsRouter } from "./alb-ecs.ts";
+import { AlbEcsTraffic } from "./alb-ecs.ts";
 import { TargetConfigurationError } from "./errors.ts";
-import { type KubernetesClients, KubernetesRouter } from "./kubernetes.ts";
-import { LambdaAliasRouter } from "./lambda-alias.ts";
-import { LocalProxyRouter } from "./local-proxy.ts";
-import type { Clock, TrafficRouter } from "./port.ts";
-import { SageMakerRouter } from "./sagemaker.ts";
-import { type RouterConfigStore, SageMakerModelRouter } from "./sagemaker-model-router.ts";
+import { type KubernetesClients, KubernetesTraffic } from "./kubernetes.ts";
+import { LambdaAliasTraffic } from "./lambda-alias.ts";
+import { LocalProxyTraffic } from "./local-proxy.ts";
+import type { Clock, TrafficTarget } from "./port.ts";
+import { SageMakerTraffic } from "./sagemaker.ts";
+import { ModelRouterTraffic, type RouterConfigStore } from "./sagemaker-model-router.ts";
 import { describeIssues, TargetSettingsSchema } from "./settings.ts";
 
 /**
@@ -30,7 +30,7 @@ export interface TrafficClients {
 }
 
 /** Builds the router for `settings` (validated here; a bad field is a `TargetConfigurationError`). */
-export function createTrafficRouter(settings: unknown, clients: TrafficClients, clock: Clock): TrafficRouter {
+export function createTrafficTarget(settings: unknown, clients: TrafficClients, clock: Clock): TrafficTarget {
   const parsed = TargetSettingsSchema.safeParse(settings);
   if (!parsed.success) {
     throw new TargetConfigurationError(describeIssues(parsed.error, "target settings"), {
@@ -42,23 +42,23 @@ export function createTrafficRouter(settings: unknown, clients: TrafficClients, 
     case "alb-ecs":
       if (!clients.elbv2 || !clients.ecs)
         throw new TargetConfigurationError("alb-ecs needs the elbv2 and ecs clients");
-      return new AlbEcsRouter({ elbv2: clients.elbv2, ecs: clients.ecs }, s, clock);
+      return new AlbEcsTraffic({ elbv2: clients.elbv2, ecs: clients.ecs }, s, clock);
     case "lambda-alias":
       if (!clients.lambda) throw new TargetConfigurationError("lambda-alias needs the lambda client");
-      return new LambdaAliasRouter({ lambda: clients.lambda }, s, clock);
+      return new LambdaAliasTraffic({ lambda: clients.lambda }, s, clock);
     case "local-proxy":
-      return new LocalProxyRouter(clients.fetch ? { fetch: clients.fetch } : {}, s, clock);
+      return new LocalProxyTraffic(clients.fetch ? { fetch: clients.fetch } : {}, s, clock);
     case "kubernetes":
-      return new KubernetesRouter(clients.kubernetes ?? {}, s, clock);
+      return new KubernetesTraffic(clients.kubernetes ?? {}, s, clock);
     case "sagemaker":
       if (!clients.sagemaker) throw new TargetConfigurationError("sagemaker needs the sagemaker client");
       if (s.router) {
         if (!clients.modelRouterConfig)
           throw new TargetConfigurationError("sagemaker with router: {type: model} needs the router's table");
-        const endpoint = new SageMakerRouter({ sagemaker: clients.sagemaker }, s, clock);
-        return new SageMakerModelRouter(endpoint, s, clients.modelRouterConfig(s.endpointName));
+        const endpoint = new SageMakerTraffic({ sagemaker: clients.sagemaker }, s, clock);
+        return new ModelRouterTraffic(endpoint, s, clients.modelRouterConfig(s.endpointName));
       }
-      return new SageMakerRouter({ sagemaker: clients.sagemaker }, s, clock);
+      return new SageMakerTraffic({ sagemaker: clients.sagemaker }, s, clock);
   }
 }
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { canaryCounts, routedCanaryCounts } from "../../statemachine/pods.ts";
 import { pushedArtifact } from "./artifact.ts";
-import { RouterStateError, TargetConfigurationError, TargetNotReadyError } from "./errors.ts";
+import { TargetConfigurationError, TargetNotReadyError, TargetStateError } from "./errors.ts";
 import { ServiceSelectors } from "./kubernetes/blue-green.ts";
 import { type KubeCall, KubeClient } from "./kubernetes/client.ts";
 import { connect, type KubeConnectOptions } from "./kubernetes/connect.ts";
@@ -23,12 +23,12 @@ import type {
   PromoteOptions,
   Pushed,
   Readiness,
-  RouterState,
-  TrafficRouter,
+  TargetState,
+  TrafficTarget,
   WeightChange,
 } from "./port.ts";
 import { parseTargetSettings } from "./settings.ts";
-import { parseRouterState, requirePercent, secondsUntil } from "./state.ts";
+import { parseTargetState, requirePercent, secondsUntil } from "./state.ts";
 
 /**
  * Kubernetes: two Deployments and, with a router, the object that splits requests (an HTTPRoute,
@@ -114,7 +114,7 @@ export interface KubernetesClients extends KubeConnectOptions {
   readonly onCall?: (call: KubeCall) => void;
 }
 
-export class KubernetesRouter implements TrafficRouter {
+export class KubernetesTraffic implements TrafficTarget {
   readonly type = "kubernetes" as const;
 
   artifactFor(pushed: Pushed): CandidateArtifact {
@@ -197,13 +197,13 @@ export class KubernetesRouter implements TrafficRouter {
     );
   }
 
-  async deployCandidate(input: RouterState, artifact: CandidateArtifact): Promise<RouterState> {
+  async deployCandidate(input: TargetState, artifact: CandidateArtifact): Promise<TargetState> {
     const state = this.#state(input);
     if (!("image" in artifact)) {
       throw new TargetConfigurationError("a kubernetes candidate is a container image: give artifact.image");
     }
     if (!["prepared", "deploying", "ready"].includes(state.phase)) {
-      throw new RouterStateError(`cannot deploy a candidate in phase ${state.phase}`);
+      throw new TargetStateError(`cannot deploy a candidate in phase ${state.phase}`);
     }
     const s = this.#settings;
     const image = artifact.image;
@@ -243,7 +243,7 @@ export class KubernetesRouter implements TrafficRouter {
     };
   }
 
-  async checkReadiness(input: RouterState): Promise<Readiness> {
+  async checkReadiness(input: TargetState): Promise<Readiness> {
     const state = this.#state(input);
     if (!state.wait) return { ready: true, state, message: `nothing pending in phase ${state.phase}` };
     const what = state.phase === "aborting" ? "the stable version" : "the candidate";
@@ -259,19 +259,19 @@ export class KubernetesRouter implements TrafficRouter {
     };
   }
 
-  async readWeights(input: RouterState): Promise<ObservedWeights> {
+  async readWeights(input: TargetState): Promise<ObservedWeights> {
     return this.#observe(this.#state(input));
   }
 
   async setWeight(
-    input: RouterState,
+    input: TargetState,
     weight: number,
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
     const state = this.#state(input);
     requirePercent(weight, "weight");
     if (weight > 0 && state.phase !== "ready") {
-      throw new RouterStateError(
+      throw new TargetStateError(
         `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,
       );
     }
@@ -348,10 +348,10 @@ export class KubernetesRouter implements TrafficRouter {
     return this.#applied(next, weight, `${written.detail}; ${replicas} canary pods`);
   }
 
-  async setHeaderRoute(input: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {
+  async setHeaderRoute(input: TargetState, route: HeaderRoute): Promise<HeaderRouteChange> {
     const state = this.#state(input);
     if (state.phase !== "ready") {
-      throw new RouterStateError(
+      throw new TargetStateError(
         `cannot route testers to the candidate in phase ${state.phase}; it must be ready`,
       );
     }
@@ -372,7 +372,7 @@ export class KubernetesRouter implements TrafficRouter {
     return { state: { ...state, headerRoutes }, applied: true, message };
   }
 
-  async removeHeaderRoute(input: RouterState, name: string): Promise<HeaderRouteChange> {
+  async removeHeaderRoute(input: TargetState, name: string): Promise<HeaderRouteChange> {
     const state = this.#state(input);
     if (!this.#router) return { state, applied: true, message: `no header route named ${name}` };
     const message = await this.#router.removeHeaderRoute(name);
@@ -383,11 +383,11 @@ export class KubernetesRouter implements TrafficRouter {
     };
   }
 
-  async promote(input: RouterState, options: PromoteOptions): Promise<RouterState> {
+  async promote(input: TargetState, options: PromoteOptions): Promise<TargetState> {
     const state = this.#state(input);
     if (state.phase === "promoted") return state;
     if (state.phase !== "ready")
-      throw new RouterStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
+      throw new TargetStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
     const s = this.#settings;
     const candidate = this.#candidate(state);
     const at = this.clock.now() + options.scaleDownDelaySeconds * 1000;
@@ -449,7 +449,7 @@ export class KubernetesRouter implements TrafficRouter {
     };
   }
 
-  async abort(input: RouterState, options: AbortOptions): Promise<Readiness> {
+  async abort(input: TargetState, options: AbortOptions): Promise<Readiness> {
     const state = this.#state(input);
     const s = this.#settings;
     const now = this.clock.now();
@@ -565,7 +565,7 @@ export class KubernetesRouter implements TrafficRouter {
     return { ready: true, state: next, message };
   }
 
-  async scaleDown(input: RouterState): Promise<Readiness> {
+  async scaleDown(input: TargetState): Promise<Readiness> {
     const state = this.#state(input);
     const pending = state.pendingScaleDown;
     if (!pending) return { ready: true, state, message: "nothing to scale down" };
@@ -624,11 +624,11 @@ export class KubernetesRouter implements TrafficRouter {
   }
 
   #state(input: unknown): KubernetesState {
-    return parseRouterState(KubernetesStateSchema, input, "kubernetes");
+    return parseTargetState(KubernetesStateSchema, input, "kubernetes");
   }
 
   #candidate(state: KubernetesState): NonNullable<KubernetesState["candidate"]> {
-    if (!state.candidate) throw new RouterStateError(`no candidate deployed (phase ${state.phase})`);
+    if (!state.candidate) throw new TargetStateError(`no candidate deployed (phase ${state.phase})`);
     return state.candidate;
   }
 

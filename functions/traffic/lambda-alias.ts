@@ -14,9 +14,9 @@ import { awsErrorName } from "../aws-errors.ts";
 import { pushedArtifact } from "./artifact.ts";
 import {
   AliasChangedError,
-  RouterStateError,
   TargetConfigurationError,
   TargetNotReadyError,
+  TargetStateError,
 } from "./errors.ts";
 import type {
   AbortOptions,
@@ -29,12 +29,12 @@ import type {
   PromoteOptions,
   Pushed,
   Readiness,
-  RouterState,
-  TrafficRouter,
+  TargetState,
+  TrafficTarget,
   WeightChange,
 } from "./port.ts";
 import { type LambdaAliasSettings, LambdaAliasSettingsSchema, parseTargetSettings } from "./settings.ts";
-import { appliedWeight, parseRouterState, requirePercent, sharesMatch } from "./state.ts";
+import { appliedWeight, parseTargetState, requirePercent, sharesMatch } from "./state.ts";
 
 /**
  * A weighted Lambda alias (the `lambda` router). The candidate is a published version:
@@ -74,7 +74,7 @@ export interface LambdaAliasClients {
 }
 
 /** Drives one alias of one function. */
-export class LambdaAliasRouter implements TrafficRouter {
+export class LambdaAliasTraffic implements TrafficTarget {
   readonly type = "lambda-alias" as const;
 
   artifactFor(pushed: Pushed): CandidateArtifact {
@@ -115,10 +115,10 @@ export class LambdaAliasRouter implements TrafficRouter {
     };
   }
 
-  async deployCandidate(input: RouterState, artifact: CandidateArtifact): Promise<RouterState> {
+  async deployCandidate(input: TargetState, artifact: CandidateArtifact): Promise<TargetState> {
     const state = this.#state(input);
     if (!["prepared", "updating", "publishing", "ready"].includes(state.phase)) {
-      throw new RouterStateError(`cannot deploy a candidate in phase ${state.phase}`);
+      throw new TargetStateError(`cannot deploy a candidate in phase ${state.phase}`);
     }
     const request: UpdateFunctionCodeRequest = { FunctionName: this.#settings.functionName };
     if (this.#settings.packageType === "Image") {
@@ -166,7 +166,7 @@ export class LambdaAliasRouter implements TrafficRouter {
     return next;
   }
 
-  async checkReadiness(input: RouterState): Promise<Readiness> {
+  async checkReadiness(input: TargetState): Promise<Readiness> {
     const state = this.#state(input);
     const update = state.update;
     if (state.phase === "updating" && update) {
@@ -228,20 +228,20 @@ export class LambdaAliasRouter implements TrafficRouter {
     return { ready: true, state, message: `nothing pending in phase ${state.phase}` };
   }
 
-  async readWeights(input: RouterState): Promise<ObservedWeights> {
+  async readWeights(input: TargetState): Promise<ObservedWeights> {
     const state = this.#state(input);
     return this.#observe(state, await this.#getAlias());
   }
 
   async setWeight(
-    input: RouterState,
+    input: TargetState,
     percent: number,
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
     const state = this.#state(input);
     requirePercent(percent, "weight");
     if (percent > 0 && (state.phase !== "ready" || !state.candidateVersion)) {
-      throw new RouterStateError(
+      throw new TargetStateError(
         `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,
       );
     }
@@ -267,7 +267,7 @@ export class LambdaAliasRouter implements TrafficRouter {
     );
   }
 
-  async setHeaderRoute(input: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {
+  async setHeaderRoute(input: TargetState, route: HeaderRoute): Promise<HeaderRouteChange> {
     const state = this.#state(input);
     const qualified = state.candidateVersion
       ? `${this.#settings.functionName}:${state.candidateVersion}`
@@ -279,7 +279,7 @@ export class LambdaAliasRouter implements TrafficRouter {
     };
   }
 
-  async removeHeaderRoute(input: RouterState, name: string): Promise<HeaderRouteChange> {
+  async removeHeaderRoute(input: TargetState, name: string): Promise<HeaderRouteChange> {
     return {
       state: this.#state(input),
       applied: false,
@@ -287,11 +287,11 @@ export class LambdaAliasRouter implements TrafficRouter {
     };
   }
 
-  async promote(input: RouterState, _options: PromoteOptions): Promise<RouterState> {
+  async promote(input: TargetState, _options: PromoteOptions): Promise<TargetState> {
     const state = this.#state(input);
     if (state.phase === "promoted") return state;
     if (state.phase !== "ready" || !state.candidateVersion) {
-      throw new RouterStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
+      throw new TargetStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
     }
     const alias = await this.#getAlias();
     await this.#updateAlias(alias, weightedAlias(state.stableVersion, state.candidateVersion, 100));
@@ -305,7 +305,7 @@ export class LambdaAliasRouter implements TrafficRouter {
     return next;
   }
 
-  async abort(input: RouterState, _options: AbortOptions): Promise<Readiness> {
+  async abort(input: TargetState, _options: AbortOptions): Promise<Readiness> {
     const state = this.#state(input);
     if (state.phase === "aborted") return { ready: true, state, message: "already aborted" };
     const back =
@@ -327,7 +327,7 @@ export class LambdaAliasRouter implements TrafficRouter {
     };
   }
 
-  async scaleDown(input: RouterState): Promise<Readiness> {
+  async scaleDown(input: TargetState): Promise<Readiness> {
     return {
       ready: true,
       state: this.#state(input),
@@ -336,7 +336,7 @@ export class LambdaAliasRouter implements TrafficRouter {
   }
 
   #state(input: unknown): LambdaAliasState {
-    return parseRouterState(LambdaAliasStateSchema, input, "lambda-alias");
+    return parseTargetState(LambdaAliasStateSchema, input, "lambda-alias");
   }
 
   #aliasName(): string {

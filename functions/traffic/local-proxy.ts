@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { RouterStateError, TargetConfigurationError, TargetNotReadyError } from "./errors.ts";
+import { TargetConfigurationError, TargetNotReadyError, TargetStateError } from "./errors.ts";
 import type {
   AbortOptions,
   CandidateArtifact,
@@ -13,8 +13,8 @@ import type {
   PromoteOptions,
   Pushed,
   Readiness,
-  RouterState,
-  TrafficRouter,
+  TargetState,
+  TrafficTarget,
   WeightChange,
 } from "./port.ts";
 import {
@@ -23,11 +23,11 @@ import {
   LocalProxySettingsSchema,
   parseTargetSettings,
 } from "./settings.ts";
-import { appliedWeight, parseRouterState, requirePercent } from "./state.ts";
+import { appliedWeight, parseTargetState, requirePercent } from "./state.ts";
 
 /**
  * The local proxy (`local/proxy`) as a traffic target, driven through its admin API, so the
- * embedded runtime and the demo run the same handlers and the same `TrafficRouter` calls as AWS.
+ * embedded runtime and the demo run the same handlers and the same `TrafficTarget` calls as AWS.
  * The candidate is an upstream that is already running (the demo starts it); "deploying" it means
  * registering it with weight 0 and probing it until it answers.
  */
@@ -74,7 +74,7 @@ export interface LocalProxyClients {
 }
 
 /** Drives one local proxy. */
-export class LocalProxyRouter implements TrafficRouter {
+export class LocalProxyTraffic implements TrafficTarget {
   readonly type = "local-proxy" as const;
   readonly #settings: LocalProxySettings;
   readonly #fetch: typeof fetch;
@@ -121,7 +121,7 @@ export class LocalProxyRouter implements TrafficRouter {
     };
   }
 
-  async deployCandidate(input: RouterState, artifact: CandidateArtifact): Promise<RouterState> {
+  async deployCandidate(input: TargetState, artifact: CandidateArtifact): Promise<TargetState> {
     const state = this.#state(input);
     if (!("upstream" in artifact)) {
       throw new TargetConfigurationError(
@@ -143,7 +143,7 @@ export class LocalProxyRouter implements TrafficRouter {
     return next;
   }
 
-  async checkReadiness(input: RouterState): Promise<Readiness> {
+  async checkReadiness(input: TargetState): Promise<Readiness> {
     const state = this.#state(input);
     if (state.phase !== "deploying" || !state.canary) {
       return { ready: true, state, message: `nothing pending in phase ${state.phase}` };
@@ -170,20 +170,20 @@ export class LocalProxyRouter implements TrafficRouter {
     return { ready: false, state, retryAfterSeconds: this.#settings.pollSeconds, message: problem };
   }
 
-  async readWeights(input: RouterState): Promise<ObservedWeights> {
+  async readWeights(input: TargetState): Promise<ObservedWeights> {
     const state = this.#state(input);
     return this.#observe(state, await this.#read());
   }
 
   async setWeight(
-    input: RouterState,
+    input: TargetState,
     percent: number,
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
     const state = this.#state(input);
     requirePercent(percent, "weight");
     if (percent > 0 && state.phase !== "ready") {
-      throw new RouterStateError(
+      throw new TargetStateError(
         `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,
       );
     }
@@ -200,10 +200,10 @@ export class LocalProxyRouter implements TrafficRouter {
     return appliedWeight({ ...state, canaryWeight: percent }, percent, `proxy weight ${percent}`);
   }
 
-  async setHeaderRoute(input: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {
+  async setHeaderRoute(input: TargetState, route: HeaderRoute): Promise<HeaderRouteChange> {
     const state = this.#state(input);
     const config = await this.#read();
-    if (!config) throw new RouterStateError("the proxy has no configuration: nothing to route");
+    if (!config) throw new TargetStateError("the proxy has no configuration: nothing to route");
     const routes = config.headerRoutes.filter((r) => r.name !== route.name);
     await this.#write({ headerRoutes: [...routes, { name: route.name, match: route.match }] });
     return {
@@ -213,7 +213,7 @@ export class LocalProxyRouter implements TrafficRouter {
     };
   }
 
-  async removeHeaderRoute(input: RouterState, name: string): Promise<HeaderRouteChange> {
+  async removeHeaderRoute(input: TargetState, name: string): Promise<HeaderRouteChange> {
     const state = this.#state(input);
     const config = await this.#read();
     if (config?.headerRoutes.some((r) => r.name === name)) {
@@ -227,10 +227,10 @@ export class LocalProxyRouter implements TrafficRouter {
    * proxy's model router (`local/proxy/model.ts`): the copy is sent after the answer, compared with
    * it and recorded for `/compare`; 0 removes the mirror. The proxy validates the match.
    */
-  async setMirrorRoute(input: RouterState, route: MirrorRoute): Promise<MirrorRouteChange> {
+  async setMirrorRoute(input: TargetState, route: MirrorRoute): Promise<MirrorRouteChange> {
     const state = this.#state(input);
     if (route.percentage > 0 && (state.phase !== "ready" || !state.canary)) {
-      throw new RouterStateError(
+      throw new TargetStateError(
         `cannot mirror to the candidate in phase ${state.phase}; it must be deployed and ready`,
       );
     }
@@ -244,11 +244,11 @@ export class LocalProxyRouter implements TrafficRouter {
     };
   }
 
-  async promote(input: RouterState, _options: PromoteOptions): Promise<RouterState> {
+  async promote(input: TargetState, _options: PromoteOptions): Promise<TargetState> {
     const state = this.#state(input);
     if (state.phase === "promoted") return state;
     if (state.phase !== "ready" || !state.canary) {
-      throw new RouterStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
+      throw new TargetStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
     }
     const version = state.canaryVersion ?? "canary";
     await this.#write({
@@ -271,7 +271,7 @@ export class LocalProxyRouter implements TrafficRouter {
     return next;
   }
 
-  async abort(input: RouterState, _options: AbortOptions): Promise<Readiness> {
+  async abort(input: TargetState, _options: AbortOptions): Promise<Readiness> {
     const state = this.#state(input);
     if (state.phase === "aborted") return { ready: true, state, message: "already aborted" };
     if (state.phase === "promoted" && state.previous) {
@@ -305,7 +305,7 @@ export class LocalProxyRouter implements TrafficRouter {
     return { ready: true, state: next, message: `all traffic back on ${state.stableVersion}` };
   }
 
-  async scaleDown(input: RouterState): Promise<Readiness> {
+  async scaleDown(input: TargetState): Promise<Readiness> {
     return {
       ready: true,
       state: this.#state(input),
@@ -322,7 +322,7 @@ export class LocalProxyRouter implements TrafficRouter {
   }
 
   #state(input: unknown): LocalProxyState {
-    return parseRouterState(LocalProxyStateSchema, input, "local-proxy");
+    return parseTargetState(LocalProxyStateSchema, input, "local-proxy");
   }
 
   #observe(state: LocalProxyState, config: AdminConfig): ObservedWeights {

@@ -1,5 +1,5 @@
 /**
- * The `TrafficRouter` port: the one interface every traffic target (ALB + ECS slots, a Lambda
+ * The `TrafficTarget` port: the one interface every traffic target (ALB + ECS slots, a Lambda
  * alias, the local proxy) implements, and the only thing the workflow's handlers know about
  * targets.
  *
@@ -9,7 +9,7 @@
  *   deadline is enforced by comparing an injected clock with a deadline recorded in the state.
  * - Adapters are stateless apart from their SDK clients. Everything a target must remember
  *   between calls (which slot is stable, the published version, the rules snapshot, the pending
- *   scale-down) lives in a JSON-serializable {@link RouterState} that the caller stores on the
+ *   scale-down) lives in a JSON-serializable {@link TargetState} that the caller stores on the
  *   rollout item and hands back on the next call. Adapters validate it with zod on the way in,
  *   because it comes back from DynamoDB.
  * - Weight drift is data, not an exception: `setWeight` returns a `drift` outcome that the
@@ -29,7 +29,7 @@ export type Json = string | number | boolean | null | Json[] | { [key: string]: 
  * the handler; each adapter parses it with its own schema and rejects a state written by another
  * target type.
  */
-export type RouterState = { readonly type: TargetType } & Record<string, unknown>;
+export type TargetState = { readonly type: TargetType } & Record<string, unknown>;
 
 /** The kinds of target this package drives. */
 export type TargetType = "alb-ecs" | "lambda-alias" | "local-proxy" | "kubernetes" | "sagemaker";
@@ -60,7 +60,7 @@ export interface Pushed {
 
 /** The result of reading what is in service before changing anything (`traffic:prepare`). */
 export interface Prepared {
-  readonly state: RouterState;
+  readonly state: TargetState;
   /** Nothing in service yet: the workflow skips the steps and promotes directly. */
   readonly firstRelease: boolean;
   /** Human-readable description of the stable side, for the status and the events. */
@@ -69,10 +69,10 @@ export interface Prepared {
 
 /** One poll of a long operation (candidate deployment, restoring a scaled-down slot, scale-down). */
 export type Readiness =
-  | { readonly ready: true; readonly state: RouterState; readonly message: string }
+  | { readonly ready: true; readonly state: TargetState; readonly message: string }
   | {
       readonly ready: false;
-      readonly state: RouterState;
+      readonly state: TargetState;
       /** How long the Wait state should wait before polling again. */
       readonly retryAfterSeconds: number;
       readonly message: string;
@@ -99,10 +99,10 @@ export interface ObservedWeights {
  * back to stable).
  */
 export type WeightChange =
-  | { readonly outcome: "applied"; readonly state: RouterState; readonly weights: ObservedWeights }
+  | { readonly outcome: "applied"; readonly state: TargetState; readonly weights: ObservedWeights }
   | {
       readonly outcome: "drift";
-      readonly state: RouterState;
+      readonly state: TargetState;
       readonly weights: ObservedWeights;
       readonly message: string;
     };
@@ -121,7 +121,7 @@ export interface HeaderRoute {
  * route by header (a Lambda alias: testers invoke the candidate version directly).
  */
 export interface HeaderRouteChange {
-  readonly state: RouterState;
+  readonly state: TargetState;
   readonly applied: boolean;
   readonly message: string;
 }
@@ -139,7 +139,7 @@ export interface MirrorRoute {
 
 /** The outcome of a mirror route change. */
 export interface MirrorRouteChange {
-  readonly state: RouterState;
+  readonly state: TargetState;
   readonly message: string;
 }
 
@@ -166,7 +166,7 @@ export interface AbortOptions {
  * `setWeight` | `readWeights`)* → `promote` | `abort`* (until `ready`) → `scaleDown`* (until
  * `ready`).
  */
-export interface TrafficRouter {
+export interface TrafficTarget {
   readonly type: TargetType;
 
   /**
@@ -184,44 +184,44 @@ export interface TrafficRouter {
    * Puts the candidate in place with no traffic (new task definition on the free slot, new Lambda
    * code, the candidate upstream) and returns immediately; poll {@link checkReadiness}.
    */
-  deployCandidate(state: RouterState, artifact: CandidateArtifact): Promise<RouterState>;
+  deployCandidate(state: TargetState, artifact: CandidateArtifact): Promise<TargetState>;
 
   /**
    * One poll of the pending operation (deployment, or restoring the stable side during an abort).
    * Throws `TargetNotReadyError` when it failed or its deadline passed, so a workflow never hangs.
    */
-  checkReadiness(state: RouterState): Promise<Readiness>;
+  checkReadiness(state: TargetState): Promise<Readiness>;
 
   /** Reads the weights configured now and compares them with what this rollout set. */
-  readWeights(state: RouterState): Promise<ObservedWeights>;
+  readWeights(state: TargetState): Promise<ObservedWeights>;
 
   /**
    * Sends `percent` (0–100) of traffic to the candidate. Re-reads the weights first and returns a
    * `drift` outcome instead of writing when someone else changed them, unless `overwriteDrift`.
    */
   setWeight(
-    state: RouterState,
+    state: TargetState,
     percent: number,
     options?: { readonly overwriteDrift?: boolean },
   ): Promise<WeightChange>;
 
   /** Routes requests matching the header route to the candidate whatever the weight (testers). */
-  setHeaderRoute(state: RouterState, route: HeaderRoute): Promise<HeaderRouteChange>;
+  setHeaderRoute(state: TargetState, route: HeaderRoute): Promise<HeaderRouteChange>;
 
   /** Removes a header route set by {@link setHeaderRoute}; a no-op when absent. */
-  removeHeaderRoute(state: RouterState, name: string): Promise<HeaderRouteChange>;
+  removeHeaderRoute(state: TargetState, name: string): Promise<HeaderRouteChange>;
 
   /**
    * Copies a share of the requests to the candidate (shadow) without changing who answers; absent
    * on a target that cannot mirror. Promote and abort remove the mirror.
    */
-  setMirrorRoute?(state: RouterState, route: MirrorRoute): Promise<MirrorRouteChange>;
+  setMirrorRoute?(state: TargetState, route: MirrorRoute): Promise<MirrorRouteChange>;
 
   /**
    * Makes the candidate the stable side with all the traffic (no second deployment), removes
    * header routes and schedules the old side's scale-down after `scaleDownDelaySeconds`.
    */
-  promote(state: RouterState, options: PromoteOptions): Promise<RouterState>;
+  promote(state: TargetState, options: PromoteOptions): Promise<TargetState>;
 
   /**
    * Sends all traffic back to the stable side, removes header routes and schedules the
@@ -230,12 +230,12 @@ export interface TrafficRouter {
    * result is `ready: false`: call `abort` again (from a Wait loop) until it is `ready`. Throws
    * `TargetNotReadyError` when the old side does not come back before its deadline.
    */
-  abort(state: RouterState, options: AbortOptions): Promise<Readiness>;
+  abort(state: TargetState, options: AbortOptions): Promise<Readiness>;
 
   /**
    * Scales the replaced (or aborted) side down once its delay has passed; `ready: false` with the
    * remaining seconds before that. Touches nothing if that side carries traffic again (another
    * release made it the stable one).
    */
-  scaleDown(state: RouterState): Promise<Readiness>;
+  scaleDown(state: TargetState): Promise<Readiness>;
 }

@@ -1,6 +1,6 @@
 import type { ModelRouterConfig, ModelRouterConfigInput } from "../router/config.ts";
 import { pushedArtifact } from "./artifact.ts";
-import { RouterStateError } from "./errors.ts";
+import { TargetStateError } from "./errors.ts";
 import type {
   AbortOptions,
   CandidateArtifact,
@@ -13,11 +13,11 @@ import type {
   PromoteOptions,
   Pushed,
   Readiness,
-  RouterState,
-  TrafficRouter,
+  TargetState,
+  TrafficTarget,
   WeightChange,
 } from "./port.ts";
-import type { SageMakerRouter, SageMakerState } from "./sagemaker.ts";
+import type { SageMakerState, SageMakerTraffic } from "./sagemaker.ts";
 import type { SageMakerSettings } from "./settings.ts";
 import { appliedWeight, requirePercent } from "./state.ts";
 
@@ -40,7 +40,7 @@ export interface RouterConfigStore {
  * - promote: the candidate as the primary, alone; abort: the side traffic goes back to, first,
  *   so the router stops calling the candidate before the endpoint has moved.
  */
-export class SageMakerModelRouter implements TrafficRouter {
+export class ModelRouterTraffic implements TrafficTarget {
   readonly type = "sagemaker" as const;
 
   artifactFor(pushed: Pushed): CandidateArtifact {
@@ -48,7 +48,7 @@ export class SageMakerModelRouter implements TrafficRouter {
   }
 
   constructor(
-    private readonly endpoint: SageMakerRouter,
+    private readonly endpoint: SageMakerTraffic,
     private readonly settings: SageMakerSettings,
     private readonly config: RouterConfigStore,
   ) {}
@@ -59,17 +59,17 @@ export class SageMakerModelRouter implements TrafficRouter {
     return prepared;
   }
 
-  async deployCandidate(state: RouterState, artifact: CandidateArtifact): Promise<RouterState> {
+  async deployCandidate(state: TargetState, artifact: CandidateArtifact): Promise<TargetState> {
     const next = await this.endpoint.deployCandidate(state, artifact);
     await this.#write(sm(next), { weight: 0, mirrorPercent: 0, mirrorMatch: [] });
     return next;
   }
 
-  checkReadiness(state: RouterState): Promise<Readiness> {
+  checkReadiness(state: TargetState): Promise<Readiness> {
     return this.endpoint.checkReadiness(state);
   }
 
-  async readWeights(input: RouterState): Promise<ObservedWeights> {
+  async readWeights(input: TargetState): Promise<ObservedWeights> {
     const state = sm(input);
     const config = await this.config.read();
     const canary = config?.candidate ? config.weight : 0;
@@ -83,7 +83,7 @@ export class SageMakerModelRouter implements TrafficRouter {
   }
 
   async setWeight(
-    input: RouterState,
+    input: TargetState,
     percent: number,
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
@@ -112,15 +112,15 @@ export class SageMakerModelRouter implements TrafficRouter {
     );
   }
 
-  setHeaderRoute(state: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {
+  setHeaderRoute(state: TargetState, route: HeaderRoute): Promise<HeaderRouteChange> {
     return this.endpoint.setHeaderRoute(state, route);
   }
 
-  removeHeaderRoute(state: RouterState, name: string): Promise<HeaderRouteChange> {
+  removeHeaderRoute(state: TargetState, name: string): Promise<HeaderRouteChange> {
     return this.endpoint.removeHeaderRoute(state, name);
   }
 
-  async setMirrorRoute(input: RouterState, route: MirrorRoute): Promise<MirrorRouteChange> {
+  async setMirrorRoute(input: TargetState, route: MirrorRoute): Promise<MirrorRouteChange> {
     requirePercent(route.percentage, "mirror percentage");
     const state = route.percentage > 0 ? this.#ready(input, "mirror requests to the candidate") : sm(input);
     await this.#write(state, {
@@ -144,14 +144,14 @@ export class SageMakerModelRouter implements TrafficRouter {
     };
   }
 
-  async promote(input: RouterState, options: PromoteOptions): Promise<RouterState> {
+  async promote(input: TargetState, options: PromoteOptions): Promise<TargetState> {
     const next = await this.endpoint.promote(input, options);
     // After the endpoint's promotion the stable variant is the candidate's.
     await this.#write(sm(next), { candidate: null, weight: 0, mirrorPercent: 0, mirrorMatch: [] });
     return next;
   }
 
-  async abort(input: RouterState, options: AbortOptions): Promise<Readiness> {
+  async abort(input: TargetState, options: AbortOptions): Promise<Readiness> {
     const state = sm(input);
     const back = state.phase === "promoted" && state.previous ? state.previous.variant : state.stableVariant;
     await this.config.write({
@@ -162,14 +162,14 @@ export class SageMakerModelRouter implements TrafficRouter {
     return this.endpoint.abort(input, options);
   }
 
-  scaleDown(state: RouterState): Promise<Readiness> {
+  scaleDown(state: TargetState): Promise<Readiness> {
     return this.endpoint.scaleDown(state);
   }
 
-  #ready(input: RouterState, what: string): SageMakerState {
+  #ready(input: TargetState, what: string): SageMakerState {
     const state = sm(input);
     if (state.phase !== "ready" || !state.candidate) {
-      throw new RouterStateError(`cannot ${what} in phase ${state.phase}; it must be ready`);
+      throw new TargetStateError(`cannot ${what} in phase ${state.phase}; it must be ready`);
     }
     return state;
   }
@@ -198,4 +198,4 @@ export class SageMakerModelRouter implements TrafficRouter {
   }
 }
 
-const sm = (state: RouterState): SageMakerState => state as SageMakerState;
+const sm = (state: TargetState): SageMakerState => state as SageMakerState;

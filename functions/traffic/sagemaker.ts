@@ -1,7 +1,7 @@
 import type { DescribeEndpointOutput, SageMakerClient } from "@aws-sdk/client-sagemaker";
 import { z } from "zod";
 import { pushedArtifact } from "./artifact.ts";
-import { RouterStateError, TargetConfigurationError, TargetNotReadyError } from "./errors.ts";
+import { TargetConfigurationError, TargetNotReadyError, TargetStateError } from "./errors.ts";
 import type {
   AbortOptions,
   CandidateArtifact,
@@ -15,8 +15,8 @@ import type {
   PromoteOptions,
   Pushed,
   Readiness,
-  RouterState,
-  TrafficRouter,
+  TargetState,
+  TrafficTarget,
   WeightChange,
 } from "./port.ts";
 import { EndpointConfigs } from "./sagemaker/configs.ts";
@@ -36,7 +36,7 @@ import {
   weightOf,
 } from "./sagemaker/weights.ts";
 import { parseTargetSettings, type SageMakerSettings, SageMakerSettingsSchema } from "./settings.ts";
-import { appliedWeight, parseRouterState, requirePercent, SHARE_EPSILON, secondsUntil } from "./state.ts";
+import { appliedWeight, parseTargetState, requirePercent, SHARE_EPSILON, secondsUntil } from "./state.ts";
 
 export { shareOf } from "./sagemaker/weights.ts";
 
@@ -120,7 +120,7 @@ export interface SageMakerClients {
 }
 
 /** Drives the production and shadow variants of one endpoint. */
-export class SageMakerRouter implements TrafficRouter {
+export class SageMakerTraffic implements TrafficTarget {
   readonly type = "sagemaker" as const;
 
   artifactFor(pushed: Pushed): CandidateArtifact {
@@ -186,10 +186,10 @@ export class SageMakerRouter implements TrafficRouter {
     };
   }
 
-  async deployCandidate(input: RouterState, artifact: CandidateArtifact): Promise<RouterState> {
+  async deployCandidate(input: TargetState, artifact: CandidateArtifact): Promise<TargetState> {
     const state = this.#state(input);
     if (!["prepared", "deploying", "ready"].includes(state.phase)) {
-      throw new RouterStateError(`cannot deploy a candidate in phase ${state.phase}`);
+      throw new TargetStateError(`cannot deploy a candidate in phase ${state.phase}`);
     }
     const container = containerOf(artifact, this.#name());
     const hash = candidateHash(container, state.stableConfig);
@@ -215,7 +215,7 @@ export class SageMakerRouter implements TrafficRouter {
     return this.#update(next, deployConfig, "the candidate variant");
   }
 
-  async checkReadiness(input: RouterState): Promise<Readiness> {
+  async checkReadiness(input: TargetState): Promise<Readiness> {
     const state = this.#state(input);
     const pending = state.pending;
     if (!pending) return { ready: true, state, message: `nothing pending in phase ${state.phase}` };
@@ -248,13 +248,13 @@ export class SageMakerRouter implements TrafficRouter {
     };
   }
 
-  async readWeights(input: RouterState): Promise<ObservedWeights> {
+  async readWeights(input: TargetState): Promise<ObservedWeights> {
     const state = this.#state(input);
     return this.#observe(state, await this.#endpoint.describe());
   }
 
   async setWeight(
-    input: RouterState,
+    input: TargetState,
     percent: number,
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
@@ -262,7 +262,7 @@ export class SageMakerRouter implements TrafficRouter {
     requirePercent(percent, "weight");
     const candidate = state.candidate;
     if (state.phase !== "ready" || !candidate) {
-      throw new RouterStateError(
+      throw new TargetStateError(
         `cannot send traffic to the candidate in phase ${state.phase}; it must be ready`,
       );
     }
@@ -270,7 +270,7 @@ export class SageMakerRouter implements TrafficRouter {
     const observed = this.#observe(state, endpoint);
     const names = (endpoint.ProductionVariants ?? []).map((v) => v.VariantName);
     if (state.mirror && !names.includes(candidate.variant.VariantName)) {
-      throw new RouterStateError(
+      throw new TargetStateError(
         `the candidate is the shadow of mirror route "${state.mirror.name}": remove the mirror route ` +
           "(setMirrorRoute with only its name) before giving the candidate live traffic",
       );
@@ -316,11 +316,11 @@ export class SageMakerRouter implements TrafficRouter {
     );
   }
 
-  async setMirrorRoute(input: RouterState, route: MirrorRoute): Promise<MirrorRouteChange> {
+  async setMirrorRoute(input: TargetState, route: MirrorRoute): Promise<MirrorRouteChange> {
     const state = this.#state(input);
     const candidate = state.candidate;
     if (state.phase !== "ready" || !candidate) {
-      throw new RouterStateError(
+      throw new TargetStateError(
         `cannot mirror requests to the candidate in phase ${state.phase}; it must be ready`,
       );
     }
@@ -347,7 +347,7 @@ export class SageMakerRouter implements TrafficRouter {
     return { state: next, message: mirroredMessage(route, candidate.variant.VariantName, config) };
   }
 
-  async setHeaderRoute(input: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {
+  async setHeaderRoute(input: TargetState, route: HeaderRoute): Promise<HeaderRouteChange> {
     const state = this.#state(input);
     const variant = state.candidate?.variant.VariantName ?? "the candidate variant (once created)";
     return {
@@ -357,7 +357,7 @@ export class SageMakerRouter implements TrafficRouter {
     };
   }
 
-  async removeHeaderRoute(input: RouterState, name: string): Promise<HeaderRouteChange> {
+  async removeHeaderRoute(input: TargetState, name: string): Promise<HeaderRouteChange> {
     return {
       state: this.#state(input),
       applied: false,
@@ -365,12 +365,12 @@ export class SageMakerRouter implements TrafficRouter {
     };
   }
 
-  async promote(input: RouterState, options: PromoteOptions): Promise<RouterState> {
+  async promote(input: TargetState, options: PromoteOptions): Promise<TargetState> {
     const state = this.#state(input);
     if (state.phase === "promoted") return state;
     const candidate = state.candidate;
     if (state.phase !== "ready" || !candidate) {
-      throw new RouterStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
+      throw new TargetStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
     }
     const endpoint = await this.#endpoint.describe();
     const promotedConfig = this.#resource(candidate.hash, "-p");
@@ -409,7 +409,7 @@ export class SageMakerRouter implements TrafficRouter {
     return this.#update(next, promotedConfig, "promotion (the candidate alone)", endpoint);
   }
 
-  async abort(input: RouterState, options: AbortOptions): Promise<Readiness> {
+  async abort(input: TargetState, options: AbortOptions): Promise<Readiness> {
     const state = this.#state(input);
     const back =
       state.phase === "promoted" && state.previous
@@ -459,7 +459,7 @@ export class SageMakerRouter implements TrafficRouter {
     return this.#waits.notYet(next, deadlineAt, `abort: endpoint moving back to config ${back.config}`);
   }
 
-  async scaleDown(input: RouterState): Promise<Readiness> {
+  async scaleDown(input: TargetState): Promise<Readiness> {
     const state = this.#state(input);
     const plan = state.scaleDown;
     if (!plan || plan.done) return { ready: true, state, message: "nothing to scale down" };
@@ -577,7 +577,7 @@ export class SageMakerRouter implements TrafficRouter {
   }
 
   #state(input: unknown): SageMakerState {
-    return parseRouterState(SageMakerStateSchema, input, "sagemaker");
+    return parseTargetState(SageMakerStateSchema, input, "sagemaker");
   }
 
   #name(): string {

@@ -1,6 +1,6 @@
 import type { z } from "zod";
-import { RouterStateError } from "./errors.ts";
-import type { RouterState, WeightChange } from "./port.ts";
+import { TargetStateError } from "./errors.ts";
+import type { TargetState, WeightChange } from "./port.ts";
 import { describeIssues } from "./settings.ts";
 
 /**
@@ -8,10 +8,10 @@ import { describeIssues } from "./settings.ts";
  * is external input: a state written by another target type, or by an older version of this
  * code, must fail loudly here rather than half-work.
  */
-export function parseRouterState<S extends z.ZodType>(schema: S, state: unknown, target: string): z.infer<S> {
+export function parseTargetState<S extends z.ZodType>(schema: S, state: unknown, target: string): z.infer<S> {
   const parsed = schema.safeParse(state);
   if (!parsed.success) {
-    throw new RouterStateError(describeIssues(parsed.error, `${target} router state`), {
+    throw new TargetStateError(describeIssues(parsed.error, `${target} router state`), {
       cause: parsed.error,
     });
   }
@@ -25,11 +25,11 @@ export function secondsUntil(at: number, now: number): number {
 
 /**
  * A weight or a mirror percentage as every target takes it: an integer from 0 to 100, or a
- * `RouterStateError` naming what it is and what was given.
+ * `TargetStateError` naming what it is and what was given.
  */
 export function requirePercent(value: number, what: "weight" | "mirror percentage"): void {
   if (!Number.isInteger(value) || value < 0 || value > 100) {
-    throw new RouterStateError(
+    throw new TargetStateError(
       what === "weight"
         ? `a weight is an integer percent between 0 and 100, got ${value}`
         : `a mirror percentage is an integer between 0 and 100, got ${value}`,
@@ -38,7 +38,7 @@ export function requirePercent(value: number, what: "weight" | "mirror percentag
 }
 
 /** A weight the target now has as the rollout set it: the candidate `percent`, no drift. */
-export function appliedWeight(state: RouterState, percent: number, detail: string): WeightChange {
+export function appliedWeight(state: TargetState, percent: number, detail: string): WeightChange {
   return {
     outcome: "applied",
     state,

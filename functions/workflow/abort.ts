@@ -9,7 +9,7 @@ import { METRICS } from "../config.ts";
 import { RolloutNotFoundError } from "../store/errors.ts";
 import { MAX_ROLLBACKS, type RolloutItem, type SideEffect } from "../store/schema.ts";
 import { update } from "../store/update.ts";
-import type { RouterState } from "../traffic/port.ts";
+import type { TargetState } from "../traffic/port.ts";
 import { terminateBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { commit, flush, isDone, publishEffect, registryEffects, scheduleEffect } from "./effects.ts";
@@ -78,7 +78,7 @@ export async function abort(
     if (superseded) throw superseded;
     return { phase: "Degraded", message };
   }
-  const rolledBack = await rollBack(deps, payload, item.targetState as RouterState);
+  const rolledBack = await rollBack(deps, payload, item.targetState as TargetState);
   await terminateBackground(deps, context);
   // A supersede is not a failed release: as when the newer Begin comes first, nothing announces
   // an abort, records a rollback (a canary gate's cooldown counts them) or tags the candidate.
@@ -115,10 +115,10 @@ interface AbortStatus {
 async function rollBack(
   deps: WorkflowDeps,
   payload: AbortPayload,
-  state: RouterState,
-): Promise<{ state: RouterState; pending: number | undefined }> {
+  state: TargetState,
+): Promise<{ state: TargetState; pending: number | undefined }> {
   if (payload.onFailure !== "rollback") return { state, pending: undefined };
-  const readiness = await deps.routerFor(payload.target).abort(state, {
+  const readiness = await deps.targetFor(payload.target).abort(state, {
     abortScaleDownDelaySeconds: payload.abortScaleDownDelaySeconds,
   });
   return { state: readiness.state, pending: readiness.ready ? undefined : readiness.retryAfterSeconds };
@@ -194,7 +194,7 @@ function abortStatus(payload: AbortPayload, outcome: AbortOutcome): AbortStatus 
 async function recordAbort(
   deps: WorkflowDeps,
   payload: AbortPayload,
-  state: RouterState,
+  state: TargetState,
   status: AbortStatus,
   effects: SideEffect[],
 ): Promise<void> {

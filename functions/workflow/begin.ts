@@ -9,7 +9,7 @@ import {
   type RolloutItemInput,
 } from "../store/schema.ts";
 import { upsert } from "../store/update.ts";
-import type { RouterState, TrafficRouter } from "../traffic/port.ts";
+import type { TargetState, TrafficTarget } from "../traffic/port.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { startEffects } from "./effects.ts";
 import type { BeginPayload, WorkflowContext } from "./payloads.ts";
@@ -42,7 +42,7 @@ function revisionFor(item: RolloutItem | undefined, input: BeginPayload["input"]
  */
 export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<BeginResult> {
   const { input, executionId } = payload;
-  const router = deps.routerFor(payload.target);
+  const router = deps.targetFor(payload.target);
   // A target that cannot run this push fails here, before the rollout is recorded as Progressing:
   // Begin's Catch ends the execution without Abort, so a later failure would leave it stuck.
   router.artifactFor(input.revision);
@@ -188,7 +188,7 @@ function newTakeover(current: RolloutItem | undefined, payload: BeginPayload, no
  */
 async function putCandidateInPlace(
   deps: WorkflowDeps,
-  router: TrafficRouter,
+  router: TrafficTarget,
   payload: BeginPayload,
   item: RolloutItem,
   takeover: Takeover & { revision: Revision },
@@ -196,7 +196,7 @@ async function putCandidateInPlace(
   const { revision, targetState, previousWeight } = takeover;
   if (targetState !== null && previousWeight > 0) {
     // A newer revision took over mid-rollout: traffic goes back to the stable side first.
-    await router.setWeight(targetState as RouterState, 0, { overwriteDrift: true });
+    await router.setWeight(targetState as TargetState, 0, { overwriteDrift: true });
   }
   let state = (await router.prepare()).state;
   if (item.stableRevision?.digest !== revision.digest) {

@@ -1,4 +1,4 @@
-import type { RouterState } from "../traffic/port.ts";
+import type { TargetState } from "../traffic/port.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { drivingItem, recordStep } from "./item.ts";
 import type { CheckReadyPayload } from "./payloads.ts";
@@ -16,7 +16,7 @@ export interface CheckReadyResult {
  */
 export async function checkReady(deps: WorkflowDeps, payload: CheckReadyPayload): Promise<CheckReadyResult> {
   const item = await drivingItem(deps, payload.context);
-  const readiness = await deps.routerFor(payload.target).checkReadiness(item.targetState as RouterState);
+  const readiness = await deps.targetFor(payload.target).checkReadiness(item.targetState as TargetState);
   await recordStep(deps, payload.context, (latest) => ({
     ...latest,
     targetState: readiness.state,

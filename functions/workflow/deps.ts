@@ -8,7 +8,7 @@ import type { ModelRegistry } from "../registry/port.ts";
 import type { RegistrySettings } from "../registry/settings.ts";
 import type { RolloutStore } from "../store/port.ts";
 import type { Timer } from "../timer/port.ts";
-import type { TrafficRouter } from "../traffic/port.ts";
+import type { TrafficTarget } from "../traffic/port.ts";
 import type { MetricsSink } from "./metrics.ts";
 
 /**
@@ -22,7 +22,7 @@ export interface WorkflowDeps {
   events: EventPublisher;
   clock: Clock;
   /** The traffic target for the settings a Task carries. */
-  routerFor(settings: unknown): TrafficRouter;
+  targetFor(settings: unknown): TrafficTarget;
   providers: MetricProvider;
   metrics: MetricsSink;
   /** CloudWatch alarms, read at each step boundary of a rollout that watches some. */

@@ -1,6 +1,6 @@
 import { METRICS } from "../config.ts";
 import { pushHistory, type RolloutItem } from "../store/schema.ts";
-import type { RouterState } from "../traffic/port.ts";
+import type { TargetState } from "../traffic/port.ts";
 import { terminateBackground, watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { commit, flush, isDone, publishEffect, registryEffects, scheduleEffect } from "./effects.ts";
@@ -30,11 +30,11 @@ export async function promote(
   const item = await drivingItem(deps, context);
   const previous = previousStable(item, context.digest);
   if (!isDone(item, context, STEP)) {
-    const router = deps.routerFor(payload.target);
+    const router = deps.targetFor(payload.target);
     const restaging = item.stableRevision?.digest === context.digest;
     const state = restaging
-      ? (item.targetState as RouterState)
-      : await router.promote(item.targetState as RouterState, {
+      ? (item.targetState as TargetState)
+      : await router.promote(item.targetState as TargetState, {
           scaleDownDelaySeconds: payload.scaleDownDelaySeconds,
         });
     await terminateBackground(deps, context);

@@ -1,7 +1,7 @@
 import { lifecycleEvent } from "../events/port.ts";
 import type { RolloutItem } from "../store/schema.ts";
 import { update } from "../store/update.ts";
-import type { RouterState } from "../traffic/port.ts";
+import type { TargetState } from "../traffic/port.ts";
 import { analysisTick, StoredAnalysisSchema } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { executionName, withEvent } from "./item.ts";
@@ -70,7 +70,7 @@ export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: st
     }
     case "scale-down": {
       if (!item || item.targetState === null) return "nothing to scale down";
-      const readiness = await deps.routerFor(payload.target).scaleDown(item.targetState as RouterState);
+      const readiness = await deps.targetFor(payload.target).scaleDown(item.targetState as TargetState);
       await saveTargetState(deps, payload.rollout, item.version, readiness.state);
       if (!readiness.ready && payload.attempt < MAX_ATTEMPTS) {
         await deps.timer.schedule({
@@ -83,7 +83,7 @@ export async function resume(deps: WorkflowDeps, payload: ResumePayload, key: st
     }
     case "abort-continue": {
       if (!item || item.targetState === null) return "nothing to abort";
-      const readiness = await deps.routerFor(payload.target).abort(item.targetState as RouterState, {
+      const readiness = await deps.targetFor(payload.target).abort(item.targetState as TargetState, {
         abortScaleDownDelaySeconds: payload.abortScaleDownDelaySeconds,
       });
       await saveTargetState(deps, payload.rollout, item.version, readiness.state);

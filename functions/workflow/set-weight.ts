@@ -2,7 +2,7 @@ import type { Step } from "../../statemachine/spec.ts";
 import { METRICS } from "../config.ts";
 import type { RolloutItem } from "../store/schema.ts";
 import { TargetConfigurationError } from "../traffic/errors.ts";
-import type { RouterState, TrafficRouter, WeightChange } from "../traffic/port.ts";
+import type { TargetState, TrafficTarget, WeightChange } from "../traffic/port.ts";
 import { watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { commit, flush, isDone, publishEffect } from "./effects.ts";
@@ -32,7 +32,7 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
     await flush(deps, context);
     return { drift: false, weight: item.weight, message: "already applied" };
   }
-  const applied = await applyStep(deps.routerFor(payload.target), payload, item);
+  const applied = await applyStep(deps.targetFor(payload.target), payload, item);
   if ("drift" in applied) {
     await recordDrift(deps, payload, applied.drift);
     return { drift: true, weight: item.weight, message: applied.drift.message };
@@ -45,7 +45,7 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
 
 /** What a traffic step did on the target: the target's state after it, the weight, in a few words. */
 interface Applied {
-  next: RouterState;
+  next: TargetState;
   weight: number;
   message: string;
 }
@@ -57,12 +57,12 @@ interface Drifted {
 
 /** Carries out the step on the target, from the state recorded on the item. */
 async function applyStep(
-  router: TrafficRouter,
+  router: TrafficTarget,
   payload: StepPayload,
   item: RolloutItem,
 ): Promise<Applied | Drifted> {
   const { step, stepIndex } = payload;
-  const state = item.targetState as RouterState;
+  const state = item.targetState as TargetState;
   switch (step.kind) {
     case "setWeight":
       return applyWeight(router, payload, item, step.weight);
@@ -90,14 +90,14 @@ async function applyStep(
  * step (or the rollout ignores drift), and the message says when it was overwritten.
  */
 async function applyWeight(
-  router: TrafficRouter,
+  router: TrafficTarget,
   payload: StepPayload,
   item: RolloutItem,
   weight: number,
 ): Promise<Applied | Drifted> {
   const approved = item.drift !== null && item.drift.step === payload.stepIndex && item.drift.approved;
   const ignore = payload.onDrift === "ignore";
-  const change = await router.setWeight(item.targetState as RouterState, weight, {
+  const change = await router.setWeight(item.targetState as TargetState, weight, {
     overwriteDrift: approved || ignore,
   });
   if (change.outcome === "drift") return { drift: change };
@@ -110,9 +110,9 @@ async function applyWeight(
 
 /** A `setMirrorRoute` step, refused by a target that cannot mirror requests. */
 async function applyMirrorRoute(
-  router: TrafficRouter,
+  router: TrafficTarget,
   payload: StepPayload,
-  state: RouterState,
+  state: TargetState,
   weight: number,
   step: Extract<Step, { kind: "setMirrorRoute" }>,
 ): Promise<Applied> {

@@ -5,7 +5,7 @@ import { columns } from "../../cli/table.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import type { Endpoint } from "../kube/pods.ts";
 import { type KubeApi, startKubeApi } from "../kube/server.ts";
-import { type LocalStack, startLocalStack } from "../stack.ts";
+import { type EmbeddedStack, startEmbeddedStack } from "../stack.ts";
 import { type DemoApp, startDemoApp } from "./app.ts";
 
 /**
@@ -166,7 +166,7 @@ export async function runKubernetesDemo(options: KubeDemoOptions = {}): Promise<
     closers.push(kube.close);
     const kubeconfig = await kube.kubeconfig(join(dir, "kubeconfig"));
     await createShop(kube);
-    const stack = await startLocalStack({
+    const stack = await startEmbeddedStack({
       specFiles: [rolloutFile(dir)],
       repository: "shop",
       target: {
@@ -236,7 +236,7 @@ async function createShop(kube: KubeApi): Promise<void> {
 /** What following one version's rollout reads and where it prints. */
 interface Following {
   kube: KubeApi;
-  stack: LocalStack;
+  stack: EmbeddedStack;
   users: Users;
   print: (line: string) => void;
   /** Milliseconds one version may take. */

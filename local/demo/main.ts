@@ -3,7 +3,7 @@ import { columns } from "../../cli/table.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
 import { type RunningProxy, startProxy } from "../proxy/server.ts";
-import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../stack.ts";
+import { CLI_ENV_KEYS, type EmbeddedStack, startEmbeddedStack } from "../stack.ts";
 import { type DemoApp, startDemoApp } from "./app.ts";
 import { runKubernetesDemo } from "./kubernetes.ts";
 import { type Load, startLoad } from "./load.ts";
@@ -81,7 +81,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const closers: Array<() => Promise<void>> = [];
   try {
     const { apps, proxy, metrics, scraping } = await startServices(options, print, closers);
-    const stack = await startLocalStack({
+    const stack = await startEmbeddedStack({
       // Promotion at 1500 requests per side leaves room above where v4 is caught (about 800); at
       // 800 requests a second, 400 per side at 50%, the judge decides either way within 4 s.
       specFiles: writeDemoSpec(metrics, {
@@ -174,7 +174,7 @@ function printIntro(
   print: (line: string) => void,
   apps: Record<string, DemoApp>,
   proxy: RunningProxy,
-  stack: LocalStack,
+  stack: EmbeddedStack,
 ): void {
   print(`services: ${DEMO_VERSIONS.map(([v, e]) => `${v} ${apps[v]?.url} (${e * 100}% errors)`).join(", ")}`);
   print(`proxy ${proxy.url} (admin ${proxy.adminUrl}); workflow ${stack.stateMachineArn.split(":").at(-1)}`);
@@ -235,7 +235,7 @@ function printSummary(
   return { ok, seconds };
 }
 
-function cliEnv(stack: LocalStack): string {
+function cliEnv(stack: EmbeddedStack): string {
   return CLI_ENV_KEYS.filter((k) => k !== "AWS_SESSION_TOKEN")
     .map((k) => `${k}=${stack.env[k]}`)
     .join(" ");
@@ -248,7 +248,7 @@ interface Seen {
 
 /** Prints the rollout's new events and measurements, in time order, until it is Healthy or Degraded. */
 async function follow(
-  stack: LocalStack,
+  stack: EmbeddedStack,
   print: (line: string) => void,
   timeoutMs: number,
   previousExecution: string | null,

@@ -2,13 +2,13 @@ import type { Clock } from "../../functions/clock.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import type { LocalDynamo } from "../dynamo.ts";
 import { type RunningProxy, startProxy } from "../proxy/server.ts";
-import { type LocalStack, startLocalStack } from "../stack.ts";
+import { type EmbeddedStack, startEmbeddedStack } from "../stack.ts";
 import { type ModelServer, startModel } from "./model.ts";
 import { MODEL_VERSIONS, ModelUsers, writeModelSpec } from "./model-rollout.ts";
 
 /** The model rollout's pieces on this machine: three models, the proxy as model router, the stack. */
 export interface ModelStack {
-  stack: LocalStack;
+  stack: EmbeddedStack;
   proxy: RunningProxy;
   models: Record<string, ModelServer>;
   users: ModelUsers;
@@ -38,7 +38,7 @@ export async function startModelStack(options: {
     const clock = options.clock;
     const proxy = await startProxy(clock ? { now: () => clock.now() } : {});
     closers.push(proxy.close);
-    const stack = await startLocalStack({
+    const stack = await startEmbeddedStack({
       specFiles: writeModelSpec({ router: proxy.adminUrl, ...(options.spec ?? {}) }),
       target: {
         adminUrl: proxy.adminUrl,

@@ -21,7 +21,7 @@ import type { RolloutSpec } from "../../statemachine/index.ts";
 import { prometheusVersion } from "../demo/prometheus.ts";
 import { type LocalDynamo, startDynamo } from "../dynamo.ts";
 import { type RunningProxy, startProxy } from "../proxy/server.ts";
-import { type LocalStack, startLocalStack } from "../stack.ts";
+import { type EmbeddedStack, startEmbeddedStack } from "../stack.ts";
 import { type MeteredDynamo, meterDynamo } from "./dynamo-meter.ts";
 import { type SimulatedPrometheus, startSimulatedPrometheus } from "./prometheus.ts";
 import { checkUserFiles, loadSimulatedSpec, simulatedSpecText, unsupportedProviders } from "./spec-files.ts";
@@ -231,11 +231,11 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRo
  * input error naming the plan, on one line.
  */
 async function startStack(
-  options: Parameters<typeof startLocalStack>[0],
+  options: Parameters<typeof startEmbeddedStack>[0],
   label: string,
-): Promise<LocalStack> {
+): Promise<EmbeddedStack> {
   try {
-    return await startLocalStack(options);
+    return await startEmbeddedStack(options);
   } catch (error) {
     if (error instanceof PropsError) {
       const what = error.problems.map((p) => p.replace(/^spec: /, "")).join("; ");
@@ -269,7 +269,7 @@ interface Meter {
 /** A plan's running services: its stack, the proxy its traffic goes through, the samples counter, its meter. */
 interface PlanRun {
   input: PlanInput;
-  stack: LocalStack;
+  stack: EmbeddedStack;
   proxy: RunningProxy;
   samples: { readonly queries: number };
   meter: Meter;
@@ -309,7 +309,7 @@ async function runPlan(input: PlanInput): Promise<SimulationRow> {
   const proxy = await startProxy({ now: () => input.clock.now() });
   const samples = await startSamplesCounter(proxy.adminUrl);
   const meter: Meter = { byHandler: {}, lambdaMs: 0, schedulerInvocations: 0 };
-  let stack: LocalStack | undefined;
+  let stack: EmbeddedStack | undefined;
   try {
     input.writeSpec(samples.url);
     stack = await startMeteredStack(input, { adminUrl: proxy.adminUrl, upstream: upstream.url }, meter);
@@ -335,7 +335,7 @@ async function startMeteredStack(
   input: PlanInput,
   proxy: { adminUrl: string; upstream: string },
   meter: Meter,
-): Promise<LocalStack> {
+): Promise<EmbeddedStack> {
   const stack = await startStack(
     {
       specFiles: [input.file],
@@ -636,7 +636,7 @@ function rowOf(
 }
 
 /** Every execution of every state machine of the stack, by ARN. */
-function executionsOf(stack: LocalStack): string[] {
+function executionsOf(stack: EmbeddedStack): string[] {
   return stack.runtime.sfn
     .listStateMachines()
     .flatMap((m) => stack.runtime.sfn.listExecutions({ stateMachineArn: m.stateMachineArn }))
@@ -644,7 +644,7 @@ function executionsOf(stack: LocalStack): string[] {
 }
 
 /** State transitions of the executions started since `before`: the rollout's and the others (the ticker's). */
-function stateTransitions(stack: LocalStack, before: Set<string>): { rollout: number; other: number } {
+function stateTransitions(stack: EmbeddedStack, before: Set<string>): { rollout: number; other: number } {
   const out = { rollout: 0, other: 0 };
   for (const machine of stack.runtime.sfn.listStateMachines()) {
     for (const execution of stack.runtime.sfn.listExecutions({ stateMachineArn: machine.stateMachineArn })) {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { StoredMeasurementValueSchema } from "../../cli/render.ts";
-import { ProviderRouter } from "../../functions/metrics/index.ts";
+import { MetricProviders } from "../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../functions/metrics/port.ts";
 import { DynamoRolloutStore } from "../../functions/store/dynamodb.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
@@ -14,7 +14,7 @@ import { type EmbeddedRollout, startEmbeddedRollout } from "../support/embedded-
 import { digest } from "../support/fake-rollout.ts";
 import { COUNTS_SIDES, judgeMetric, judgeTemplate, rates, statsWeb } from "../support/judge-stats.ts";
 import { canarySpec } from "../support/rollout-spec.ts";
-import { FakeRouter } from "../support/traffic.ts";
+import { FakeTraffic } from "../support/traffic.ts";
 
 /**
  * `rollouts replay` of a judge, end to end: a real rollout of the compiled workflow in the
@@ -82,8 +82,8 @@ beforeAll(async () => {
         },
       },
     ]),
-    router: new FakeRouter(),
-    providers: new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }),
+    router: new FakeTraffic(),
+    providers: new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) }),
   });
   expect(await rollout.rollOut({ digest: digest(1), tag: "v1" })).toEqual({ state: "Healthy" });
   await rollout.rollOut({ digest: digest(2), tag: "v2" });
@@ -109,8 +109,8 @@ beforeAll(async () => {
       ],
       { name: "latency" },
     ),
-    router: new FakeRouter(),
-    providers: new ProviderRouter({ web: samples }),
+    router: new FakeTraffic(),
+    providers: new MetricProviders({ web: samples }),
   });
   expect(await latency.rollOut({ digest: digest(1), tag: "v1" })).toEqual({ state: "Healthy" });
   await latency.rollOut({ digest: digest(2), tag: "v2" });

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ProviderRouter } from "../../functions/metrics/index.ts";
+import { MetricProviders } from "../../functions/metrics/index.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
 import { parseRollout } from "../../statemachine/index.ts";
 import { type EmbeddedRollout, startEmbeddedRollout } from "../support/embedded-rollout.ts";
 import { digest } from "../support/fake-rollout.ts";
 import { COUNTS_SIDES, judgeTemplate, rates, statsWeb } from "../support/judge-stats.ts";
 import { judgedRollout } from "../support/judged-rollout.ts";
-import { FakeRouter } from "../support/traffic.ts";
+import { FakeTraffic } from "../support/traffic.ts";
 
 /**
  * One error budget per rollout, through the compiled workflow in the embedded runtime: a
@@ -48,8 +48,8 @@ describe("a sequential gate's evidence carries from one analysis step to the nex
     const spec = twoSteps();
     rollout = await startEmbeddedRollout({
       spec,
-      router: new FakeRouter(),
-      providers: new ProviderRouter({ web: statsWeb(rates(0.02, 0.01)) }),
+      router: new FakeTraffic(),
+      providers: new MetricProviders({ web: statsWeb(rates(0.02, 0.01)) }),
     });
     expect(await rollout.rollOut({ digest: digest(1), tag: "v1" })).toEqual({ state: "Healthy" });
     const ending = await rollout.rollOut({ digest: digest(2), tag: "v2" });
@@ -79,8 +79,8 @@ describe("a sequential gate's evidence carries from one analysis step to the nex
     const spec = twoSteps("0.02");
     rollout = await startEmbeddedRollout({
       spec,
-      router: new FakeRouter(),
-      providers: new ProviderRouter({ web: statsWeb(rates(0.02, 0.01)) }),
+      router: new FakeTraffic(),
+      providers: new MetricProviders({ web: statsWeb(rates(0.02, 0.01)) }),
     });
     expect(await rollout.rollOut({ digest: digest(1), tag: "v1" })).toEqual({ state: "Healthy" });
     expect(await rollout.rollOut({ digest: digest(2), tag: "v2" })).toEqual({ state: "Healthy" });

@@ -6,7 +6,7 @@ import { startDemoApp } from "../../local/demo/app.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
 import type { LocalDynamo } from "../../local/dynamo.ts";
 import { startProxy } from "../../local/proxy/server.ts";
-import { CLI_ENV_KEYS, type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { CLI_ENV_KEYS, type EmbeddedStack, startEmbeddedStack } from "../../local/stack.ts";
 import { runWithEnv } from "../support/cli.ts";
 import { listExecutions } from "../support/executions.ts";
 import { DEAD_URL } from "../support/http-server.ts";
@@ -14,7 +14,7 @@ import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } f
 
 /** A scenario on the embedded runtime: the generic one, plus the stack for benchmarks. */
 export interface LocalScenario extends Scenario {
-  stack: LocalStack;
+  stack: EmbeddedStack;
   clock: ManualClock;
 }
 
@@ -40,7 +40,7 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
     ? await startPadding(proxy.adminUrl, options.answerPadding)
     : undefined;
   const metricsUrl = options.providerDown ? dead : (padding?.url ?? proxy.adminUrl);
-  const stack = await startLocalStack({
+  const stack = await startEmbeddedStack({
     specFiles: writeDemoSpec(
       { kind: "proxy", url: metricsUrl },
       {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RouterState, TrafficRouter } from "../../functions/traffic/port.ts";
+import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 import {
   CLUSTER_E2E,
   clusterBackend,
@@ -82,9 +82,9 @@ function scenarios(start: () => Promise<KubeBackend>, routers: readonly Router[]
 
   /** Calls `step` (checkReadiness, abort, scaleDown) until it reports ready, letting time pass. */
   async function untilReady(
-    step: (state: RouterState) => Promise<{ ready: boolean; state: RouterState; retryAfterSeconds?: number }>,
-    state: RouterState,
-  ): Promise<RouterState> {
+    step: (state: TargetState) => Promise<{ ready: boolean; state: TargetState; retryAfterSeconds?: number }>,
+    state: TargetState,
+  ): Promise<TargetState> {
     let r = await step(state);
     for (let i = 0; i < 300 && !r.ready; i++) {
       await b.wait((r.retryAfterSeconds ?? 1) * 1000);
@@ -94,19 +94,19 @@ function scenarios(start: () => Promise<KubeBackend>, routers: readonly Router[]
     return r.state;
   }
 
-  async function candidate(router: TrafficRouter): Promise<RouterState> {
+  async function candidate(router: TrafficTarget): Promise<TargetState> {
     const prepared = await router.prepare();
     const deployed = await router.deployCandidate(prepared.state, { image: IMAGES.v2 });
     return untilReady((s) => router.checkReadiness(s), deployed);
   }
 
-  async function weigh(router: TrafficRouter, state: RouterState, weight: number): Promise<RouterState> {
+  async function weigh(router: TrafficTarget, state: TargetState, weight: number): Promise<TargetState> {
     const change = await router.setWeight(state, weight);
     expect(change.outcome).toBe("applied");
     return untilReady((s) => router.checkReadiness(s), change.state);
   }
 
-  async function promote(router: TrafficRouter, state: RouterState): Promise<void> {
+  async function promote(router: TrafficTarget, state: TargetState): Promise<void> {
     const promoted = await router.promote(state, { scaleDownDelaySeconds: 1 });
     await untilReady((s) => router.scaleDown(s), promoted);
   }

@@ -7,7 +7,7 @@ import type { RolloutItem } from "../../functions/store/schema.ts";
 import { RESOURCE_TYPES } from "../../local/kube/resources.ts";
 import { type KubeApi, startKubeApi } from "../../local/kube/server.ts";
 import type { KubeObject } from "../../local/kube/store.ts";
-import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { type EmbeddedStack, startEmbeddedStack } from "../../local/stack.ts";
 import { deploymentManifest } from "../support/kube.ts";
 import { DIGESTS } from "./scenario.ts";
 
@@ -51,7 +51,7 @@ async function scenario(
   objects: { path: string; body: unknown }[],
 ): Promise<{
   kube: KubeApi;
-  stack: LocalStack;
+  stack: EmbeddedStack;
   held: (resource: string, name: string) => Obj | undefined;
 }> {
   const clock = new ManualClock(Date.parse("2026-12-01T12:00:00Z"));
@@ -79,7 +79,7 @@ async function scenario(
     });
   }
   for (const o of objects) await post(o.path, o.body);
-  const stack = await startLocalStack({
+  const stack = await startEmbeddedStack({
     specFiles: [spec],
     repository: "shop",
     target: {
@@ -90,7 +90,7 @@ async function scenario(
       canaryDeployment: "shop-canary",
       router,
       pollSeconds: 2,
-    } as Parameters<typeof startLocalStack>[0]["target"],
+    } as Parameters<typeof startEmbeddedStack>[0]["target"],
     clock,
   });
   const held = (resource: string, name: string) => {
@@ -106,7 +106,7 @@ async function scenario(
  * `tag` changes while it runs.
  */
 async function drive(
-  stack: LocalStack,
+  stack: EmbeddedStack,
   tag: string,
   done: (item: RolloutItem) => boolean,
   snapshot: (item: RolloutItem) => void = () => {},

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { type KubeApi, startKubeApi } from "../../local/kube/server.ts";
-import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { type EmbeddedStack, startEmbeddedStack } from "../../local/stack.ts";
 import { deploymentManifest } from "../support/kube.ts";
 import { DIGESTS } from "./scenario.ts";
 
@@ -48,7 +48,7 @@ function rolloutFile(): string {
 
 describe("a basic canary on the local Kubernetes API, on the embedded runtime", () => {
   let kube: KubeApi;
-  let stack: LocalStack;
+  let stack: EmbeddedStack;
   let clock: ManualClock;
   /** [weight, canary pods, stable pods] each time the rollout item's step changed. */
   const seen: [number, number, number][] = [];
@@ -102,7 +102,7 @@ describe("a basic canary on the local Kubernetes API, on the embedded runtime", 
       });
       expect(res.status).toBe(201);
     }
-    stack = await startLocalStack({
+    stack = await startEmbeddedStack({
       specFiles: [rolloutFile()],
       repository: "shop",
       target: {
@@ -168,7 +168,7 @@ describe("a basic canary on the local Kubernetes API, on the embedded runtime", 
 
 describe("a Gateway API canary on the local Kubernetes API, on the embedded runtime", () => {
   let kube: KubeApi;
-  let stack: LocalStack;
+  let stack: EmbeddedStack;
   const ROUTE = `/apis/gateway.networking.k8s.io/v1/namespaces/${NS}/httproutes/shop`;
   /** [weight, canary backendRef weight, canary pods] at each step. */
   const seen: [number, number, number][] = [];
@@ -216,7 +216,7 @@ describe("a Gateway API canary on the local Kubernetes API, on the embedded runt
         rules: [{ backendRefs: [{ name: "shop-stable", port: 80 }] }],
       },
     });
-    stack = await startLocalStack({
+    stack = await startEmbeddedStack({
       specFiles: [rolloutFile()],
       repository: "shop",
       target: {

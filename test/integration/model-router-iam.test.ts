@@ -6,7 +6,7 @@ import { startEmbeddedRollout } from "../support/embedded-rollout.ts";
 import { digest } from "../support/fake-rollout.ts";
 import { type IamRouter, startIamRouter } from "../support/iam-router.ts";
 import { analysisSpec, canarySpec } from "../support/rollout-spec.ts";
-import { FakeRouter } from "../support/traffic.ts";
+import { FakeTraffic } from "../support/traffic.ts";
 
 /**
  * The compiled workflow in the embedded runtime judges a model through the router function behind
@@ -36,7 +36,7 @@ async function rollOut(sigv4: boolean) {
       { kind: "setWeight", weight: 25 },
       { kind: "analysis", origin: "step", analysis: analysisSpec(metric) },
     ]),
-    router: new FakeRouter(),
+    router: new FakeTraffic(),
     providers: defaultProviders(),
   });
   onTestFinished(() => w.close());

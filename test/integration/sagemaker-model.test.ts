@@ -8,7 +8,7 @@ import { type ModelServer, startModel } from "../../local/demo/model.ts";
 import { MODEL_VERSIONS, ModelUsers, writeModelSpec } from "../../local/demo/model-rollout.ts";
 import { finished } from "../../local/demo/model-stack.ts";
 import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
-import { type LocalStack, startLocalStack } from "../../local/stack.ts";
+import { type EmbeddedStack, startEmbeddedStack } from "../../local/stack.ts";
 import { MODEL_ROUTER_URL } from "../../statemachine/providers.ts";
 import { signedFetch } from "../support/signed-fetch.ts";
 
@@ -30,7 +30,7 @@ const image = (n: number) => `${registryHost(LOCAL_ACCOUNT, LOCAL_REGION)}/demo@
 describe("a SageMaker model rollout through the model router on the embedded runtime", () => {
   const clock = new ManualClock(Date.parse("2026-12-01T12:00:00Z"));
   let dynamo: LocalDynamo;
-  let stack: LocalStack;
+  let stack: EmbeddedStack;
   let router: string;
   /** Requests signed with the credentials the runtime gives its functions (the URL is AWS_IAM). */
   let send: typeof fetch;
@@ -40,7 +40,7 @@ describe("a SageMaker model rollout through the model router on the embedded run
   beforeAll(async () => {
     for (const m of MODEL_VERSIONS) models.push(await startModel({ version: m.version, weights: m.weights }));
     dynamo = await startDynamo("dynalite");
-    stack = await startLocalStack({
+    stack = await startEmbeddedStack({
       specFiles: writeModelSpec({ router: MODEL_ROUTER_URL, sigv4: true }),
       target: {
         type: "sagemaker",

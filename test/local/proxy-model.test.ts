@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import { assign } from "../../functions/router/cohort.ts";
-import { RouterStateError } from "../../functions/traffic/errors.ts";
-import { createTrafficRouter } from "../../functions/traffic/index.ts";
-import type { RouterState, TrafficRouter } from "../../functions/traffic/port.ts";
+import { TargetStateError } from "../../functions/traffic/errors.ts";
+import { createTrafficTarget } from "../../functions/traffic/index.ts";
+import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 import { makeDataset, predict, startModel, TRUE_WEIGHTS, type Weights } from "../../local/demo/model.ts";
 import { startProxy } from "../../local/proxy/server.ts";
 
@@ -27,7 +27,7 @@ async function setup(options: { candidateDelayMs?: number; model?: Record<string
     config: { stable: v1, stableVersion: "v1", ...(options.model ? { model: options.model } : {}) },
   });
   closers.push(proxy.close);
-  const router = createTrafficRouter(
+  const router = createTrafficTarget(
     { type: "local-proxy", adminUrl: proxy.adminUrl, progressDeadlineSeconds: 10 },
     {},
     new ManualClock(1_000_000),
@@ -63,7 +63,7 @@ async function compare(adminUrl: string) {
 describe("local proxy: model routing", () => {
   it("setMirrorRoute copies requests to the candidate, compares its answers and never changes the caller's", async () => {
     const { proxy, router, state } = await setup();
-    const mirror = router.setMirrorRoute as NonNullable<TrafficRouter["setMirrorRoute"]>;
+    const mirror = router.setMirrorRoute as NonNullable<TrafficTarget["setMirrorRoute"]>;
     const change = await mirror.call(router, state, { name: "shadow", percentage: 100 });
     expect(change.message).toBe("mirror shadow: 100% of all requests copied to v2");
     const data = makeDataset(7, 200);
@@ -107,20 +107,20 @@ describe("local proxy: model routing", () => {
     const v1 = await model("v1", TRUE_WEIGHTS);
     const proxy = await startProxy({ config: { stable: v1, stableVersion: "v1" } });
     closers.push(proxy.close);
-    const router = createTrafficRouter(
+    const router = createTrafficTarget(
       { type: "local-proxy", adminUrl: proxy.adminUrl, progressDeadlineSeconds: 10 },
       {},
       new ManualClock(0),
     );
     const { state } = await router.prepare();
     await expect(router.setMirrorRoute?.(state, { name: "s", percentage: 10 })).rejects.toThrow(
-      RouterStateError,
+      TargetStateError,
     );
   });
 
   it("a sticky canary keeps each user on one version; feedback is attributed to it", async () => {
     const { proxy, router, state } = await setup({ model: { salt: "rollout-1" } });
-    const change = await router.setWeight(state as RouterState, 30);
+    const change = await router.setWeight(state as TargetState, 30);
     expect(change.outcome).toBe("applied");
     const ids: Array<{ id: string; version: string }> = [];
     for (let round = 0; round < 2; round++) {

@@ -2,7 +2,7 @@ import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createRun, tick } from "../../functions/analysis/index.ts";
-import { ProviderRouter } from "../../functions/metrics/index.ts";
+import { MetricProviders } from "../../functions/metrics/index.ts";
 import { LambdaMetricProvider } from "../../functions/metrics/lambda.ts";
 import { parseRollout } from "../../statemachine/index.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
@@ -68,7 +68,7 @@ describe("the sfn-rollouts/lambda provider", () => {
       .on(InvokeCommand)
       .resolvesOnce({ StatusCode: 200, Payload: encode({ passed: 20, total: 20 }) as never })
       .resolvesOnce({ StatusCode: 200, Payload: encode({ passed: 17, total: 20 }) as never });
-    const router = new ProviderRouter({ lambda: provider() });
+    const router = new MetricProviders({ lambda: provider() });
     const spec = { templates: [{ name: "t", kind: "AnalysisTemplate" as const, metrics: [metric()] }] };
     expect((await tick(createRun(spec, now), now, router)).phase).toBe("Successful");
     const bad = await tick(createRun(spec, now), now, router);

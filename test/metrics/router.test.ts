@@ -4,7 +4,7 @@ import {
   defaultProviders,
   formatFloat,
   type MetricProvider,
-  ProviderRouter,
+  MetricProviders,
   UnsupportedProviderError,
 } from "../../functions/metrics/index.ts";
 import { MetricSchema } from "../../statemachine/spec.ts";
@@ -27,18 +27,18 @@ function fixed(value: number): MetricProvider & { seen: string[] } {
   };
 }
 
-describe("ProviderRouter", () => {
+describe("MetricProviders", () => {
   it("sends each metric to the adapter of its provider", async () => {
     const w = fixed(1);
     const p = fixed(2);
-    const router = new ProviderRouter({ web: w, prometheus: p });
+    const router = new MetricProviders({ web: w, prometheus: p });
     expect(await router.measure(web, { now })).toMatchObject({ result: [1] });
     expect(await router.measure(prom, { now })).toMatchObject({ result: [2] });
     expect([w.seen, p.seen]).toEqual([["w"], ["p"]]);
   });
 
   it("a provider this process lacks throws a named error, which the run records as an Error", async () => {
-    const router = new ProviderRouter({ web: fixed(1) });
+    const router = new MetricProviders({ web: fixed(1) });
     expect(() => router.measure(prom, { now })).toThrow(UnsupportedProviderError);
     const run = await tick(
       createRun({ templates: [{ name: "t", kind: "inline", metrics: [prom] }] }, now),

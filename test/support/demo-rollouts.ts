@@ -1,7 +1,7 @@
 import { SFNClient } from "@aws-sdk/client-sfn";
 import type { TaskTokens, TokenDelivery } from "../../functions/abort/task-tokens.ts";
 import { ManualClock } from "../../functions/clock.ts";
-import { ProviderRouter } from "../../functions/metrics/index.ts";
+import { MetricProviders } from "../../functions/metrics/index.ts";
 import { WebMetricProvider } from "../../functions/metrics/web.ts";
 import { MemoryRolloutStore } from "../../functions/store/memory.ts";
 import { type Executions, SfnExecutions } from "../../functions/trigger/executions.ts";
@@ -11,7 +11,7 @@ import { writeDemoSpec } from "../../local/demo/spec.ts";
 import { loadRollout } from "../../statemachine/load.ts";
 import { type EmbeddedRollout, startEmbeddedRollout, T0 } from "./embedded-rollout.ts";
 import { digest } from "./fake-rollout.ts";
-import { FakeRouter } from "./traffic.ts";
+import { FakeTraffic } from "./traffic.ts";
 
 /**
  * The demo's rollouts (`npm start`) in the embedded runtime, in virtual time, for the dashboard's
@@ -73,8 +73,8 @@ async function demoRollout(
   const { spec } = await loadRollout(files);
   return startEmbeddedRollout({
     spec,
-    router: new FakeRouter(),
-    providers: new ProviderRouter({ web: new WebMetricProvider({ fetch: demoStats }) }),
+    router: new FakeTraffic(),
+    providers: new MetricProviders({ web: new WebMetricProvider({ fetch: demoStats }) }),
     clock,
     store,
   });

@@ -5,13 +5,13 @@ import { MemoryRolloutStore } from "../../functions/store/memory.ts";
 import { newRolloutItem, type RolloutItem } from "../../functions/store/schema.ts";
 import { InProcessTimer } from "../../functions/timer/in-process.ts";
 import { TimerFiringSchema } from "../../functions/timer/port.ts";
-import type { PromoteOptions, Readiness, RouterState, WeightChange } from "../../functions/traffic/port.ts";
+import type { PromoteOptions, Readiness, TargetState, WeightChange } from "../../functions/traffic/port.ts";
 import { begin } from "../../functions/workflow/begin.ts";
 import type { WorkflowDeps } from "../../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../../functions/workflow/metrics.ts";
 import { ResumePayloadSchema, type WorkflowContext } from "../../functions/workflow/payloads.ts";
 import { resume } from "../../functions/workflow/resume.ts";
-import { FakeRouter } from "./traffic.ts";
+import { FakeTraffic } from "./traffic.ts";
 
 /**
  * The workflow's functions driven directly over the in-memory adapters, one call at a time, as
@@ -28,10 +28,10 @@ export const TARGET = { type: "fake" };
 export const ROLLOUT = { name: NAME, revision: "abc", strategy: "canary" as const, stepCount: 3 };
 
 /**
- * `FakeRouter` as the direct driver's tests read it: a `setWeight` that can crash once before or
+ * `FakeTraffic` as the direct driver's tests read it: a `setWeight` that can crash once before or
  * after changing the weight, readiness not recorded, and each scale-down naming its version.
  */
-export class MemoryTarget extends FakeRouter {
+export class MemoryTarget extends FakeTraffic {
   /** Throws once from `setWeight`: before changing anything, or after (a crash after the change). */
   failSetWeight: "before" | "after" | undefined;
 
@@ -42,11 +42,11 @@ export class MemoryTarget extends FakeRouter {
     }
   }
 
-  override async checkReadiness(state: RouterState): Promise<Readiness> {
+  override async checkReadiness(state: TargetState): Promise<Readiness> {
     return { ready: true, state, message: "ready" };
   }
 
-  override async setWeight(state: RouterState, percent: number, options: { overwriteDrift?: boolean } = {}) {
+  override async setWeight(state: TargetState, percent: number, options: { overwriteDrift?: boolean } = {}) {
     this.calls.push(`setWeight ${percent}`);
     this.#fail("before");
     const weights = await this.readWeights(state);
@@ -58,11 +58,11 @@ export class MemoryTarget extends FakeRouter {
     return { outcome: "applied", state: { ...state, expected: percent }, weights } satisfies WeightChange;
   }
 
-  override async promote(state: RouterState, options: PromoteOptions): Promise<RouterState> {
+  override async promote(state: TargetState, options: PromoteOptions): Promise<TargetState> {
     return { ...(await super.promote(state, options)), promoted: String(state.candidate) };
   }
 
-  override async scaleDown(state: RouterState): Promise<Readiness> {
+  override async scaleDown(state: TargetState): Promise<Readiness> {
     this.calls.push(`scaleDown ${String(state.candidate ?? state.promoted ?? "?")}`);
     return { ready: true, state, message: "scaled down" };
   }
@@ -116,7 +116,7 @@ export function direct(): Direct {
     },
     events: { publish: (list) => once("publish", () => events.publish(list)) },
     clock,
-    routerFor: () => target,
+    targetFor: () => target,
     providers: { measure: async () => ({ ok: true, result: [1], value: "[1]" }) },
     metrics: new RecordingMetricsSink(),
   };

@@ -7,7 +7,7 @@ import type { MetricProvider } from "../../functions/metrics/port.ts";
 import { MemoryRolloutStore } from "../../functions/store/memory.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import type { TimerFiring } from "../../functions/timer/port.ts";
-import type { TrafficRouter } from "../../functions/traffic/port.ts";
+import type { TrafficTarget } from "../../functions/traffic/port.ts";
 import { SfnExecutions } from "../../functions/trigger/executions.ts";
 import {
   type RolloutTriggerOutcome,
@@ -89,7 +89,7 @@ export interface EmbeddedRolloutOptions {
   target?: Record<string, unknown>;
   readinessChecks?: boolean;
   /** Every target the Tasks carry is served by this router. */
-  router: TrafficRouter;
+  router: TrafficTarget;
   providers: MetricProvider;
   /** Default: a `ManualClock` at `T0`. */
   clock?: ManualClock;
@@ -197,7 +197,7 @@ export async function startEmbeddedRollout(options: EmbeddedRolloutOptions): Pro
     clock,
     metrics,
     providers: options.providers,
-    routerFor: (settings: unknown) => {
+    targetFor: (settings: unknown) => {
       targets.push(settings);
       return options.router;
     },

@@ -3,14 +3,14 @@ import type { RolloutSpecInput, Step } from "../../statemachine/spec.ts";
 import { type EmbeddedRollout, type RolloutFunction, startEmbeddedRollout } from "./embedded-rollout.ts";
 import { ScriptedProvider } from "./metrics.ts";
 import { canarySpec } from "./rollout-spec.ts";
-import { FakeRouter } from "./traffic.ts";
+import { FakeTraffic } from "./traffic.ts";
 
 /** An image digest made of one digit: `digest(2)` is `sha256:2222…`. */
 export const digest = (n: number) => `sha256:${String(n).repeat(64).slice(0, 64)}`;
 
 /** A compiled rollout in the embedded runtime over a router in memory and scripted metrics. */
 export interface FakeRollout extends EmbeddedRollout {
-  router: FakeRouter;
+  router: FakeTraffic;
   provider: ScriptedProvider;
 }
 
@@ -26,9 +26,9 @@ export interface FakeRolloutOptions {
   target?: Record<string, unknown>;
 }
 
-/** `checkout` with `FakeRouter` and `ScriptedProvider` behind it, nothing pushed yet. */
+/** `checkout` with `FakeTraffic` and `ScriptedProvider` behind it, nothing pushed yet. */
 export async function startFakeRollout(options: FakeRolloutOptions = {}): Promise<FakeRollout> {
-  const router = new FakeRouter();
+  const router = new FakeTraffic();
   const provider = new ScriptedProvider(options.scripts ?? {});
   const rollout = await startEmbeddedRollout({
     spec: canarySpec(options.steps, options.spec),

@@ -4,9 +4,9 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { parseAllDocuments } from "yaml";
 import { type Clock, ManualClock, systemClock } from "../../functions/clock.ts";
-import { createTrafficRouter } from "../../functions/traffic/index.ts";
+import { createTrafficTarget } from "../../functions/traffic/index.ts";
 import { parseKubeconfig } from "../../functions/traffic/kubernetes/auth.ts";
-import type { TrafficRouter } from "../../functions/traffic/port.ts";
+import type { TrafficTarget } from "../../functions/traffic/port.ts";
 import { startKubeApi } from "../../local/kube/server.ts";
 
 /**
@@ -21,7 +21,7 @@ export interface KubeBackend {
   /** A REST call with the setup's credentials; throws on an error status, naming it. */
   api(method: string, path: string, body?: unknown, contentType?: string): Promise<Record<string, unknown>>;
   /** The kubernetes target on this backend, as the rollout's handlers build it. */
-  router(settings: Record<string, unknown>): TrafficRouter;
+  router(settings: Record<string, unknown>): TrafficTarget;
   /** Lets `ms` pass (virtual time on the local API, a real wait on a cluster). */
   wait(ms: number): Promise<void>;
   close(): Promise<void>;
@@ -85,7 +85,7 @@ function backend(
     api: (method, path, body, contentType = "application/json") =>
       call(setup, method, path, body, contentType),
     router: (settings) =>
-      createTrafficRouter(
+      createTrafficTarget(
         {
           type: "kubernetes",
           server: target.server,

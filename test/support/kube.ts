@@ -1,7 +1,7 @@
 import { ManualClock } from "../../functions/clock.ts";
-import { createTrafficRouter } from "../../functions/traffic/index.ts";
+import { createTrafficTarget } from "../../functions/traffic/index.ts";
 import type { KubeCall } from "../../functions/traffic/kubernetes/client.ts";
-import type { Readiness, RouterState, TrafficRouter } from "../../functions/traffic/port.ts";
+import type { Readiness, TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 import { type KubeApi, startKubeApi } from "../../local/kube/server.ts";
 
 /**
@@ -19,11 +19,11 @@ export interface KubeFixture {
   /** A REST call to the local API, as a client would make it. */
   api(method: string, path: string, body?: unknown, contentType?: string): Promise<Record<string, unknown>>;
   get(path: string): Promise<Record<string, unknown>>;
-  router(settings: Record<string, unknown>): TrafficRouter;
+  router(settings: Record<string, unknown>): TrafficTarget;
   /** Moves virtual time and lets the Deployment controller catch up. */
   advance(ms: number): void;
   /** Polls readiness, moving time, until it is ready (at most `polls` times). */
-  settle(router: TrafficRouter, state: RouterState, polls?: number): Promise<Readiness>;
+  settle(router: TrafficTarget, state: TargetState, polls?: number): Promise<Readiness>;
   /** `[spec.replicas, status.availableReplicas, image]` of a Deployment. */
   deployment(name: string): Promise<{ replicas: number; available: number; image: string }>;
   close(): Promise<void>;
@@ -90,7 +90,7 @@ export async function kubeFixture(
     api,
     get: (path) => api("GET", path),
     router: (settings) =>
-      createTrafficRouter(
+      createTrafficTarget(
         {
           type: "kubernetes",
           server: kube.url,

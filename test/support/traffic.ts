@@ -9,8 +9,8 @@ import type {
   PromoteOptions,
   Pushed,
   Readiness,
-  RouterState,
-  TrafficRouter,
+  TargetState,
+  TrafficTarget,
   WeightChange,
 } from "../../functions/traffic/port.ts";
 
@@ -18,7 +18,7 @@ import type {
  * A traffic target in memory: it remembers the real weights (so a test can change them behind
  * the rollout's back to cause drift) and every call it received.
  */
-export class FakeRouter implements TrafficRouter {
+export class FakeTraffic implements TrafficTarget {
   readonly type = "local-proxy" as const;
   readonly calls: string[] = [];
   /** What is really configured: percent on the candidate. */
@@ -46,19 +46,19 @@ export class FakeRouter implements TrafficRouter {
     };
   }
 
-  async deployCandidate(state: RouterState, artifact: CandidateArtifact): Promise<RouterState> {
+  async deployCandidate(state: TargetState, artifact: CandidateArtifact): Promise<TargetState> {
     const version = artifact.version ?? "?";
     this.calls.push(`deployCandidate ${version}`);
     this.candidate = version;
     return { ...state, candidate: version };
   }
 
-  async checkReadiness(state: RouterState): Promise<Readiness> {
+  async checkReadiness(state: TargetState): Promise<Readiness> {
     this.calls.push("checkReadiness");
     return { ready: true, state, message: "ready" };
   }
 
-  async readWeights(state: RouterState): Promise<ObservedWeights> {
+  async readWeights(state: TargetState): Promise<ObservedWeights> {
     const expected = Number(state.expected ?? 0);
     return {
       canary: this.canary,
@@ -70,7 +70,7 @@ export class FakeRouter implements TrafficRouter {
   }
 
   async setWeight(
-    state: RouterState,
+    state: TargetState,
     percent: number,
     options: { readonly overwriteDrift?: boolean } = {},
   ): Promise<WeightChange> {
@@ -92,17 +92,17 @@ export class FakeRouter implements TrafficRouter {
     };
   }
 
-  async setHeaderRoute(state: RouterState, route: HeaderRoute): Promise<HeaderRouteChange> {
+  async setHeaderRoute(state: TargetState, route: HeaderRoute): Promise<HeaderRouteChange> {
     this.calls.push(`setHeaderRoute ${route.name}`);
     return { state, applied: true, message: `header route ${route.name}` };
   }
 
-  async removeHeaderRoute(state: RouterState, name: string): Promise<HeaderRouteChange> {
+  async removeHeaderRoute(state: TargetState, name: string): Promise<HeaderRouteChange> {
     this.calls.push(`removeHeaderRoute ${name}`);
     return { state, applied: true, message: `header route ${name} removed` };
   }
 
-  async promote(state: RouterState, _options: PromoteOptions): Promise<RouterState> {
+  async promote(state: TargetState, _options: PromoteOptions): Promise<TargetState> {
     this.calls.push("promote");
     this.stable = String(state.candidate ?? this.stable);
     this.candidate = undefined;
@@ -110,7 +110,7 @@ export class FakeRouter implements TrafficRouter {
     return { type: "local-proxy", stable: this.stable, expected: 0, promoted: true };
   }
 
-  async abort(state: RouterState, _options: AbortOptions): Promise<Readiness> {
+  async abort(state: TargetState, _options: AbortOptions): Promise<Readiness> {
     this.calls.push("abort");
     if (this.abortPending > 0) {
       this.abortPending--;
@@ -120,7 +120,7 @@ export class FakeRouter implements TrafficRouter {
     return { ready: true, state: { ...state, expected: 0 }, message: "back to stable" };
   }
 
-  async scaleDown(state: RouterState): Promise<Readiness> {
+  async scaleDown(state: TargetState): Promise<Readiness> {
     this.calls.push("scaleDown");
     return { ready: true, state, message: "scaled down" };
   }

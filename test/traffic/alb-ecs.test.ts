@@ -20,14 +20,14 @@ import {
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
-import { AlbEcsRouter, type AlbEcsState, slotWeights } from "../../functions/traffic/alb-ecs.ts";
+import { type AlbEcsState, AlbEcsTraffic, slotWeights } from "../../functions/traffic/alb-ecs.ts";
 import {
   ListenerChangedError,
-  RouterStateError,
   TargetConfigurationError,
   TargetNotReadyError,
+  TargetStateError,
 } from "../../functions/traffic/errors.ts";
-import type { RouterState } from "../../functions/traffic/port.ts";
+import type { TargetState } from "../../functions/traffic/port.ts";
 
 const PREFIX = "arn:aws:elasticloadbalancing:eu-west-1:123456789012";
 const LISTENER = `${PREFIX}:listener/app/shop/50dc6c495c0c9188/f2f7dc8efc522ab2`;
@@ -135,8 +135,8 @@ function settings(extra: Record<string, unknown> = {}) {
 }
 
 let clock: ManualClock;
-function router(extra: Record<string, unknown> = {}): AlbEcsRouter {
-  return new AlbEcsRouter(
+function router(extra: Record<string, unknown> = {}): AlbEcsTraffic {
+  return new AlbEcsTraffic(
     {
       elbv2: new ElasticLoadBalancingV2Client({ region: "eu-west-1" }),
       ecs: new ECSClient({ region: "eu-west-1" }),
@@ -146,7 +146,7 @@ function router(extra: Record<string, unknown> = {}): AlbEcsRouter {
   );
 }
 
-const asAlb = (s: RouterState): AlbEcsState => s as AlbEcsState;
+const asAlb = (s: TargetState): AlbEcsState => s as AlbEcsState;
 
 beforeEach(() => {
   elb.reset();
@@ -260,7 +260,7 @@ beforeEach(() => {
 });
 
 /** prepare → deploy → ready: the usual start of every scenario. */
-async function deployed(r = router()): Promise<RouterState> {
+async function deployed(r = router()): Promise<TargetState> {
   const { state } = await r.prepare();
   let s = await r.deployCandidate(state, { image: IMAGE });
   finishDeployment("b");
@@ -292,7 +292,7 @@ describe("weights", () => {
   });
 });
 
-describe("AlbEcsRouter", () => {
+describe("AlbEcsTraffic", () => {
   it("prepare reads the stable slot from the larger weight and changes nothing", async () => {
     const { state, firstRelease, stable } = await router().prepare();
     expect(asAlb(state).stableSlot).toBe("a");
@@ -447,7 +447,7 @@ describe("AlbEcsRouter", () => {
     const r = router();
     const { state } = await r.prepare();
     const s = await r.deployCandidate(state, { image: IMAGE });
-    await expect(r.setWeight(s, 5)).rejects.toBeInstanceOf(RouterStateError);
+    await expect(r.setWeight(s, 5)).rejects.toBeInstanceOf(TargetStateError);
     expect(elb.commandCalls(ModifyListenerCommand)).toHaveLength(0);
   });
 
@@ -708,6 +708,6 @@ describe("AlbEcsRouter", () => {
   it("rejects invalid settings and a state written by another target", async () => {
     expect(() => router({ ruleArn: API_RULE })).toThrow(/exactly one of listenerArn or ruleArn/);
     expect(() => router({ targetGroupB: TG_A })).toThrow(TargetConfigurationError);
-    await expect(router().setWeight({ type: "lambda-alias" }, 5)).rejects.toBeInstanceOf(RouterStateError);
+    await expect(router().setWeight({ type: "lambda-alias" }, 5)).rejects.toBeInstanceOf(TargetStateError);
   });
 });

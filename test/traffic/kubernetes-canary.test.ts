@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { TargetNotReadyError } from "../../functions/traffic/errors.ts";
 import type { KubernetesState } from "../../functions/traffic/index.ts";
-import type { RouterState } from "../../functions/traffic/port.ts";
+import type { TargetState } from "../../functions/traffic/port.ts";
 import { RESOURCE_TYPES } from "../../local/kube/resources.ts";
 import { canaryCounts } from "../../statemachine/pods.ts";
 import { deploymentManifest, type KubeFixture, kubeFixture, NS } from "../support/kube.ts";
@@ -214,7 +214,7 @@ describe("kubernetes target, basic canary (pod counts behind one Service)", () =
     const router = f.router({ replicas: 3 });
     const prepared = await router.prepare();
     expect(prepared.firstRelease).toBe(true);
-    let state: RouterState = await router.deployCandidate(prepared.state, { image: "shop:v1" });
+    let state: TargetState = await router.deployCandidate(prepared.state, { image: "shop:v1" });
     state = (await f.settle(router, state)).state;
     state = await router.promote(state, { scaleDownDelaySeconds: 30 });
     expect((state as KubernetesState).pendingScaleDown).toBeUndefined();

@@ -4,7 +4,7 @@ import { parseAllDocuments } from "yaml";
 import { TargetConfigurationError } from "../../functions/traffic/errors.ts";
 import type { KubernetesState } from "../../functions/traffic/index.ts";
 import type { KubeCall } from "../../functions/traffic/kubernetes/client.ts";
-import type { RouterState, TrafficRouter } from "../../functions/traffic/port.ts";
+import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 import { type KubeFixture, kubeFixture, NS } from "../support/kube.ts";
 
 let fixture: KubeFixture | undefined;
@@ -26,16 +26,16 @@ type Obj = { spec: Record<string, unknown>; metadata: { annotations?: Record<str
 
 async function readyCandidate(
   f: KubeFixture,
-  router: TrafficRouter,
+  router: TrafficTarget,
   image = "shop:v2",
-): Promise<RouterState> {
+): Promise<TargetState> {
   const prepared = await router.prepare();
   const ready = await f.settle(router, await router.deployCandidate(prepared.state, { image }));
   expect(ready.ready).toBe(true);
   return ready.state;
 }
 
-async function until(f: KubeFixture, router: TrafficRouter, state: RouterState): Promise<RouterState> {
+async function until(f: KubeFixture, router: TrafficTarget, state: TargetState): Promise<TargetState> {
   let down = await router.scaleDown(state);
   for (let i = 0; i < 40 && !down.ready; i++) {
     f.advance(down.retryAfterSeconds * 1000);

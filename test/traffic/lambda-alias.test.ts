@@ -10,13 +10,13 @@ import {
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
-import { AliasChangedError, RouterStateError, TargetNotReadyError } from "../../functions/traffic/errors.ts";
+import { AliasChangedError, TargetNotReadyError, TargetStateError } from "../../functions/traffic/errors.ts";
 import {
-  LambdaAliasRouter,
   type LambdaAliasState,
+  LambdaAliasTraffic,
   weightedAlias,
 } from "../../functions/traffic/lambda-alias.ts";
-import type { RouterState } from "../../functions/traffic/port.ts";
+import type { TargetState } from "../../functions/traffic/port.ts";
 
 const IMAGE = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/checkout@sha256:5be1c9";
 const lambda = mockClient(LambdaClient);
@@ -43,14 +43,14 @@ const rev = () => `rev-${++world.revisions}`;
 
 let clock: ManualClock;
 
-function router(extra: Record<string, unknown> = {}): LambdaAliasRouter {
-  return new LambdaAliasRouter(
+function router(extra: Record<string, unknown> = {}): LambdaAliasTraffic {
+  return new LambdaAliasTraffic(
     { lambda: new LambdaClient({ region: "eu-west-1" }) },
     { type: "lambda-alias", functionName: "checkout", alias: "live", progressDeadlineSeconds: 300, ...extra },
     clock,
   );
 }
-const asLambda = (s: RouterState): LambdaAliasState => s as LambdaAliasState;
+const asLambda = (s: TargetState): LambdaAliasState => s as LambdaAliasState;
 
 beforeEach(() => {
   lambda.reset();
@@ -102,7 +102,7 @@ beforeEach(() => {
   });
 });
 
-async function ready(r = router()): Promise<RouterState> {
+async function ready(r = router()): Promise<TargetState> {
   const { state } = await r.prepare();
   const s = await r.deployCandidate(state, { image: IMAGE });
   world.latest.LastUpdateStatus = "Successful";
@@ -132,7 +132,7 @@ describe("weightedAlias", () => {
   });
 });
 
-describe("LambdaAliasRouter", () => {
+describe("LambdaAliasTraffic", () => {
   it("prepare reads the alias's version and refuses an alias that already routes to another version", async () => {
     const { state, firstRelease } = await router().prepare();
     expect(asLambda(state)).toMatchObject({ stableVersion: "7", phase: "prepared" });
@@ -339,6 +339,6 @@ describe("LambdaAliasRouter", () => {
   it("refuses traffic before the candidate is published", async () => {
     const r = router();
     const { state } = await r.prepare();
-    await expect(r.setWeight(state, 5)).rejects.toBeInstanceOf(RouterStateError);
+    await expect(r.setWeight(state, 5)).rejects.toBeInstanceOf(TargetStateError);
   });
 });

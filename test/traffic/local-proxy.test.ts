@@ -3,8 +3,8 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import { TargetNotReadyError } from "../../functions/traffic/errors.ts";
-import { createTrafficRouter, type LocalProxyState } from "../../functions/traffic/index.ts";
-import type { RouterState, TrafficRouter } from "../../functions/traffic/port.ts";
+import { createTrafficTarget, type LocalProxyState } from "../../functions/traffic/index.ts";
+import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
 
 const closers: (() => Promise<void>)[] = [];
@@ -30,7 +30,7 @@ async function upstream(version: string): Promise<string> {
 
 async function setup(): Promise<{
   proxy: RunningProxy;
-  router: TrafficRouter;
+  router: TrafficTarget;
   v1: string;
   v2: string;
   clock: ManualClock;
@@ -40,7 +40,7 @@ async function setup(): Promise<{
   const proxy = await startProxy({ config: { stable: v1, stableVersion: "v1" } });
   closers.push(proxy.close);
   const clock = new ManualClock(1_000_000);
-  const router = createTrafficRouter(
+  const router = createTrafficTarget(
     { type: "local-proxy", adminUrl: proxy.adminUrl, progressDeadlineSeconds: 10 },
     {},
     clock,
@@ -54,7 +54,7 @@ async function versions(url: string, n: number, headers: Record<string, string> 
   return out;
 }
 
-async function readyCandidate(router: TrafficRouter, v2: string): Promise<RouterState> {
+async function readyCandidate(router: TrafficTarget, v2: string): Promise<TargetState> {
   const { state } = await router.prepare();
   const deployed = await router.deployCandidate(state, { upstream: v2, version: "v2" });
   const ready = await router.checkReadiness(deployed);
@@ -62,7 +62,7 @@ async function readyCandidate(router: TrafficRouter, v2: string): Promise<Router
   return ready.state;
 }
 
-describe("LocalProxyRouter against a real proxy", () => {
+describe("LocalProxyTraffic against a real proxy", () => {
   it("deploys with no traffic, then moves an exact share", async () => {
     const { proxy, router, v2 } = await setup();
     let s = await readyCandidate(router, v2);
@@ -144,7 +144,7 @@ describe("an admin API that accepts the connection and never answers", () => {
         }),
     );
     const adminUrl = `http://127.0.0.1:${(hung.address() as AddressInfo).port}`;
-    const router = createTrafficRouter(
+    const router = createTrafficTarget(
       { type: "local-proxy", adminUrl, requestTimeoutSeconds: 1 },
       {},
       new ManualClock(0),

@@ -6,11 +6,11 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ModelRouterConfig } from "../../functions/router/config.ts";
 import { DynamoRouterConfig } from "../../functions/router/dynamodb-config.ts";
-import { RouterStateError } from "../../functions/traffic/errors.ts";
-import { createTrafficRouter } from "../../functions/traffic/index.ts";
-import type { RouterState, TrafficRouter } from "../../functions/traffic/port.ts";
+import { TargetStateError } from "../../functions/traffic/errors.ts";
+import { createTrafficTarget } from "../../functions/traffic/index.ts";
+import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 import type { SageMakerState } from "../../functions/traffic/sagemaker.ts";
-import { SageMakerModelRouter } from "../../functions/traffic/sagemaker-model-router.ts";
+import { ModelRouterTraffic } from "../../functions/traffic/sagemaker-model-router.ts";
 import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
 import {
   clock,
@@ -41,8 +41,8 @@ const stored = (): Promise<ModelRouterConfig | null> =>
     cacheMs: 0,
   }).read();
 
-function target(): TrafficRouter {
-  return createTrafficRouter(
+function target(): TrafficTarget {
+  return createTrafficTarget(
     {
       type: "sagemaker",
       endpointName: "ranker",
@@ -61,11 +61,11 @@ function target(): TrafficRouter {
     clock,
   );
 }
-const sm = (s: RouterState): SageMakerState => s as SageMakerState;
+const sm = (s: TargetState): SageMakerState => s as SageMakerState;
 const variant = (name: string | undefined) => ({ name, sagemaker: { endpoint: "ranker", variant: name } });
 const weightCalls = () => sagemaker.commandCalls(UpdateEndpointWeightsAndCapacitiesCommand).length;
 
-async function ready(r: TrafficRouter): Promise<RouterState> {
+async function ready(r: TrafficTarget): Promise<TargetState> {
   const { state } = await r.prepare();
   const deploying = await r.deployCandidate(state, { modelPackage: PACKAGE });
   settle();
@@ -76,9 +76,9 @@ async function ready(r: TrafficRouter): Promise<RouterState> {
 
 describe("a SageMaker target with a model router", () => {
   it("is the model-routed target when the settings ask for router: {type: model}, and needs the table", () => {
-    expect(target()).toBeInstanceOf(SageMakerModelRouter);
+    expect(target()).toBeInstanceOf(ModelRouterTraffic);
     expect(() =>
-      createTrafficRouter(
+      createTrafficTarget(
         { type: "sagemaker", endpointName: "ranker", executionRoleArn: ROLE, router: { type: "model" } },
         { sagemaker: new SageMakerClient({ region: "eu-west-1" }) },
         clock,
@@ -115,7 +115,7 @@ describe("a SageMaker target with a model router", () => {
     expect(world.endpoint.ShadowProductionVariants).toBeUndefined();
     expect(await stored()).toMatchObject({ mirrorPercent: 50, mirrorMatch: [{ method: { exact: "POST" } }] });
     expect(mirror?.message).toContain("compares the answers");
-    state = (await r.checkReadiness(mirror?.state as RouterState)).state;
+    state = (await r.checkReadiness(mirror?.state as TargetState)).state;
 
     // A weight is the router's cohort; the mirror stays as it was; the endpoint's weights do not move.
     const change = await r.setWeight(state, 25);
@@ -127,7 +127,7 @@ describe("a SageMaker target with a model router", () => {
 
     const removed = await r.setMirrorRoute?.(state, { name: "shadow", percentage: 0 });
     expect(await stored()).toMatchObject({ weight: 25, mirrorPercent: 0, mirrorMatch: [] });
-    state = removed?.state as RouterState;
+    state = removed?.state as TargetState;
 
     const promoted = await r.promote(state, { scaleDownDelaySeconds: 600 });
     expect(await stored()).toMatchObject({
@@ -175,7 +175,7 @@ describe("a SageMaker target with a model router", () => {
   it("refuses a weight or a mirror before the candidate is ready, and a bad percentage, naming them", async () => {
     const r = target();
     const { state } = await r.prepare();
-    await expect(r.setWeight(state, 10)).rejects.toThrow(RouterStateError);
+    await expect(r.setWeight(state, 10)).rejects.toThrow(TargetStateError);
     await expect(r.setMirrorRoute?.(state, { name: "shadow", percentage: 10 })).rejects.toThrow(
       /phase prepared/,
     );

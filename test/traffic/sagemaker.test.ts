@@ -8,13 +8,13 @@ import {
 } from "@aws-sdk/client-sagemaker";
 import { describe, expect, it } from "vitest";
 import {
-  RouterStateError,
   TargetConfigurationError,
   TargetNotReadyError,
+  TargetStateError,
 } from "../../functions/traffic/errors.ts";
-import { createTrafficRouter } from "../../functions/traffic/index.ts";
-import type { RouterState } from "../../functions/traffic/port.ts";
-import { SageMakerRouter, type SageMakerState } from "../../functions/traffic/sagemaker.ts";
+import { createTrafficTarget } from "../../functions/traffic/index.ts";
+import type { TargetState } from "../../functions/traffic/port.ts";
+import { type SageMakerState, SageMakerTraffic } from "../../functions/traffic/sagemaker.ts";
 import {
   clock,
   PACKAGE,
@@ -27,8 +27,8 @@ import {
 
 useSageMakerWorld();
 
-function router(extra: Record<string, unknown> = {}): SageMakerRouter {
-  return new SageMakerRouter(
+function router(extra: Record<string, unknown> = {}): SageMakerTraffic {
+  return new SageMakerTraffic(
     { sagemaker: new SageMakerClient({ region: "eu-west-1" }) },
     {
       type: "sagemaker",
@@ -40,10 +40,10 @@ function router(extra: Record<string, unknown> = {}): SageMakerRouter {
     clock,
   );
 }
-const sm = (s: RouterState): SageMakerState => s as SageMakerState;
+const sm = (s: TargetState): SageMakerState => s as SageMakerState;
 
 /** Prepared, deployed and InService: the candidate is a production variant at 0%. */
-async function ready(r = router()): Promise<RouterState> {
+async function ready(r = router()): Promise<TargetState> {
   const { state } = await r.prepare();
   const deploying = await r.deployCandidate(state, { modelPackage: PACKAGE });
   settle();
@@ -53,7 +53,7 @@ async function ready(r = router()): Promise<RouterState> {
 }
 
 /** Sets a weight and waits for the endpoint to settle, as the workflow's readiness loop does. */
-async function weight(r: SageMakerRouter, state: RouterState, percent: number): Promise<RouterState> {
+async function weight(r: SageMakerTraffic, state: TargetState, percent: number): Promise<TargetState> {
   const change = await r.setWeight(state, percent);
   expect(change.outcome).toBe("applied");
   settle();
@@ -66,18 +66,18 @@ const lastWeights = () =>
   sagemaker.commandCalls(UpdateEndpointWeightsAndCapacitiesCommand).at(-1)?.args[0].input
     .DesiredWeightsAndCapacities;
 
-describe("SageMakerRouter", () => {
-  it("is built from its settings by createTrafficRouter, and a bad field is named", () => {
+describe("SageMakerTraffic", () => {
+  it("is built from its settings by createTrafficTarget, and a bad field is named", () => {
     const client = new SageMakerClient({ region: "eu-west-1" });
     expect(
-      createTrafficRouter(
+      createTrafficTarget(
         { type: "sagemaker", endpointName: "ranker", executionRoleArn: ROLE },
         { sagemaker: client },
         clock,
       ).type,
     ).toBe("sagemaker");
     expect(() =>
-      createTrafficRouter(
+      createTrafficTarget(
         { type: "sagemaker", endpointName: "ranker_1", executionRoleArn: "role" },
         { sagemaker: client },
         clock,
@@ -395,7 +395,7 @@ describe("SageMakerRouter", () => {
 
   it("refuses a state written by another target and traffic before the candidate is ready", async () => {
     const r = router();
-    await expect(r.setWeight({ type: "lambda-alias" }, 10)).rejects.toThrow(RouterStateError);
+    await expect(r.setWeight({ type: "lambda-alias" }, 10)).rejects.toThrow(TargetStateError);
     const { state } = await r.prepare();
     await expect(r.setWeight(state, 10)).rejects.toThrow(/must be ready/);
     await expect(r.setMirrorRoute(state, { name: "shadow", percentage: 10 })).rejects.toThrow(

@@ -1,6 +1,6 @@
 import http from "node:http";
 import https from "node:https";
-import { TargetConfigurationError, TargetNotReadyError, TrafficRouterError } from "../errors.ts";
+import { TargetConfigurationError, TargetNotReadyError, TrafficTargetError } from "../errors.ts";
 
 /**
  * A small Kubernetes REST client over `node:https`: GET, PUT (with the `resourceVersion` read, so
@@ -58,12 +58,12 @@ export const RESOURCES = {
 } as const satisfies Record<string, KubeResource>;
 
 /** The write was refused because the object changed since it was read (HTTP 409). */
-export class KubeConflictError extends TrafficRouterError {
+export class KubeConflictError extends TrafficTargetError {
   override readonly name = "KubeConflictError";
 }
 
 /** The API server answered with an error status other than a conflict. */
-export class KubeApiError extends TrafficRouterError {
+export class KubeApiError extends TrafficTargetError {
   override readonly name = "KubeApiError";
   constructor(
     message: string,

@@ -1,5 +1,5 @@
 import { TargetNotReadyError } from "../errors.ts";
-import type { Clock, Readiness, RouterState } from "../port.ts";
+import type { Clock, Readiness, TargetState } from "../port.ts";
 import type { SageMakerSettings } from "../settings.ts";
 
 /**
@@ -20,7 +20,7 @@ export class EndpointWaits {
   }
 
   /** Not ready yet: poll again in `pollSeconds`, or fail once `deadlineAt` has passed. */
-  notYet(state: RouterState, deadlineAt: number, progress: string): Readiness {
+  notYet(state: TargetState, deadlineAt: number, progress: string): Readiness {
     if (this.clock.now() >= deadlineAt) {
       throw new TargetNotReadyError(
         `endpoint ${this.endpointName} was not ready before its progress deadline ` +

@@ -1,4 +1,4 @@
-import { RouterStateError } from "../errors.ts";
+import { TargetStateError } from "../errors.ts";
 import type { MirrorRoute } from "../port.ts";
 import { SHARE_EPSILON } from "../state.ts";
 import type { ConfigVariants } from "./configs.ts";
@@ -27,7 +27,7 @@ export function requireNoLiveTraffic(
   observedCanary: number,
 ): void {
   if (canaryWeight > 0 || observedCanary > SHARE_EPSILON) {
-    throw new RouterStateError(
+    throw new TargetStateError(
       `endpoint ${endpointName} can mirror only while the candidate has no live traffic (it has ${round(observedCanary)}%): ` +
         "a shadow variant needs the endpoint's only production variant; set the weight to 0 first",
     );

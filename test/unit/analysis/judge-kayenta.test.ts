@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { AnalysisRun } from "../../../functions/analysis/index.ts";
 import { judgeLook } from "../../../functions/analysis/judge.ts";
-import { ProviderRouter } from "../../../functions/metrics/index.ts";
+import { MetricProviders } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
 import { type Metric, parseRollout } from "../../../statemachine/index.ts";
 import { driveAnalysis, judgeMetric } from "../../support/judge-stats.ts";
@@ -41,7 +41,7 @@ function seriesProvider(series: Record<string, { v2: unknown[] | "down"; v1: unk
 
 /** The analysis of one metric over a Prometheus double, in virtual time. */
 const drive = (metric: Metric, provider: MetricProvider) =>
-  driveAnalysis(metric, new ProviderRouter({ prometheus: provider }), 50, T0);
+  driveAnalysis(metric, new MetricProviders({ prometheus: provider }), 50, T0);
 
 const phases = (run: AnalysisRun) => run.metricResults[0]?.measurements.map((m) => m.phase) ?? [];
 const stable = [100, 102, 98, 101, 99, 103, 97, 100, 101, 99, 102, 98];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ProviderRouter } from "../../../functions/metrics/index.ts";
+import { MetricProviders } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
 import { type Metric, SpecError } from "../../../statemachine/index.ts";
 import { driveAnalysis, judgeMetric } from "../../support/judge-stats.ts";
@@ -32,7 +32,7 @@ function provider(points: Record<string, unknown[]>): MetricProvider {
 
 /** The analysis of one metric over a Prometheus double, in virtual time. */
 const drive = (metric: Metric, source: MetricProvider) =>
-  driveAnalysis(metric, new ProviderRouter({ prometheus: source }), 20, T0);
+  driveAnalysis(metric, new MetricProviders({ prometheus: source }), 20, T0);
 
 function problemsOf(metrics: string): string[] {
   try {

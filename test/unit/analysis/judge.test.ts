@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createRun, nextTickAt, tick } from "../../../functions/analysis/index.ts";
 import { normalCdf as normalCdfOf } from "../../../functions/judges/index.ts";
-import { ProviderRouter } from "../../../functions/metrics/index.ts";
+import { MetricProviders } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
 import type { Metric } from "../../../statemachine/index.ts";
 import {
@@ -31,7 +31,7 @@ describe("a fixed-horizon judge decides once, at its planned sample size", () =>
   it("holds while collecting, then rolls back 3% vs 1% errors with the figures (p from scipy: 7.2e-04)", async () => {
     const run = await drive(
       judgeMetric(fields, judge),
-      new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }),
+      new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) }),
     );
     expect(run.phase).toBe("Failed");
     // 100, 200, 300, 400 candidate requests: below the 500 of the horizon, the judge holds.
@@ -63,7 +63,7 @@ describe("a fixed-horizon judge decides once, at its planned sample size", () =>
   it("promotes identical versions at the horizon, ending the analysis early", async () => {
     const run = await drive(
       judgeMetric(fields, judge),
-      new ProviderRouter({ web: statsWeb(rates(0.01, 0.01)) }),
+      new MetricProviders({ web: statsWeb(rates(0.01, 0.01)) }),
     );
     expect(run.phase).toBe("Successful");
     expect(phases(run)).toEqual(["Running", "Running", "Running", "Running", "Successful"]);
@@ -76,7 +76,7 @@ describe("a fixed-horizon judge decides once, at its planned sample size", () =>
     const web = statsWeb(() => "down");
     const run = await drive(
       judgeMetric("initialDelay: 10s\ninterval: 10s\ncount: 3", judge),
-      new ProviderRouter({ web }),
+      new MetricProviders({ web }),
     );
     expect(run.phase).toBe("Inconclusive");
     expect(phases(run)).toEqual(["Running", "Running", "Inconclusive"]);
@@ -91,7 +91,7 @@ describe("a fixed-horizon judge decides once, at its planned sample size", () =>
   it("holds until the end when the step is too short for the horizon", async () => {
     const run = await drive(
       judgeMetric("initialDelay: 10s\ninterval: 10s\ncount: 3", judge),
-      new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }),
+      new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) }),
     );
     expect(run.phase).toBe("Inconclusive");
     expect(run.message).toBe(
@@ -104,7 +104,7 @@ describe("a fixed-horizon judge decides once, at its planned sample size", () =>
     const suspect = `test: two-proportion\nlabel: errors\nalpha: 0.001\nminEffect: 0.005\n${COUNTS_SIDES}`;
     const run = await drive(
       judgeMetric(fields, suspect),
-      new ProviderRouter({ web: statsWeb(rates(0.024, 0.01)) }),
+      new MetricProviders({ web: statsWeb(rates(0.024, 0.01)) }),
     );
     expect(run.phase).toBe("Inconclusive");
     expect(run.message).toMatch(
@@ -119,7 +119,7 @@ describe("a sequential judge may roll back at any look, and stays honest doing s
   it("rolls back 10% vs 1% errors as soon as the evidence is there, with the Bayes factor", async () => {
     const run = await drive(
       judgeMetric("interval: 10s\ncount: 30", judge),
-      new ProviderRouter({ web: statsWeb(rates(0.1, 0.01)) }),
+      new MetricProviders({ web: statsWeb(rates(0.1, 0.01)) }),
     );
     expect(run.phase).toBe("Failed");
     const result = run.metricResults[0];
@@ -137,7 +137,7 @@ describe("a sequential judge may roll back at any look, and stays honest doing s
   it("holds without evidence of harm and promotes at the last look; its p-value never goes up", async () => {
     const ps: number[] = [];
     const web = statsWeb(rates(0.012, 0.01));
-    const router = new ProviderRouter({ web });
+    const router = new MetricProviders({ web });
     let run = createRun(
       {
         templates: [
@@ -169,7 +169,7 @@ describe("a sequential judge may roll back at any look, and stays honest doing s
   it("promotes at its planned sample size, before the step ends", async () => {
     const run = await drive(
       judgeMetric("initialDelay: 10s\ninterval: 10s\ncount: 30", `${judge}\nsamples: 300`),
-      new ProviderRouter({ web: statsWeb(rates(0.01, 0.01)) }),
+      new MetricProviders({ web: statsWeb(rates(0.01, 0.01)) }),
     );
     expect(run.phase).toBe("Successful");
     expect(run.metricResults[0]?.count).toBe(3);
@@ -187,7 +187,7 @@ describe("a sequential judge may roll back at any look, and stays honest doing s
       "interval: 10s\ncount: 5",
       `test: sequential-latency\ndata: summary\ncandidate: {web: {url: "http://s/v2"}}\nstable: {web: {url: "http://s/v1"}}`,
     );
-    const run = await drive(latency, new ProviderRouter({ web }));
+    const run = await drive(latency, new MetricProviders({ web }));
     expect(run.phase).toBe("Failed");
     expect(run.message).toMatch(
       /^Gate "errors" rolled back: candidate geometric mean 130 vs stable 100 \(\+30.0%\), p = .* < alpha 0.05 \(sequential-latency, /,
@@ -215,7 +215,7 @@ stable: {prometheus: {query: "errors v1"}}`;
   it("rolls back at the first red reading, with the ratio", async () => {
     const run = await drive(
       judgeMetric("interval: 1m\ncount: 5", comparative),
-      new ProviderRouter({ prometheus: values(0.04, 0.02) }),
+      new MetricProviders({ prometheus: values(0.04, 0.02) }),
     );
     expect(run.phase).toBe("Failed");
     expect(run.message).toBe(
@@ -226,7 +226,7 @@ stable: {prometheus: {query: "errors v1"}}`;
   it("stays green through the bake and promotes at its end", async () => {
     const run = await drive(
       judgeMetric("interval: 1m\ncount: 5", comparative),
-      new ProviderRouter({ prometheus: values(0.021, 0.02) }),
+      new MetricProviders({ prometheus: values(0.021, 0.02) }),
     );
     expect(phases(run)).toEqual(["Running", "Running", "Running", "Running", "Successful"]);
   });
@@ -234,7 +234,7 @@ stable: {prometheus: {query: "errors v1"}}`;
   it("is not green without enough requests: Inconclusive at the end of the bake", async () => {
     const run = await drive(
       judgeMetric("interval: 1m\ncount: 3", comparative),
-      new ProviderRouter({ prometheus: values(0.021, 0.02, 150) }),
+      new MetricProviders({ prometheus: values(0.021, 0.02, 150) }),
     );
     expect(run.phase).toBe("Inconclusive");
     expect(run.message).toBe(
@@ -267,7 +267,7 @@ metrics:
     };
     const run = await drive(
       judgeMetric("interval: 1m\ncount: 5", score),
-      new ProviderRouter({ prometheus: provider }),
+      new MetricProviders({ prometheus: provider }),
     );
     expect(run.phase).toBe("Failed");
     expect(run.message).toMatch(
@@ -290,7 +290,7 @@ metrics:
     };
     const run = await drive(
       judgeMetric("interval: 1m\ncount: 5", score),
-      new ProviderRouter({ prometheus: provider }),
+      new MetricProviders({ prometheus: provider }),
     );
     expect(run.phase).toBe("Failed");
     expect(run.message).toMatch(/^Gate "errors" rolled back: score 25: score 25 < marginal 75/);
@@ -306,7 +306,7 @@ metrics:
     };
     const run = await drive(
       judgeMetric("interval: 1m\ncount: 3", score),
-      new ProviderRouter({ prometheus: provider }),
+      new MetricProviders({ prometheus: provider }),
     );
     expect(run.phase).toBe("Inconclusive");
     expect(run.message).toMatch(
@@ -348,7 +348,7 @@ stable:
         return { ok: true, result: [v], value: "" };
       },
     };
-    const run = await drive(metric(), new ProviderRouter({ prometheus: provider }));
+    const run = await drive(metric(), new MetricProviders({ prometheus: provider }));
     expect(phases(run)).toEqual(["Running", "Successful"]);
     expect(run.metricResults[0]?.measurements[0]?.message).toMatch(
       /^Gate "errors" holds: cold window: \d+ samples < 500$/,
@@ -358,7 +358,7 @@ stable:
   it("rolls back when p95 breaks the budget", async () => {
     const run = await drive(
       metric(),
-      new ProviderRouter({ prometheus: source({ p95c: 130, errc: 0, nc: 1000, p95s: 100 }) }),
+      new MetricProviders({ prometheus: source({ p95c: 130, errc: 0, nc: 1000, p95s: 100 }) }),
     );
     expect(run.phase).toBe("Failed");
     expect(run.message).toBe('Gate "errors" rolled back: p95 130 ms > 1.2 × baseline 100 ms');
@@ -367,7 +367,7 @@ stable:
   it("holds on an observation its schema refuses (a negative error rate), never deciding on it", async () => {
     const run = await drive(
       metric(),
-      new ProviderRouter({ prometheus: source({ p95c: 110, errc: -0.1, nc: 1000, p95s: 100 }) }),
+      new MetricProviders({ prometheus: source({ p95c: 110, errc: -0.1, nc: 1000, p95s: 100 }) }),
     );
     expect(run.phase).toBe("Inconclusive");
     expect(run.message).toMatch(/invalid canary observation: candidate_error_rate: /);
@@ -393,7 +393,7 @@ describe("a histogram judge", () => {
         "interval: 1m\ncount: 2",
         `test: mann-whitney\ndata: histogram\ncandidate: {prometheus: {query: "b v2"}}\nstable: {prometheus: {query: "b v1"}}`,
       ),
-      new ProviderRouter({ prometheus: provider }),
+      new MetricProviders({ prometheus: provider }),
     );
     // The candidate's cumulative counts fill the low buckets sooner: it is faster, no harm.
     expect(run.phase).toBe("Successful");
@@ -428,7 +428,7 @@ describe("absolute guards in a rollout's judges (seed 002: a service-level objec
   it("rolls back a candidate equal to the stable version whose p95 is 400 ms, above a 300 ms guard", async () => {
     const run = await drive(
       latency("minSamples: 150\n"),
-      new ProviderRouter({ web: versions(same.candidate, same.primary) }),
+      new MetricProviders({ web: versions(same.candidate, same.primary) }),
     );
     expect(run.phase).toBe("Failed");
     expect(phases(run)).toEqual(["Failed"]);
@@ -445,7 +445,7 @@ describe("absolute guards in a rollout's judges (seed 002: a service-level objec
   it("passes a candidate at 250 ms beside a slower stable version, the guard shown next to the test", async () => {
     const run = await drive(
       latency("minSamples: 150\n"),
-      new ProviderRouter({ web: versions(faster.candidate, faster.primary) }),
+      new MetricProviders({ web: versions(faster.candidate, faster.primary) }),
     );
     expect(run.phase).toBe("Successful");
     expect(run.message).toMatch(
@@ -456,7 +456,7 @@ describe("absolute guards in a rollout's judges (seed 002: a service-level objec
   it("holds with fewer samples than the minimum, whatever its p95", async () => {
     const run = await drive(
       latency("minSamples: 150\n"),
-      new ProviderRouter({ web: versions(few.candidate, few.primary) }),
+      new MetricProviders({ web: versions(few.candidate, few.primary) }),
     );
     expect(few.candidate).toHaveLength(100);
     expect(run.phase).toBe("Inconclusive");
@@ -475,12 +475,12 @@ describe("absolute guards in a rollout's judges (seed 002: a service-level objec
         "interval: 10s\ncount: 2",
         `test: mann-whitney\ndata: histogram\nminSamples: 100\nsamples: 1000\nmaxP95Ms: ${extra}\n${LATENCY_SIDES}`,
       );
-    const broken = await drive(histogram("400"), new ProviderRouter({ web: versions(slow, quick) }));
+    const broken = await drive(histogram("400"), new MetricProviders({ web: versions(slow, quick) }));
     expect(broken.message).toBe(
       'Gate "errors" rolled back: p95 above 500 ms, above the 400 ms guard (an absolute limit, outside the error budget)',
     );
     // Within: the p95 bucket ends at the guard; the fixed-horizon test still waits for its 1000.
-    const held = await drive(histogram("500"), new ProviderRouter({ web: versions(quick, quick) }));
+    const held = await drive(histogram("500"), new MetricProviders({ web: versions(quick, quick) }));
     expect(held.metricResults[0]?.measurements[0]?.message).toBe(
       'Gate "errors" holds: p95 at most 500 ms, within the 500 ms guard; 200/1000 samples per side (mann-whitney decides at 1000)',
     );
@@ -488,9 +488,9 @@ describe("absolute guards in a rollout's judges (seed 002: a service-level objec
     // 186th of the 196 values in (0.5, 1] s: 0.5 + 0.5 × 186 / 196 s.
     // Past the last finite bucket: above its bound, 1 s.
     const tail = { "0.25": 100, "0.5": 150, "1": 180, "+Inf": 200 };
-    const past = await drive(histogram("500"), new ProviderRouter({ web: versions(tail, quick) }));
+    const past = await drive(histogram("500"), new MetricProviders({ web: versions(tail, quick) }));
     expect(past.message).toMatch(/^Gate "errors" rolled back: p95 above 1000 ms, above the 500 ms guard/);
-    const inside = await drive(histogram("600"), new ProviderRouter({ web: versions(slow, quick) }));
+    const inside = await drive(histogram("600"), new MetricProviders({ web: versions(slow, quick) }));
     expect(inside.message).toMatch(
       /^Gate "errors" rolled back: p95 about 974\.5 ms \(between 500 ms and 1000 ms\), above the 600 ms guard/,
     );
@@ -502,7 +502,7 @@ describe("absolute guards in a rollout's judges (seed 002: a service-level objec
         "interval: 10s\ncount: 5",
         `test: sequential-rate\nlabel: errors\nminSamples: 100\nmaxBadRate: 0.05\n${COUNTS_SIDES}`,
       ),
-      new ProviderRouter({ web: statsWeb(rates(0.06, 0.06)) }),
+      new MetricProviders({ web: statsWeb(rates(0.06, 0.06)) }),
     );
     expect(run.message).toMatch(
       /^Gate "errors" rolled back: candidate 6\.0% errors above the 5\.0% ceiling \(an absolute limit, outside the error budget\); candidate 6\.0% vs stable 6\.0% errors, p = 1 >= alpha 0\.05 \(sequential-rate, /,
@@ -522,7 +522,9 @@ describe("a sequential gate judges a Prometheus histogram, and carries its evide
       );
     const run = await drive(
       judgeMetric("interval: 10s\ncount: 3", `test: sequential-latency\ndata: histogram\n${LATENCY_SIDES}`),
-      new ProviderRouter({ web: versions({ ...buckets(1.3), "+Inf": 400 }, { ...buckets(1), "+Inf": 400 }) }),
+      new MetricProviders({
+        web: versions({ ...buckets(1.3), "+Inf": 400 }, { ...buckets(1), "+Inf": 400 }),
+      }),
     );
     expect(run.phase).toBe("Failed");
     expect(phases(run)).toEqual(["Failed"]);
@@ -540,7 +542,7 @@ describe("a sequential gate judges a Prometheus histogram, and carries its evide
     if (judge?.test !== "sequential-rate") throw new Error("not a sequential-rate judge");
     // 3% against 1%: alone, this analysis never reaches 1/alpha = 20 (its Bayes factors from scipy:
     // 1.632, 3.094, 6.214 at 100, 200 and 300 candidate requests) and promotes at its end.
-    const source = () => new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) });
+    const source = () => new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) });
     const alone = await drive(metric, source());
     expect(alone.phase).toBe("Successful");
     const factors = alone.metricResults[0]?.measurements.map((m) => m.judge?.bayesFactor as number) ?? [];
@@ -590,7 +592,7 @@ describe("a sequential gate judges a Prometheus histogram, and carries its evide
     // This analysis reads 300 per side: `samples` counts them, not the 1,300 of the pooled test.
     const run = await drive(
       withEvidence,
-      new ProviderRouter({ web: versions(summary(Math.log(101), 300), summary(Math.log(100), 300)) }),
+      new MetricProviders({ web: versions(summary(Math.log(101), 300), summary(Math.log(100), 300)) }),
     );
     expect(run.phase).toBe("Successful");
     expect(phases(run)).toEqual(["Successful"]);

@@ -12,7 +12,7 @@ import {
   summaryLine,
   tick,
 } from "../../../functions/analysis/index.ts";
-import { ProviderRouter } from "../../../functions/metrics/index.ts";
+import { MetricProviders } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
 import type { Metric } from "../../../statemachine/index.ts";
 import { COUNTS_SIDES, judgeMetric, rates, type Source, statsWeb } from "../../support/judge-stats.ts";
@@ -48,7 +48,7 @@ describe("a judge's looks are recorded with their readings", () => {
   it("keeps each look's counts on its measurement", async () => {
     const looks = await record(
       judgeMetric(FIELDS, TWO_PROPORTION),
-      new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }),
+      new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) }),
     );
     expect(looks[0]?.measurement.readings).toEqual({
       ok: true,
@@ -74,7 +74,7 @@ describe("a judge's looks are recorded with their readings", () => {
       "interval: 10s\ncount: 2",
       `test: mann-whitney\ndata: samples\nminSamples: 100\ncandidate: {web: {url: "http://s/v2"}}\nstable: {web: {url: "http://s/v1"}}`,
     );
-    const looks = await record(metric, new ProviderRouter({ web: samples }));
+    const looks = await record(metric, new MetricProviders({ web: samples }));
     const first = looks[0]?.measurement;
     expect(first?.phase).toBe("Failed");
     expect(first?.readings).toBeUndefined();
@@ -88,7 +88,7 @@ describe("a judge's looks are recorded with their readings", () => {
 describe("replay of a fixed-horizon judge", () => {
   it("with its own definition re-decides every look the same, with the same figures", async () => {
     const metric = judgeMetric(FIELDS, TWO_PROPORTION);
-    const looks = await record(metric, new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }));
+    const looks = await record(metric, new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) }));
     const rows = replayMeasurements([metric], looks);
     expect(rows.map((r) => [r.index, r.recorded, r.replayed])).toEqual([
       [1, "Running", "Running"],
@@ -105,7 +105,7 @@ describe("replay of a fixed-horizon judge", () => {
 
   it("with a much smaller alpha keeps the look that rolled back", async () => {
     const metric = judgeMetric(FIELDS, TWO_PROPORTION);
-    const looks = await record(metric, new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }));
+    const looks = await record(metric, new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) }));
     const strict = judgeMetric(FIELDS, `${TWO_PROPORTION}\nalpha: 0.0005`);
     const rows = replayMeasurements(replayMetrics([metric], [strict]), looks);
     expect(rows.map((r) => r.replayed)).toEqual(["Running", "Running", "Running", "Running", "Successful"]);
@@ -117,7 +117,7 @@ describe("replay of a fixed-horizon judge", () => {
 
   it("with a smaller horizon decides at the look that reaches it", async () => {
     const metric = judgeMetric(FIELDS, TWO_PROPORTION);
-    const looks = await record(metric, new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }));
+    const looks = await record(metric, new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) }));
     const sooner = judgeMetric(FIELDS, `${TWO_PROPORTION}\nminSamples: 300\nsamples: 300`);
     const rows = replayMeasurements(replayMetrics([metric], [sooner]), looks);
     expect(rows.map((r) => r.replayed)).toEqual(["Running", "Running", "Failed", "Failed", "Failed"]);
@@ -131,7 +131,7 @@ describe("replay of a fixed-horizon judge", () => {
 describe("replay of a sequential judge carries its state from look to look", () => {
   it("re-decides every look with the recorded p-values and Bayes factors", async () => {
     const metric = judgeMetric("interval: 10s\ncount: 12", SEQUENTIAL);
-    const looks = await record(metric, new ProviderRouter({ web: statsWeb(rates(0.012, 0.01)) }));
+    const looks = await record(metric, new MetricProviders({ web: statsWeb(rates(0.012, 0.01)) }));
     expect(looks.map((l) => l.measurement.phase).at(-1)).toBe("Successful");
     const rows = replayMeasurements([metric], looks);
     expect(rows.map((r) => r.replayed)).toEqual(looks.map((l) => l.measurement.phase));
@@ -149,7 +149,7 @@ describe("replay of a sequential judge carries its state from look to look", () 
       return { requests, ok: requests - bad };
     };
     const metric = judgeMetric("interval: 10s\ncount: 12", SEQUENTIAL);
-    const looks = await record(metric, new ProviderRouter({ web: statsWeb(recovering) }));
+    const looks = await record(metric, new MetricProviders({ web: statsWeb(recovering) }));
     const ps = looks.map((l) => l.measurement.judge?.pValue ?? null);
     // Below minSamples at the first look, then the evidence peaks at the third and goes away: the
     // always-valid p-value stays at its low point to the end.
@@ -163,7 +163,7 @@ describe("replay of a sequential judge carries its state from look to look", () 
 
   it("with a much smaller alpha holds where it rolled back", async () => {
     const metric = judgeMetric("interval: 10s\ncount: 30", SEQUENTIAL);
-    const looks = await record(metric, new ProviderRouter({ web: statsWeb(rates(0.1, 0.01)) }));
+    const looks = await record(metric, new MetricProviders({ web: statsWeb(rates(0.1, 0.01)) }));
     const phases = looks.map((l) => l.measurement.phase);
     expect(phases.at(-1)).toBe("Failed");
     const strict = judgeMetric("interval: 10s\ncount: 30", `${SEQUENTIAL}\nalpha: 0.0000001`);
@@ -191,7 +191,7 @@ describe("readings JSON cannot hold", () => {
       "interval: 1m\ncount: 2",
       `test: mann-whitney\ndata: histogram\nminSamples: 100\ncandidate: {prometheus: {query: "b v2"}}\nstable: {prometheus: {query: "b v1"}}`,
     );
-    const looks = await record(metric, new ProviderRouter({ prometheus }));
+    const looks = await record(metric, new MetricProviders({ prometheus }));
     expect(looks.map((l) => l.measurement.phase)).toEqual(["Running", "Inconclusive"]);
     const rows = replayMeasurements([metric], looks);
     expect(rows.map((r) => r.replayed)).toEqual(["Running", "Inconclusive"]);
@@ -224,7 +224,7 @@ metrics:
 
   it("re-decides each metric of the score: a tighter critical ratio rolls back from the first look", async () => {
     const metric = judgeMetric("interval: 1m\ncount: 5", score(1.5));
-    const looks = await record(metric, new ProviderRouter({ prometheus }));
+    const looks = await record(metric, new MetricProviders({ prometheus }));
     expect(looks.map((l) => l.measurement.phase)).toEqual([
       "Running",
       "Running",
@@ -246,7 +246,7 @@ metrics:
 describe("looks that cannot be decided again", () => {
   it("a look recorded without its readings, and every later look of that judge, say why", async () => {
     const metric = judgeMetric(FIELDS, TWO_PROPORTION);
-    const looks = await record(metric, new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }));
+    const looks = await record(metric, new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) }));
     const older = looks.map((l, i) => {
       if (i !== 1) return l;
       const { readings: _r, ...rest } = l.measurement;
@@ -261,7 +261,7 @@ describe("looks that cannot be decided again", () => {
 
   it("a template whose judge reads what the looks did not record says which reading", async () => {
     const metric = judgeMetric(FIELDS, TWO_PROPORTION);
-    const looks = await record(metric, new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }));
+    const looks = await record(metric, new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) }));
     const other = judgeMetric(
       FIELDS,
       `test: mann-whitney\ndata: samples\ncandidate: {web: {url: "http://s/v2"}}\nstable: {web: {url: "http://s/v1"}}`,
@@ -273,7 +273,7 @@ describe("looks that cannot be decided again", () => {
 
   it("a template whose judge reads a side differently is refused: the recorded values answer the old query", async () => {
     const metric = judgeMetric(FIELDS, TWO_PROPORTION);
-    const looks = await record(metric, new ProviderRouter({ web: statsWeb(rates(0.03, 0.01)) }));
+    const looks = await record(metric, new MetricProviders({ web: statsWeb(rates(0.03, 0.01)) }));
     const other = judgeMetric(
       FIELDS,
       TWO_PROPORTION.replace("bad: result.requests - result.ok", "bad: result.ok"),

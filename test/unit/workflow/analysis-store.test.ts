@@ -72,7 +72,7 @@ async function world(provider: MetricProvider): Promise<World> {
     timer,
     events: new RecordingEventPublisher(),
     clock,
-    routerFor: () => {
+    targetFor: () => {
       throw new Error("no traffic change is expected here");
     },
     providers: provider,

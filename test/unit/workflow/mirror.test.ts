@@ -1,5 +1,5 @@
 import { describe, expect, it, onTestFinished } from "vitest";
-import type { MirrorRoute, RouterState } from "../../../functions/traffic/port.ts";
+import type { MirrorRoute, TargetState } from "../../../functions/traffic/port.ts";
 import { digest, type FakeRolloutOptions, startStableRollout } from "../../support/fake-rollout.ts";
 
 /** `setMirrorRoute` steps on the compiled workflow, in the embedded runtime with a router in memory. */
@@ -20,7 +20,7 @@ describe("setMirrorRoute", () => {
     const w = await withStable({ steps });
     const routes: MirrorRoute[] = [];
     Object.assign(w.router, {
-      setMirrorRoute: async (state: RouterState, route: MirrorRoute) => {
+      setMirrorRoute: async (state: TargetState, route: MirrorRoute) => {
         routes.push(route);
         return { state, message: `mirror ${route.name} ${route.percentage}%` };
       },

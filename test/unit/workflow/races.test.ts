@@ -5,7 +5,7 @@ import { ManualClock } from "../../../functions/clock.ts";
 import { ConcurrentUpdateError } from "../../../functions/store/errors.ts";
 import { update } from "../../../functions/store/update.ts";
 import type { TimerFiring } from "../../../functions/timer/port.ts";
-import { LocalProxyRouter } from "../../../functions/traffic/local-proxy.ts";
+import { LocalProxyTraffic } from "../../../functions/traffic/local-proxy.ts";
 import { executionName } from "../../../functions/trigger/decide.ts";
 import { StoredAnalysisSchema } from "../../../functions/workflow/analysis.ts";
 import type { BeginResult } from "../../../functions/workflow/begin.ts";
@@ -856,7 +856,7 @@ describe("Begin", () => {
 
   it('runs an image with no upstream of its own on the local-proxy target\'s "*" upstream, and refuses one without', () => {
     const router = (upstreams: Record<string, string>) =>
-      new LocalProxyRouter(
+      new LocalProxyTraffic(
         {},
         { type: "local-proxy", adminUrl: "http://127.0.0.1:1", upstreams },
         new ManualClock(0),
