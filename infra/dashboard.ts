@@ -6,7 +6,7 @@ import type * as sns from "aws-cdk-lib/aws-sns";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import { METRICS } from "../functions/config.ts";
-import { EXECUTION_SUPERSEDED } from "../statemachine/index.ts";
+import { EXECUTION_SUPERSEDED } from "../statemachine/compile.ts";
 
 /** Argo's phases of an analysis run and of a measurement: one line each. */
 const PHASES = ["Successful", "Failed", "Error", "Inconclusive"] as const;

@@ -10,7 +10,7 @@ import {
   ROLLOUT_HANDLERS,
   type RolloutHandlerName,
 } from "../functions/config.ts";
-import { ANALYSIS_FUNCTION_TIMEOUT_SECONDS } from "../statemachine/index.ts";
+import { ANALYSIS_FUNCTION_TIMEOUT_SECONDS } from "../statemachine/limits.ts";
 
 /** The repository root: `functions/handlers/*.ts` and `package-lock.json` live there. */
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));

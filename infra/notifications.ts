@@ -16,7 +16,7 @@ import {
   parseTemplate,
   TEMPLATE_FIELDS,
   type TemplatePart,
-} from "../statemachine/index.ts";
+} from "../statemachine/notifications.ts";
 import { type DeadLetters, deadLetters } from "./dead-letters.ts";
 import { acknowledge } from "./nag.ts";
 

@@ -8,7 +8,8 @@ import type * as kms from "aws-cdk-lib/aws-kms";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type { TargetSettingsInput } from "../functions/traffic/settings.ts";
-import type { NotificationSubscriptionInput, RolloutSpec } from "../statemachine/index.ts";
+import type { RolloutSpec } from "../statemachine/index.ts";
+import type { NotificationSubscriptionInput } from "../statemachine/notifications.ts";
 import type { ModelRouterOptions } from "./model-router.ts";
 import type { NotificationsProps } from "./notifications.ts";
 

@@ -20,17 +20,16 @@ import {
 } from "../functions/config.ts";
 import { TABLE } from "../functions/store/keys.ts";
 import { readinessChecksFor, targetSpecProblems } from "../functions/traffic/settings.ts";
+import { FUNCTION_PLACEHOLDERS, type FunctionRole } from "../statemachine/compile.ts";
 import {
   alarmNameOf,
   compile,
-  FUNCTION_PLACEHOLDERS,
-  type FunctionRole,
   formatProblem,
-  NotificationSubscriptionSchema,
   type RolloutSpec,
   SpecError,
   type StateMachineDefinition,
 } from "../statemachine/index.ts";
+import { NotificationSubscriptionSchema } from "../statemachine/notifications.ts";
 import { MODEL_ROUTER_URL } from "../statemachine/providers.ts";
 import { rolloutDashboard } from "./dashboard.ts";
 import { type DeadLetters, deadLetters, onAsyncFailure } from "./dead-letters.ts";

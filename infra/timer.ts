@@ -5,7 +5,7 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import type { Construct } from "constructs";
-import { LAMBDA_SERVICE_RETRY } from "../statemachine/index.ts";
+import { LAMBDA_SERVICE_RETRY } from "../statemachine/compile.ts";
 import { acknowledgeStateMachineRole } from "./nag.ts";
 
 /**

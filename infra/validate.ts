@@ -1,9 +1,9 @@
 import { Token } from "aws-cdk-lib";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { describeIssues, targetSettingsProblems } from "../functions/traffic/settings.ts";
+import { applyErrorBudget } from "../statemachine/error-budget.ts";
 import { RolloutsError } from "../statemachine/errors.ts";
 import {
-  applyErrorBudget,
   formatProblem,
   type Problem,
   parseRollout,

@@ -4,15 +4,13 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import {
-  type CoordinatedPass,
-  compileWaves,
   type DeployedTarget,
   formatProblem,
   type RolloutSpec,
   resolveWaves,
   SpecError,
-  wavePlaceholders,
 } from "../statemachine/index.ts";
+import { type CoordinatedPass, compileWaves, wavePlaceholders } from "../statemachine/waves-compile.ts";
 import { acknowledgeStateMachineRole, acknowledgeWildcards } from "./nag.ts";
 import { PropsError } from "./validate.ts";
 

@@ -11,7 +11,8 @@ import {
 import { ENV } from "../../functions/config.ts";
 import { defaultProviders, type MetricProvider, maxBodyBytesFrom } from "../../functions/metrics/index.ts";
 import { resolveRuntimeArgs, runtimeValueProblem } from "../../functions/workflow/runtime-args.ts";
-import { loadAnalysisTemplates, RUNTIME_PLACEHOLDERS, SpecError } from "../../statemachine/index.ts";
+import { RUNTIME_PLACEHOLDERS } from "../../statemachine/analysis-resolve.ts";
+import { loadAnalysisTemplates, SpecError } from "../../statemachine/index.ts";
 import { Exit, type Io, UsageError } from "../io.ts";
 import { printable, printableJson } from "../terminal.ts";
 import { type AnalyzeDeps, formatMeasurement } from "./analyze.ts";

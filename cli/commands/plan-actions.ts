@@ -1,11 +1,6 @@
-import {
-  formatDuration,
-  LIMIT_MESSAGES,
-  MAX_REPLICAS,
-  type PlanStep,
-  plan,
-  type RolloutSpec,
-} from "../../statemachine/index.ts";
+import { formatDuration } from "../../statemachine/duration.ts";
+import { type PlanStep, plan, type RolloutSpec } from "../../statemachine/index.ts";
+import { LIMIT_MESSAGES, MAX_REPLICAS } from "../../statemachine/limits.ts";
 import { Exit, type Io, UsageError } from "../io.ts";
 import { columns } from "../table.ts";
 import { printable, printableJson } from "../terminal.ts";

@@ -1,4 +1,4 @@
-import { formatDuration, parseDuration } from "../../statemachine/index.ts";
+import { formatDuration, parseDuration } from "../../statemachine/duration.ts";
 import { Exit, type Io, UsageError } from "../io.ts";
 import { formatDollars } from "../simulate/cost.ts";
 import { PlanError, parsePlan, type ShortStep } from "../simulate/plan.ts";

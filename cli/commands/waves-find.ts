@@ -11,7 +11,7 @@ import { clientConfig } from "../../functions/aws-clients.ts";
 import { COORDINATOR_TAG, TABLE_TAG } from "../../functions/config.ts";
 import { DynamoRolloutStore } from "../../functions/store/dynamodb.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
-import { START_EXECUTION_SYNC } from "../../statemachine/index.ts";
+import { START_EXECUTION_SYNC } from "../../statemachine/waves-compile.ts";
 import type { AwsOptions } from "../aws.ts";
 import { UsageError } from "../io.ts";
 

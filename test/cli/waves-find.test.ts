@@ -3,13 +3,8 @@ import { findRelease, passesOfCoordinator, whyUnreadable } from "../../cli/comma
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { type Runtime, startRuntime } from "../../local/runtime.ts";
 import { CLI_ENV_KEYS } from "../../local/stack.ts";
-import {
-  compileWaves,
-  parseRollout,
-  readSourcesSync,
-  resolveWaves,
-  wavePlaceholders,
-} from "../../statemachine/index.ts";
+import { parseRollout, readSourcesSync, resolveWaves } from "../../statemachine/index.ts";
+import { compileWaves, wavePlaceholders } from "../../statemachine/waves-compile.ts";
 import { runWithEnv } from "../support/cli.ts";
 
 /**

@@ -14,9 +14,9 @@ import { TABLE } from "../../functions/store/keys.ts";
 import { EXAMPLE_CONTEXT, EXAMPLE_FILES, RolloutsExampleStack } from "../../infra/example-stack.ts";
 import { FUNCTION_NEEDS } from "../../infra/functions.ts";
 import { PropsError, RolloutController } from "../../infra/index.ts";
+import { FUNCTION_PLACEHOLDERS } from "../../statemachine/compile.ts";
 import {
   compile,
-  FUNCTION_PLACEHOLDERS,
   loadRollout,
   parseRollout,
   type RolloutSpec,

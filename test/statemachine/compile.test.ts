@@ -1,13 +1,12 @@
 import validator from "asl-validator";
 import { describe, expect, it } from "vitest";
+import { FUNCTION_PLACEHOLDERS, stepStateName } from "../../statemachine/compile.ts";
 import {
   compile,
-  FUNCTION_PLACEHOLDERS,
   loadRollout,
   parseRollout,
   type RolloutSpec,
   type StateMachineDefinition,
-  stepStateName,
 } from "../../statemachine/index.ts";
 import { expectGolden } from "../support/golden.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseGoDuration } from "../../statemachine/duration.ts";
-import { canonicalJson, formatDuration, parseDuration, revisionOf } from "../../statemachine/index.ts";
+import { formatDuration, parseDuration, parseGoDuration } from "../../statemachine/duration.ts";
+import { canonicalJson, revisionOf } from "../../statemachine/revision.ts";
 
 describe("durations", () => {
   it.each([

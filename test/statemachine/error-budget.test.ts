@@ -8,8 +8,8 @@ import {
   parseRollout,
   type RolloutSpec,
   SpecError,
-  samplesPerSide,
 } from "../../statemachine/index.ts";
+import { samplesPerSide } from "../../statemachine/sample-size.ts";
 
 /**
  * The rollout's error budget (`statemachine/error-budget.ts`): one false-rollback budget per

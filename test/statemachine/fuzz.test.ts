@@ -5,14 +5,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments, stringify } from "yaml";
 import { mulberry32, type Prng } from "../../functions/judges/simulate.ts";
-import {
-  compile,
-  MAX_FILE_BYTES,
-  parseSources,
-  plan,
-  type Source,
-  SpecError,
-} from "../../statemachine/index.ts";
+import { compile, parseSources, plan, type Source, SpecError } from "../../statemachine/index.ts";
+import { MAX_FILE_BYTES } from "../../statemachine/limits.ts";
 
 /**
  * The loader against hostile input: the examples, mutated (fields deleted, duplicated, retyped;

@@ -1,13 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
-  describeJudge,
   type JudgeSpec,
-  judgeSamplesNeeded,
   type Metric,
   parseRollout,
   providersRead,
   SpecError,
 } from "../../statemachine/index.ts";
+import { describeJudge, judgeSamplesNeeded } from "../../statemachine/judge-describe.ts";
 import { judgedRollout } from "../support/judged-rollout.ts";
 
 const ROLLOUT = judgedRollout({ template: "canary", weights: [25] });

@@ -4,13 +4,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { deriveName, SCHEDULE_NAME_MAX } from "../../functions/timer/names.ts";
 import { EXECUTION_NAME_MAX, executionName } from "../../functions/trigger/decide.ts";
-import {
-  parseRollout,
-  ROLLOUT_NAME_MAX,
-  RolloutSpecSchema,
-  rolloutNameProblem,
-  SpecError,
-} from "../../statemachine/index.ts";
+import { parseRollout, RolloutSpecSchema, SpecError } from "../../statemachine/index.ts";
+import { ROLLOUT_NAME_MAX, rolloutNameProblem } from "../../statemachine/names.ts";
 import { run } from "../support/cli.ts";
 
 const argo = (name: string, extra = "") => `

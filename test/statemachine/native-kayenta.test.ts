@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
-  describeJudge,
   loadRollout,
   type Metric,
   parseRollout,
   type RolloutSpec,
   SpecError,
 } from "../../statemachine/index.ts";
+import { describeJudge } from "../../statemachine/judge-describe.ts";
 
 /**
  * The native reference's descriptor with `analysis: kayenta`: the whole health block becomes one

@@ -1,13 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { LifecycleEventTypeSchema } from "../../functions/events/port.ts";
-import {
-  DEFAULT_TEMPLATES,
-  NOTIFICATION_TRIGGERS,
-  parseRollout,
-  parseSources,
-  parseTemplate,
-  SpecError,
-} from "../../statemachine/index.ts";
+import { parseRollout, parseSources, SpecError } from "../../statemachine/index.ts";
+import { DEFAULT_TEMPLATES, NOTIFICATION_TRIGGERS, parseTemplate } from "../../statemachine/notifications.ts";
 
 const argo = (annotations: string) => `
 apiVersion: argoproj.io/v1alpha1

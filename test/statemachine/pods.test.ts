@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canaryCounts, resolveMaxSurge, routedCanaryCounts } from "../../statemachine/index.ts";
+import { canaryCounts, resolveMaxSurge, routedCanaryCounts } from "../../statemachine/pods.ts";
 
 // Argo Rollouts' own table for approximateWeightedCanaryStableReplicaCounts (maxWeight 100),
 // plus Argo's documented examples: [replicas, weight, maxSurge, canary, stable].

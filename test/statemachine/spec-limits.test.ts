@@ -3,15 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { TargetSettingsSchema } from "../../functions/traffic/settings.ts";
+import { deployedDefinitionSize } from "../../statemachine/compile.ts";
 import {
   compile,
-  DEFINITION_MAX_CHARS,
-  deployedDefinitionSize,
   parseRollout,
   type RolloutSpec,
   RolloutSpecSchema,
   SpecError,
 } from "../../statemachine/index.ts";
+import { DEFINITION_MAX_CHARS } from "../../statemachine/limits.ts";
 import { run } from "../support/cli.ts";
 
 const rollout = (strategy: string, replicas = "1") => `

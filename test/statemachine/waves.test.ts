@@ -2,7 +2,6 @@ import validator from "asl-validator";
 import { describe, expect, it } from "vitest";
 import {
   compile,
-  compileWaves,
   formatProblem,
   loadRollout,
   parseRollout,
@@ -11,9 +10,9 @@ import {
   plan,
   resolveWaves,
   SpecError,
-  START_EXECUTION_SYNC,
   type StateMachineDefinition,
 } from "../../statemachine/index.ts";
+import { compileWaves, START_EXECUTION_SYNC } from "../../statemachine/waves-compile.ts";
 
 const problemsOf = (file: string, text: string): string[] => {
   try {

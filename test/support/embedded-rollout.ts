@@ -22,11 +22,11 @@ import type { LambdaHandler } from "../../local/aws/lambda.ts";
 import { SCHEDULE_KEY_PREFIX } from "../../local/aws/scheduler.ts";
 import { type HandlerDeps, handlerFactories } from "../../local/handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "../../local/runtime.ts";
+import { FUNCTION_PLACEHOLDERS } from "../../statemachine/compile.ts";
 import {
   alarmNameOf,
   type CompileOptions,
   compile,
-  FUNCTION_PLACEHOLDERS,
   type RolloutSpec,
   type StateMachineDefinition,
 } from "../../statemachine/index.ts";

@@ -9,7 +9,7 @@ import {
 } from "../../../functions/analysis/index.ts";
 import { WATCHDOG_GRACE_SECONDS } from "../../../functions/analysis/watchdog.ts";
 import { TIMER_DELIVERY } from "../../../functions/config.ts";
-import { ANALYSIS_FUNCTION_TIMEOUT_SECONDS } from "../../../statemachine/index.ts";
+import { ANALYSIS_FUNCTION_TIMEOUT_SECONDS } from "../../../statemachine/limits.ts";
 import { metric, scriptedProvider, spec, T0 } from "./helpers.ts";
 
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
