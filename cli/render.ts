@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type GateSummary, gatesOf } from "../functions/analysis/judge.ts";
+import { type GateSummary, gatesOf } from "../functions/analysis/judge-look.ts";
 import { type AnalysisPhase, MeasurementSchema } from "../functions/analysis/types.ts";
 import type { StoredMeasurement, StoredRun } from "../functions/store/port.ts";
 import type { Revision, RolloutEvent, RolloutItem, RolloutPhase } from "../functions/store/schema.ts";

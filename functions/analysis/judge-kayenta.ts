@@ -5,7 +5,7 @@ import {
   type KayentaMetricResult,
   type MetricSeriesPair,
 } from "../judges/index.ts";
-import type { JudgeReadings } from "../metrics/judge.ts";
+import type { JudgeReadings } from "../metrics/judge-readings.ts";
 import type { GateFigures } from "./types.ts";
 
 /**

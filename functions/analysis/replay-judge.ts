@@ -1,5 +1,5 @@
 import type { JudgeSpec, Metric } from "../../statemachine/spec.ts";
-import { type JudgeReadings, readingsOf } from "../metrics/judge.ts";
+import { type JudgeReadings, readingsOf } from "../metrics/judge-readings.ts";
 import type { ProviderResult } from "../metrics/port.ts";
 import { boundJudgeState } from "./bounds.ts";
 import { judgeMeasurement } from "./run.ts";

@@ -3,7 +3,7 @@ import type { MetricProvider, ProviderResult } from "../metrics/port.ts";
 import { assessRun, effectiveCount, isTerminating } from "./assess.ts";
 import { boundJudgeState, boundMeasurement, trimMeasurements, truncateText } from "./bounds.ts";
 import { evaluateResult } from "./evaluate.ts";
-import { judgeLook } from "./judge.ts";
+import { judgeLook } from "./judge-look.ts";
 import {
   type AnalysisRun,
   isCompleted,

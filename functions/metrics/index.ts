@@ -7,7 +7,7 @@ import type { Metric, PrometheusProvider } from "../../statemachine/spec.ts";
 import { type ClientConfig, clientConfig } from "../aws-clients.ts";
 import { CloudWatchMetricProvider } from "./cloudwatch.ts";
 import type { Fetch } from "./http.ts";
-import { JudgeMetricProvider } from "./judge.ts";
+import { JudgeMetricProvider } from "./judge-readings.ts";
 import { LambdaMetricProvider } from "./lambda.ts";
 import {
   type MeasureContext,

@@ -5,7 +5,7 @@ import { requestAbort } from "../abort/request-abort.ts";
 import { requestHold } from "../abort/request-hold.ts";
 import { MAX_MESSAGE_BYTES, measurementItem, shrinkToFit, truncateText } from "../analysis/bounds.ts";
 import { withCarriedEvidence } from "../analysis/carry.ts";
-import { gatesOf } from "../analysis/judge.ts";
+import { gatesOf } from "../analysis/judge-look.ts";
 import {
   createRun,
   measurementsRecorded,

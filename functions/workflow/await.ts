@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { formatDuration } from "../../statemachine/duration.ts";
-import { type GateSummary, gatesOf } from "../analysis/judge.ts";
+import { type GateSummary, gatesOf } from "../analysis/judge-look.ts";
 import type { PauseReason, RolloutItem } from "../store/schema.ts";
 import { runIdFor, StoredAnalysisSchema, watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";

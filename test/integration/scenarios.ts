@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { GateSummary } from "../../functions/analysis/judge.ts";
+import type { GateSummary } from "../../functions/analysis/judge-look.ts";
 import { at, DIGESTS, done, type Scenario, type ScenarioOptions } from "./scenario.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { AnalysisRun } from "../../../functions/analysis/index.ts";
-import { judgeLook } from "../../../functions/analysis/judge.ts";
+import { judgeLook } from "../../../functions/analysis/judge-look.ts";
 import { MetricProviders } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
 import { type Metric, parseRollout } from "../../../statemachine/index.ts";

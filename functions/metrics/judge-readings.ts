@@ -8,7 +8,7 @@ import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
  * an ordinary provider with the `{{judge.*}}` placeholders filled in for this look, and an
  * expression over its answer. Identical calls are made once, all of them in parallel. The reader
  * only reads: what the values mean, and what to decide, is the analysis's judge
- * (`functions/analysis/judge.ts`). A reading that fails is data too — the judge holds on it.
+ * (`functions/analysis/judge-look.ts`). A reading that fails is data too — the judge holds on it.
  */
 
 /** What one reading gave: the expression's value (and a Prometheus vector's labelled samples), or why not. */

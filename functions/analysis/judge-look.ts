@@ -33,7 +33,7 @@ import {
   twoProportion,
   worseEffect,
 } from "../judges/index.ts";
-import type { JudgeReadings, ReadingValue } from "../metrics/judge.ts";
+import type { JudgeReadings, ReadingValue } from "../metrics/judge-readings.ts";
 import type { ProviderResult } from "../metrics/port.ts";
 import { kayentaLook } from "./judge-kayenta.ts";
 import type { AnalysisRun, GateFigures, JudgeState, MeasurementPhase } from "./types.ts";
