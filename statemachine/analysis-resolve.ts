@@ -305,64 +305,141 @@ const intOf = (v: number | string | undefined): number | undefined | "bad" => {
   return Number.isSafeInteger(n) ? n : "bad";
 };
 
-function normalizeMetric(
-  m: ArgoMetric,
-  template: LoadedTemplate,
-  report: (field: string, message: string) => void,
-): Metric | undefined {
-  const seconds = (field: string, v: string | number | undefined): number | undefined => {
-    if (v === undefined) return undefined;
-    const d = parseDuration(v);
-    if ("error" in d) {
-      report(field, d.error);
-      return undefined;
-    }
-    return d.seconds;
-  };
-  const int = (field: string, v: number | string | undefined): number | undefined => {
-    const n = intOf(v);
-    if (n === "bad") {
-      report(
-        field,
-        `must be a whole number (at most ${Number.MAX_SAFE_INTEGER}), got ${typeof v === "number" ? v : JSON.stringify(v)}`,
-      );
-      return undefined;
-    }
-    return n;
-  };
-  const interval = seconds("interval", m.interval);
-  const initialDelay = seconds("initialDelay", m.initialDelay) ?? ARGO_DEFAULTS.metric.initialDelaySeconds;
-  const count = int("count", m.count);
-  const failureLimit = int("failureLimit", m.failureLimit) ?? ARGO_DEFAULTS.metric.failureLimit;
-  const inconclusiveLimit =
-    int("inconclusiveLimit", m.inconclusiveLimit) ?? ARGO_DEFAULTS.metric.inconclusiveLimit;
-  const consecutiveErrorLimit =
-    int("consecutiveErrorLimit", m.consecutiveErrorLimit) ?? ARGO_DEFAULTS.metric.consecutiveErrorLimit;
+/** Reports a metric's problem at one of its fields (`""` for the metric itself). */
+type Report = (field: string, message: string) => void;
+
+/** A metric's durations in seconds and its count and limits, Argo's defaults filled in. */
+interface MetricLimits {
+  interval: number | undefined;
+  initialDelay: number;
+  count: number | undefined;
+  failureLimit: number;
+  inconclusiveLimit: number;
+  consecutiveErrorLimit: number;
+  consecutiveSuccessLimit: number;
+}
+
+/**
+ * An Argo metric as the workflow runs it: its limits read and checked as Argo checks them, its
+ * conditions compiled, its provider normalized, and its longest run within what an execution can
+ * wait. Undefined when the metric cannot run; every reason is reported.
+ */
+function normalizeMetric(m: ArgoMetric, template: LoadedTemplate, report: Report): Metric | undefined {
   // A judge's promote decision is a Successful measurement that ends the metric: a streak of one,
   // so reaching `count` while it only held is Inconclusive (a person decides), never Successful.
   const judged = m.provider.plugin !== undefined && JUDGE_PLUGIN in m.provider.plugin;
-  const consecutiveSuccessLimit =
-    int("consecutiveSuccessLimit", m.consecutiveSuccessLimit) ??
-    (judged ? 1 : ARGO_DEFAULTS.metric.consecutiveSuccessLimit);
-  if (judged) {
-    if (consecutiveSuccessLimit === 0) {
-      report(
-        "consecutiveSuccessLimit",
-        "a judge ends on a promote decision: consecutiveSuccessLimit must be >= 1 (with 0 a judge that only held would end Successful)",
-      );
-    }
-    if (failureLimit < 0) {
-      report(
-        "failureLimit",
-        "a judge that can never fail cannot roll back: use dryRun to watch one without acting",
-      );
-    }
-    for (const field of ["successCondition", "failureCondition"] as const) {
-      if (m[field] !== undefined) report(field, `a judge decides by itself: remove ${field}`);
-    }
+  const limits = metricLimits(m, judged, report);
+  if (judged) checkJudgeLimits(m, limits, report);
+  validateMetric(m, limits, report);
+  checkConditions(m, template, report);
+  const provider = normalizeProvider(m.provider, report);
+  if (!provider) return undefined;
+  const { interval, count } = limits;
+  const candidate = {
+    name: m.name,
+    ...(interval !== undefined ? { interval } : {}),
+    initialDelay: limits.initialDelay,
+    ...(count !== undefined ? { count } : {}),
+    failureLimit: limits.failureLimit,
+    inconclusiveLimit: limits.inconclusiveLimit,
+    consecutiveErrorLimit: limits.consecutiveErrorLimit,
+    consecutiveSuccessLimit: limits.consecutiveSuccessLimit,
+    ...(m.successCondition !== undefined ? { successCondition: m.successCondition } : {}),
+    ...(m.failureCondition !== undefined ? { failureCondition: m.failureCondition } : {}),
+    provider,
+  };
+  const parsed = MetricSchema.safeParse(candidate);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) report(joinPath(issue.path), issueMessage(issue));
+    return undefined;
   }
+  // The workflow's analysis step waits at most this long (its TimeoutSeconds derives from it).
+  const bound = metricUpperBoundSeconds(parsed.data);
+  if (bound !== undefined && bound > MAX_WAIT_SECONDS) {
+    report(
+      "",
+      `metric "${m.name}" may run for up to ${formatDuration(bound)} (initialDelay, count × interval, and 10 s per allowed consecutive error of each measurement), longer than ${formatDuration(MAX_WAIT_SECONDS)}: a rollout's Step Functions execution lasts at most a year; lower count or interval`,
+    );
+    return undefined;
+  }
+  return parsed.data;
+}
 
-  // Argo's ValidateMetric, with its messages.
+/** A duration field in seconds; one that does not parse is reported, and counts as absent. */
+function secondsField(field: string, v: string | number | undefined, report: Report): number | undefined {
+  if (v === undefined) return undefined;
+  const d = parseDuration(v);
+  if ("error" in d) {
+    report(field, d.error);
+    return undefined;
+  }
+  return d.seconds;
+}
+
+/** A count field as a whole number; one that is not is reported, and counts as absent. */
+function intField(field: string, v: number | string | undefined, report: Report): number | undefined {
+  const n = intOf(v);
+  if (n === "bad") {
+    report(
+      field,
+      `must be a whole number (at most ${Number.MAX_SAFE_INTEGER}), got ${typeof v === "number" ? v : JSON.stringify(v)}`,
+    );
+    return undefined;
+  }
+  return n;
+}
+
+/**
+ * The metric's timing and limits, read in the order of its fields; a judge's streak of successes
+ * defaults to one, its promote decision.
+ */
+function metricLimits(m: ArgoMetric, judged: boolean, report: Report): MetricLimits {
+  const interval = secondsField("interval", m.interval, report);
+  const initialDelay =
+    secondsField("initialDelay", m.initialDelay, report) ?? ARGO_DEFAULTS.metric.initialDelaySeconds;
+  const count = intField("count", m.count, report);
+  const failureLimit = intField("failureLimit", m.failureLimit, report) ?? ARGO_DEFAULTS.metric.failureLimit;
+  const inconclusiveLimit =
+    intField("inconclusiveLimit", m.inconclusiveLimit, report) ?? ARGO_DEFAULTS.metric.inconclusiveLimit;
+  const consecutiveErrorLimit =
+    intField("consecutiveErrorLimit", m.consecutiveErrorLimit, report) ??
+    ARGO_DEFAULTS.metric.consecutiveErrorLimit;
+  const consecutiveSuccessLimit =
+    intField("consecutiveSuccessLimit", m.consecutiveSuccessLimit, report) ??
+    (judged ? 1 : ARGO_DEFAULTS.metric.consecutiveSuccessLimit);
+  return {
+    interval,
+    initialDelay,
+    count,
+    failureLimit,
+    inconclusiveLimit,
+    consecutiveErrorLimit,
+    consecutiveSuccessLimit,
+  };
+}
+
+/** A judge's own rules: it must be able to end on a promote and to fail, and it decides by itself. */
+function checkJudgeLimits(m: ArgoMetric, limits: MetricLimits, report: Report): void {
+  if (limits.consecutiveSuccessLimit === 0) {
+    report(
+      "consecutiveSuccessLimit",
+      "a judge ends on a promote decision: consecutiveSuccessLimit must be >= 1 (with 0 a judge that only held would end Successful)",
+    );
+  }
+  if (limits.failureLimit < 0) {
+    report(
+      "failureLimit",
+      "a judge that can never fail cannot roll back: use dryRun to watch one without acting",
+    );
+  }
+  for (const field of ["successCondition", "failureCondition"] as const) {
+    if (m[field] !== undefined) report(field, `a judge decides by itself: remove ${field}`);
+  }
+}
+
+/** Argo's ValidateMetric, with its messages. */
+function validateMetric(m: ArgoMetric, limits: MetricLimits, report: Report): void {
+  const { count, failureLimit, inconclusiveLimit, consecutiveErrorLimit, consecutiveSuccessLimit } = limits;
   if (consecutiveSuccessLimit < 0) report("consecutiveSuccessLimit", "consecutiveSuccessLimit must be >= 0");
   if (failureLimit < -1) report("failureLimit", "failureLimit must be >= 0, or -1 to be disabled");
   if (consecutiveSuccessLimit === 0 && failureLimit === -1) {
@@ -385,6 +462,10 @@ function normalizeMetric(
   // An interval given but unreadable is already a problem of its own.
   if (c > 1 && m.interval === undefined) report("interval", "interval must be specified when count > 1");
   if (count !== undefined && count < 0) report("count", "count must be >= 0");
+}
+
+/** The success and failure conditions must compile as expressions, as Argo compiles them. */
+function checkConditions(m: ArgoMetric, template: LoadedTemplate, report: Report): void {
   for (const field of ["successCondition", "failureCondition"] as const) {
     const text = m[field];
     if (text === undefined) continue;
@@ -394,37 +475,6 @@ function normalizeMetric(
       report(field, `template "${template.name}", metric "${m.name}": ${(error as Error).message}`);
     }
   }
-
-  const provider = normalizeProvider(m.provider, report);
-  if (!provider) return undefined;
-  const candidate = {
-    name: m.name,
-    ...(interval !== undefined ? { interval } : {}),
-    initialDelay,
-    ...(count !== undefined ? { count } : {}),
-    failureLimit,
-    inconclusiveLimit,
-    consecutiveErrorLimit,
-    consecutiveSuccessLimit,
-    ...(m.successCondition !== undefined ? { successCondition: m.successCondition } : {}),
-    ...(m.failureCondition !== undefined ? { failureCondition: m.failureCondition } : {}),
-    provider,
-  };
-  const parsed = MetricSchema.safeParse(candidate);
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) report(joinPath(issue.path), issueMessage(issue));
-    return undefined;
-  }
-  // The workflow's analysis step waits at most this long (its TimeoutSeconds derives from it).
-  const bound = metricUpperBoundSeconds(parsed.data);
-  if (bound !== undefined && bound > MAX_WAIT_SECONDS) {
-    report(
-      "",
-      `metric "${m.name}" may run for up to ${formatDuration(bound)} (initialDelay, count × interval, and 10 s per allowed consecutive error of each measurement), longer than ${formatDuration(MAX_WAIT_SECONDS)}: a rollout's Step Functions execution lasts at most a year; lower count or interval`,
-    );
-    return undefined;
-  }
-  return parsed.data;
 }
 
 /**

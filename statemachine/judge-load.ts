@@ -14,6 +14,7 @@ import {
   type JudgeDirection,
   type JudgeSide,
   type JudgeSpec,
+  type JudgeSpecOf,
   type JudgeTest,
   type Reading,
   type ScoredCheck,
@@ -255,12 +256,36 @@ function standaloneBudget(alpha: number, given: boolean): GateBudget {
   return { rollout: alpha, gate: "gate", share: alpha, decisions: 1, given, carriedFrom: [] };
 }
 
+/**
+ * Reads a judge of any test, or a score's metric when not `top`: its input, the fields its test
+ * reads, then the score, Kayenta or the test with sides, each by its own reader.
+ */
 function loadAny(
   raw: unknown,
   base: string,
   ctx: JudgeLoadContext,
   top: boolean,
 ): JudgeSpec | JudgeCheck | undefined {
+  const input = parseInput(raw, base, ctx, top);
+  if (!input) return undefined;
+  const reader = new JudgeReader(input, base, ctx);
+  reader.refuseFieldsThatDoNotApply();
+  const test = input.test;
+  if (test === "score") return reader.ok ? loadScore(input, base, ctx) : undefined;
+  if (test === "kayenta") {
+    if (!reader.ok) return undefined;
+    return loadKayenta(input, base, {
+      report: ctx.report,
+      side: (raw, path, which) => loadSide(raw, path, test, "series", which, ctx),
+      pass: input.pass ?? JUDGE_DEFAULTS.pass,
+      marginal: input.marginal ?? JUDGE_DEFAULTS.marginal,
+    });
+  }
+  return loadSidedJudge(reader, test);
+}
+
+/** A judge's input checked against the schema; a score's metric cannot be a score, a canary gate or Kayenta. */
+function parseInput(raw: unknown, base: string, ctx: JudgeLoadContext, top: boolean): Input | undefined {
   const at = (field: string) => (field ? `${base}.${field}` : base);
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     ctx.report(base, `a judge is an object like {test: two-proportion, candidate: ..., stable: ...}`);
@@ -283,58 +308,123 @@ function loadAny(
     }
     return undefined;
   }
-  const input = parsed.data;
-  const test = input.test;
-  let ok = true;
-  const fail = (field: string, message: string) => {
-    ok = false;
-    ctx.report(at(field), message);
-  };
-  for (const key of Object.keys(input)) {
-    if (key !== "test" && !FIELDS[test].includes(key)) {
-      fail(key, `${key} does not apply to the ${test} test`);
-    }
-  }
-  if (test === "score") return ok ? loadScore(input, base, ctx) : undefined;
-  if (test === "kayenta") {
-    if (!ok) return undefined;
-    return loadKayenta(input, base, {
-      report: ctx.report,
-      side: (raw, path, which) => loadSide(raw, path, test, "series", which, ctx),
-      pass: input.pass ?? JUDGE_DEFAULTS.pass,
-      marginal: input.marginal ?? JUDGE_DEFAULTS.marginal,
-    });
+  return parsed.data;
+}
+
+/**
+ * One judge's input as it is read: where it sits, and whether a problem was reported. A problem
+ * makes the judge unusable, but reading goes on as far as it can, to report the others too.
+ */
+class JudgeReader {
+  ok = true;
+
+  constructor(
+    readonly input: Input,
+    private readonly base: string,
+    readonly ctx: JudgeLoadContext,
+  ) {}
+
+  /** The path of one of the judge's fields (`""`: the judge itself). */
+  at(field: string): string {
+    return field ? `${this.base}.${field}` : this.base;
   }
 
+  /** Reports a problem at one of the judge's fields. */
+  fail(field: string, message: string): void {
+    this.ok = false;
+    this.ctx.report(this.at(field), message);
+  }
+
+  /** Each field the test does not read is a problem, so a misplaced field is not silently ignored. */
+  refuseFieldsThatDoNotApply(): void {
+    const test = this.input.test;
+    for (const key of Object.keys(this.input)) {
+      if (key !== "test" && !FIELDS[test].includes(key)) {
+        this.fail(key, `${key} does not apply to the ${test} test`);
+      }
+    }
+  }
+}
+
+/** The tests that read a candidate and a stable version (one-proportion: a candidate only). */
+type SidedTest = Exclude<JudgeTest, "score" | "kayenta">;
+
+/** A judge with its sides read, and the settings the tests share, defaults applied. */
+interface Sided {
+  reader: JudgeReader;
+  input: Input;
+  data: JudgeData | undefined;
+  candidate: JudgeSide;
+  stable: JudgeSide;
+  alpha: number;
+  direction: JudgeDirection;
+  power: number;
+  label: string;
+  minSamples: number;
+  /** 2 when either direction is a regression. */
+  sides: 1 | 2;
+  /** A sequential test's effect to catch at once, when its minimum sample derives from it. */
+  fast: FastEffect | undefined;
+  /** The fields the statistical tests' specs begin with, in their order. */
+  common: {
+    alpha: number;
+    direction: JudgeDirection;
+    minEffect: number;
+    minSamples: number;
+    candidate: JudgeSide;
+    stable: JudgeSide;
+  };
+}
+
+/**
+ * A judge that reads the versions: its data kind and its sides, then the settings every such test
+ * shares, then the spec of its test, each test by its own function.
+ */
+function loadSidedJudge(reader: JudgeReader, test: SidedTest): JudgeSpec | JudgeCheck | undefined {
+  const { input, ctx } = reader;
   const kinds = DATA[test];
   const data = test === "canary-gate" ? undefined : (input.data ?? kinds[0]);
   if (data !== undefined && !kinds.includes(data)) {
-    fail("data", `the ${test} test judges ${kinds.join(" or ")}, not ${data}`);
+    reader.fail("data", `the ${test} test judges ${kinds.join(" or ")}, not ${data}`);
   }
-  const candidate = loadSide(input.candidate, at("candidate"), test, data, "candidate", ctx);
+  const candidate = loadSide(input.candidate, reader.at("candidate"), test, data, "candidate", ctx);
   const stable =
-    test === "one-proportion" ? {} : loadSide(input.stable, at("stable"), test, data, "stable", ctx);
-  if (!candidate || !stable) ok = false;
-  if (!ok || !candidate || !stable) return undefined;
+    test === "one-proportion" ? {} : loadSide(input.stable, reader.at("stable"), test, data, "stable", ctx);
+  if (!candidate || !stable) reader.ok = false;
+  if (!reader.ok || !candidate || !stable) return undefined;
+  checkSettings(reader, test, data);
+  if (!reader.ok) return undefined;
+  const s = sidedSettings(reader, test, data, candidate, stable);
+  switch (test) {
+    case "two-proportion":
+      return twoProportion(s);
+    case "one-proportion":
+      return oneProportion(s);
+    case "mann-whitney":
+      return mannWhitney(s);
+    case "sequential-rate":
+      return sequentialRate(s);
+    case "sequential-latency":
+      return sequentialLatency(s);
+    case "comparative":
+      return comparative(s);
+    case "canary-gate":
+      return canaryGate(s);
+  }
+}
 
-  const alpha = input.alpha ?? JUDGE_DEFAULTS.alpha;
-  const direction = input.direction ?? JUDGE_DEFAULTS.direction;
-  const minEffect = input.minEffect ?? 0;
-  const power = input.power ?? JUDGE_DEFAULTS.power;
-  const label = input.label ?? JUDGE_DEFAULTS.label;
-  const minSamplesDefault =
-    data === "counts"
-      ? JUDGE_DEFAULTS.minSamplesCounts
-      : data === "samples" || data === "histogram" || data === "summary"
-        ? JUDGE_DEFAULTS.minSamplesSamples
-        : 0;
-  const sequentialTest = test === "sequential-rate" || test === "sequential-latency";
-  if (sequentialTest && input.minSamples !== undefined) {
+/**
+ * The settings that contradict each other: a sequential test's minSamples beside what would
+ * derive it, a unit without maxP95Ms, and a p95 guard on a summary, which has no p95.
+ */
+function checkSettings(reader: JudgeReader, test: SidedTest, data: JudgeData | undefined): void {
+  const input = reader.input;
+  if ((test === "sequential-rate" || test === "sequential-latency") && input.minSamples !== undefined) {
     const derivers: Array<"fast" | "sigma" | "baseline"> =
       test === "sequential-rate" ? ["fast", "baseline"] : ["fast", "sigma"];
     for (const field of derivers) {
       if (input[field] !== undefined) {
-        fail(
+        reader.fail(
           field,
           `${field} derives the minimum sample when minSamples is not given: give minSamples or ${field}, not both`,
         );
@@ -342,193 +432,262 @@ function loadAny(
     }
   }
   if (input.maxP95Ms === undefined && input.unit !== undefined) {
-    fail("unit", "unit is the readings' unit for maxP95Ms: give maxP95Ms too");
+    reader.fail("unit", "unit is the readings' unit for maxP95Ms: give maxP95Ms too");
   }
   if (input.maxP95Ms !== undefined && data === "summary") {
-    fail("maxP95Ms", "a log-latency summary has no p95: read samples or a histogram for maxP95Ms");
+    reader.fail("maxP95Ms", "a log-latency summary has no p95: read samples or a histogram for maxP95Ms");
   }
-  if (!ok) return undefined;
+}
+
+/**
+ * The settings the tests share, defaults applied: the minimum sample is the spec's, or a sequential
+ * test's from its fast effect, or the floor of the data kind.
+ */
+function sidedSettings(
+  reader: JudgeReader,
+  test: SidedTest,
+  data: JudgeData | undefined,
+  candidate: JudgeSide,
+  stable: JudgeSide,
+): Sided {
+  const input = reader.input;
+  const alpha = input.alpha ?? JUDGE_DEFAULTS.alpha;
+  const direction = input.direction ?? JUDGE_DEFAULTS.direction;
+  const minEffect = input.minEffect ?? 0;
+  const minSamplesDefault =
+    data === "counts"
+      ? JUDGE_DEFAULTS.minSamplesCounts
+      : data === "samples" || data === "histogram" || data === "summary"
+        ? JUDGE_DEFAULTS.minSamplesSamples
+        : 0;
+  const sequentialTest = test === "sequential-rate" || test === "sequential-latency";
   const fast = sequentialTest && input.minSamples === undefined ? fastEffect(test, input) : undefined;
   const minSamples =
     input.minSamples ??
     (fast
       ? fastMinSamples(test as "sequential-rate" | "sequential-latency", fast, input)
       : minSamplesDefault);
-  const sides = direction === "either" ? 2 : 1;
-  const horizon = (computed: number | undefined): number | undefined => {
-    if (input.samples !== undefined) {
-      if (input.samples < minSamples) {
-        fail(
-          "samples",
-          `samples (${input.samples}) is below minSamples (${minSamples}): no decision before both`,
-        );
-        return undefined;
-      }
-      return input.samples;
-    }
-    return Math.max(1, minSamples, computed ?? 0);
+  return {
+    reader,
+    input,
+    data,
+    candidate,
+    stable,
+    alpha,
+    direction,
+    power: input.power ?? JUDGE_DEFAULTS.power,
+    label: input.label ?? JUDGE_DEFAULTS.label,
+    minSamples,
+    sides: direction === "either" ? 2 : 1,
+    fast,
+    common: { alpha, direction, minEffect, minSamples, candidate, stable },
   };
-  const common = { alpha, direction, minEffect, minSamples, candidate, stable };
-  /** A sequential test's `samples` (where it promotes) cannot be below where it may first decide. */
-  const samplesAtLeastMin = (): boolean => {
-    if (input.samples === undefined || input.samples >= minSamples) return true;
-    fail("samples", `samples (${input.samples}) is below minSamples (${minSamples})`);
-    return false;
-  };
+}
 
-  switch (test) {
-    case "two-proportion": {
-      // The planned sample size: enough to detect the stable rate worsening by `detect` with `power`.
-      if ((input.baseline === undefined) !== (input.detect === undefined)) {
-        fail(
-          input.baseline === undefined ? "baseline" : "detect",
-          "baseline and detect go together: the stable version's rate and the worsening to detect with `power`",
-        );
-        return undefined;
-      }
-      let computed: number | undefined;
-      if (input.baseline !== undefined && input.detect !== undefined) {
-        const worse =
-          direction === "decrease" ? input.baseline - input.detect : input.baseline + input.detect;
-        if (!(worse > 0 && worse < 1)) {
-          fail("detect", `baseline ${input.baseline} worsened by ${input.detect} leaves the 0–1 range`);
-          return undefined;
-        }
-        computed = samplesPerSide({ baseline: input.baseline, candidate: worse, alpha, power, sides });
-      }
-      const h = horizon(computed);
-      if (h === undefined) return undefined;
-      return {
-        test,
-        ...common,
-        data: "counts",
-        label,
-        horizon: h,
-        ...(input.samples !== undefined ? { samplesGiven: true as const } : {}),
-        power,
-        ...(input.baseline !== undefined ? { baseline: input.baseline, detect: input.detect } : {}),
-        ...(input.maxBadRate !== undefined ? { maxBadRate: input.maxBadRate } : {}),
-      };
+/**
+ * A fixed-horizon test's horizon: the spec's `samples`, which may not be below minSamples, or the
+ * larger of minSamples and the planned sample size.
+ */
+function horizon(s: Sided, computed: number | undefined): number | undefined {
+  const samples = s.input.samples;
+  if (samples !== undefined) {
+    if (samples < s.minSamples) {
+      s.reader.fail(
+        "samples",
+        `samples (${samples}) is below minSamples (${s.minSamples}): no decision before both`,
+      );
+      return undefined;
     }
-    case "one-proportion": {
-      if (input.limit === undefined) {
-        fail("limit", "the one-proportion test needs the limit the candidate's rate is tested against");
-        return undefined;
-      }
-      let computed: number | undefined;
-      if (input.detect !== undefined) {
-        const worse = direction === "decrease" ? input.limit - input.detect : input.limit + input.detect;
-        if (!(worse > 0 && worse < 1)) {
-          fail("detect", `limit ${input.limit} worsened by ${input.detect} leaves the 0–1 range`);
-          return undefined;
-        }
-        computed = samplesOneProportion({ limit: input.limit, candidate: worse, alpha, power, sides });
-      }
-      const h = horizon(computed);
-      if (h === undefined) return undefined;
-      return {
-        test,
-        alpha,
-        direction,
-        minEffect: input.minEffect ?? input.limit,
-        minSamples,
-        candidate,
-        data: "counts",
-        label,
-        limit: input.limit,
-        method: input.method ?? "normal",
-        horizon: h,
-        ...(input.samples !== undefined ? { samplesGiven: true as const } : {}),
-        power,
-        ...(input.detect !== undefined ? { detect: input.detect } : {}),
-      };
-    }
-    case "mann-whitney": {
-      const h = horizon(undefined);
-      if (h === undefined) return undefined;
-      return { test, ...common, data: data as "samples" | "histogram", horizon: h, ...guard(input, data) };
-    }
-    case "sequential-rate": {
-      if (direction !== "increase") {
-        fail(
-          "direction",
-          "sequential-rate tests bad events that increase: count the events that are bad (errors, declines) and keep direction increase",
-        );
-        return undefined;
-      }
-      if (!samplesAtLeastMin()) return undefined;
-      return {
-        test,
-        ...common,
-        data: "counts",
-        label,
-        ...(input.allocation !== undefined ? { allocation: input.allocation } : {}),
-        concentration: input.concentration ?? JUDGE_DEFAULTS.concentration,
-        ...(input.samples !== undefined ? { maxSamples: input.samples } : {}),
-        ...(fast ? { fast } : {}),
-        ...(input.maxBadRate !== undefined ? { maxBadRate: input.maxBadRate } : {}),
-      };
-    }
-    case "sequential-latency": {
-      if (!samplesAtLeastMin()) return undefined;
-      return {
-        test,
-        ...common,
-        data: data as "samples" | "histogram" | "summary",
-        g: input.g ?? JUDGE_DEFAULTS.g,
-        ...(input.samples !== undefined ? { maxSamples: input.samples } : {}),
-        ...(fast ? { fast } : {}),
-        ...guard(input, data),
-      };
-    }
-    case "comparative": {
-      if (minSamples > 0 && data === "value" && !candidate.n) {
-        fail("minSamples", "minSamples needs the candidate's `n` reading (how many requests it served)");
-        return undefined;
-      }
-      if (input.nanStrategy !== undefined && data !== "series") {
-        fail("nanStrategy", "nanStrategy applies to data: series (the points of a series without value)");
-        return undefined;
-      }
-      return {
-        test,
-        alpha,
-        direction,
-        minSamples,
-        candidate,
-        stable,
-        data: data as "value" | "series",
-        ...(input.maxRatio !== undefined ? { maxRatio: input.maxRatio } : {}),
-        ...(input.minRatio !== undefined ? { minRatio: input.minRatio } : {}),
-        ...(input.maxDelta !== undefined ? { maxDelta: input.maxDelta } : {}),
-        minPoints: input.minPoints ?? JUDGE_DEFAULTS.minPoints,
-        ...(input.nanStrategy !== undefined ? { nanStrategy: input.nanStrategy } : {}),
-      };
-    }
-    case "canary-gate": {
-      let cooldown: number = CANARY_GATE_DEFAULTS.rollbackCooldownSeconds;
-      if (input.rollbackCooldown !== undefined) {
-        const d = parseDuration(input.rollbackCooldown);
-        if ("error" in d) {
-          fail("rollbackCooldown", d.error);
-          return undefined;
-        }
-        cooldown = Math.round(d.seconds);
-      }
-      return {
-        test,
-        candidate,
-        stable,
-        p95BudgetRatio: input.p95BudgetRatio ?? CANARY_GATE_DEFAULTS.p95BudgetRatio,
-        errorRateCeiling: input.errorRateCeiling ?? CANARY_GATE_DEFAULTS.errorRateCeiling,
-        minSampleCount: input.minSampleCount ?? CANARY_GATE_DEFAULTS.minSampleCount,
-        fullRolloutDwell: input.fullRolloutDwell ?? CANARY_GATE_DEFAULTS.fullRolloutDwell,
-        rollbackCooldownSeconds: cooldown,
-        maxRollbacksPerHour: input.maxRollbacksPerHour ?? CANARY_GATE_DEFAULTS.maxRollbacksPerHour,
-        fingerprint: "{{rollout.digest}}",
-      };
-    }
+    return samples;
   }
+  return Math.max(1, s.minSamples, computed ?? 0);
+}
+
+/** A sequential test's `samples` (where it promotes) cannot be below where it may first decide. */
+function samplesAtLeastMin(s: Sided): boolean {
+  const samples = s.input.samples;
+  if (samples === undefined || samples >= s.minSamples) return true;
+  s.reader.fail("samples", `samples (${samples}) is below minSamples (${s.minSamples})`);
+  return false;
+}
+
+/**
+ * Two proportions: the planned sample size is enough to detect the stable rate worsening by
+ * `detect` with `power`, when the spec gives the stable rate (`baseline`) and `detect`.
+ */
+function twoProportion(s: Sided): JudgeSpecOf<"two-proportion"> | undefined {
+  const { input, reader, alpha, power, sides, direction } = s;
+  if ((input.baseline === undefined) !== (input.detect === undefined)) {
+    reader.fail(
+      input.baseline === undefined ? "baseline" : "detect",
+      "baseline and detect go together: the stable version's rate and the worsening to detect with `power`",
+    );
+    return undefined;
+  }
+  let computed: number | undefined;
+  if (input.baseline !== undefined && input.detect !== undefined) {
+    const worse = direction === "decrease" ? input.baseline - input.detect : input.baseline + input.detect;
+    if (!(worse > 0 && worse < 1)) {
+      reader.fail("detect", `baseline ${input.baseline} worsened by ${input.detect} leaves the 0–1 range`);
+      return undefined;
+    }
+    computed = samplesPerSide({ baseline: input.baseline, candidate: worse, alpha, power, sides });
+  }
+  const h = horizon(s, computed);
+  if (h === undefined) return undefined;
+  return {
+    test: "two-proportion",
+    ...s.common,
+    data: "counts",
+    label: s.label,
+    horizon: h,
+    ...(input.samples !== undefined ? { samplesGiven: true as const } : {}),
+    power,
+    ...(input.baseline !== undefined ? { baseline: input.baseline, detect: input.detect } : {}),
+    ...(input.maxBadRate !== undefined ? { maxBadRate: input.maxBadRate } : {}),
+  };
+}
+
+/**
+ * One proportion: the candidate's rate against a fixed `limit`, whose worsening by `detect`, when
+ * given, plans the sample size; the limit is also the default smallest effect.
+ */
+function oneProportion(s: Sided): JudgeSpecOf<"one-proportion"> | undefined {
+  const { input, reader, alpha, power, sides, direction } = s;
+  if (input.limit === undefined) {
+    reader.fail("limit", "the one-proportion test needs the limit the candidate's rate is tested against");
+    return undefined;
+  }
+  let computed: number | undefined;
+  if (input.detect !== undefined) {
+    const worse = direction === "decrease" ? input.limit - input.detect : input.limit + input.detect;
+    if (!(worse > 0 && worse < 1)) {
+      reader.fail("detect", `limit ${input.limit} worsened by ${input.detect} leaves the 0–1 range`);
+      return undefined;
+    }
+    computed = samplesOneProportion({ limit: input.limit, candidate: worse, alpha, power, sides });
+  }
+  const h = horizon(s, computed);
+  if (h === undefined) return undefined;
+  return {
+    test: "one-proportion",
+    alpha,
+    direction,
+    minEffect: input.minEffect ?? input.limit,
+    minSamples: s.minSamples,
+    candidate: s.candidate,
+    data: "counts",
+    label: s.label,
+    limit: input.limit,
+    method: input.method ?? "normal",
+    horizon: h,
+    ...(input.samples !== undefined ? { samplesGiven: true as const } : {}),
+    power,
+    ...(input.detect !== undefined ? { detect: input.detect } : {}),
+  };
+}
+
+/** Mann-Whitney on samples or a histogram, its horizon the minimum sample, with its optional p95 guard. */
+function mannWhitney(s: Sided): JudgeSpecOf<"mann-whitney"> | undefined {
+  const h = horizon(s, undefined);
+  if (h === undefined) return undefined;
+  const data = s.data as "samples" | "histogram";
+  return { test: "mann-whitney", ...s.common, data, horizon: h, ...guard(s.input, s.data) };
+}
+
+/** The sequential test on counts, which tests bad events that increase. */
+function sequentialRate(s: Sided): JudgeSpecOf<"sequential-rate"> | undefined {
+  const { input, fast } = s;
+  if (s.direction !== "increase") {
+    s.reader.fail(
+      "direction",
+      "sequential-rate tests bad events that increase: count the events that are bad (errors, declines) and keep direction increase",
+    );
+    return undefined;
+  }
+  if (!samplesAtLeastMin(s)) return undefined;
+  return {
+    test: "sequential-rate",
+    ...s.common,
+    data: "counts",
+    label: s.label,
+    ...(input.allocation !== undefined ? { allocation: input.allocation } : {}),
+    concentration: input.concentration ?? JUDGE_DEFAULTS.concentration,
+    ...(input.samples !== undefined ? { maxSamples: input.samples } : {}),
+    ...(fast ? { fast } : {}),
+    ...(input.maxBadRate !== undefined ? { maxBadRate: input.maxBadRate } : {}),
+  };
+}
+
+/** The sequential test on latencies, with its optional p95 guard. */
+function sequentialLatency(s: Sided): JudgeSpecOf<"sequential-latency"> | undefined {
+  const { input, fast, data } = s;
+  if (!samplesAtLeastMin(s)) return undefined;
+  return {
+    test: "sequential-latency",
+    ...s.common,
+    data: data as "samples" | "histogram" | "summary",
+    g: input.g ?? JUDGE_DEFAULTS.g,
+    ...(input.samples !== undefined ? { maxSamples: input.samples } : {}),
+    ...(fast ? { fast } : {}),
+    ...guard(input, data),
+  };
+}
+
+/**
+ * The comparative judge: a minimum sample needs the candidate's request count, and nanStrategy
+ * applies to series only.
+ */
+function comparative(s: Sided): JudgeSpecOf<"comparative"> | undefined {
+  const { input, reader, data, candidate, minSamples } = s;
+  if (minSamples > 0 && data === "value" && !candidate.n) {
+    reader.fail("minSamples", "minSamples needs the candidate's `n` reading (how many requests it served)");
+    return undefined;
+  }
+  if (input.nanStrategy !== undefined && data !== "series") {
+    reader.fail("nanStrategy", "nanStrategy applies to data: series (the points of a series without value)");
+    return undefined;
+  }
+  return {
+    test: "comparative",
+    alpha: s.alpha,
+    direction: s.direction,
+    minSamples,
+    candidate,
+    stable: s.stable,
+    data: data as "value" | "series",
+    ...(input.maxRatio !== undefined ? { maxRatio: input.maxRatio } : {}),
+    ...(input.minRatio !== undefined ? { minRatio: input.minRatio } : {}),
+    ...(input.maxDelta !== undefined ? { maxDelta: input.maxDelta } : {}),
+    minPoints: input.minPoints ?? JUDGE_DEFAULTS.minPoints,
+    ...(input.nanStrategy !== undefined ? { nanStrategy: input.nanStrategy } : {}),
+  };
+}
+
+/** The canary gate's thresholds, its policy's defaults where the spec gives none. */
+function canaryGate(s: Sided): JudgeSpecOf<"canary-gate"> | undefined {
+  const input = s.input;
+  let cooldown: number = CANARY_GATE_DEFAULTS.rollbackCooldownSeconds;
+  if (input.rollbackCooldown !== undefined) {
+    const d = parseDuration(input.rollbackCooldown);
+    if ("error" in d) {
+      s.reader.fail("rollbackCooldown", d.error);
+      return undefined;
+    }
+    cooldown = Math.round(d.seconds);
+  }
+  return {
+    test: "canary-gate",
+    candidate: s.candidate,
+    stable: s.stable,
+    p95BudgetRatio: input.p95BudgetRatio ?? CANARY_GATE_DEFAULTS.p95BudgetRatio,
+    errorRateCeiling: input.errorRateCeiling ?? CANARY_GATE_DEFAULTS.errorRateCeiling,
+    minSampleCount: input.minSampleCount ?? CANARY_GATE_DEFAULTS.minSampleCount,
+    fullRolloutDwell: input.fullRolloutDwell ?? CANARY_GATE_DEFAULTS.fullRolloutDwell,
+    rollbackCooldownSeconds: cooldown,
+    maxRollbacksPerHour: input.maxRollbacksPerHour ?? CANARY_GATE_DEFAULTS.maxRollbacksPerHour,
+    fingerprint: "{{rollout.digest}}",
+  };
 }
 
 /** The fast effect of a sequential test that gave no minSamples: the spec's, or the defaults. */

@@ -126,6 +126,34 @@ export function healthTemplate(raw: unknown, ctx: Context): { metrics: unknown[]
     return undefined;
   }
   const health = parsed.data;
+  const interval = healthInterval(health, ctx);
+  const { metrics, indexes } = healthMetrics(health, ctx);
+  checkNames(metrics, health, ctx);
+  const checks = metrics.map((m, i) => comparative(m, `${ctx.path}.metrics[${indexes[i]}]`, health, ctx));
+  const scoredByKayenta = kayentaFields(metrics, indexes, health, ctx);
+  if (ctx.problems.length !== before || interval === undefined) return undefined;
+
+  // Readings at every interval through the bake, the last one at its end.
+  const count = Math.max(1, Math.ceil(ctx.bake / interval));
+  const timing: Timing = {
+    interval: `${interval}s`,
+    initialDelay: `${Math.min(interval, ctx.bake)}s`,
+    count,
+  };
+  return {
+    metrics: [...gates(metrics, checks, health, timing, scoredByKayenta), ...judgeEntries(health, timing)],
+  };
+}
+
+/** When a health block's metrics read: every interval through the bake. */
+interface Timing {
+  interval: string;
+  initialDelay: string;
+  count: number;
+}
+
+/** Seconds between two readings: the block's `interval`, which must be more than 0, or a minute. */
+function healthInterval(health: Health, ctx: Context): number | undefined {
   const interval = health.interval === undefined ? 60 : seconds(health.interval, `${ctx.path}.interval`, ctx);
   if (interval !== undefined && interval <= 0) {
     ctx.problems.push({
@@ -134,6 +162,14 @@ export function healthTemplate(raw: unknown, ctx: Context): { metrics: unknown[]
       message: "interval must be more than 0",
     });
   }
+  return interval;
+}
+
+/**
+ * The block's metrics that read, each with its index in the block (for the paths of its problems);
+ * a metric of another system, or that does not fit the schema, is reported and left out.
+ */
+function healthMetrics(health: Health, ctx: Context): { metrics: HealthMetric[]; indexes: number[] } {
   const metrics: HealthMetric[] = [];
   const indexes: number[] = [];
   (health.metrics ?? []).forEach((m, i) => {
@@ -163,6 +199,11 @@ export function healthTemplate(raw: unknown, ctx: Context): { metrics: unknown[]
     metrics.push(one.data);
     indexes.push(i);
   });
+  return { metrics, indexes };
+}
+
+/** The metrics' and judge entries' names are the gate's: each once, and at least one. */
+function checkNames(metrics: readonly HealthMetric[], health: Health, ctx: Context): void {
   const names = new Set<string>();
   for (const [i, name] of [
     ...metrics.map((m) => m.name),
@@ -184,58 +225,52 @@ export function healthTemplate(raw: unknown, ctx: Context): { metrics: unknown[]
       message: "a health block needs metrics or judge entries",
     });
   }
-  const checks = metrics.map((m, i) => comparative(m, `${ctx.path}.metrics[${indexes[i]}]`, health, ctx));
-  const scoredByKayenta = kayentaFields(metrics, indexes, health, ctx);
-  if (ctx.problems.length !== before || interval === undefined) return undefined;
+}
 
-  // Readings at every interval through the bake, the last one at its end.
-  const count = Math.max(1, Math.ceil(ctx.bake / interval));
-  const timing = {
-    interval: `${interval}s`,
-    initialDelay: `${Math.min(interval, ctx.bake)}s`,
-    count,
-  };
-  const out: unknown[] = [];
+/**
+ * The gates of the block's metrics: one Kayenta judge scoring them all, or one score of them when
+ * the block has `analysis` thresholds, or else a gate per metric.
+ */
+function gates(
+  metrics: readonly HealthMetric[],
+  checks: ReadonlyArray<Record<string, unknown> | undefined>,
+  health: Health,
+  timing: Timing,
+  scoredByKayenta: { groupWeights?: Record<string, number> } | undefined,
+): unknown[] {
   if (scoredByKayenta) {
-    out.push({
-      name: "health",
-      ...timing,
-      provider: {
-        plugin: {
-          [JUDGE_PLUGIN]: kayentaJudge(
-            metrics,
-            checks as Array<Record<string, unknown>>,
-            health,
-            scoredByKayenta.groupWeights,
-          ),
-        },
-      },
-    });
-  } else if (health.analysis) {
-    out.push({
-      name: "health",
-      ...timing,
-      provider: {
-        plugin: {
-          [JUDGE_PLUGIN]: {
-            test: "score",
-            ...(health.analysis.pass !== undefined ? { pass: health.analysis.pass } : {}),
-            ...(health.analysis.marginal !== undefined ? { marginal: health.analysis.marginal } : {}),
-            metrics: metrics.map((m, i) => ({
-              name: m.name,
-              ...(m.weight !== undefined ? { weight: m.weight } : {}),
-              ...(m.critical !== undefined ? { critical: m.critical } : {}),
-              ...checks[i],
-            })),
-          },
-        },
-      },
-    });
-  } else {
-    metrics.forEach((m, i) => {
-      out.push({ name: m.name, ...timing, provider: { plugin: { [JUDGE_PLUGIN]: checks[i] } } });
-    });
+    const judge = kayentaJudge(
+      metrics,
+      checks as Array<Record<string, unknown>>,
+      health,
+      scoredByKayenta.groupWeights,
+    );
+    return [{ name: "health", ...timing, provider: { plugin: { [JUDGE_PLUGIN]: judge } } }];
   }
+  if (health.analysis) {
+    const score = {
+      test: "score",
+      ...(health.analysis.pass !== undefined ? { pass: health.analysis.pass } : {}),
+      ...(health.analysis.marginal !== undefined ? { marginal: health.analysis.marginal } : {}),
+      metrics: metrics.map((m, i) => ({
+        name: m.name,
+        ...(m.weight !== undefined ? { weight: m.weight } : {}),
+        ...(m.critical !== undefined ? { critical: m.critical } : {}),
+        ...checks[i],
+      })),
+    };
+    return [{ name: "health", ...timing, provider: { plugin: { [JUDGE_PLUGIN]: score } } }];
+  }
+  return metrics.map((m, i) => ({
+    name: m.name,
+    ...timing,
+    provider: { plugin: { [JUDGE_PLUGIN]: checks[i] } },
+  }));
+}
+
+/** The block's `judge:` entries, each a gate of its own; one that is not an object the reader refuses. */
+function judgeEntries(health: Health, timing: Timing): unknown[] {
+  const out: unknown[] = [];
   for (const raw of health.judge ?? []) {
     if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
       out.push(raw);
@@ -244,7 +279,7 @@ export function healthTemplate(raw: unknown, ctx: Context): { metrics: unknown[]
     const { name, ...judge } = raw as Record<string, unknown>;
     out.push({ name, ...timing, provider: { plugin: { [JUDGE_PLUGIN]: judge } } });
   }
-  return { metrics: out };
+  return out;
 }
 
 /** A `compare: stable` metric as the judge's `comparative` test. */

@@ -19,7 +19,7 @@ import type { Problem } from "./problems.ts";
 import { revisionOf } from "./revision.ts";
 import { AlarmsSchema, HookSchema } from "./safety.ts";
 import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
-import { normalizeWaves } from "./waves.ts";
+import { normalizeWaves, type WavesSpec } from "./waves.ts";
 
 /**
  * The native spec, for teams not on Kubernetes: percentages with a bake after each, testers
@@ -169,53 +169,16 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
     return undefined;
   }
   const o: Origin = { ...origin, object: origin.object ?? `Rollout ${parsed.data.name}` };
-  // Wave names in approvalsBetween pause between waves, not between steps.
-  const waveNames = waveNamesOf(parsed.data.waves);
-  const n: NativeSpec = {
-    ...parsed.data,
-    ...(parsed.data.approvalsBetween
-      ? { approvalsBetween: parsed.data.approvalsBetween.filter((a) => !waveNames.has(String(a))) }
-      : {}),
-  };
-  const waves =
-    parsed.data.waves === undefined
-      ? undefined
-      : normalizeWaves(parsed.data.waves, {
-          approvals: (parsed.data.approvalsBetween ?? []).map(String),
-          onFailure: n.onFailure,
-          origin: o,
-          path: "waves",
-          problems,
-        });
-  if (
-    parsed.data.waves === undefined &&
-    (n.onFailure === "rollback-wave" || n.onFailure === "rollback-all")
-  ) {
-    problems.push({
-      ...o,
-      path: "onFailure",
-      message: `${n.onFailure} applies to a release in waves: without waves give rollback (or stop)`,
-    });
-  }
+  const n = withoutWaveApprovals(parsed.data);
+  const waves = nativeWaves(parsed.data, o, problems);
   const nameProblem = rolloutNameProblem(n.name);
   if (nameProblem) problems.push({ ...o, path: "name", message: nameProblem });
   const templates = inlineTemplates(n, o, problems);
   const revision = revisionOf(n.template ?? (n.image ? { image: n.image } : n));
   const bake = seconds(n.bake, 0, o, "bake", problems);
   const ctx: NativeContext = { n, o, templates, context: { revision, object: doc }, problems, bake };
-  const steps: Step[] = [];
   const testers = testersOf(n);
-  if (testers) {
-    steps.push({
-      kind: "setHeaderRoute",
-      name: "testers",
-      match: [{ headerName: testers.header, headerValue: { exact: testers.value } }],
-    });
-  }
-  if (n.strategy === "blueGreen") steps.push({ kind: "preview" });
-  const rawSteps = n.steps ?? (n.strategy === "blueGreen" ? [100] : [5, 25, 50, 100]);
-  if (rawSteps.every((s) => typeof s === "number")) steps.push(...percentageSteps(rawSteps as number[], ctx));
-  else steps.push(...explicitSteps(rawSteps, ctx));
+  const steps = nativeSteps(ctx, testers);
   if (problems.length !== before) return undefined;
   return {
     name: n.name,
@@ -253,6 +216,62 @@ function normalize(doc: unknown, origin: Origin, problems: Problem[]): RolloutSp
       ? { hooks: definedHooks(n.hooks) }
       : {}),
   };
+}
+
+/** The document without the waves' names in approvalsBetween: those pause between waves, not steps. */
+function withoutWaveApprovals(data: NativeSpec): NativeSpec {
+  const waveNames = waveNamesOf(data.waves);
+  return {
+    ...data,
+    ...(data.approvalsBetween
+      ? { approvalsBetween: data.approvalsBetween.filter((a) => !waveNames.has(String(a))) }
+      : {}),
+  };
+}
+
+/**
+ * The document's waves, with the approvals between them; without waves, onFailure cannot roll
+ * back a wave or all of them.
+ */
+function nativeWaves(data: NativeSpec, o: Origin, problems: Problem[]): WavesSpec | undefined {
+  if (data.waves === undefined) {
+    if (data.onFailure === "rollback-wave" || data.onFailure === "rollback-all") {
+      problems.push({
+        ...o,
+        path: "onFailure",
+        message: `${data.onFailure} applies to a release in waves: without waves give rollback (or stop)`,
+      });
+    }
+    return undefined;
+  }
+  return normalizeWaves(data.waves, {
+    approvals: (data.approvalsBetween ?? []).map(String),
+    onFailure: data.onFailure,
+    origin: o,
+    path: "waves",
+    problems,
+  });
+}
+
+/**
+ * The rollout's steps: the testers' header route first when there are testers, a blue-green
+ * preview, then the steps as written (percentages, or steps of their own), or the default ones.
+ */
+function nativeSteps(ctx: NativeContext, testers: RolloutSpec["testers"]): Step[] {
+  const n = ctx.n;
+  const steps: Step[] = [];
+  if (testers) {
+    steps.push({
+      kind: "setHeaderRoute",
+      name: "testers",
+      match: [{ headerName: testers.header, headerValue: { exact: testers.value } }],
+    });
+  }
+  if (n.strategy === "blueGreen") steps.push({ kind: "preview" });
+  const rawSteps = n.steps ?? (n.strategy === "blueGreen" ? [100] : [5, 25, 50, 100]);
+  if (rawSteps.every((s) => typeof s === "number")) steps.push(...percentageSteps(rawSteps as number[], ctx));
+  else steps.push(...explicitSteps(rawSteps, ctx));
+  return steps;
 }
 
 /** The names of the waves as written, to tell a wave in approvalsBetween from a step. */

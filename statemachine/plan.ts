@@ -166,90 +166,8 @@ function pods(spec: RolloutSpec, weight: number): { canary: number; stable: numb
  * router, and with a request rate the plan says how many requests per second meet the candidate.
  */
 export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
-  let weight = 0;
-  let previewPods = 0;
-  /** The mirror routes in force, by name: the percentage of requests each copies. */
-  const mirrors = new Map<string, number>();
-  const steps = spec.steps.map((step, index): PlanStep => {
-    let detail: string;
-    let analysis: string[] | undefined;
-    let duration: number | undefined;
-    switch (step.kind) {
-      case "setWeight":
-        weight = step.weight;
-        detail = `setWeight: ${step.weight}`;
-        break;
-      case "pause":
-        duration = step.duration;
-        detail =
-          step.reason === "Approval"
-            ? "approval: wait for rollouts promote"
-            : step.duration === undefined
-              ? "pause: until rollouts promote"
-              : `pause: ${formatDuration(step.duration)}`;
-        break;
-      case "analysis":
-        analysis = describeAnalysis(step.analysis);
-        detail = `${step.origin === "step" ? "analysis" : step.origin}: ${step.analysis.templates.map((t) => t.name).join(", ")}`;
-        break;
-      case "setHeaderRoute":
-        detail = step.match
-          ? `setHeaderRoute ${step.name}: ${step.match.map((m) => `${m.headerName}: ${Object.values(m.headerValue)[0]}`).join(", ")}`
-          : `setHeaderRoute ${step.name}: remove`;
-        break;
-      case "setMirrorRoute":
-        detail =
-          step.match || step.percentage !== undefined
-            ? `setMirrorRoute ${step.name}: mirror ${step.percentage ?? 100}% of matching requests`
-            : `setMirrorRoute ${step.name}: remove`;
-        if (step.match || step.percentage !== undefined) mirrors.set(step.name, step.percentage ?? 100);
-        else mirrors.delete(step.name);
-        break;
-      case "preview":
-        previewPods = spec.previewReplicaCount ?? spec.replicas;
-        detail = `preview: ${previewPods} new pods, no live traffic`;
-        break;
-    }
-    const counts = pods(spec, weight);
-    const canary =
-      step.kind === "preview" || (spec.strategy === "blueGreen" && weight < 100)
-        ? previewPods
-        : counts.canary;
-    const share =
-      spec.trafficRouting || spec.strategy === "blueGreen"
-        ? weight
-        : counts.canary + counts.stable === 0
-          ? 0
-          : round((100 * counts.canary) / (counts.canary + counts.stable));
-    const warnings =
-      !spec.trafficRouting && spec.strategy === "canary" && weight > 0 && weight < 100 && counts.canary === 0
-        ? [
-            `${spec.replicas} pods cannot carry ${weight}% without surge: Argo's rounding gives the candidate no pod here`,
-          ]
-        : [];
-    const mirrored = Math.min(
-      100,
-      [...mirrors.values()].reduce((a, b) => Math.max(a, b), 0),
-    );
-    const judged =
-      step.kind === "analysis" ? planGates(step.analysis, share, options.rps, mirrored) : undefined;
-    if (judged) warnings.push(...judged.warnings);
-    const warning = warnings.length > 0 ? warnings.join("; ") : undefined;
-    return {
-      index,
-      kind: step.kind,
-      weight,
-      canaryPods: canary,
-      stablePods: counts.stable,
-      share,
-      ...(duration !== undefined ? { duration } : {}),
-      detail,
-      ...(analysis ? { analysis } : {}),
-      ...(options.rps !== undefined ? { candidateRps: round((options.rps * share) / 100) } : {}),
-      ...(warning ? { warning } : {}),
-      ...(judged && judged.gates.length > 0 ? { gates: judged.gates } : {}),
-    };
-  });
+  const state: PlanState = { weight: 0, previewPods: 0, mirrors: new Map() };
+  const steps = spec.steps.map((step, index) => planStep(spec, step, index, state, options.rps));
   return {
     name: spec.name,
     revision: spec.revision,
@@ -269,6 +187,107 @@ export function plan(spec: RolloutSpec, options: { rps?: number } = {}): Plan {
     ...(describeGuards(spec).length > 0 ? { guards: describeGuards(spec) } : {}),
     ...(describeBudget(spec).length > 0 ? { errorBudget: describeBudget(spec) } : {}),
   };
+}
+
+/** What one step leaves to the next: the candidate's weight, the preview's pods, the mirror routes. */
+interface PlanState {
+  weight: number;
+  previewPods: number;
+  /** The mirror routes in force, by name: the percentage of requests each copies. */
+  mirrors: Map<string, number>;
+}
+
+/** One row of the plan: the step's pods and share once it is done, and what a reviewer should know. */
+function planStep(
+  spec: RolloutSpec,
+  step: Step,
+  index: number,
+  state: PlanState,
+  rps: number | undefined,
+): PlanStep {
+  advance(state, step, spec);
+  const { weight, previewPods } = state;
+  const detail = stepDetail(step, previewPods);
+  const duration = step.kind === "pause" ? step.duration : undefined;
+  const analysis = step.kind === "analysis" ? describeAnalysis(step.analysis) : undefined;
+  const counts = pods(spec, weight);
+  const canary =
+    step.kind === "preview" || (spec.strategy === "blueGreen" && weight < 100) ? previewPods : counts.canary;
+  const share =
+    spec.trafficRouting || spec.strategy === "blueGreen"
+      ? weight
+      : counts.canary + counts.stable === 0
+        ? 0
+        : round((100 * counts.canary) / (counts.canary + counts.stable));
+  const warnings =
+    !spec.trafficRouting && spec.strategy === "canary" && weight > 0 && weight < 100 && counts.canary === 0
+      ? [
+          `${spec.replicas} pods cannot carry ${weight}% without surge: Argo's rounding gives the candidate no pod here`,
+        ]
+      : [];
+  const mirrored = Math.min(
+    100,
+    [...state.mirrors.values()].reduce((a, b) => Math.max(a, b), 0),
+  );
+  const judged = step.kind === "analysis" ? planGates(step.analysis, share, rps, mirrored) : undefined;
+  if (judged) warnings.push(...judged.warnings);
+  const warning = warnings.length > 0 ? warnings.join("; ") : undefined;
+  return {
+    index,
+    kind: step.kind,
+    weight,
+    canaryPods: canary,
+    stablePods: counts.stable,
+    share,
+    ...(duration !== undefined ? { duration } : {}),
+    detail,
+    ...(analysis ? { analysis } : {}),
+    ...(rps !== undefined ? { candidateRps: round((rps * share) / 100) } : {}),
+    ...(warning ? { warning } : {}),
+    ...(judged && judged.gates.length > 0 ? { gates: judged.gates } : {}),
+  };
+}
+
+/** What a step changes for itself and the steps after it: weight, preview pods, a mirror route. */
+function advance(state: PlanState, step: Step, spec: RolloutSpec): void {
+  switch (step.kind) {
+    case "setWeight":
+      state.weight = step.weight;
+      break;
+    case "setMirrorRoute":
+      if (step.match || step.percentage !== undefined) state.mirrors.set(step.name, step.percentage ?? 100);
+      else state.mirrors.delete(step.name);
+      break;
+    case "preview":
+      state.previewPods = spec.previewReplicaCount ?? spec.replicas;
+      break;
+  }
+}
+
+/** A step in one line, as a reviewer reads it: `setWeight: 25`, `pause: 5m`, `analysis: gates`. */
+function stepDetail(step: Step, previewPods: number): string {
+  switch (step.kind) {
+    case "setWeight":
+      return `setWeight: ${step.weight}`;
+    case "pause":
+      return step.reason === "Approval"
+        ? "approval: wait for rollouts promote"
+        : step.duration === undefined
+          ? "pause: until rollouts promote"
+          : `pause: ${formatDuration(step.duration)}`;
+    case "analysis":
+      return `${step.origin === "step" ? "analysis" : step.origin}: ${step.analysis.templates.map((t) => t.name).join(", ")}`;
+    case "setHeaderRoute":
+      return step.match
+        ? `setHeaderRoute ${step.name}: ${step.match.map((m) => `${m.headerName}: ${Object.values(m.headerValue)[0]}`).join(", ")}`
+        : `setHeaderRoute ${step.name}: remove`;
+    case "setMirrorRoute":
+      return step.match || step.percentage !== undefined
+        ? `setMirrorRoute ${step.name}: mirror ${step.percentage ?? 100}% of matching requests`
+        : `setMirrorRoute ${step.name}: remove`;
+    case "preview":
+      return `preview: ${previewPods} new pods, no live traffic`;
+  }
 }
 
 const round = (x: number) => Math.round(x * 100) / 100;

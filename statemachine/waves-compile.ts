@@ -52,46 +52,85 @@ export function compileWaves(spec: RolloutSpec, passes: readonly CoordinatedPass
   if (!waves) throw new TypeError(`rollout ${spec.name} has no waves`);
   if (passes.length === 0) throw new TypeError(`rollout ${spec.name}: no pass to run`);
   const states: Record<string, State> = {};
-  const entry = (n: number, p: CoordinatedPass) =>
-    p.bakeBefore > 0 ? `${stem(n, p.pass)}-Bake` : stem(n, p.pass);
-  passes.forEach((p, i) => {
-    const n = i + 1;
-    const name = stem(n, p.pass);
-    const next = passes[i + 1];
-    if (p.bakeBefore > 0) {
-      states[`${name}-Bake`] = {
-        Type: "Wait",
-        Comment: `The bake of wave before ${p.wave}: ${formatDuration(p.bakeBefore)}`,
-        Seconds: Math.ceil(p.bakeBefore),
-        Next: name,
-      };
-    }
-    states[name] = {
-      ...startPass(n, p, "$$.Execution.Name", {
-        "revision.$": "$.revision",
-      }),
-      Comment: `Wave ${p.wave}: the rollout in ${p.target.account ? `${p.target.account}/` : ""}${p.target.region}${p.approvalBefore ? " (waits for an approval before any traffic moves)" : ""}`,
-      ResultSelector: { "executionArn.$": "$.ExecutionArn", "previous.$": "$.Output.last.value.previous" },
-      ResultPath: `$.passes.${key(n)}`,
-      Catch: [{ ErrorEquals: ["States.ALL"], ResultPath: "$.failure", Next: `${name}-Failed` }],
-      Next: next ? entry(n + 1, next) : "Released",
+  for (let n = 1; n <= passes.length; n++) {
+    Object.assign(states, passRun(n, passes), passFailure(n, passes, waves.onFailure));
+  }
+  if (waves.onFailure === "rollback-all") Object.assign(states, undoStates(passes));
+  Object.assign(states, endStates(waves.onFailure));
+  const first = passes[0] as CoordinatedPass;
+  const definition: StateMachineDefinition = {
+    Comment: `sfn-rollouts: release "${spec.name}" in ${waves.list.length} waves (${passes.map((p) => p.pass).join(", ")}), onFailure ${waves.onFailure}`,
+    StartAt: passEntry(1, first),
+    States: states,
+  };
+  const problems = definitionProblems(definition, `rollout ${spec.name} (waves)`);
+  if (problems.length > 0) throw new SpecError(problems);
+  return definition;
+}
+
+/** The first state of pass `n`: the bake before its wave, if it has one, or its start. */
+function passEntry(n: number, p: CoordinatedPass): string {
+  return p.bakeBefore > 0 ? `${stem(n, p.pass)}-Bake` : stem(n, p.pass);
+}
+
+/**
+ * Pass `n` (from 1) run: the bake before its wave, then its rollout started and waited for, which
+ * keeps the version the pass had before (to undo it) and goes on to the next pass.
+ */
+function passRun(n: number, passes: readonly CoordinatedPass[]): Record<string, State> {
+  const p = passes[n - 1] as CoordinatedPass;
+  const name = stem(n, p.pass);
+  const next = passes[n];
+  const states: Record<string, State> = {};
+  if (p.bakeBefore > 0) {
+    states[`${name}-Bake`] = {
+      Type: "Wait",
+      Comment: `The bake of wave before ${p.wave}: ${formatDuration(p.bakeBefore)}`,
+      Seconds: Math.ceil(p.bakeBefore),
+      Next: name,
     };
-    const undoFrom = waves.onFailure === "rollback-all" && n > 1 ? undoEntry(n - 1, passes) : "ReleaseFailed";
-    states[`${name}-Failed`] = {
+  }
+  states[name] = {
+    ...startPass(n, p, "$$.Execution.Name", {
+      "revision.$": "$.revision",
+    }),
+    Comment: `Wave ${p.wave}: the rollout in ${p.target.account ? `${p.target.account}/` : ""}${p.target.region}${p.approvalBefore ? " (waits for an approval before any traffic moves)" : ""}`,
+    ResultSelector: { "executionArn.$": "$.ExecutionArn", "previous.$": "$.Output.last.value.previous" },
+    ResultPath: `$.passes.${key(n)}`,
+    Catch: [{ ErrorEquals: ["States.ALL"], ResultPath: "$.failure", Next: `${name}-Failed` }],
+    Next: next ? passEntry(n + 1, next) : "Released",
+  };
+  return states;
+}
+
+/**
+ * What follows pass `n`'s failure: it is recorded, then the release ends superseded when a newer
+ * release took the pass over, or else undoes the passes before it (`rollback-all`) and fails.
+ */
+function passFailure(
+  n: number,
+  passes: readonly CoordinatedPass[],
+  onFailure: string,
+): Record<string, State> {
+  const p = passes[n - 1] as CoordinatedPass;
+  const name = stem(n, p.pass);
+  const undoFrom = onFailure === "rollback-all" && n > 1 ? undoEntry(n - 1, passes) : "ReleaseFailed";
+  return {
+    [`${name}-Failed`]: {
       Type: "Pass",
       Comment:
-        waves.onFailure === "rollback-all"
+        onFailure === "rollback-all"
           ? `${p.pass} failed: the passes promoted before it go back to their previous version, newest first`
-          : waves.onFailure === "stop"
+          : onFailure === "stop"
             ? `${p.pass} failed: its weights stay as they were and the release stops, for a person`
             : `${p.pass} failed and returned to its stable version; the passes before it keep the release`,
       Parameters: { pass: p.pass, wave: p.wave, "error.$": "$.failure.Error", "cause.$": "$.failure.Cause" },
       ResultPath: "$.failed",
       Next: `${name}-Superseded?`,
-    };
+    },
     // A newer release took this pass's rollout over: it owns the passes before too, so nothing
     // is rolled back and the release ends as superseded.
-    states[`${name}-Superseded?`] = {
+    [`${name}-Superseded?`]: {
       Type: "Choice",
       Comment: `Did a newer release take ${p.pass} over?`,
       Choices: [
@@ -104,61 +143,65 @@ export function compileWaves(spec: RolloutSpec, passes: readonly CoordinatedPass
         },
       ],
       Default: undoFrom,
+    },
+  };
+}
+
+/**
+ * `rollback-all`'s undo chain, newest pass first: each promoted pass's rollout started again with
+ * the version it had before the release, in rollback mode; a pass that had none is skipped.
+ */
+function undoStates(passes: readonly CoordinatedPass[]): Record<string, State> {
+  const states: Record<string, State> = {};
+  for (let n = passes.length - 1; n >= 1; n--) {
+    const p = passes[n - 1] as CoordinatedPass;
+    const name = `Undo-${stem(n, p.pass)}`;
+    const next = n > 1 ? undoEntry(n - 1, passes) : "ReleaseFailed";
+    states[`${name}?`] = {
+      Type: "Choice",
+      Comment: `${p.pass} had no stable version before the release: nothing to return to`,
+      Choices: [{ Variable: `$.passes.${key(n)}.previous`, IsNull: true, Next: next }],
+      Default: name,
     };
-  });
-  if (waves.onFailure === "rollback-all") {
-    for (let n = passes.length - 1; n >= 1; n--) {
-      const p = passes[n - 1] as CoordinatedPass;
-      const name = `Undo-${stem(n, p.pass)}`;
-      const next = n > 1 ? undoEntry(n - 1, passes) : "ReleaseFailed";
-      states[`${name}?`] = {
-        Type: "Choice",
-        Comment: `${p.pass} had no stable version before the release: nothing to return to`,
-        Choices: [{ Variable: `$.passes.${key(n)}.previous`, IsNull: true, Next: next }],
-        Default: name,
-      };
-      states[name] = {
-        ...startPass(n, p, "States.Format('undo-{}', States.Hash($$.Execution.Id, 'SHA-256'))", {
-          revision: {
-            "repository.$": "$.revision.repository",
-            "image.$": `$.passes.${key(n)}.previous.image`,
-            "digest.$": `$.passes.${key(n)}.previous.digest`,
-            "tag.$": `$.passes.${key(n)}.previous.tag`,
-          },
-          rollback: true,
-          // Refused if another execution (a newer release) has taken the rollout over since.
-          "undoes.$": `$.passes.${key(n)}.executionArn`,
-        }),
-        Comment: `Wave ${p.wave}: ${p.pass} back to the version it had before the release`,
-        ResultSelector: { "executionArn.$": "$.ExecutionArn" },
-        ResultPath: `$.undone.${key(n)}`,
-        // A rollback that fails still lets the others run; the release ends failed either way.
-        Catch: [{ ErrorEquals: ["States.ALL"], ResultPath: `$.undoFailed.${key(n)}`, Next: next }],
-        Next: next,
-      };
-    }
+    states[name] = {
+      ...startPass(n, p, "States.Format('undo-{}', States.Hash($$.Execution.Id, 'SHA-256'))", {
+        revision: {
+          "repository.$": "$.revision.repository",
+          "image.$": `$.passes.${key(n)}.previous.image`,
+          "digest.$": `$.passes.${key(n)}.previous.digest`,
+          "tag.$": `$.passes.${key(n)}.previous.tag`,
+        },
+        rollback: true,
+        // Refused if another execution (a newer release) has taken the rollout over since.
+        "undoes.$": `$.passes.${key(n)}.executionArn`,
+      }),
+      Comment: `Wave ${p.wave}: ${p.pass} back to the version it had before the release`,
+      ResultSelector: { "executionArn.$": "$.ExecutionArn" },
+      ResultPath: `$.undone.${key(n)}`,
+      // A rollback that fails still lets the others run; the release ends failed either way.
+      Catch: [{ ErrorEquals: ["States.ALL"], ResultPath: `$.undoFailed.${key(n)}`, Next: next }],
+      Next: next,
+    };
   }
-  states.Released = { Type: "Succeed" };
-  states.ReleaseSuperseded = {
-    Type: "Fail",
-    Error: WAVE_SUPERSEDED,
-    Cause:
-      "A newer release took a pass's rollout over: it owns the regions now; this release rolled nothing back.",
+  return states;
+}
+
+/** How a release ends: released, superseded by a newer one, or failed. */
+function endStates(onFailure: string): Record<string, State> {
+  return {
+    Released: { Type: "Succeed" },
+    ReleaseSuperseded: {
+      Type: "Fail",
+      Error: WAVE_SUPERSEDED,
+      Cause:
+        "A newer release took a pass's rollout over: it owns the regions now; this release rolled nothing back.",
+    },
+    ReleaseFailed: {
+      Type: "Fail",
+      Error: WAVE_FAILED,
+      Cause: `A pass of the release failed (onFailure: ${onFailure}): the coordinator's $.failed says which, each pass's rollout says why.`,
+    },
   };
-  states.ReleaseFailed = {
-    Type: "Fail",
-    Error: WAVE_FAILED,
-    Cause: `A pass of the release failed (onFailure: ${waves.onFailure}): the coordinator's $.failed says which, each pass's rollout says why.`,
-  };
-  const first = passes[0] as CoordinatedPass;
-  const definition: StateMachineDefinition = {
-    Comment: `sfn-rollouts: release "${spec.name}" in ${waves.list.length} waves (${passes.map((p) => p.pass).join(", ")}), onFailure ${waves.onFailure}`,
-    StartAt: entry(1, first),
-    States: states,
-  };
-  const problems = definitionProblems(definition, `rollout ${spec.name} (waves)`);
-  if (problems.length > 0) throw new SpecError(problems);
-  return definition;
 }
 
 function undoEntry(n: number, passes: readonly CoordinatedPass[]): string {

@@ -127,93 +127,14 @@ export function normalizeWaves(
   const written: number[] = [];
   const names = new Set<string>();
   list.data.forEach((item, i) => {
-    const at = `${path}[${i}]`;
-    const parsed = WaveInputSchema.safeParse(item);
-    if (!parsed.success) {
-      for (const issue of parsed.error.issues) {
-        const sub = issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("");
-        const message =
-          issue.code === "unrecognized_keys"
-            ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-            : issue.message;
-        problems.push({ ...origin, path: `${at}${sub}`, message });
-      }
-      return;
-    }
-    const w = parsed.data;
-    if (!WAVE_NAME.test(w.name)) {
-      problems.push({
-        ...origin,
-        path: `${at}.name`,
-        message: `"${w.name}" is not a wave name: up to 20 lowercase letters, digits and "-", starting and ending with a letter or digit`,
-      });
-    } else if (names.has(w.name)) {
-      problems.push({ ...origin, path: `${at}.name`, message: `wave "${w.name}" is named twice` });
-    }
-    names.add(w.name);
-    if ((w.targets === undefined) === (w.select === undefined)) {
-      problems.push({
-        ...origin,
-        path: at,
-        message:
-          "a wave needs either targets (regions, or {region, account}) or select (label conditions), not both",
-      });
-      return;
-    }
-    let targets: Wave["targets"];
-    if (w.targets) {
-      targets = [];
-      w.targets.forEach((t, j) => {
-        const ref = typeof t === "string" ? { region: t } : t;
-        const ok = WaveTargetRefSchema.safeParse(ref);
-        if (!ok.success) {
-          for (const issue of ok.error.issues) {
-            problems.push({
-              ...origin,
-              path: `${at}.targets[${j}]${typeof t === "string" ? "" : `.${issue.path.join(".")}`}`,
-              message: issue.message,
-            });
-          }
-        } else targets?.push(ok.data);
-      });
-    }
-    let select: SelectorTerm[] | undefined;
-    if (w.select !== undefined) {
-      const terms = parseSelector(w.select);
-      if (typeof terms === "string") problems.push({ ...origin, path: `${at}.select`, message: terms });
-      else select = terms;
-    }
-    let bakeSeconds = 0;
-    if (w.bake !== undefined) {
-      const d = parseDuration(w.bake);
-      if ("error" in d) problems.push({ ...origin, path: `${at}.bake`, message: d.error });
-      else if (d.seconds > MAX_WAIT_SECONDS)
-        problems.push({ ...origin, path: `${at}.bake`, message: LIMIT_MESSAGES.wait });
-      else bakeSeconds = d.seconds;
-    }
+    const wave = readWave(item, `${path}[${i}]`, names, origin, problems);
+    if (!wave) return;
     written.push(i);
-    waves.push({
-      name: w.name,
-      ...(targets ? { targets } : {}),
-      ...(select ? { select } : {}),
-      approval: false,
-      bakeSeconds,
-    });
+    waves.push(wave);
   });
-  const last = waves.at(-1)?.name;
-  for (const a of input.approvals) {
-    const wave = waves.find((w) => w.name === a);
-    if (!wave) continue;
-    if (a === last) {
-      problems.push({
-        ...origin,
-        path: "approvalsBetween",
-        message: `"${a}" is the last wave: an approval between waves needs a wave after it`,
-      });
-    } else wave.approval = true;
-  }
-  const last2 = waves.at(-1);
-  if (last2 && last2.bakeSeconds > 0) {
+  markApprovals(waves, input.approvals, origin, problems);
+  const last = waves.at(-1);
+  if (last && last.bakeSeconds > 0) {
     problems.push({
       ...origin,
       path: `${path}[${written.at(-1)}].bake`,
@@ -228,6 +149,124 @@ export function normalizeWaves(
         : "rollback-wave";
   if (problems.length !== before) return undefined;
   return { onFailure, list: waves };
+}
+
+type WaveInput = z.infer<typeof WaveInputSchema>;
+
+/**
+ * One wave as written at `at`: its name (once in `names`), its targets or its selector, and its
+ * bake. Undefined when it cannot be read at all; a problem in one of its fields is reported and the
+ * wave still counts, so that the waves after it keep their place.
+ */
+function readWave(
+  item: unknown,
+  at: string,
+  names: Set<string>,
+  origin: Origin,
+  problems: Problem[],
+): Wave | undefined {
+  const parsed = WaveInputSchema.safeParse(item);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const sub = issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("");
+      const message =
+        issue.code === "unrecognized_keys"
+          ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
+          : issue.message;
+      problems.push({ ...origin, path: `${at}${sub}`, message });
+    }
+    return undefined;
+  }
+  const w = parsed.data;
+  if (!WAVE_NAME.test(w.name)) {
+    problems.push({
+      ...origin,
+      path: `${at}.name`,
+      message: `"${w.name}" is not a wave name: up to 20 lowercase letters, digits and "-", starting and ending with a letter or digit`,
+    });
+  } else if (names.has(w.name)) {
+    problems.push({ ...origin, path: `${at}.name`, message: `wave "${w.name}" is named twice` });
+  }
+  names.add(w.name);
+  if ((w.targets === undefined) === (w.select === undefined)) {
+    problems.push({
+      ...origin,
+      path: at,
+      message:
+        "a wave needs either targets (regions, or {region, account}) or select (label conditions), not both",
+    });
+    return undefined;
+  }
+  const targets = w.targets ? waveTargets(w.targets, at, origin, problems) : undefined;
+  let select: SelectorTerm[] | undefined;
+  if (w.select !== undefined) {
+    const terms = parseSelector(w.select);
+    if (typeof terms === "string") problems.push({ ...origin, path: `${at}.select`, message: terms });
+    else select = terms;
+  }
+  return {
+    name: w.name,
+    ...(targets ? { targets } : {}),
+    ...(select ? { select } : {}),
+    approval: false,
+    bakeSeconds: waveBake(w, at, origin, problems),
+  };
+}
+
+/** A wave's targets, a region alone or `{region, account}`; the ones that are not valid are reported. */
+function waveTargets(
+  written: NonNullable<WaveInput["targets"]>,
+  at: string,
+  origin: Origin,
+  problems: Problem[],
+): NonNullable<Wave["targets"]> {
+  const targets: NonNullable<Wave["targets"]> = [];
+  written.forEach((t, j) => {
+    const ref = typeof t === "string" ? { region: t } : t;
+    const ok = WaveTargetRefSchema.safeParse(ref);
+    if (!ok.success) {
+      for (const issue of ok.error.issues) {
+        problems.push({
+          ...origin,
+          path: `${at}.targets[${j}]${typeof t === "string" ? "" : `.${issue.path.join(".")}`}`,
+          message: issue.message,
+        });
+      }
+    } else targets.push(ok.data);
+  });
+  return targets;
+}
+
+/** Seconds of bake after a wave (0 without one), within the longest wait an execution allows. */
+function waveBake(w: WaveInput, at: string, origin: Origin, problems: Problem[]): number {
+  if (w.bake === undefined) return 0;
+  const d = parseDuration(w.bake);
+  if ("error" in d) problems.push({ ...origin, path: `${at}.bake`, message: d.error });
+  else if (d.seconds > MAX_WAIT_SECONDS)
+    problems.push({ ...origin, path: `${at}.bake`, message: LIMIT_MESSAGES.wait });
+  else return d.seconds;
+  return 0;
+}
+
+/** The waves named in approvalsBetween wait for a person after them; the last wave has none after it. */
+function markApprovals(
+  waves: Wave[],
+  approvals: readonly string[],
+  origin: Origin,
+  problems: Problem[],
+): void {
+  const last = waves.at(-1)?.name;
+  for (const a of approvals) {
+    const wave = waves.find((w) => w.name === a);
+    if (!wave) continue;
+    if (a === last) {
+      problems.push({
+        ...origin,
+        path: "approvalsBetween",
+        message: `"${a}" is the last wave: an approval between waves needs a wave after it`,
+      });
+    } else wave.approval = true;
+  }
 }
 
 /** One target of the deployment: a region (and account) with its own controller and traffic. */

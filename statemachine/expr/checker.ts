@@ -104,6 +104,151 @@ function isPredicateFunc(n: Nature): boolean {
   return isFunc(n) && numOut(n) === 1 && numIn(n) === 1 && firstArgUnknown(n);
 }
 
+/**
+ * What a binary operator gives for operands of natures `l` and `r`, each family of operators by
+ * its own rules; undefined when the operands do not fit it, which the caller reports as expr does.
+ */
+function binaryNature(node: NodeOf<"binary">, l: Nature, r: Nature): Nature | undefined {
+  switch (node.op) {
+    case "==":
+    case "!=":
+      return comparableTo(l, r) ? BOOL : undefined;
+    case "or":
+    case "||":
+    case "and":
+    case "&&":
+      return (isBool(l) && isBool(r)) || maybeCompatible(l, r, "bool") ? BOOL : undefined;
+    case "<":
+    case ">":
+    case ">=":
+    case "<=":
+      return ordered(l, r) ? BOOL : undefined;
+    case "-":
+    case "*":
+    case "/":
+    case "**":
+    case "^":
+    case "%":
+    case "+":
+      return arithmeticNature(node.op, l, r);
+    case "in":
+      return membership(node, l, r);
+    case "matches":
+    case "contains":
+    case "startsWith":
+    case "endsWith":
+      return stringOperator(node, l, r);
+    case "..":
+      return (isInteger(l) && isInteger(r)) || maybeCompatible(l, r, "integer")
+        ? arrayOfNature(INT)
+        : undefined;
+    case "??":
+      return coalesced(l, r);
+    default:
+      return fail(node, `unknown operator (${node.op})`);
+  }
+}
+
+/** Whether `<`, `>`, `<=` and `>=` order `l` and `r`: numbers, strings, times or durations. */
+function ordered(l: Nature, r: Nature): boolean {
+  return (
+    (isNumber(l) && isNumber(r)) ||
+    (isString(l) && isString(r)) ||
+    (isTime(l) && isTime(r)) ||
+    (isDuration(l) && isDuration(r)) ||
+    maybeCompatible(l, r, "number", "string", "time", "duration")
+  );
+}
+
+/**
+ * The arithmetic operators: numbers promote as Go's do, and times and durations add, subtract and
+ * scale as Go's time package allows.
+ */
+function arithmeticNature(op: string, l: Nature, r: Nature): Nature | undefined {
+  switch (op) {
+    case "-":
+      if (isNumber(l) && isNumber(r)) return promoteNumeric(l, r);
+      if (isTime(l) && isTime(r)) return nat(T.duration);
+      if (isTime(l) && isDuration(r)) return nat(T.time);
+      if (isDuration(l) && isDuration(r)) return nat(T.duration);
+      if (maybeCompatible(l, r, "number", "time", "duration")) return UNKNOWN;
+      return undefined;
+    case "*":
+      if (isNumber(l) && isNumber(r)) return promoteNumeric(l, r);
+      if ((isNumber(l) && isDuration(r)) || (isDuration(l) && (isNumber(r) || isDuration(r)))) {
+        return nat(T.duration);
+      }
+      if (maybeCompatible(l, r, "number", "duration")) return UNKNOWN;
+      return undefined;
+    case "/":
+    case "**":
+    case "^":
+      return (isNumber(l) && isNumber(r)) || maybeCompatible(l, r, "number") ? FLOAT : undefined;
+    case "%":
+      return (isInteger(l) && isInteger(r)) || maybeCompatible(l, r, "integer") ? INT : undefined;
+    default:
+      if (isNumber(l) && isNumber(r)) return promoteNumeric(l, r);
+      if (isString(l) && isString(r)) return STRING;
+      if (isTime(l) && isDuration(r)) return nat(T.time);
+      if (isDuration(l) && isTime(r)) return nat(T.time);
+      if (isDuration(l) && isDuration(r)) return nat(T.duration);
+      if (maybeCompatible(l, r, "number", "string", "time", "duration")) return UNKNOWN;
+      return undefined;
+  }
+}
+
+/**
+ * `in`: the left operand must fit a map's key or an array's element; an unknown left operand fits
+ * a string, array or map, and anything fits an unknown right operand.
+ */
+function membership(node: NodeOf<"binary">, l: Nature, r: Nature): Nature | undefined {
+  if (isMap(r)) {
+    const key = keyOf(r);
+    if (!isUnknown(l) && !assignableTo(l, key)) {
+      fail(node, `cannot use ${natureString(l)} as type ${natureString(key)} in map key`);
+    }
+    return BOOL;
+  }
+  if (isArray(r)) {
+    const elem = elemOf(r);
+    if (!comparableTo(l, elem))
+      fail(node, `cannot use ${natureString(l)} as type ${natureString(elem)} in array`);
+    return BOOL;
+  }
+  if (isUnknown(l) && isAnyOf(r, ["string", "array", "map"])) return BOOL;
+  if (isUnknown(r)) return BOOL;
+  return undefined;
+}
+
+/**
+ * `matches`, `contains`, `startsWith` and `endsWith` over strings (`matches` also over bytes); a
+ * constant pattern must compile as RE2, at check time as in expr.
+ */
+function stringOperator(node: NodeOf<"binary">, l: Nature, r: Nature): Nature | undefined {
+  if (node.op !== "matches") {
+    return (isString(l) && isString(r)) || maybeCompatible(l, r, "string") ? BOOL : undefined;
+  }
+  if (node.right.t === "string") {
+    try {
+      compileRe2(node.right.value);
+    } catch (e) {
+      if (e instanceof RegexSyntaxError) fail(node, e.message);
+      throw e;
+    }
+  }
+  if (((isString(l) || isByteSlice(l)) && isString(r)) || maybeCompatible(l, r, "string")) return BOOL;
+  return undefined;
+}
+
+/** `??`: the side that is not nil, nil when both are, else the left when the right fits it. */
+function coalesced(l: Nature, r: Nature): Nature {
+  if (l.nil && !r.nil) return r;
+  if (!l.nil && r.nil) return l;
+  if (l.nil && r.nil) return NIL;
+  if (assignableTo(r, l)) return l;
+  return UNKNOWN;
+}
+
 class Checker {
   private readonly scopes: Scope[] = [];
   private readonly vars: { name: string; nature: Nature }[] = [];
@@ -214,108 +359,8 @@ class Checker {
   private binary(node: NodeOf<"binary">): Nature {
     const l = deref(this.visit(node.left));
     const r = deref(this.visit(node.right));
-    switch (node.op) {
-      case "==":
-      case "!=":
-        if (comparableTo(l, r)) return BOOL;
-        break;
-      case "or":
-      case "||":
-      case "and":
-      case "&&":
-        if ((isBool(l) && isBool(r)) || maybeCompatible(l, r, "bool")) return BOOL;
-        break;
-      case "<":
-      case ">":
-      case ">=":
-      case "<=":
-        if (
-          (isNumber(l) && isNumber(r)) ||
-          (isString(l) && isString(r)) ||
-          (isTime(l) && isTime(r)) ||
-          (isDuration(l) && isDuration(r)) ||
-          maybeCompatible(l, r, "number", "string", "time", "duration")
-        ) {
-          return BOOL;
-        }
-        break;
-      case "-":
-        if (isNumber(l) && isNumber(r)) return promoteNumeric(l, r);
-        if (isTime(l) && isTime(r)) return nat(T.duration);
-        if (isTime(l) && isDuration(r)) return nat(T.time);
-        if (isDuration(l) && isDuration(r)) return nat(T.duration);
-        if (maybeCompatible(l, r, "number", "time", "duration")) return UNKNOWN;
-        break;
-      case "*":
-        if (isNumber(l) && isNumber(r)) return promoteNumeric(l, r);
-        if ((isNumber(l) && isDuration(r)) || (isDuration(l) && (isNumber(r) || isDuration(r)))) {
-          return nat(T.duration);
-        }
-        if (maybeCompatible(l, r, "number", "duration")) return UNKNOWN;
-        break;
-      case "/":
-        if ((isNumber(l) && isNumber(r)) || maybeCompatible(l, r, "number")) return FLOAT;
-        break;
-      case "**":
-      case "^":
-        if ((isNumber(l) && isNumber(r)) || maybeCompatible(l, r, "number")) return FLOAT;
-        break;
-      case "%":
-        if ((isInteger(l) && isInteger(r)) || maybeCompatible(l, r, "integer")) return INT;
-        break;
-      case "+":
-        if (isNumber(l) && isNumber(r)) return promoteNumeric(l, r);
-        if (isString(l) && isString(r)) return STRING;
-        if (isTime(l) && isDuration(r)) return nat(T.time);
-        if (isDuration(l) && isTime(r)) return nat(T.time);
-        if (isDuration(l) && isDuration(r)) return nat(T.duration);
-        if (maybeCompatible(l, r, "number", "string", "time", "duration")) return UNKNOWN;
-        break;
-      case "in":
-        if (isMap(r)) {
-          const key = keyOf(r);
-          if (!isUnknown(l) && !assignableTo(l, key)) {
-            fail(node, `cannot use ${natureString(l)} as type ${natureString(key)} in map key`);
-          }
-          return BOOL;
-        }
-        if (isArray(r)) {
-          const elem = elemOf(r);
-          if (!comparableTo(l, elem))
-            fail(node, `cannot use ${natureString(l)} as type ${natureString(elem)} in array`);
-          return BOOL;
-        }
-        if (isUnknown(l) && isAnyOf(r, ["string", "array", "map"])) return BOOL;
-        if (isUnknown(r)) return BOOL;
-        break;
-      case "matches":
-        if (node.right.t === "string") {
-          try {
-            compileRe2(node.right.value);
-          } catch (e) {
-            if (e instanceof RegexSyntaxError) fail(node, e.message);
-            throw e;
-          }
-        }
-        if (((isString(l) || isByteSlice(l)) && isString(r)) || maybeCompatible(l, r, "string")) return BOOL;
-        break;
-      case "contains":
-      case "startsWith":
-      case "endsWith":
-        if ((isString(l) && isString(r)) || maybeCompatible(l, r, "string")) return BOOL;
-        break;
-      case "..":
-        if ((isInteger(l) && isInteger(r)) || maybeCompatible(l, r, "integer")) return arrayOfNature(INT);
-        break;
-      case "??":
-        if (l.nil && !r.nil) return r;
-        if (!l.nil && r.nil) return l;
-        if (l.nil && r.nil) return NIL;
-        if (assignableTo(r, l)) return l;
-        return UNKNOWN;
-      default:
-        fail(node, `unknown operator (${node.op})`);
-    }
+    const result = binaryNature(node, l, r);
+    if (result) return result;
     return fail(
       node,
       `invalid operation: ${node.op} (mismatched types ${natureString(l)} and ${natureString(r)})`,

@@ -142,24 +142,10 @@ export class Interpreter {
         const v = this.chain(node);
         return isNil(v) ? null : v;
       }
-      case "member": {
-        const base = this.eval(node.node);
-        if (node.optional && isNil(base)) throw new ChainNil();
-        const prop = this.eval(node.property);
-        return fetch(base, prop);
-      }
-      case "slice": {
-        const v = this.eval(node.node);
-        let to: unknown;
-        if (node.to) to = this.eval(node.to);
-        else {
-          const n = reflectLen(v);
-          if (n === undefined) panic(`invalid argument for len (type ${typeOf(v)})`);
-          to = BigInt(n as number);
-        }
-        const from = node.from ? this.eval(node.from) : 0n;
-        return slice(v, from, to);
-      }
+      case "member":
+        return this.member(node);
+      case "slice":
+        return this.slice(node);
       case "call":
         return this.call(node);
       case "builtin":
@@ -172,15 +158,8 @@ export class Interpreter {
         if (node.name === "acc") return scope.acc;
         return scope.items[scope.index];
       }
-      case "let": {
-        const value = this.eval(node.value);
-        this.vars.push({ name: node.name, value });
-        try {
-          return this.eval(node.expr);
-        } finally {
-          this.vars.pop();
-        }
-      }
+      case "let":
+        return this.let(node);
       case "sequence": {
         let last: unknown = null;
         for (const n of node.nodes) last = this.eval(n);
@@ -193,22 +172,62 @@ export class Interpreter {
         this.grow(items.length);
         return items;
       }
-      case "map": {
-        const pairs = node.pairs.map((p) => {
-          const pair = p as NodeOf<"pair">;
-          return [this.eval(pair.key), this.eval(pair.value)] as const;
-        });
-        this.grow(pairs.length);
-        const m = new Map<unknown, unknown>();
-        for (let i = pairs.length - 1; i >= 0; i--) {
-          const [k, v] = pairs[i] as readonly [unknown, unknown];
-          m.set(asString(k), v);
-        }
-        return m;
-      }
+      case "map":
+        return this.mapLiteral(node);
       case "pair":
         return null;
     }
+  }
+
+  /** `a.b` or `a?.b`: a nil base of an optional member ends its chain with nil. */
+  private member(node: NodeOf<"member">): unknown {
+    const base = this.eval(node.node);
+    if (node.optional && isNil(base)) throw new ChainNil();
+    const prop = this.eval(node.property);
+    return fetch(base, prop);
+  }
+
+  /** `a[from:to]`: a missing bound is the start or the length, as expr's OpSlice fills it in. */
+  private slice(node: NodeOf<"slice">): unknown {
+    const v = this.eval(node.node);
+    let to: unknown;
+    if (node.to) to = this.eval(node.to);
+    else {
+      const n = reflectLen(v);
+      if (n === undefined) panic(`invalid argument for len (type ${typeOf(v)})`);
+      to = BigInt(n as number);
+    }
+    const from = node.from ? this.eval(node.from) : 0n;
+    return slice(v, from, to);
+  }
+
+  /** `let name = value; expr`: the variable is visible in `expr` only, over any outer one of its name. */
+  private let(node: NodeOf<"let">): unknown {
+    const value = this.eval(node.value);
+    this.vars.push({ name: node.name, value });
+    try {
+      return this.eval(node.expr);
+    } finally {
+      this.vars.pop();
+    }
+  }
+
+  /**
+   * `{k: v, ...}`: keys and values evaluated in order, then set from the last pair to the first,
+   * so that a repeated key keeps its first value as expr's map literal does.
+   */
+  private mapLiteral(node: NodeOf<"map">): Map<unknown, unknown> {
+    const pairs = node.pairs.map((p) => {
+      const pair = p as NodeOf<"pair">;
+      return [this.eval(pair.key), this.eval(pair.value)] as const;
+    });
+    this.grow(pairs.length);
+    const m = new Map<unknown, unknown>();
+    for (let i = pairs.length - 1; i >= 0; i--) {
+      const [k, v] = pairs[i] as readonly [unknown, unknown];
+      m.set(asString(k), v);
+    }
+    return m;
   }
 
   private chain(node: NodeOf<"chain">): unknown {
@@ -330,8 +349,8 @@ export class Interpreter {
     return scope;
   }
 
+  /** A builtin call: the predicate builtins loop in a scope of their own, the others just run. */
   private builtin(node: NodeOf<"builtin">): unknown {
-    const predicate = node.args[1] as Node;
     switch (node.name) {
       case "all":
       case "none":
@@ -354,116 +373,184 @@ export class Interpreter {
     }
     const scope = this.loop(node);
     try {
-      const len = scope.items.length;
-      const item = () => scope.items[scope.index];
-      switch (node.name) {
-        case "all":
-          for (; scope.index < len; scope.index++) if (!asBool(this.eval(predicate))) return false;
-          return true;
-        case "none":
-          for (; scope.index < len; scope.index++) if (asBool(this.eval(predicate))) return false;
-          return true;
-        case "any":
-          for (; scope.index < len; scope.index++) if (asBool(this.eval(predicate))) return true;
-          return false;
-        case "one":
-          for (; scope.index < len; scope.index++) if (asBool(this.eval(predicate))) scope.count++;
-          return scope.count === 1;
-        case "filter": {
-          const out: unknown[] = [];
-          for (; scope.index < len; scope.index++) {
-            if (asBool(this.eval(predicate))) {
-              scope.count++;
-              out.push(node.map ? this.eval(node.map) : item());
-            }
-          }
-          this.grow(out.length);
-          return out;
-        }
-        case "map": {
-          const out: unknown[] = [];
-          for (; scope.index < len; scope.index++) out.push(this.eval(predicate));
-          this.grow(len);
-          return out;
-        }
-        case "count":
-          for (; scope.index < len; scope.index++) {
-            const v = node.args.length === 2 ? this.eval(predicate) : item();
-            if (asBool(v)) {
-              scope.count++;
-              if (node.threshold !== undefined && scope.count >= node.threshold) return BigInt(scope.count);
-            }
-          }
-          return BigInt(scope.count);
-        case "sum":
-          scope.acc = 0n;
-          for (; scope.index < len; scope.index++) {
-            const v = node.args.length === 2 ? this.eval(predicate) : item();
-            scope.acc = arithmetic("+", v, scope.acc);
-          }
-          return scope.acc;
-        case "find":
-        case "findIndex":
-          for (; scope.index < len; scope.index++) {
-            if (asBool(this.eval(predicate))) {
-              if (node.name === "findIndex") return BigInt(scope.index);
-              return node.map ? this.eval(node.map) : item();
-            }
-          }
-          if (node.throws) panic("reflect: slice index out of range");
-          return null;
-        case "findLast":
-        case "findLastIndex":
-          for (scope.index = len - 1; scope.index >= 0; scope.index--) {
-            if (asBool(this.eval(predicate))) {
-              if (node.name === "findLastIndex") return BigInt(scope.index);
-              return node.map ? this.eval(node.map) : item();
-            }
-          }
-          if (node.throws) panic("reflect: slice index out of range");
-          return null;
-        case "groupBy": {
-          const groups = typedMap(new Map(), GROUPS);
-          for (; scope.index < len; scope.index++) {
-            const key = this.eval(predicate);
-            if (Array.isArray(key) || key instanceof Map || key instanceof GoFunc) {
-              panic(`runtime error: hash of unhashable type ${typeOf(key)}`);
-            }
-            const k = mapKey(key);
-            const list = (groups.get(k) as unknown[] | undefined) ?? [];
-            list.push(item());
-            groups.set(k, list);
-          }
-          return groups;
-        }
-        case "sortBy": {
-          const order = node.args.length === 3 ? this.eval(node.args[2] as Node) : "asc";
-          if (typeof order !== "string") panic("sortBy order argument must be a string");
-          if (order !== "asc" && order !== "desc") panic("unknown order, use asc or desc");
-          const values: unknown[] = [];
-          const items: unknown[] = [];
-          for (; scope.index < len; scope.index++) {
-            values.push(this.eval(predicate));
-            items.push(item());
-          }
-          const sorted = sortValues(items, values, order === "desc");
-          this.grow(len);
-          return sorted;
-        }
-        default: {
-          if (node.args.length === 3) scope.acc = this.eval(node.args[2] as Node);
-          else {
-            if (len === 0) panic("reduce of empty array with no initial value");
-            scope.acc = item();
-            scope.index++;
-          }
-          for (; scope.index < len; scope.index++) scope.acc = this.eval(predicate);
-          return scope.acc;
-        }
-      }
+      return this.predicateLoop(node, scope, scope.items.length);
     } finally {
       this.scopes.pop();
     }
+  }
+
+  /**
+   * A predicate builtin's loop over the `len` elements of its scope, each family in its own method;
+   * `#`, `#index` and `#acc` in the predicate read that scope.
+   */
+  private predicateLoop(node: NodeOf<"builtin">, scope: Scope, len: number): unknown {
+    switch (node.name) {
+      case "all":
+      case "none":
+      case "any":
+      case "one":
+        return this.quantifier(node, scope, len);
+      case "filter":
+        return this.filter(node, scope, len);
+      case "map": {
+        const predicate = node.args[1] as Node;
+        const out: unknown[] = [];
+        for (; scope.index < len; scope.index++) out.push(this.eval(predicate));
+        this.grow(len);
+        return out;
+      }
+      case "count":
+        return this.count(node, scope, len);
+      case "sum":
+        return this.sum(node, scope, len);
+      case "find":
+      case "findIndex":
+        return this.find(node, scope, len);
+      case "findLast":
+      case "findLastIndex":
+        return this.findLast(node, scope, len);
+      case "groupBy":
+        return this.groupBy(node, scope, len);
+      case "sortBy":
+        return this.sortBy(node, scope, len);
+      default:
+        return this.reduce(node, scope, len);
+    }
+  }
+
+  /** `all`, `none`, `any` and `one`: each stops at the first element that decides it, as expr's do. */
+  private quantifier(node: NodeOf<"builtin">, scope: Scope, len: number): boolean {
+    const predicate = node.args[1] as Node;
+    switch (node.name) {
+      case "all":
+        for (; scope.index < len; scope.index++) if (!asBool(this.eval(predicate))) return false;
+        return true;
+      case "none":
+        for (; scope.index < len; scope.index++) if (asBool(this.eval(predicate))) return false;
+        return true;
+      case "any":
+        for (; scope.index < len; scope.index++) if (asBool(this.eval(predicate))) return true;
+        return false;
+      default:
+        for (; scope.index < len; scope.index++) if (asBool(this.eval(predicate))) scope.count++;
+        return scope.count === 1;
+    }
+  }
+
+  /** `filter`: the elements its predicate keeps, or their mapping when the optimizer fused a `map`. */
+  private filter(node: NodeOf<"builtin">, scope: Scope, len: number): unknown[] {
+    const predicate = node.args[1] as Node;
+    const out: unknown[] = [];
+    for (; scope.index < len; scope.index++) {
+      if (asBool(this.eval(predicate))) {
+        scope.count++;
+        out.push(node.map ? this.eval(node.map) : scope.items[scope.index]);
+      }
+    }
+    this.grow(out.length);
+    return out;
+  }
+
+  /**
+   * `count`: the elements its predicate holds for (or, without one, the true elements), stopping at
+   * the optimizer's threshold when `count(...) > n` needs no more.
+   */
+  private count(node: NodeOf<"builtin">, scope: Scope, len: number): bigint {
+    const predicate = node.args[1] as Node;
+    for (; scope.index < len; scope.index++) {
+      const v = node.args.length === 2 ? this.eval(predicate) : scope.items[scope.index];
+      if (asBool(v)) {
+        scope.count++;
+        if (node.threshold !== undefined && scope.count >= node.threshold) return BigInt(scope.count);
+      }
+    }
+    return BigInt(scope.count);
+  }
+
+  /** `sum`: of the elements' predicate values, or of the elements themselves without one, from 0. */
+  private sum(node: NodeOf<"builtin">, scope: Scope, len: number): unknown {
+    const predicate = node.args[1] as Node;
+    scope.acc = 0n;
+    for (; scope.index < len; scope.index++) {
+      const v = node.args.length === 2 ? this.eval(predicate) : scope.items[scope.index];
+      scope.acc = arithmetic("+", v, scope.acc);
+    }
+    return scope.acc;
+  }
+
+  /**
+   * `find` and `findIndex`: the first element its predicate holds for, or its index, else nil;
+   * `filter(...)[0]`, rewritten by the optimizer, fails as its index would.
+   */
+  private find(node: NodeOf<"builtin">, scope: Scope, len: number): unknown {
+    const predicate = node.args[1] as Node;
+    for (; scope.index < len; scope.index++) {
+      if (asBool(this.eval(predicate))) {
+        if (node.name === "findIndex") return BigInt(scope.index);
+        return node.map ? this.eval(node.map) : scope.items[scope.index];
+      }
+    }
+    if (node.throws) panic("reflect: slice index out of range");
+    return null;
+  }
+
+  /** `findLast` and `findLastIndex`: as `find` and `findIndex`, from the last element back. */
+  private findLast(node: NodeOf<"builtin">, scope: Scope, len: number): unknown {
+    const predicate = node.args[1] as Node;
+    for (scope.index = len - 1; scope.index >= 0; scope.index--) {
+      if (asBool(this.eval(predicate))) {
+        if (node.name === "findLastIndex") return BigInt(scope.index);
+        return node.map ? this.eval(node.map) : scope.items[scope.index];
+      }
+    }
+    if (node.throws) panic("reflect: slice index out of range");
+    return null;
+  }
+
+  /** `groupBy`: the elements under their keys, in a `map[interface {}][]interface {}`. */
+  private groupBy(node: NodeOf<"builtin">, scope: Scope, len: number): Map<unknown, unknown> {
+    const predicate = node.args[1] as Node;
+    const groups = typedMap(new Map(), GROUPS);
+    for (; scope.index < len; scope.index++) {
+      const key = this.eval(predicate);
+      if (Array.isArray(key) || key instanceof Map || key instanceof GoFunc) {
+        panic(`runtime error: hash of unhashable type ${typeOf(key)}`);
+      }
+      const k = mapKey(key);
+      const list = (groups.get(k) as unknown[] | undefined) ?? [];
+      list.push(scope.items[scope.index]);
+      groups.set(k, list);
+    }
+    return groups;
+  }
+
+  /** `sortBy`: the elements ordered by their keys, `asc` unless the third argument says `desc`. */
+  private sortBy(node: NodeOf<"builtin">, scope: Scope, len: number): unknown[] {
+    const predicate = node.args[1] as Node;
+    const order = node.args.length === 3 ? this.eval(node.args[2] as Node) : "asc";
+    if (typeof order !== "string") panic("sortBy order argument must be a string");
+    if (order !== "asc" && order !== "desc") panic("unknown order, use asc or desc");
+    const values: unknown[] = [];
+    const items: unknown[] = [];
+    for (; scope.index < len; scope.index++) {
+      values.push(this.eval(predicate));
+      items.push(scope.items[scope.index]);
+    }
+    const sorted = sortValues(items, values, order === "desc");
+    this.grow(len);
+    return sorted;
+  }
+
+  /** `reduce`: `#acc` starts at the third argument, or at the first element, which an empty array lacks. */
+  private reduce(node: NodeOf<"builtin">, scope: Scope, len: number): unknown {
+    if (node.args.length === 3) scope.acc = this.eval(node.args[2] as Node);
+    else {
+      if (len === 0) panic("reduce of empty array with no initial value");
+      scope.acc = scope.items[scope.index];
+      scope.index++;
+    }
+    for (; scope.index < len; scope.index++) scope.acc = this.eval(node.args[1] as Node);
+    return scope.acc;
   }
 
   private callBuiltin(node: NodeOf<"builtin">): unknown {

@@ -58,66 +58,345 @@ function digitVal(ch: string): number {
   return 16;
 }
 
+/** The error that ends lexing; the ExprError it stands for is already the last entry of the output. */
+class LexError extends RolloutsError {
+  override readonly name = "LexError";
+}
+
+/** The words that are operators; every other word is an identifier (`not` has its own scanner). */
+const OPERATOR_WORDS = new Set([
+  "in",
+  "or",
+  "and",
+  "matches",
+  "contains",
+  "startsWith",
+  "endsWith",
+  "let",
+  "if",
+  "else",
+]);
+
+/** The operators a `not` before them joins into one token: `not in`, `not matches`. */
+const NEGATABLE = new Set(["in", "matches", "contains", "startsWith", "endsWith"]);
+
 /** Tokenizes the whole input; a lexing error becomes the error of the token it would have been. */
 export function lex(input: string): (Token | ExprError)[] {
-  const src = Array.from(input);
-  const out: (Token | ExprError)[] = [];
-  let start = 0;
-  let end = 0;
-  let eof = false;
+  return new Lexer(input).run();
+}
 
-  const next = (): string => {
-    if (end >= src.length) {
-      eof = true;
+/**
+ * expr's lexer state over the input's code points: the current token runs from `start` to `end`.
+ * Each kind of token has its own scanner, chosen by the token's first rune in expr's order.
+ */
+class Lexer {
+  private readonly src: string[];
+  private readonly out: (Token | ExprError)[] = [];
+  private start = 0;
+  private end = 0;
+  private eof = false;
+  /** `error` as the callback the literal unquoting fails through, made once per input. */
+  private readonly fail = (message: string): never => this.error(message);
+
+  constructor(input: string) {
+    this.src = Array.from(input);
+  }
+
+  /** All the tokens and the closing EOF, or the tokens before the first error and that error. */
+  run(): (Token | ExprError)[] {
+    try {
+      for (;;) {
+        const r = this.next();
+        if (r === EOF_RUNE) {
+          this.out.push({ kind: "EOF", value: "", from: Math.max(0, this.end - 1), to: this.end });
+          return this.out;
+        }
+        this.token(r);
+      }
+    } catch (e) {
+      if (e instanceof LexError) return this.out;
+      throw e;
+    }
+  }
+
+  /** The next rune, or EOF_RUNE at the end of the input (remembered, so that `backup` keeps the end). */
+  private next(): string {
+    if (this.end >= this.src.length) {
+      this.eof = true;
       return EOF_RUNE;
     }
-    return src[end++] as string;
-  };
-  const peek = (): string => (end < src.length ? (src[end] as string) : EOF_RUNE);
-  const backup = () => {
-    if (eof) eof = false;
-    else if (end > 0) end--;
-  };
-  const word = () => src.slice(start, end).join("");
-  const emitValue = (kind: TokenKind, value: string, bytes?: Uint8Array) => {
-    out.push({ kind, value, from: start, to: end, ...(bytes ? { bytes } : {}) });
-    start = end;
-  };
-  const emit = (kind: TokenKind) => emitValue(kind, word());
-  const accept = (valid: string): boolean => {
-    const p = peek();
+    return this.src[this.end++] as string;
+  }
+
+  /** The next rune, left unread. */
+  private peek(): string {
+    return this.end < this.src.length ? (this.src[this.end] as string) : EOF_RUNE;
+  }
+
+  /** Unreads the last rune read. */
+  private backup(): void {
+    if (this.eof) this.eof = false;
+    else if (this.end > 0) this.end--;
+  }
+
+  /** The current token's text. */
+  private word(): string {
+    return this.src.slice(this.start, this.end).join("");
+  }
+
+  /** Ends the current token as a token of `kind` with `value`; the next one starts after it. */
+  private emitValue(kind: TokenKind, value: string, bytes?: Uint8Array): void {
+    this.out.push({ kind, value, from: this.start, to: this.end, ...(bytes ? { bytes } : {}) });
+    this.start = this.end;
+  }
+
+  /** Ends the current token as a token of `kind` whose value is its text. */
+  private emit(kind: TokenKind): void {
+    this.emitValue(kind, this.word());
+  }
+
+  /** Reads the next rune when it is one of `valid`. */
+  private accept(valid: string): boolean {
+    const p = this.peek();
     if (p !== EOF_RUNE && valid.includes(p)) {
-      next();
+      this.next();
       return true;
     }
     return false;
-  };
-  const acceptRun = (valid: string) => {
-    while (accept(valid));
-  };
-  class LexError extends RolloutsError {
-    override readonly name = "LexError";
   }
-  const error = (message: string): never => {
-    let e = end;
-    if (eof) e++;
-    out.push(new ExprError(message, e - 1, "parse"));
-    throw new LexError(message);
-  };
 
-  const scanDigits = (first: string, base: number, count: number): string => {
-    let ch = first;
-    let n = count;
-    while (n > 0 && digitVal(ch) < base) {
-      ch = next();
-      n--;
+  /** Reads the runes ahead for as long as they are among `valid`. */
+  private acceptRun(valid: string): void {
+    while (this.accept(valid));
+  }
+
+  /** Reads a run of letters, digits, `_` and `$`, and leaves the rune after it unread. */
+  private acceptAlphaNumerics(): void {
+    for (;;) {
+      const c = this.next();
+      if (c === EOF_RUNE || !isAlphaNumeric(c)) {
+        this.backup();
+        return;
+      }
     }
-    if (n > 0) error("invalid char escape");
-    return ch;
-  };
+  }
 
-  const scanEscape = (quote: string): string => {
-    const ch = next();
+  /** Ends lexing with `message` at the current rune, as expr reports a lexing error. */
+  private error(message: string): never {
+    let e = this.end;
+    if (this.eof) e++;
+    this.out.push(new ExprError(message, e - 1, "parse"));
+    throw new LexError(message);
+  }
+
+  /** What starts with rune `r`: a space or a comment, skipped, or a token, each by its own scanner. */
+  private token(r: string): void {
+    if (isSpace(r)) {
+      this.start = this.end;
+      return;
+    }
+    if (r === "'" || r === '"') {
+      this.quoted(r);
+      return;
+    }
+    if (r === "`") {
+      this.scanRawString(r);
+      return;
+    }
+    if ((r === "b" || r === "B") && (this.peek() === "'" || this.peek() === '"')) {
+      this.bytes();
+      return;
+    }
+    if (r >= "0" && r <= "9") {
+      this.backup();
+      this.number();
+      return;
+    }
+    if (this.punctuation(r)) return;
+    if (isAlphaNumeric(r)) {
+      this.backup();
+      this.identifier();
+      return;
+    }
+    this.unrecognized(r);
+  }
+
+  /**
+   * The operators and brackets, and the comments that also start with `/`: false when `r` starts
+   * none of them, so that it may start an identifier.
+   */
+  private punctuation(r: string): boolean {
+    switch (r) {
+      case "?":
+        this.accept(".?");
+        this.emit("Operator");
+        return true;
+      case "/":
+        this.slash();
+        return true;
+      case "#":
+        this.pointer();
+        return true;
+      case "|":
+      case ":":
+        this.accept(r);
+        this.emit("Operator");
+        return true;
+      case "(":
+      case "[":
+      case "{":
+      case ")":
+      case "]":
+      case "}":
+        this.emit("Bracket");
+        return true;
+      case ",":
+      case ";":
+      case "%":
+      case "+":
+      case "-":
+      case "^":
+        this.emit("Operator");
+        return true;
+      case "&":
+      case "!":
+      case "=":
+      case "*":
+      case "<":
+      case ">":
+        this.accept("&=*");
+        this.emit("Operator");
+        return true;
+      case ".":
+        this.dot();
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /** After `/`: a `//` comment to the end of the line, a `/* *\/` comment, or the division operator. */
+  private slash(): void {
+    if (this.accept("/")) {
+      for (;;) {
+        const c = this.next();
+        if (c === EOF_RUNE || c === "\n") break;
+      }
+      this.start = this.end;
+    } else if (this.accept("*")) {
+      for (;;) {
+        const c = this.next();
+        if (c === EOF_RUNE) this.error("unclosed comment");
+        if (c === "*" && this.accept("/")) break;
+      }
+      this.start = this.end;
+    } else {
+      this.emit("Operator");
+    }
+  }
+
+  /** `#` or `##`, a predicate's pointer, then the name after it (`#index`), if any, as an identifier. */
+  private pointer(): void {
+    this.accept("#");
+    this.emit("Operator");
+    this.acceptAlphaNumerics();
+    if (this.word() !== "") this.emit("Identifier");
+  }
+
+  /** After `.`: a number when a digit follows (`.5`), otherwise the `.` or `..` operator. */
+  private dot(): void {
+    if (this.accept("0123456789")) {
+      this.backup();
+      this.number();
+      return;
+    }
+    this.accept(".");
+    this.emit("Operator");
+  }
+
+  /** A word: an operator word (`in`, `and`, `let`), `not` and what it negates, or an identifier. */
+  private identifier(): void {
+    this.acceptAlphaNumerics();
+    const w = this.word();
+    if (w === "not") this.negation();
+    else this.emit(OPERATOR_WORDS.has(w) ? "Operator" : "Identifier");
+  }
+
+  /**
+   * `not`, then the operator it negates (`in`, `matches`...) after any spaces, as a token of its
+   * own; when none follows, lexing goes on after the spaces.
+   */
+  private negation(): void {
+    this.emit("Operator");
+    while (this.accept(" "));
+    this.start = this.end;
+    const after = this.end;
+    this.acceptAlphaNumerics();
+    if (NEGATABLE.has(this.word())) this.emit("Operator");
+    else this.end = after;
+  }
+
+  /** A number: its syntax checked as expr's lexer checks it, its value parsed later. */
+  private number(): void {
+    if (!this.scanNumber()) this.error(`bad number syntax: ${goQuote(this.word())}`);
+    this.emit("Number");
+  }
+
+  /** Reads a number's runes: false when a letter or digit follows what a number may hold. */
+  private scanNumber(): boolean {
+    let digits = "0123456789_";
+    if (this.accept("0")) {
+      if (this.accept("xX")) digits = "0123456789abcdefABCDEF_";
+      else if (this.accept("oO")) digits = "01234567_";
+      else if (this.accept("bB")) digits = "01_";
+    }
+    this.acceptRun(digits);
+    const before = this.end;
+    if (this.accept(".")) {
+      if (this.peek() === ".") {
+        this.end = before;
+        return true;
+      }
+      this.acceptRun(digits);
+    }
+    if (this.accept("eE")) {
+      this.accept("+-");
+      this.acceptRun(digits);
+    }
+    const p = this.peek();
+    if (p !== EOF_RUNE && isAlphaNumeric(p)) {
+      this.next();
+      return false;
+    }
+    return true;
+  }
+
+  /** A `"..."` or `'...'` literal: a String token with its escapes unquoted. */
+  private quoted(quote: string): void {
+    this.scanString(quote);
+    this.emitValue("String", unquote(this.word(), this.fail));
+  }
+
+  /** A `b"..."` or `b'...'` literal: a Bytes token, its value the bytes read as UTF-8. */
+  private bytes(): void {
+    const quote = this.next();
+    this.scanString(quote);
+    const bytes = unescapeBytes(this.src.slice(this.start + 1, this.end).join(""), this.fail);
+    this.emitValue("Bytes", new TextDecoder().decode(bytes), bytes);
+  }
+
+  /** Reads a quoted literal to its closing quote, checking its escapes; it may not span lines. */
+  private scanString(quote: string): void {
+    let ch = this.next();
+    while (ch !== quote) {
+      if (ch === "\n" || ch === EOF_RUNE) this.error("literal not terminated");
+      ch = ch === "\\" ? this.scanEscape(quote) : this.next();
+    }
+  }
+
+  /** Checks the escape after a `\` and returns the rune after it. */
+  private scanEscape(quote: string): string {
+    const ch = this.next();
     switch (ch) {
       case "a":
       case "b":
@@ -128,7 +407,7 @@ export function lex(input: string): (Token | ExprError)[] {
       case "v":
       case "\\":
       case quote:
-        return next();
+        return this.next();
       case "0":
       case "1":
       case "2":
@@ -137,291 +416,87 @@ export function lex(input: string): (Token | ExprError)[] {
       case "5":
       case "6":
       case "7":
-        return scanDigits(ch, 8, 3);
+        return this.scanDigits(ch, 8, 3);
       case "x":
-        return scanDigits(next(), 16, 2);
-      case "u": {
-        if (peek() === "{") {
-          next();
-          let digits = 0;
-          for (;;) {
-            const p = peek();
-            if (p === "}") break;
-            if (p === EOF_RUNE || digitVal(p) >= 16) error("invalid char escape");
-            if (digits >= 6) error("invalid char escape");
-            next();
-            digits++;
-          }
-          if (peek() !== "}" || digits === 0) error("invalid char escape");
-          next();
-          return next();
-        }
-        return scanDigits(next(), 16, 4);
-      }
+        return this.scanDigits(this.next(), 16, 2);
+      case "u":
+        return this.peek() === "{" ? this.scanBracedEscape() : this.scanDigits(this.next(), 16, 4);
       case "U":
-        return scanDigits(next(), 16, 8);
+        return this.scanDigits(this.next(), 16, 8);
       default:
-        return error("invalid char escape");
+        return this.error("invalid char escape");
     }
-  };
+  }
 
-  const scanString = (quote: string) => {
-    let ch = next();
-    while (ch !== quote) {
-      if (ch === "\n" || ch === EOF_RUNE) error("literal not terminated");
-      ch = ch === "\\" ? scanEscape(quote) : next();
+  /** Checks `count` digits in `base` from `first` on, and returns the rune after them. */
+  private scanDigits(first: string, base: number, count: number): string {
+    let ch = first;
+    let n = count;
+    while (n > 0 && digitVal(ch) < base) {
+      ch = this.next();
+      n--;
     }
-  };
+    if (n > 0) this.error("invalid char escape");
+    return ch;
+  }
 
-  const scanRawString = (quote: string) => {
+  /** Checks a `\u{...}` escape, one to six hex digits, and returns the rune after it. */
+  private scanBracedEscape(): string {
+    this.next();
+    let digits = 0;
+    for (;;) {
+      const p = this.peek();
+      if (p === "}") break;
+      if (p === EOF_RUNE || digitVal(p) >= 16) this.error("invalid char escape");
+      if (digits >= 6) this.error("invalid char escape");
+      this.next();
+      digits++;
+    }
+    if (this.peek() !== "}" || digits === 0) this.error("invalid char escape");
+    this.next();
+    return this.next();
+  }
+
+  /** A backtick literal: no escapes, but a doubled backtick stands for one. */
+  private scanRawString(quote: string): void {
     let escaped = 0;
     for (;;) {
-      let ch = next();
-      while (ch === quote && peek() === quote) {
-        next();
-        ch = next();
+      let ch = this.next();
+      while (ch === quote && this.peek() === quote) {
+        this.next();
+        ch = this.next();
         escaped++;
       }
       if (ch === quote) break;
-      if (ch === EOF_RUNE) error("literal not terminated");
+      if (ch === EOF_RUNE) this.error("literal not terminated");
     }
-    const body = src.slice(start + 1, end - 1);
-    if (escaped === 0) {
-      emitValue("String", body.join(""));
-      return;
-    }
-    let value = "";
-    let skipped = false;
-    for (const r of body) {
-      if (r === quote) {
-        if (!skipped) {
-          skipped = true;
-          continue;
-        }
-        skipped = false;
-      }
-      value += r;
-    }
-    emitValue("String", value);
-  };
-
-  const scanNumber = (): boolean => {
-    let digits = "0123456789_";
-    if (accept("0")) {
-      if (accept("xX")) digits = "0123456789abcdefABCDEF_";
-      else if (accept("oO")) digits = "01234567_";
-      else if (accept("bB")) digits = "01_";
-    }
-    acceptRun(digits);
-    const before = end;
-    if (accept(".")) {
-      if (peek() === ".") {
-        end = before;
-        return true;
-      }
-      acceptRun(digits);
-    }
-    if (accept("eE")) {
-      accept("+-");
-      acceptRun(digits);
-    }
-    const p = peek();
-    if (p !== EOF_RUNE && isAlphaNumeric(p)) {
-      next();
-      return false;
-    }
-    return true;
-  };
-
-  const number = () => {
-    if (!scanNumber()) error(`bad number syntax: ${goQuote(word())}`);
-    emit("Number");
-  };
-
-  const identifier = () => {
-    for (;;) {
-      const r = next();
-      if (r !== EOF_RUNE && isAlphaNumeric(r)) continue;
-      backup();
-      const w = word();
-      switch (w) {
-        case "not": {
-          emit("Operator");
-          while (accept(" "));
-          start = end;
-          const after = end;
-          for (;;) {
-            const c = next();
-            if (c === EOF_RUNE || !isAlphaNumeric(c)) {
-              backup();
-              break;
-            }
-          }
-          switch (word()) {
-            case "in":
-            case "matches":
-            case "contains":
-            case "startsWith":
-            case "endsWith":
-              emit("Operator");
-              break;
-            default:
-              end = after;
-          }
-          return;
-        }
-        case "in":
-        case "or":
-        case "and":
-        case "matches":
-        case "contains":
-        case "startsWith":
-        case "endsWith":
-        case "let":
-        case "if":
-        case "else":
-          emit("Operator");
-          return;
-        default:
-          emit("Identifier");
-          return;
-      }
-    }
-  };
-
-  try {
-    for (;;) {
-      const r = next();
-      if (r === EOF_RUNE) {
-        out.push({ kind: "EOF", value: "", from: Math.max(0, end - 1), to: end });
-        return out;
-      }
-      if (isSpace(r)) {
-        start = end;
-        continue;
-      }
-      if (r === "'" || r === '"') {
-        scanString(r);
-        emitValue(
-          "String",
-          unquote(word(), (m) => error(m)),
-        );
-        continue;
-      }
-      if (r === "`") {
-        scanRawString(r);
-        continue;
-      }
-      if ((r === "b" || r === "B") && (peek() === "'" || peek() === '"')) {
-        const quote = next();
-        scanString(quote);
-        const bytes = unescapeBytes(src.slice(start + 1, end).join(""), (m) => error(m));
-        emitValue("Bytes", new TextDecoder().decode(bytes), bytes);
-        continue;
-      }
-      if (r >= "0" && r <= "9") {
-        backup();
-        number();
-        continue;
-      }
-      switch (r) {
-        case "?":
-          accept(".?");
-          emit("Operator");
-          continue;
-        case "/":
-          if (accept("/")) {
-            for (;;) {
-              const c = next();
-              if (c === EOF_RUNE || c === "\n") break;
-            }
-            start = end;
-            continue;
-          }
-          if (accept("*")) {
-            for (;;) {
-              const c = next();
-              if (c === EOF_RUNE) error("unclosed comment");
-              if (c === "*" && accept("/")) break;
-            }
-            start = end;
-            continue;
-          }
-          emit("Operator");
-          continue;
-        case "#": {
-          accept("#");
-          emit("Operator");
-          for (;;) {
-            const c = next();
-            if (c !== EOF_RUNE && isAlphaNumeric(c)) continue;
-            backup();
-            if (word() !== "") emit("Identifier");
-            break;
-          }
-          continue;
-        }
-        case "|":
-          accept("|");
-          emit("Operator");
-          continue;
-        case ":":
-          accept(":");
-          emit("Operator");
-          continue;
-        case "(":
-        case "[":
-        case "{":
-        case ")":
-        case "]":
-        case "}":
-          emit("Bracket");
-          continue;
-        case ",":
-        case ";":
-        case "%":
-        case "+":
-        case "-":
-        case "^":
-          emit("Operator");
-          continue;
-        case "&":
-        case "!":
-        case "=":
-        case "*":
-        case "<":
-        case ">":
-          accept("&=*");
-          emit("Operator");
-          continue;
-        case ".": {
-          backup();
-          next();
-          if (accept("0123456789")) {
-            backup();
-            number();
-            continue;
-          }
-          accept(".");
-          emit("Operator");
-          continue;
-        }
-      }
-      if (isAlphaNumeric(r)) {
-        backup();
-        identifier();
-        continue;
-      }
-      const cp = r.codePointAt(0) as number;
-      const printable = r === " " || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(r);
-      error(
-        `unrecognized character: U+${cp.toString(16).toUpperCase().padStart(4, "0")}${printable ? ` '${r}'` : ""}`,
-      );
-    }
-  } catch (e) {
-    if (e instanceof LexError) return out;
-    throw e;
+    const body = this.src.slice(this.start + 1, this.end - 1);
+    this.emitValue("String", escaped === 0 ? body.join("") : undoubled(body, quote));
   }
+
+  /** Ends lexing at a rune no token starts with, named as Go prints a code point. */
+  private unrecognized(r: string): never {
+    const hex = (r.codePointAt(0) as number).toString(16).toUpperCase().padStart(4, "0");
+    const printable = r === " " || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(r);
+    return this.error(`unrecognized character: U+${hex}${printable ? ` '${r}'` : ""}`);
+  }
+}
+
+/** A raw literal's body with each doubled quote read as one quote. */
+function undoubled(body: readonly string[], quote: string): string {
+  let value = "";
+  let skipped = false;
+  for (const r of body) {
+    if (r === quote) {
+      if (!skipped) {
+        skipped = true;
+        continue;
+      }
+      skipped = false;
+    }
+    value += r;
+  }
+  return value;
 }
 
 const MAX_RUNE = 0x10ffff;

@@ -363,183 +363,251 @@ function formatElement(el: string, f: Fields): string {
 
 /** Go's `time.ParseInLocation` for the layout elements above; errors are Go's. */
 export function parseTime(layout: string, value: string, loc: Location = UTC): GoTime {
-  const fail = (elem: string, rest: string, extra = ""): never =>
-    panic(
-      `parsing time ${JSON.stringify(value)} as ${JSON.stringify(layout)}: cannot parse ${JSON.stringify(rest)} as ${JSON.stringify(elem)}${extra}`,
-    );
-  let rest = value;
-  let year = 1;
-  let month = 1;
-  let day = 1;
-  let hour = 0;
-  let minute = 0;
-  let second = 0;
-  let nano = 0;
-  let pm: boolean | undefined;
-  let offset: number | undefined;
-  const num = (elem: string, min: number, max: number, fixed: boolean): number => {
-    const m = (fixed ? new RegExp(`^\\d{${min}}`) : new RegExp(`^\\d{${min},${max}}`)).exec(rest);
-    if (!m) return fail(elem, rest);
-    rest = rest.slice(m[0].length);
-    return Number(m[0]);
-  };
+  const parse = new TimeParse(layout, value);
   const parts = layoutParts(layout);
   for (let p = 0; p < parts.length; p++) {
     const part = parts[p] as LayoutPart;
-    if (part.literal !== undefined) {
-      if (!rest.startsWith(part.literal)) return fail(part.literal, rest);
-      rest = rest.slice(part.literal.length);
-      continue;
-    }
-    const el = part.element as string;
+    if (part.literal !== undefined) parse.literal(part.literal);
+    else parse.element(part.element as string, parts[p + 1]?.element ?? "");
+  }
+  parse.finish();
+  return parse.instant(loc);
+}
+
+/**
+ * One parse of a value against a layout: what is left of the value, and the fields read so far
+ * (Go's defaults where the layout has none). Each family of layout elements reads its own fields.
+ */
+class TimeParse {
+  private rest: string;
+  private year = 1;
+  private month = 1;
+  private day = 1;
+  private hour = 0;
+  private minute = 0;
+  private second = 0;
+  private nano = 0;
+  private pm: boolean | undefined;
+  private offset: number | undefined;
+
+  constructor(
+    private readonly layout: string,
+    private readonly value: string,
+  ) {
+    this.rest = value;
+  }
+
+  /** Fails as Go does when what is left of the value does not fit `elem`. */
+  private fail(elem: string): never {
+    const { layout, value, rest } = this;
+    return panic(
+      `parsing time ${JSON.stringify(value)} as ${JSON.stringify(layout)}: cannot parse ${JSON.stringify(rest)} as ${JSON.stringify(elem)}`,
+    );
+  }
+
+  /** Reads a number of `min` to `max` digits (exactly `min` when `fixed`) for `elem`. */
+  private num(elem: string, min: number, max: number, fixed: boolean): number {
+    const m = (fixed ? new RegExp(`^\\d{${min}}`) : new RegExp(`^\\d{${min},${max}}`)).exec(this.rest);
+    if (!m) return this.fail(elem);
+    this.rest = this.rest.slice(m[0].length);
+    return Number(m[0]);
+  }
+
+  /** The layout's literal text, which the value must repeat. */
+  literal(text: string): void {
+    if (!this.rest.startsWith(text)) this.fail(text);
+    this.rest = this.rest.slice(text.length);
+  }
+
+  /**
+   * A layout element: the date's (year, month, weekday, day) here, the clock's and the zone's in
+   * `clockElement`; `next` is the element after it, which decides whether seconds take a fraction.
+   */
+  element(el: string, next: string): void {
     switch (el) {
       case "2006":
-        year = num(el, 4, 4, true);
+        this.year = this.num(el, 4, 4, true);
         break;
       case "06":
-        year = num(el, 2, 2, true);
-        year += year >= 69 ? 1900 : 2000;
+        this.year = this.num(el, 2, 2, true);
+        this.year += this.year >= 69 ? 1900 : 2000;
         break;
       case "01":
-        month = num(el, 2, 2, true);
+        this.month = this.num(el, 2, 2, true);
         break;
       case "1":
-        month = num(el, 1, 2, false);
+        this.month = this.num(el, 1, 2, false);
         break;
       case "January":
-      case "Jan": {
-        const names = el === "Jan" ? MONTHS.map((m) => m.slice(0, 3)) : MONTHS;
-        const k = names.findIndex((m) => rest.toLowerCase().startsWith(m.toLowerCase()));
-        if (k < 0) return fail(el, rest);
-        month = k + 1;
-        rest = rest.slice((names[k] as string).length);
+      case "Jan":
+        this.monthName(el);
         break;
-      }
       case "Monday":
-      case "Mon": {
-        const names = el === "Mon" ? DAYS.map((d) => d.slice(0, 3)) : DAYS;
-        const k = names.findIndex((d) => rest.toLowerCase().startsWith(d.toLowerCase()));
-        if (k < 0) return fail(el, rest);
-        rest = rest.slice((names[k] as string).length);
+      case "Mon":
+        this.weekdayName(el);
         break;
-      }
       case "02":
-        day = num(el, 2, 2, true);
+        this.day = this.num(el, 2, 2, true);
         break;
       case "_2":
-        if (rest.startsWith(" ")) rest = rest.slice(1);
-        day = num(el, 1, 2, false);
+        if (this.rest.startsWith(" ")) this.rest = this.rest.slice(1);
+        this.day = this.num(el, 1, 2, false);
         break;
       case "2":
-        day = num(el, 1, 2, false);
+        this.day = this.num(el, 1, 2, false);
         break;
+      default:
+        this.clockElement(el, next);
+    }
+  }
+
+  /** The elements of the time of day, then those of the zone. */
+  private clockElement(el: string, next: string): void {
+    switch (el) {
       case "15":
-        hour = num(el, 1, 2, false);
+      case "3":
+        this.hour = this.num(el, 1, 2, false);
         break;
       case "03":
-        hour = num(el, 2, 2, true);
-        break;
-      case "3":
-        hour = num(el, 1, 2, false);
+        this.hour = this.num(el, 2, 2, true);
         break;
       case "04":
-        minute = num(el, 2, 2, true);
+        this.minute = this.num(el, 2, 2, true);
         break;
       case "4":
-        minute = num(el, 1, 2, false);
+        this.minute = this.num(el, 1, 2, false);
         break;
       case "05":
-      case "5": {
-        second = el === "05" ? num(el, 2, 2, true) : num(el, 1, 2, false);
-        // Go accepts fractional seconds right after the seconds even when the layout has none.
-        const nextPart = parts[p + 1]?.element ?? "";
-        const frac = /^[.,](\d+)/.exec(rest);
-        if (frac && !/^[.,](0+|9+)$/.test(nextPart)) {
-          nano = Number((frac[1] as string).slice(0, 9).padEnd(9, "0"));
-          rest = rest.slice(frac[0].length);
-        }
+      case "5":
+        this.seconds(el, next);
         break;
-      }
       case "PM":
       case "pm": {
-        const m = /^(AM|PM|am|pm)/.exec(rest);
-        if (!m) return fail(el, rest);
-        pm = m[0].toUpperCase() === "PM";
-        rest = rest.slice(2);
+        const m = /^(AM|PM|am|pm)/.exec(this.rest);
+        if (!m) this.fail(el);
+        this.pm = m[0].toUpperCase() === "PM";
+        this.rest = this.rest.slice(2);
         break;
       }
       case "MST": {
-        const m = /^(UTC|GMT|[A-Z]{3,5})/.exec(rest);
-        if (!m) return fail(el, rest);
-        rest = rest.slice(m[0].length);
+        const m = /^(UTC|GMT|[A-Z]{3,5})/.exec(this.rest);
+        if (!m) this.fail(el);
+        this.rest = this.rest.slice(m[0].length);
         break;
       }
-      default: {
-        if (/^[.,](0+|9+)$/.test(el)) {
-          const m = /^[.,](\d+)/.exec(rest);
-          if (!m) {
-            if (el[1] === "9") break;
-            return fail(el, rest);
-          }
-          nano = Number(m[1]?.slice(0, 9).padEnd(9, "0"));
-          rest = rest.slice(m[0].length);
-          break;
-        }
-        if (el.startsWith("Z") && rest.startsWith("Z")) {
-          rest = rest.slice(1);
-          offset = 0;
-          break;
-        }
-        const shape = el.replace(/^Z/, "-");
-        const re =
-          shape === "-07"
-            ? /^([+-])(\d\d)/
-            : shape === "-0700"
-              ? /^([+-])(\d\d)(\d\d)/
-              : shape === "-07:00"
-                ? /^([+-])(\d\d):(\d\d)/
-                : shape === "-070000"
-                  ? /^([+-])(\d\d)(\d\d)(\d\d)/
-                  : /^([+-])(\d\d):(\d\d):(\d\d)/;
-        const m = re.exec(rest);
-        if (!m) return fail(el, rest);
-        const secs = Number(m[2]) * 3600 + Number(m[3] ?? 0) * 60 + Number(m[4] ?? 0);
-        offset = m[1] === "-" ? -secs : secs;
-        rest = rest.slice(m[0].length);
-      }
+      default:
+        if (/^[.,](0+|9+)$/.test(el)) this.fraction(el);
+        else this.zoneOffset(el);
     }
   }
-  if (rest !== "") panic(`parsing time ${JSON.stringify(value)}: extra text: ${JSON.stringify(rest)}`);
-  if (pm !== undefined) {
-    if (pm && hour < 12) hour += 12;
-    else if (!pm && hour === 12) hour = 0;
+
+  /** `January` or `Jan`, in any case. */
+  private monthName(el: string): void {
+    const names = el === "Jan" ? MONTHS.map((m) => m.slice(0, 3)) : MONTHS;
+    const k = names.findIndex((m) => this.rest.toLowerCase().startsWith(m.toLowerCase()));
+    if (k < 0) this.fail(el);
+    this.month = k + 1;
+    this.rest = this.rest.slice((names[k] as string).length);
   }
-  if (month < 1 || month > 12) panic(`parsing time ${JSON.stringify(value)}: month out of range`);
-  const daysIn = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  if (day < 1 || day > daysIn) panic(`parsing time ${JSON.stringify(value)}: day out of range`);
-  if (hour > 23) panic(`parsing time ${JSON.stringify(value)}: hour out of range`);
-  if (minute > 59) panic(`parsing time ${JSON.stringify(value)}: minute out of range`);
-  if (second > 59) panic(`parsing time ${JSON.stringify(value)}: second out of range`);
-  const d = new Date(0);
-  d.setUTCFullYear(year, month - 1, day);
-  d.setUTCHours(hour, minute, second, 0);
-  let ns = BigInt(d.getTime()) * NS_PER_MS + BigInt(nano);
-  if (offset !== undefined) {
-    ns -= BigInt(offset) * 1_000_000_000n;
-    // Go keeps the location when it has this offset at that instant, else a fixed zone.
-    const zone =
-      loc.zone(Number(ns / NS_PER_MS)).offset === offset
-        ? loc
-        : offset === 0
-          ? UTC
-          : new Location("", offset);
-    return new GoTime(ns, zone);
+
+  /** `Monday` or `Mon`, in any case: read, and not checked against the date, as in Go. */
+  private weekdayName(el: string): void {
+    const names = el === "Mon" ? DAYS.map((d) => d.slice(0, 3)) : DAYS;
+    const k = names.findIndex((d) => this.rest.toLowerCase().startsWith(d.toLowerCase()));
+    if (k < 0) this.fail(el);
+    this.rest = this.rest.slice((names[k] as string).length);
   }
-  const guess = loc.zone(Number(ns / NS_PER_MS)).offset;
-  ns -= BigInt(guess) * 1_000_000_000n;
-  const actual = loc.zone(Number(ns / NS_PER_MS)).offset;
-  if (actual !== guess) ns -= BigInt(actual - guess) * 1_000_000_000n;
-  return new GoTime(ns, loc);
+
+  /** `05` or `5`, and a fraction right after the seconds even when the layout has none, as Go accepts. */
+  private seconds(el: string, next: string): void {
+    this.second = el === "05" ? this.num(el, 2, 2, true) : this.num(el, 1, 2, false);
+    const frac = /^[.,](\d+)/.exec(this.rest);
+    if (frac && !/^[.,](0+|9+)$/.test(next)) {
+      this.nano = Number((frac[1] as string).slice(0, 9).padEnd(9, "0"));
+      this.rest = this.rest.slice(frac[0].length);
+    }
+  }
+
+  /** `.000` or `.999` (or with a comma): a fraction of a second, which `9`s may leave out. */
+  private fraction(el: string): void {
+    const m = /^[.,](\d+)/.exec(this.rest);
+    if (!m) {
+      if (el[1] === "9") return;
+      this.fail(el);
+    }
+    this.nano = Number(m[1]?.slice(0, 9).padEnd(9, "0"));
+    this.rest = this.rest.slice(m[0].length);
+  }
+
+  /** A zone offset (`-07:00`, `Z0700`...); the `Z` forms also take `Z` for UTC. */
+  private zoneOffset(el: string): void {
+    if (el.startsWith("Z") && this.rest.startsWith("Z")) {
+      this.rest = this.rest.slice(1);
+      this.offset = 0;
+      return;
+    }
+    const shape = el.replace(/^Z/, "-");
+    const re =
+      shape === "-07"
+        ? /^([+-])(\d\d)/
+        : shape === "-0700"
+          ? /^([+-])(\d\d)(\d\d)/
+          : shape === "-07:00"
+            ? /^([+-])(\d\d):(\d\d)/
+            : shape === "-070000"
+              ? /^([+-])(\d\d)(\d\d)(\d\d)/
+              : /^([+-])(\d\d):(\d\d):(\d\d)/;
+    const m = re.exec(this.rest);
+    if (!m) this.fail(el);
+    const secs = Number(m[2]) * 3600 + Number(m[3] ?? 0) * 60 + Number(m[4] ?? 0);
+    this.offset = m[1] === "-" ? -secs : secs;
+    this.rest = this.rest.slice(m[0].length);
+  }
+
+  /** Checks that nothing is left of the value and that each field is in its range, in Go's order. */
+  finish(): void {
+    const quoted = JSON.stringify(this.value);
+    if (this.rest !== "") panic(`parsing time ${quoted}: extra text: ${JSON.stringify(this.rest)}`);
+    if (this.pm !== undefined) {
+      if (this.pm && this.hour < 12) this.hour += 12;
+      else if (!this.pm && this.hour === 12) this.hour = 0;
+    }
+    const { year, month, day, hour, minute, second } = this;
+    if (month < 1 || month > 12) panic(`parsing time ${quoted}: month out of range`);
+    const daysIn = new Date(Date.UTC(year, month, 0)).getUTCDate();
+    if (day < 1 || day > daysIn) panic(`parsing time ${quoted}: day out of range`);
+    if (hour > 23) panic(`parsing time ${quoted}: hour out of range`);
+    if (minute > 59) panic(`parsing time ${quoted}: minute out of range`);
+    if (second > 59) panic(`parsing time ${quoted}: second out of range`);
+  }
+
+  /**
+   * The instant the fields name: at the value's offset, in `loc` when `loc` has that offset then,
+   * or else in `loc`'s own offset at that wall time.
+   */
+  instant(loc: Location): GoTime {
+    const d = new Date(0);
+    d.setUTCFullYear(this.year, this.month - 1, this.day);
+    d.setUTCHours(this.hour, this.minute, this.second, 0);
+    let ns = BigInt(d.getTime()) * NS_PER_MS + BigInt(this.nano);
+    const offset = this.offset;
+    if (offset !== undefined) {
+      ns -= BigInt(offset) * 1_000_000_000n;
+      // Go keeps the location when it has this offset at that instant, else a fixed zone.
+      const zone =
+        loc.zone(Number(ns / NS_PER_MS)).offset === offset
+          ? loc
+          : offset === 0
+            ? UTC
+            : new Location("", offset);
+      return new GoTime(ns, zone);
+    }
+    const guess = loc.zone(Number(ns / NS_PER_MS)).offset;
+    ns -= BigInt(guess) * 1_000_000_000n;
+    const actual = loc.zone(Number(ns / NS_PER_MS)).offset;
+    if (actual !== guess) ns -= BigInt(actual - guess) * 1_000_000_000n;
+    return new GoTime(ns, loc);
+  }
 }
 
 const UNITS: Record<string, bigint> = {
