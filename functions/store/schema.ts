@@ -239,6 +239,19 @@ export const MAX_HISTORY = 10;
 /** Event messages longer than this are cut, so one noisy provider cannot fill the item. */
 export const MAX_EVENT_MESSAGE = 2_000;
 
+/**
+ * An item that waits on nothing: no task token, no pause, no hold, no drift reported. A release
+ * that starts, ends or rolls back leaves no wait of the release before it behind.
+ */
+export const NOT_WAITING = {
+  currentTaskToken: null,
+  waitingFor: null,
+  waitingSince: null,
+  pause: null,
+  hold: null,
+  drift: null,
+} as const satisfies Partial<RolloutItemInput>;
+
 /** A fresh item for a rollout that has never run: Healthy with nothing deployed yet. */
 export function newRolloutItem(name: string, nowMs: number): RolloutItemInput {
   return RolloutItemSchema.omit({ version: true, updatedAt: true }).parse({

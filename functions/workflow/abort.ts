@@ -7,7 +7,7 @@ import {
 } from "../abort/errors.ts";
 import { METRICS } from "../config.ts";
 import { RolloutNotFoundError } from "../store/errors.ts";
-import { MAX_ROLLBACKS, type RolloutItem, type SideEffect } from "../store/schema.ts";
+import { MAX_ROLLBACKS, NOT_WAITING, type RolloutItem, type SideEffect } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import type { TargetState } from "../traffic/port.ts";
 import { terminateBackground } from "./analysis.ts";
@@ -212,12 +212,7 @@ async function recordAbort(
           message: status.message,
           targetState: state,
           weight: payload.onFailure === "rollback" ? 0 : latest.weight,
-          currentTaskToken: null,
-          waitingFor: null,
-          waitingSince: null,
-          pause: null,
-          hold: null,
-          drift: null,
+          ...NOT_WAITING,
           abortRequested: false,
           abortExecutionArn: null,
           rollbacks: status.failed

@@ -3,6 +3,7 @@ import { olderReleaseRefusal } from "../../statemachine/waves-order.ts";
 import { abortedStatusMessage, ExecutionSupersededError } from "../abort/errors.ts";
 import {
   appendEvent,
+  NOT_WAITING,
   newRolloutItem,
   type Revision,
   type RolloutItem,
@@ -166,12 +167,7 @@ function newTakeover(current: RolloutItem | undefined, payload: BeginPayload, no
     abortReason: null,
     abortRequestedAt: null,
     abortExecutionArn: null,
-    currentTaskToken: null,
-    waitingFor: null,
-    waitingSince: null,
-    pause: null,
-    hold: null,
-    drift: null,
+    ...NOT_WAITING,
     events: appendEvent(base.events, {
       at: now,
       type: "RolloutUpdated",

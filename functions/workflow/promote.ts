@@ -1,5 +1,5 @@
 import { METRICS } from "../config.ts";
-import { pushHistory, type RolloutItem } from "../store/schema.ts";
+import { NOT_WAITING, pushHistory, type RolloutItem } from "../store/schema.ts";
 import type { TargetState } from "../traffic/port.ts";
 import { terminateBackground, watchBackground } from "./analysis.ts";
 import type { WorkflowDeps } from "./deps.ts";
@@ -80,12 +80,7 @@ export async function promote(
                 revision && !restaging
                   ? pushHistory(latest.history, { ...revision, at: now })
                   : latest.history,
-              currentTaskToken: null,
-              waitingFor: null,
-              waitingSince: null,
-              pause: null,
-              hold: null,
-              drift: null,
+              ...NOT_WAITING,
             },
             now,
             "RolloutCompleted",
