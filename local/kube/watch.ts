@@ -34,9 +34,16 @@ export function startWatch(
     response.write(`${JSON.stringify({ type, object: present(object) })}\n`);
   };
   const since = query.get("resourceVersion");
+  const objects = store.list(path.type, path.namespace, filter.labels).filter(wanted);
   if (since === null || since === "" || since === "0") {
-    for (const object of store.list(path.type, path.namespace, filter.labels))
-      if (wanted(object)) send("ADDED", object);
+    for (const object of objects) send("ADDED", object);
+  } else {
+    // A client lists, then watches from the list's version: what changed in between (the
+    // controller reconciles as each request arrives) is sent, as the API server's watch cache
+    // replays it; otherwise \`kubectl rollout status\` would wait for a change it already missed.
+    const after = Number(since);
+    for (const object of objects)
+      if (Number(object.metadata.resourceVersion) > after) send("MODIFIED", object);
   }
   const unsubscribe = store.subscribe((event) => {
     if (event.resource.group !== path.type.group || event.resource.resource !== path.type.resource) return;

@@ -514,6 +514,30 @@ describe("watch", () => {
     });
     controller.abort();
   });
+
+  it("sends what changed between the client's list and its watch, as the API server's watch cache replays it", async () => {
+    await call("POST", "/api/v1/namespaces/shop/services", { metadata: { name: "late" }, spec: {} });
+    const since = kube.store.resourceVersion();
+    // The change lands after the client's list and before its watch starts.
+    await call(
+      "PATCH",
+      "/api/v1/namespaces/shop/services/late",
+      { spec: { selector: { app: "late" } } },
+      "application/merge-patch+json",
+    );
+    const controller = new AbortController();
+    const response = await fetch(
+      `${kube.url}/api/v1/namespaces/shop/services?watch=true&resourceVersion=${since}&fieldSelector=metadata.name%3Dlate`,
+      { signal: controller.signal },
+    );
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    const { value } = await reader.read();
+    expect(JSON.parse(value!.split("\n")[0]!)).toMatchObject({
+      type: "MODIFIED",
+      object: { metadata: { name: "late" }, spec: { selector: { app: "late" } } },
+    });
+    controller.abort();
+  });
 });
 
 describe("discovery", () => {
