@@ -7,6 +7,7 @@ import { TargetConfigurationError } from "./errors.ts";
 import { type KubernetesClients, KubernetesTraffic } from "./kubernetes.ts";
 import { LambdaAliasTraffic } from "./lambda-alias.ts";
 import { LocalProxyTraffic } from "./local-proxy.ts";
+import { PluginTraffic } from "./plugin.ts";
 import type { Clock, TrafficTarget } from "./port.ts";
 import { SageMakerTraffic } from "./sagemaker.ts";
 import { ModelRouterTraffic, type RouterConfigStore } from "./sagemaker-model-router.ts";
@@ -59,6 +60,9 @@ export function createTrafficTarget(settings: unknown, clients: TrafficClients, 
         return new ModelRouterTraffic(endpoint, s, clients.modelRouterConfig(s.endpointName));
       }
       return new SageMakerTraffic({ sagemaker: clients.sagemaker }, s, clock);
+    case "plugin":
+      if (!clients.lambda) throw new TargetConfigurationError("a target plugin needs the lambda client");
+      return new PluginTraffic({ lambda: clients.lambda }, s);
   }
 }
 

@@ -32,7 +32,7 @@ export type Json = string | number | boolean | null | Json[] | { [key: string]: 
 export type TargetState = { readonly type: TargetType } & Record<string, unknown>;
 
 /** The kinds of target this package drives. */
-export type TargetType = "alb-ecs" | "lambda-alias" | "local-proxy" | "kubernetes" | "sagemaker";
+export type TargetType = "alb-ecs" | "lambda-alias" | "local-proxy" | "kubernetes" | "sagemaker" | "plugin";
 
 /**
  * What was pushed: the artifact the candidate runs. ECS and Lambda image functions take an

@@ -120,6 +120,65 @@ export const LocalProxySettingsSchema = z
   })
   .strict();
 
+/**
+ * A Lambda function's ARN, unqualified or with a version or an alias: what a target plugin is. An
+ * alias is 1–128 characters (letters, digits, `-`, `_`), not all digits; a version is digits.
+ */
+export const LAMBDA_FUNCTION_ARN =
+  /^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:(\$LATEST|\d+|(?!\d+$)[A-Za-z0-9_-]{1,128}))?$/;
+
+/**
+ * The keys of a plugin's `config` at any depth that Step Functions would read as a path: the
+ * config is embedded in the Tasks' `Parameters`, where a key ending in `.$` is evaluated.
+ */
+function pathKeys(value: unknown, at: (string | number)[] = []): (string | number)[][] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => pathKeys(v, [...at, i]));
+  if (value === null || typeof value !== "object") return [];
+  return Object.entries(value).flatMap(([key, v]) => [
+    ...(key.endsWith(".$") ? [[...at, key]] : []),
+    ...pathKeys(v, [...at, key]),
+  ]);
+}
+
+/** A target plugin's configuration: any JSON object, handed to the plugin on every call. */
+const PluginConfigSchema = z.record(z.string(), z.json()).superRefine((config, ctx) => {
+  for (const path of pathKeys(config)) {
+    ctx.addIssue({
+      code: "custom",
+      path,
+      message: 'a key ending in ".$" is a path that Step Functions evaluates in the Tasks\' Parameters',
+    });
+  }
+});
+
+/**
+ * A target plugin: a traffic target implemented by the user's own Lambda function, which the
+ * workflow invokes once per call of the port (`plugin.ts`, `docs/traffic.md`, "Target plugins").
+ */
+export const PluginSettingsSchema = z
+  .object({
+    type: z.literal("plugin"),
+    /** The plugin's name, in messages and in the state it keeps (a state of another name is refused). */
+    name: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+        'a plugin name: 1–64 letters, digits, ".", "_" or "-", starting with a letter or a digit',
+      ),
+    /** The plugin's function: its ARN, optionally qualified by a version or an alias. */
+    functionArn: z
+      .string()
+      .regex(
+        LAMBDA_FUNCTION_ARN,
+        "a Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME, optionally :VERSION or :ALIAS)",
+      ),
+    /** Handed to the plugin on every call, as it is. */
+    config: PluginConfigSchema.default({}),
+    /** An MLflow tracking server whose registered model records the promoted version (an alias). */
+    mlflow: MlflowSettingsSchema.optional(),
+  })
+  .strict();
+
 /** A SageMaker name: endpoints, endpoint configs, models and variants (1–63 characters). */
 const SageMakerName = (what: string) =>
   z
@@ -168,12 +227,14 @@ export const TargetSettingsSchema = z.discriminatedUnion("type", [
   LocalProxySettingsSchema,
   KubernetesSettingsSchema,
   SageMakerSettingsSchema,
+  PluginSettingsSchema,
 ]);
 
 export type AlbEcsSettings = z.infer<typeof AlbEcsSettingsSchema>;
 export type LambdaAliasSettings = z.infer<typeof LambdaAliasSettingsSchema>;
 export type LocalProxySettings = z.infer<typeof LocalProxySettingsSchema>;
 export type SageMakerSettings = z.infer<typeof SageMakerSettingsSchema>;
+export type PluginSettings = z.infer<typeof PluginSettingsSchema>;
 export type TargetSettingsInput = z.input<typeof TargetSettingsSchema>;
 
 /**
@@ -222,6 +283,8 @@ const MIRRORS: Readonly<Record<TargetType, boolean>> = {
   "local-proxy": true,
   kubernetes: false,
   sagemaker: true,
+  // Whether a plugin can mirror is its own to say: one that cannot refuses the step when it runs.
+  plugin: true,
 };
 
 /** The targets that can run `setMirrorRoute` steps. */
@@ -239,6 +302,7 @@ const SETTLES: Readonly<Record<TargetType, boolean>> = {
   "local-proxy": false,
   kubernetes: true,
   sagemaker: true,
+  plugin: false,
 };
 
 /** Whether the target of type `type` polls readiness after each traffic step (an unknown type: no). */
