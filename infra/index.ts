@@ -22,6 +22,7 @@ export type {
   KubernetesTarget,
   LambdaAliasTarget,
   LocalProxyTarget,
+  PluginTarget,
   PrometheusProps,
   PrometheusUrlProps,
   PrometheusWorkspaceProps,

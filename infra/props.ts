@@ -117,6 +117,14 @@ export type LambdaAliasTarget = Extract<TargetSettingsInput, { type: "lambda-ali
 export type SageMakerTarget = Extract<TargetSettingsInput, { type: "sagemaker" }>;
 
 /**
+ * A target plugin (`functions/traffic/settings.ts`; `docs/traffic.md`, "Target plugins"): a traffic
+ * target implemented by your own Lambda function, written with `servePlugin` of
+ * `sfn-rollouts/plugin`. The functions that move traffic get `lambda:InvokeFunction` on exactly
+ * `functionArn` (qualified, when it names a version or an alias).
+ */
+export type PluginTarget = Extract<TargetSettingsInput, { type: "plugin" }>;
+
+/**
  * The local proxy of the embedded runtime (`local/proxy`): accepted only when the app runs in the
  * embedded runtime (context `sfn-rollouts:embedded` = true), where the functions can reach it.
  */
@@ -185,7 +193,8 @@ export type RolloutTarget =
   | LambdaAliasTarget
   | LocalProxyTarget
   | KubernetesTarget
-  | SageMakerTarget;
+  | SageMakerTarget
+  | PluginTarget;
 
 /** What starts a rollout: a successful push to an ECR repository. */
 export interface RolloutTrigger {

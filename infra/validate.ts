@@ -171,6 +171,7 @@ function standIn(key: string, n: number): string {
   if (/listenerArn$/i.test(key)) return arn("listener");
   if (key === "server") return `https://token-${n}.example`;
   if (key === "executionRoleArn") return `arn:aws:iam::000000000000:role/token-${n}`;
+  if (key === "functionArn") return `arn:aws:lambda:us-east-1:000000000000:function:token-${n}`;
   if (/^targetGroup/.test(key))
     return `arn:aws:elasticloadbalancing:us-east-1:000000000000:targetgroup/token/${n}`;
   return `token-${n}`;
