@@ -21,7 +21,6 @@ export type {
   KubernetesClusterRef,
   KubernetesTarget,
   LambdaAliasTarget,
-  LocalProxyTarget,
   PluginTarget,
   PrometheusProps,
   PrometheusUrlProps,

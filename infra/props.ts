@@ -124,12 +124,6 @@ export type SageMakerTarget = Extract<TargetSettingsInput, { type: "sagemaker" }
  */
 export type PluginTarget = Extract<TargetSettingsInput, { type: "plugin" }>;
 
-/**
- * The local proxy of the embedded runtime (`local/proxy`): accepted only when the app runs in the
- * embedded runtime (context `sfn-rollouts:embedded` = true), where the functions can reach it.
- */
-export type LocalProxyTarget = Extract<TargetSettingsInput, { type: "local-proxy" }>;
-
 /** An EKS cluster as the kubernetes target reaches it; an `eks.ICluster` fits. */
 export interface KubernetesClusterRef {
   readonly clusterName: string;
@@ -191,7 +185,6 @@ export const EMBEDDED_CONTEXT = "sfn-rollouts:embedded";
 export type RolloutTarget =
   | AlbEcsTarget
   | LambdaAliasTarget
-  | LocalProxyTarget
   | KubernetesTarget
   | SageMakerTarget
   | PluginTarget;

@@ -33,9 +33,6 @@ export function targetGrants(
       return albEcsGrants(scope, target);
     case "lambda-alias":
       return lambdaAliasGrants(scope, target, repository);
-    case "local-proxy":
-      // The embedded runtime's proxy is reached over HTTP on the same machine: no AWS permission.
-      return { statements: [], wildcards: [] };
     case "kubernetes":
       // The cluster is reached with an EKS access entry (no IAM action) or a kubeconfig secret.
       return kubernetesGrants(scope, target);

@@ -142,12 +142,6 @@ export function resolveTarget(
     settings = resolved.settings as typeof settings;
     problems.push(...resolved.problems);
   }
-  if ((settings as { type?: unknown }).type === "local-proxy" && !embedded) {
-    problems.push(
-      'target.type: "local-proxy" runs only in the embedded runtime; use "alb-ecs", "lambda-alias", "kubernetes" or "sagemaker"',
-    );
-    return { settings, problems };
-  }
   let n = 0;
   const probe = Object.fromEntries(
     Object.entries(settings).map(([key, value]) => [

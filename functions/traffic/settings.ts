@@ -88,38 +88,6 @@ export const LambdaAliasSettingsSchema = z
   })
   .strict();
 
-/** The local proxy of the embedded runtime and the demo, driven through its admin API. */
-export const LocalProxySettingsSchema = z
-  .object({
-    type: z.literal("local-proxy"),
-    /**
-     * Base URL of the proxy's admin listener (`RunningProxy.adminUrl`: its own 127.0.0.1 port,
-     * apart from the traffic port); the admin API is under `/admin`.
-     */
-    adminUrl: z.url(),
-    /** Path probed on the candidate upstream to decide it is ready. */
-    readinessPath: z.string().startsWith("/").default("/"),
-    /**
-     * Which upstream runs which pushed image: image tag (or digest) → URL; `*` is the upstream of
-     * any other image. The local runtime and the demo push "images" whose tags name already
-     * running services.
-     */
-    upstreams: z.record(z.string(), z.url()).optional(),
-    progressDeadlineSeconds: WaitSeconds().default(60),
-    pollSeconds: WaitSeconds().default(1),
-    /**
-     * Seconds one admin API call may take before it fails with `TargetNotReadyError` (retried by
-     * the workflow), so a proxy that accepts the connection and never answers cannot hold the
-     * function until its own timeout. 10 s, the AWS SDK clients' request timeout.
-     */
-    requestTimeoutSeconds: z.number().int().positive().max(50).default(10),
-    /** Route as a model router: sticky cohorts, mirrored answers compared, feedback (`functions/router`). */
-    router: ModelRouterSettingsSchema.optional(),
-    /** An MLflow tracking server whose registered model records the promoted version (an alias). */
-    mlflow: MlflowSettingsSchema.optional(),
-  })
-  .strict();
-
 /**
  * A Lambda function's ARN, unqualified or with a version or an alias: what a target plugin is. An
  * alias is 1–128 characters (letters, digits, `-`, `_`), not all digits; a version is digits.
@@ -224,7 +192,6 @@ export const SageMakerSettingsSchema = z
 export const TargetSettingsSchema = z.discriminatedUnion("type", [
   AlbEcsSettingsSchema,
   LambdaAliasSettingsSchema,
-  LocalProxySettingsSchema,
   KubernetesSettingsSchema,
   SageMakerSettingsSchema,
   PluginSettingsSchema,
@@ -232,7 +199,6 @@ export const TargetSettingsSchema = z.discriminatedUnion("type", [
 
 export type AlbEcsSettings = z.infer<typeof AlbEcsSettingsSchema>;
 export type LambdaAliasSettings = z.infer<typeof LambdaAliasSettingsSchema>;
-export type LocalProxySettings = z.infer<typeof LocalProxySettingsSchema>;
 export type SageMakerSettings = z.infer<typeof SageMakerSettingsSchema>;
 export type PluginSettings = z.infer<typeof PluginSettingsSchema>;
 export type TargetSettingsInput = z.input<typeof TargetSettingsSchema>;
@@ -272,15 +238,13 @@ export function parseTargetSettings<T extends z.ZodType>(
  * compile --target`, `addRollout`) so that a spec the target cannot run is refused before it is
  * deployed, never halfway through a rollout.
  *
- * Mirroring needs something that copies requests: SageMaker's shadow variants, or the local
- * proxy's model router. An ALB forward action and a Lambda alias only split traffic; the
- * kubernetes target's routers set weights and header routes, not Istio's or the Gateway API's
- * mirror (not built).
+ * Mirroring needs something that copies requests: SageMaker's shadow variants (or its model
+ * router). An ALB forward action and a Lambda alias only split traffic; the kubernetes target's
+ * routers set weights and header routes, not Istio's or the Gateway API's mirror (not built).
  */
 const MIRRORS: Readonly<Record<TargetType, boolean>> = {
   "alb-ecs": false,
   "lambda-alias": false,
-  "local-proxy": true,
   kubernetes: false,
   sagemaker: true,
   // Whether a plugin can mirror is its own to say: one that cannot refuses the step when it runs.
@@ -294,12 +258,12 @@ export const MIRRORING_TARGETS = (Object.keys(MIRRORS) as TargetType[]).filter((
  * Whether a rollout on this target polls readiness after the candidate starts and after each
  * traffic step, as `addRollout` compiles it and `rollouts compile --target` by default: an ECS
  * deployment and pods settle after each change, a SageMaker endpoint is Updating after every
- * one; a Lambda alias and the local proxy shift at once.
+ * one; a Lambda alias shifts at once. A plugin's change is taken to be in effect when its call
+ * returns: only its candidate's start is polled.
  */
 const SETTLES: Readonly<Record<TargetType, boolean>> = {
   "alb-ecs": true,
   "lambda-alias": false,
-  "local-proxy": false,
   kubernetes: true,
   sagemaker: true,
   plugin: false,

@@ -220,7 +220,7 @@ describe("rollouts compile", () => {
       'rollouts: --target: (root): unknown field "typo"',
       "rollouts: --target: targetGroupB: targetGroupA and targetGroupB must differ",
     ]);
-    const unknown = await run("compile", ...SEED, "--target", '{"kind":"local-proxy"}');
+    const unknown = await run("compile", ...SEED, "--target", '{"kind":"plugin"}');
     expect(unknown.code).toBe(2);
     expect(unknown.err).toContain("rollouts: --target: type:");
   });
@@ -232,7 +232,7 @@ describe("rollouts compile", () => {
     expect(refused.code).toBe(2);
     expect(refused.out).toBe("");
     expect(refused.err).toContain(
-      'rollouts: --target: step 1: setMirrorRoute "shadow": the lambda-alias target cannot mirror requests (targets that can: local-proxy, sagemaker, plugin)',
+      'rollouts: --target: step 1: setMirrorRoute "shadow": the lambda-alias target cannot mirror requests (targets that can: sagemaker, plugin)',
     );
     expect(refused.err).toContain('step 3: setMirrorRoute "shadow"');
     const endpoint = {

@@ -1227,7 +1227,7 @@ health:
     );
   });
 
-  it("refuses the local proxy, which only the embedded runtime drives", () => {
+  it("refuses a target type it does not know, naming those it does (the local proxy is a plugin now)", () => {
     const stack = new Stack(testApp(), "Local");
     const controller = new RolloutController(stack, "C");
     expect(() =>
@@ -1236,6 +1236,8 @@ health:
         target: { type: "local-proxy", adminUrl: "http://127.0.0.1:8080" } as never,
         trigger: { repository: ecr.Repository.fromRepositoryName(stack, "R", "r") },
       }),
-    ).toThrow(/local-proxy/);
+    ).toThrow(
+      "target.type: Invalid discriminator value. Expected 'alb-ecs' | 'lambda-alias' | 'kubernetes' | 'sagemaker' | 'plugin'",
+    );
   });
 });
