@@ -16,6 +16,7 @@ import { normalQuantile } from "../functions/judges/normal.ts";
 import { StoredAnalysisSchema } from "../functions/workflow/analysis.ts";
 import { type LocalDynamo, startDynamo } from "../local/dynamo.ts";
 import { startProxy } from "../local/proxy/server.ts";
+import { localProxyTarget } from "../local/proxy/target.ts";
 import { startSyntheticSource, type VersionModel } from "../local/simulate/source.ts";
 import { startEmbeddedStack } from "../local/stack.ts";
 import { samplesPerSide } from "../statemachine/sample-size.ts";
@@ -107,7 +108,11 @@ async function judged(dynamo: LocalDynamo, test: Test, seed: number) {
   writeFileSync(file, judgeYaml(test, source.url));
   const stack = await startEmbeddedStack({
     specFiles: [file],
-    target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": source.url } },
+    target: localProxyTarget({
+      adminUrl: proxy.adminUrl,
+      readinessPath: "/healthz",
+      upstreams: { "*": source.url },
+    }),
     clock,
     dynamo,
     tableName: `bench-${test}-${seed}`,

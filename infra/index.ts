@@ -21,7 +21,7 @@ export type {
   KubernetesClusterRef,
   KubernetesTarget,
   LambdaAliasTarget,
-  LocalProxyTarget,
+  PluginTarget,
   PrometheusProps,
   PrometheusUrlProps,
   PrometheusWorkspaceProps,

@@ -117,10 +117,12 @@ export type LambdaAliasTarget = Extract<TargetSettingsInput, { type: "lambda-ali
 export type SageMakerTarget = Extract<TargetSettingsInput, { type: "sagemaker" }>;
 
 /**
- * The local proxy of the embedded runtime (`local/proxy`): accepted only when the app runs in the
- * embedded runtime (context `sfn-rollouts:embedded` = true), where the functions can reach it.
+ * A target plugin (`functions/traffic/settings.ts`; `docs/traffic.md`, "Target plugins"): a traffic
+ * target implemented by your own Lambda function, written with `servePlugin` of
+ * `sfn-rollouts/plugin`. The functions that move traffic get `lambda:InvokeFunction` on exactly
+ * `functionArn` (qualified, when it names a version or an alias).
  */
-export type LocalProxyTarget = Extract<TargetSettingsInput, { type: "local-proxy" }>;
+export type PluginTarget = Extract<TargetSettingsInput, { type: "plugin" }>;
 
 /** An EKS cluster as the kubernetes target reaches it; an `eks.ICluster` fits. */
 export interface KubernetesClusterRef {
@@ -183,9 +185,9 @@ export const EMBEDDED_CONTEXT = "sfn-rollouts:embedded";
 export type RolloutTarget =
   | AlbEcsTarget
   | LambdaAliasTarget
-  | LocalProxyTarget
   | KubernetesTarget
-  | SageMakerTarget;
+  | SageMakerTarget
+  | PluginTarget;
 
 /** What starts a rollout: a successful push to an ECR repository. */
 export interface RolloutTrigger {

@@ -3,7 +3,13 @@ import type * as ecr from "aws-cdk-lib/aws-ecr";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type { Construct } from "constructs";
 import { kubernetesGrants } from "./kubernetes.ts";
-import type { AlbEcsTarget, LambdaAliasTarget, RolloutTarget, SageMakerTarget } from "./props.ts";
+import type {
+  AlbEcsTarget,
+  LambdaAliasTarget,
+  PluginTarget,
+  RolloutTarget,
+  SageMakerTarget,
+} from "./props.ts";
 
 /**
  * The IAM one traffic target needs, for the functions that move traffic (begin, set-weight,
@@ -27,15 +33,31 @@ export function targetGrants(
       return albEcsGrants(scope, target);
     case "lambda-alias":
       return lambdaAliasGrants(scope, target, repository);
-    case "local-proxy":
-      // The embedded runtime's proxy is reached over HTTP on the same machine: no AWS permission.
-      return { statements: [], wildcards: [] };
     case "kubernetes":
       // The cluster is reached with an EKS access entry (no IAM action) or a kubeconfig secret.
       return kubernetesGrants(scope, target);
     case "sagemaker":
       return sageMakerGrants(scope, target);
+    case "plugin":
+      return pluginGrants(target);
   }
+}
+
+/**
+ * A target plugin: invoking its function, exactly as named. A qualified ARN (a version or an
+ * alias) is granted as it is, so the workflow can invoke that qualifier and no other.
+ */
+function pluginGrants(target: PluginTarget): TargetGrants {
+  return {
+    statements: [
+      new iam.PolicyStatement({
+        sid: "TargetPlugin",
+        actions: ["lambda:InvokeFunction"],
+        resources: [target.functionArn],
+      }),
+    ],
+    wildcards: [],
+  };
 }
 
 /**

@@ -142,12 +142,6 @@ export function resolveTarget(
     settings = resolved.settings as typeof settings;
     problems.push(...resolved.problems);
   }
-  if ((settings as { type?: unknown }).type === "local-proxy" && !embedded) {
-    problems.push(
-      'target.type: "local-proxy" runs only in the embedded runtime; use "alb-ecs", "lambda-alias", "kubernetes" or "sagemaker"',
-    );
-    return { settings, problems };
-  }
   let n = 0;
   const probe = Object.fromEntries(
     Object.entries(settings).map(([key, value]) => [
@@ -171,6 +165,7 @@ function standIn(key: string, n: number): string {
   if (/listenerArn$/i.test(key)) return arn("listener");
   if (key === "server") return `https://token-${n}.example`;
   if (key === "executionRoleArn") return `arn:aws:iam::000000000000:role/token-${n}`;
+  if (key === "functionArn") return `arn:aws:lambda:us-east-1:000000000000:function:token-${n}`;
   if (/^targetGroup/.test(key))
     return `arn:aws:elasticloadbalancing:us-east-1:000000000000:targetgroup/token/${n}`;
   return `token-${n}`;

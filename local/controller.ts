@@ -10,20 +10,15 @@ import {
 import { depsFromEnv } from "../functions/handlers/root.ts";
 import { triggerDepsFromEnv } from "../functions/handlers/trigger.ts";
 import { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
-import type { LocalProxySettingsSchema } from "../functions/traffic/settings.ts";
 import { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
 import { type ExtractedFunction, type ExtractedStack, extractStack, handlerNameFor } from "./asl/extract.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
 import { createTableFromTemplate, type LocalDynamo, startDynamo } from "./dynamo.ts";
 import { type HandlerDeps, handlerFactories, once, rolloutHandlerFactories } from "./handler-factories.ts";
+import { LOCAL_PROXY_FUNCTION_ARN, localProxyPlugin } from "./proxy/target.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "./runtime.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-
-/** The local proxy target's settings as `addRollout` takes them (`RunningProxy.adminUrl`, upstreams). */
-export type LocalProxyInput = Parameters<(typeof LocalProxySettingsSchema)["parse"]>[0] & {
-  type: "local-proxy";
-};
 
 /** A rollout file as the synthesized app reads it: a relative path is the repository's. */
 export function specPath(file: string): string {
@@ -86,8 +81,9 @@ export interface LocalController {
 /**
  * Runs synthesized controllers (one template, or several merged) in the embedded runtime: creates
  * their tables on a local DynamoDB from the template's own properties, binds every function to its
- * shipped handler (`bindHandlers`) and starts the runtime with the state machines, rules and
- * Function URLs of the template, the SDK clients pointed at its façade and DynamoDB.
+ * shipped handler (`bindHandlers`), adds the local proxy's target plugin
+ * (`LOCAL_PROXY_FUNCTION_ARN`) and starts the runtime with the state machines, rules and Function
+ * URLs of the template, the SDK clients pointed at its façade and DynamoDB.
  */
 export async function startController(options: ControllerOptions): Promise<LocalController> {
   // A first extraction (without running anything) to learn the functions and the tables.
@@ -100,6 +96,8 @@ export async function startController(options: ControllerOptions): Promise<Local
   const alarms = new MemoryAlarms();
   const clock = options.clock;
   const bound = bindHandlers(stack.functions, { metrics, alarms, ...options });
+  // The local proxy's plugin, which no template declares: a rollout on the proxy names its ARN.
+  bound.functions.set(LOCAL_PROXY_FUNCTION_ARN, { handler: localProxyPlugin(clock ? { clock } : {}) });
   for (const [name, handler] of Object.entries(options.functions ?? {}))
     bound.functions.set(name, { handler });
   const runtime = await startRuntime({

@@ -7,10 +7,10 @@ import type { RolloutItem } from "../functions/store/schema.ts";
 import type { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
 import type { ModelRouterOptions } from "../infra/model-router.ts";
 import type { NotificationsProps } from "../infra/notifications.ts";
-import type { KubernetesTarget } from "../infra/props.ts";
+import type { RolloutTarget } from "../infra/props.ts";
 import { LOCAL_ACCOUNT, LOCAL_REGION } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
-import { embeddedApp, type LocalProxyInput, specPath, startController } from "./controller.ts";
+import { embeddedApp, specPath, startController } from "./controller.ts";
 import type { LocalDynamo } from "./dynamo.ts";
 import { putEcrPush } from "./events/ecr-push.ts";
 import type { Runtime } from "./runtime.ts";
@@ -19,10 +19,11 @@ export interface EmbeddedStackOptions {
   /** Rollout files (Argo objects or a native spec), as `addRollout` takes them. */
   specFiles: string[];
   /**
-   * The local proxy target: its admin URL (`RunningProxy.adminUrl`) and the upstream each pushed
-   * tag runs; or another target's settings with their `type` (the local Kubernetes API's).
+   * The rollout's target: the local proxy's plugin (`localProxyTarget` of `proxy/target.ts`: its
+   * admin URL and the upstream each pushed tag runs), or another target the runtime reaches (the
+   * local Kubernetes API's).
    */
-  target: Omit<LocalProxyInput, "type"> | KubernetesTarget;
+  target: RolloutTarget;
   /** The ECR repository whose pushes start the rollout. */
   repository?: string;
   /** A `ManualClock` runs everything in virtual time; the default runs in real time. */
@@ -86,7 +87,7 @@ export interface EmbeddedStack {
 }
 
 /**
- * Synthesizes the app (a `RolloutController` with one rollout on the local proxy) in-process,
+ * Synthesizes the app (a `RolloutController` with one rollout, on the local proxy) in-process,
  * creates its table on a local DynamoDB, and runs its state machines, functions and ECR rule in
  * the embedded runtime with the real handlers (`startController`). Handlers are built by their
  * `createHandler` factories over the same adapters as on AWS (SDK clients pointed at the runtime's
@@ -149,7 +150,7 @@ async function synthesizeStack(
   });
   const added = controller.addRollout("Rollout", {
     spec: { files: options.specFiles.map(specPath) },
-    target: ("type" in options.target ? options.target : { type: "local-proxy", ...options.target }) as never,
+    target: options.target,
     trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repository", repository) },
     ...(options.modelRouter ? { modelRouter: options.modelRouter } : {}),
   });

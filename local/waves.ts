@@ -5,6 +5,7 @@ import type { DynamoRolloutStore } from "../functions/store/dynamodb.ts";
 import type { RolloutItem } from "../functions/store/schema.ts";
 import type { RolloutExecutionInput } from "../functions/trigger/decide.ts";
 import type { RecordingMetricsSink } from "../functions/workflow/metrics.ts";
+import type { RolloutTarget } from "../infra/props.ts";
 import {
   type DeployedTarget,
   type Problem,
@@ -18,15 +19,18 @@ import {
 import { type ExtractedStack, extractStack, mergeStacks } from "./asl/extract.ts";
 import { LOCAL_ACCOUNT } from "./asl/intrinsics.ts";
 import type { LambdaHandler } from "./aws/lambda.ts";
-import { embeddedApp, type LocalProxyInput, specPath, startController } from "./controller.ts";
+import { embeddedApp, specPath, startController } from "./controller.ts";
 import type { LocalDynamo } from "./dynamo.ts";
 import { putEcrPush } from "./events/ecr-push.ts";
 import type { Runtime } from "./runtime.ts";
 
 /** One "region" of the embedded runtime: its own controller (table, functions, state machine) and proxy. */
 export interface LocalRegion extends DeployedTarget {
-  /** The local proxy this region's traffic goes through, and the upstream each pushed tag runs. */
-  target: Omit<LocalProxyInput, "type">;
+  /**
+   * The region's target: the local proxy its traffic goes through and the upstream each pushed tag
+   * runs (`localProxyTarget` of `proxy/target.ts`).
+   */
+  target: RolloutTarget;
 }
 
 export interface LocalWavesOptions {
@@ -181,7 +185,7 @@ async function synthesizeWaves(
       region: r.region,
       ...(r.account === undefined ? {} : { account: r.account }),
       ...(r.labels === undefined ? {} : { labels: r.labels }),
-      target: { type: "local-proxy", ...r.target } as never,
+      target: r.target,
       // A region in another account gets the role RolloutWaves creates there; on this machine
       // every region is local, so assuming it changes nothing.
       controller: { tableName: tableOf(r) },

@@ -6,7 +6,7 @@ import { AlbEcsTraffic } from "./alb-ecs.ts";
 import { TargetConfigurationError } from "./errors.ts";
 import { type KubernetesClients, KubernetesTraffic } from "./kubernetes.ts";
 import { LambdaAliasTraffic } from "./lambda-alias.ts";
-import { LocalProxyTraffic } from "./local-proxy.ts";
+import { PluginTraffic } from "./plugin.ts";
 import type { Clock, TrafficTarget } from "./port.ts";
 import { SageMakerTraffic } from "./sagemaker.ts";
 import { ModelRouterTraffic, type RouterConfigStore } from "./sagemaker-model-router.ts";
@@ -22,7 +22,6 @@ export interface TrafficClients {
   readonly ecs?: ECSClient;
   readonly lambda?: LambdaClient;
   readonly sagemaker?: SageMakerClient;
-  readonly fetch?: typeof fetch;
   /** AWS credentials and region (EKS tokens, a kubeconfig secret), a recorder of API calls. */
   readonly kubernetes?: KubernetesClients;
   /** The model router's configuration item of a router (a SageMaker target's endpoint). */
@@ -46,8 +45,6 @@ export function createTrafficTarget(settings: unknown, clients: TrafficClients, 
     case "lambda-alias":
       if (!clients.lambda) throw new TargetConfigurationError("lambda-alias needs the lambda client");
       return new LambdaAliasTraffic({ lambda: clients.lambda }, s, clock);
-    case "local-proxy":
-      return new LocalProxyTraffic(clients.fetch ? { fetch: clients.fetch } : {}, s, clock);
     case "kubernetes":
       return new KubernetesTraffic(clients.kubernetes ?? {}, s, clock);
     case "sagemaker":
@@ -59,12 +56,14 @@ export function createTrafficTarget(settings: unknown, clients: TrafficClients, 
         return new ModelRouterTraffic(endpoint, s, clients.modelRouterConfig(s.endpointName));
       }
       return new SageMakerTraffic({ sagemaker: clients.sagemaker }, s, clock);
+    case "plugin":
+      if (!clients.lambda) throw new TargetConfigurationError("a target plugin needs the lambda client");
+      return new PluginTraffic({ lambda: clients.lambda }, s);
   }
 }
 
 export * from "./errors.ts";
 
 export type { KubernetesState } from "./kubernetes.ts";
-export type { LocalProxyState } from "./local-proxy.ts";
 export * from "./port.ts";
 export * from "./settings.ts";

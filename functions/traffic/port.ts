@@ -1,7 +1,7 @@
 /**
  * The `TrafficTarget` port: the one interface every traffic target (ALB + ECS slots, a Lambda
- * alias, the local proxy) implements, and the only thing the workflow's handlers know about
- * targets.
+ * alias, Kubernetes, a SageMaker endpoint, a target plugin) implements, and the only thing the
+ * workflow's handlers know about targets.
  *
  * Why it looks like this:
  * - Lambdas must not block for minutes, so nothing here waits: long operations are split into a
@@ -32,12 +32,12 @@ export type Json = string | number | boolean | null | Json[] | { [key: string]: 
 export type TargetState = { readonly type: TargetType } & Record<string, unknown>;
 
 /** The kinds of target this package drives. */
-export type TargetType = "alb-ecs" | "lambda-alias" | "local-proxy" | "kubernetes" | "sagemaker";
+export type TargetType = "alb-ecs" | "lambda-alias" | "kubernetes" | "sagemaker" | "plugin";
 
 /**
  * What was pushed: the artifact the candidate runs. ECS and Lambda image functions take an
  * `image` (an ECR URI, ideally pinned by digest, `repo@sha256:…`); Lambda zip functions take an
- * S3 object; the local proxy takes the URL of an already running candidate upstream.
+ * S3 object; a target plugin gets the pushed image and decides what it runs.
  */
 export type CandidateArtifact =
   | { readonly image: string; readonly version?: string }
@@ -47,7 +47,6 @@ export type CandidateArtifact =
       readonly s3ObjectVersion?: string;
       readonly version?: string;
     }
-  | { readonly upstream: string; readonly version?: string }
   /** A SageMaker model package (a version in the Model Registry), by ARN. */
   | { readonly modelPackage: string; readonly version?: string };
 
@@ -182,7 +181,7 @@ export interface TrafficTarget {
 
   /**
    * Puts the candidate in place with no traffic (new task definition on the free slot, new Lambda
-   * code, the candidate upstream) and returns immediately; poll {@link checkReadiness}.
+   * code, a plugin's candidate) and returns immediately; poll {@link checkReadiness}.
    */
   deployCandidate(state: TargetState, artifact: CandidateArtifact): Promise<TargetState>;
 

@@ -88,33 +88,60 @@ export const LambdaAliasSettingsSchema = z
   })
   .strict();
 
-/** The local proxy of the embedded runtime and the demo, driven through its admin API. */
-export const LocalProxySettingsSchema = z
+/**
+ * A Lambda function's ARN, unqualified or with a version or an alias: what a target plugin is. An
+ * alias is 1–128 characters (letters, digits, `-`, `_`), not all digits; a version is digits.
+ */
+export const LAMBDA_FUNCTION_ARN =
+  /^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:(\$LATEST|\d+|(?!\d+$)[A-Za-z0-9_-]{1,128}))?$/;
+
+/**
+ * The keys of a plugin's `config` at any depth that Step Functions would read as a path: the
+ * config is embedded in the Tasks' `Parameters`, where a key ending in `.$` is evaluated.
+ */
+function pathKeys(value: unknown, at: (string | number)[] = []): (string | number)[][] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => pathKeys(v, [...at, i]));
+  if (value === null || typeof value !== "object") return [];
+  return Object.entries(value).flatMap(([key, v]) => [
+    ...(key.endsWith(".$") ? [[...at, key]] : []),
+    ...pathKeys(v, [...at, key]),
+  ]);
+}
+
+/** A target plugin's configuration: any JSON object, handed to the plugin on every call. */
+const PluginConfigSchema = z.record(z.string(), z.json()).superRefine((config, ctx) => {
+  for (const path of pathKeys(config)) {
+    ctx.addIssue({
+      code: "custom",
+      path,
+      message: 'a key ending in ".$" is a path that Step Functions evaluates in the Tasks\' Parameters',
+    });
+  }
+});
+
+/**
+ * A target plugin: a traffic target implemented by the user's own Lambda function, which the
+ * workflow invokes once per call of the port (`plugin.ts`, `docs/traffic.md`, "Target plugins").
+ */
+export const PluginSettingsSchema = z
   .object({
-    type: z.literal("local-proxy"),
-    /**
-     * Base URL of the proxy's admin listener (`RunningProxy.adminUrl`: its own 127.0.0.1 port,
-     * apart from the traffic port); the admin API is under `/admin`.
-     */
-    adminUrl: z.url(),
-    /** Path probed on the candidate upstream to decide it is ready. */
-    readinessPath: z.string().startsWith("/").default("/"),
-    /**
-     * Which upstream runs which pushed image: image tag (or digest) → URL; `*` is the upstream of
-     * any other image. The local runtime and the demo push "images" whose tags name already
-     * running services.
-     */
-    upstreams: z.record(z.string(), z.url()).optional(),
-    progressDeadlineSeconds: WaitSeconds().default(60),
-    pollSeconds: WaitSeconds().default(1),
-    /**
-     * Seconds one admin API call may take before it fails with `TargetNotReadyError` (retried by
-     * the workflow), so a proxy that accepts the connection and never answers cannot hold the
-     * function until its own timeout. 10 s, the AWS SDK clients' request timeout.
-     */
-    requestTimeoutSeconds: z.number().int().positive().max(50).default(10),
-    /** Route as a model router: sticky cohorts, mirrored answers compared, feedback (`functions/router`). */
-    router: ModelRouterSettingsSchema.optional(),
+    type: z.literal("plugin"),
+    /** The plugin's name, in messages and in the state it keeps (a state of another name is refused). */
+    name: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+        'a plugin name: 1–64 letters, digits, ".", "_" or "-", starting with a letter or a digit',
+      ),
+    /** The plugin's function: its ARN, optionally qualified by a version or an alias. */
+    functionArn: z
+      .string()
+      .regex(
+        LAMBDA_FUNCTION_ARN,
+        "a Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME, optionally :VERSION or :ALIAS)",
+      ),
+    /** Handed to the plugin on every call, as it is. */
+    config: PluginConfigSchema.default({}),
     /** An MLflow tracking server whose registered model records the promoted version (an alias). */
     mlflow: MlflowSettingsSchema.optional(),
   })
@@ -165,15 +192,15 @@ export const SageMakerSettingsSchema = z
 export const TargetSettingsSchema = z.discriminatedUnion("type", [
   AlbEcsSettingsSchema,
   LambdaAliasSettingsSchema,
-  LocalProxySettingsSchema,
   KubernetesSettingsSchema,
   SageMakerSettingsSchema,
+  PluginSettingsSchema,
 ]);
 
 export type AlbEcsSettings = z.infer<typeof AlbEcsSettingsSchema>;
 export type LambdaAliasSettings = z.infer<typeof LambdaAliasSettingsSchema>;
-export type LocalProxySettings = z.infer<typeof LocalProxySettingsSchema>;
 export type SageMakerSettings = z.infer<typeof SageMakerSettingsSchema>;
+export type PluginSettings = z.infer<typeof PluginSettingsSchema>;
 export type TargetSettingsInput = z.input<typeof TargetSettingsSchema>;
 
 /**
@@ -211,17 +238,17 @@ export function parseTargetSettings<T extends z.ZodType>(
  * compile --target`, `addRollout`) so that a spec the target cannot run is refused before it is
  * deployed, never halfway through a rollout.
  *
- * Mirroring needs something that copies requests: SageMaker's shadow variants, or the local
- * proxy's model router. An ALB forward action and a Lambda alias only split traffic; the
- * kubernetes target's routers set weights and header routes, not Istio's or the Gateway API's
- * mirror (not built).
+ * Mirroring needs something that copies requests: SageMaker's shadow variants (or its model
+ * router). An ALB forward action and a Lambda alias only split traffic; the kubernetes target's
+ * routers set weights and header routes, not Istio's or the Gateway API's mirror (not built).
  */
 const MIRRORS: Readonly<Record<TargetType, boolean>> = {
   "alb-ecs": false,
   "lambda-alias": false,
-  "local-proxy": true,
   kubernetes: false,
   sagemaker: true,
+  // Whether a plugin can mirror is its own to say: one that cannot refuses the step when it runs.
+  plugin: true,
 };
 
 /** The targets that can run `setMirrorRoute` steps. */
@@ -231,14 +258,15 @@ export const MIRRORING_TARGETS = (Object.keys(MIRRORS) as TargetType[]).filter((
  * Whether a rollout on this target polls readiness after the candidate starts and after each
  * traffic step, as `addRollout` compiles it and `rollouts compile --target` by default: an ECS
  * deployment and pods settle after each change, a SageMaker endpoint is Updating after every
- * one; a Lambda alias and the local proxy shift at once.
+ * one; a Lambda alias shifts at once. A plugin's change is taken to be in effect when its call
+ * returns: only its candidate's start is polled.
  */
 const SETTLES: Readonly<Record<TargetType, boolean>> = {
   "alb-ecs": true,
   "lambda-alias": false,
-  "local-proxy": false,
   kubernetes: true,
   sagemaker: true,
+  plugin: false,
 };
 
 /** Whether the target of type `type` polls readiness after each traffic step (an unknown type: no). */

@@ -3,6 +3,7 @@ import { columns } from "../../cli/table.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
 import { type RunningProxy, startProxy } from "../proxy/server.ts";
+import { LOCAL_PROXY_FUNCTION_ARN } from "../proxy/target.ts";
 import { CLI_ENV_KEYS, type EmbeddedStack, startEmbeddedStack } from "../stack.ts";
 import { type DemoApp, startDemoApp } from "./app.ts";
 import { runKubernetesDemo } from "./kubernetes.ts";
@@ -90,10 +91,16 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
         interval: "1s",
         judge: { samples: 1500, initialDelay: "2s", interval: "1s", count: 30 },
       }),
+      // The local proxy is a target plugin the embedded runtime serves as a Lambda function.
       target: {
-        adminUrl: proxy.adminUrl,
-        readinessPath: "/healthz",
-        upstreams: Object.fromEntries(Object.entries(apps).map(([v, app]) => [v, app.url])),
+        type: "plugin",
+        name: "local-proxy",
+        functionArn: LOCAL_PROXY_FUNCTION_ARN,
+        config: {
+          adminUrl: proxy.adminUrl,
+          readinessPath: "/healthz",
+          upstreams: Object.fromEntries(Object.entries(apps).map(([v, app]) => [v, app.url])),
+        },
       },
     });
     closers.push(stack.close);

@@ -2,6 +2,7 @@ import type { Clock } from "../../functions/clock.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import type { LocalDynamo } from "../dynamo.ts";
 import { type RunningProxy, startProxy } from "../proxy/server.ts";
+import { localProxyTarget } from "../proxy/target.ts";
 import { type EmbeddedStack, startEmbeddedStack } from "../stack.ts";
 import { type ModelServer, startModel } from "./model.ts";
 import { MODEL_VERSIONS, ModelUsers, writeModelSpec } from "./model-rollout.ts";
@@ -17,7 +18,7 @@ export interface ModelStack {
 
 /**
  * Starts the three demo models, the local proxy routing as a model router (`router: {type: model}`
- * on the local-proxy target, so cohorts are sticky by `x-user-id`) and the synthesized stack with
+ * in the local proxy plugin's config, so cohorts are sticky by `x-user-id`) and the synthesized stack with
  * the model rollout (shadow, then a sticky canary, each judged through `/compare`).
  */
 export async function startModelStack(options: {
@@ -40,13 +41,15 @@ export async function startModelStack(options: {
     closers.push(proxy.close);
     const stack = await startEmbeddedStack({
       specFiles: writeModelSpec({ router: proxy.adminUrl, ...(options.spec ?? {}) }),
-      target: {
-        adminUrl: proxy.adminUrl,
-        readinessPath: "/healthz",
-        upstreams: Object.fromEntries(Object.entries(models).map(([v, m]) => [v, m.url])),
-        router: { type: "model" },
-        ...(options.mlflow ? { mlflow: options.mlflow } : {}),
-      } as never,
+      target: localProxyTarget(
+        {
+          adminUrl: proxy.adminUrl,
+          readinessPath: "/healthz",
+          upstreams: Object.fromEntries(Object.entries(models).map(([v, m]) => [v, m.url])),
+          router: { type: "model" },
+        },
+        options.mlflow ? { mlflow: options.mlflow } : {},
+      ),
       ...(clock ? { clock } : {}),
       ...(options.dynamo ? { dynamo: options.dynamo } : {}),
       ...(options.tableName ? { tableName: options.tableName } : {}),

@@ -21,6 +21,7 @@ import type { RolloutSpec } from "../../statemachine/index.ts";
 import { prometheusVersion } from "../demo/prometheus.ts";
 import { type LocalDynamo, startDynamo } from "../dynamo.ts";
 import { type RunningProxy, startProxy } from "../proxy/server.ts";
+import { localProxyTarget } from "../proxy/target.ts";
 import { type EmbeddedStack, startEmbeddedStack } from "../stack.ts";
 import { type MeteredDynamo, meterDynamo } from "./dynamo-meter.ts";
 import { type SimulatedPrometheus, startSimulatedPrometheus } from "./prometheus.ts";
@@ -339,7 +340,11 @@ async function startMeteredStack(
   const stack = await startStack(
     {
       specFiles: [input.file],
-      target: { adminUrl: proxy.adminUrl, readinessPath: "/healthz", upstreams: { "*": proxy.upstream } },
+      target: localProxyTarget({
+        adminUrl: proxy.adminUrl,
+        readinessPath: "/healthz",
+        upstreams: { "*": proxy.upstream },
+      }),
       clock: input.clock,
       dynamo: input.dynamo,
       tableName: `simulate-${input.index}`,

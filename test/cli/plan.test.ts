@@ -220,7 +220,7 @@ describe("rollouts compile", () => {
       'rollouts: --target: (root): unknown field "typo"',
       "rollouts: --target: targetGroupB: targetGroupA and targetGroupB must differ",
     ]);
-    const unknown = await run("compile", ...SEED, "--target", '{"kind":"local-proxy"}');
+    const unknown = await run("compile", ...SEED, "--target", '{"kind":"plugin"}');
     expect(unknown.code).toBe(2);
     expect(unknown.err).toContain("rollouts: --target: type:");
   });
@@ -232,7 +232,7 @@ describe("rollouts compile", () => {
     expect(refused.code).toBe(2);
     expect(refused.out).toBe("");
     expect(refused.err).toContain(
-      'rollouts: --target: step 1: setMirrorRoute "shadow": the lambda-alias target cannot mirror requests (targets that can: local-proxy, sagemaker)',
+      'rollouts: --target: step 1: setMirrorRoute "shadow": the lambda-alias target cannot mirror requests (targets that can: sagemaker, plugin)',
     );
     expect(refused.err).toContain('step 3: setMirrorRoute "shadow"');
     const endpoint = {
@@ -245,6 +245,40 @@ describe("rollouts compile", () => {
     const definition = JSON.parse(out);
     expect(validator(definition).isValid).toBe(true);
     expect(definition.States["Step01-SetMirrorRoute-shadow"].Parameters.Payload.target).toEqual(endpoint);
+  });
+
+  it("embeds a target plugin, mirror steps included, and names its bad fields", async () => {
+    const plugin = {
+      type: "plugin",
+      name: "mesh",
+      functionArn: "arn:aws:lambda:eu-west-1:123456789012:function:mesh-router:live",
+      config: { mesh: "prod" },
+    };
+    const { code, out } = await run(
+      "compile",
+      "examples/model-shadow.yaml",
+      "--target",
+      JSON.stringify(plugin),
+    );
+    expect(code).toBe(0);
+    const definition = JSON.parse(out);
+    expect(validator(definition).isValid).toBe(true);
+    expect(definition.States["Step01-SetMirrorRoute-shadow"].Parameters.Payload.target).toEqual(plugin);
+    const bad = await run(
+      "compile",
+      ...SEED,
+      "--target",
+      JSON.stringify({ ...plugin, functionArn: "mesh-router" }),
+    );
+    expect(bad.code).toBe(2);
+    expect(
+      bad.err
+        .trimEnd()
+        .split("\n")
+        .filter((l) => l.startsWith("rollouts:")),
+    ).toEqual([
+      "rollouts: --target: functionArn: a Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME, optionally :VERSION or :ALIAS)",
+    ]);
   });
 
   it("rejects a target that is not a JSON object", async () => {

@@ -19,6 +19,14 @@ function codeBlockAfter(file: string, heading: string): string {
   return text.slice(body, text.indexOf("```\n", body));
 }
 
+describe("the target plugin in the docs", () => {
+  it("docs/traffic.md shows examples/target-plugin.ts exactly", () => {
+    expect(codeBlockAfter("docs/traffic.md", "### Writing a plugin")).toBe(
+      readFileSync("examples/target-plugin.ts", "utf8"),
+    );
+  });
+});
+
 describe("the CDK example in the docs", () => {
   it.each([
     ["README.md", "### The construct"],

@@ -6,6 +6,7 @@ import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import * as ecr from "aws-cdk-lib/aws-ecr";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
+import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -837,6 +838,118 @@ describe("a SageMaker endpoint target", () => {
   });
 });
 
+describe("a target plugin", () => {
+  const account = { account: "111122223333", region: "eu-west-1" };
+  const ARN = "arn:aws:lambda:eu-west-1:111122223333:function:mesh-router";
+  const target = {
+    type: "plugin" as const,
+    name: "mesh",
+    functionArn: ARN,
+    config: { mesh: "prod", routes: [1, 2] },
+  };
+  /** The functions that call the target, and those that do not. */
+  const callers = (Object.keys(FUNCTION_NEEDS) as HandlerName[]).filter((h) =>
+    FUNCTION_NEEDS[h].includes("target"),
+  );
+  const others = (Object.keys(FUNCTION_NEEDS) as HandlerName[]).filter((h) => !callers.includes(h));
+  let stack: Stack;
+  let template: Template;
+
+  /** The resources every statement granting lambda:InvokeFunction to `handler`'s role names. */
+  const invokable = (t: Template, handler: HandlerName) =>
+    statementsOfRole(t, roleOfFunction(t, handler))
+      .filter((s) => actionsOf(s).includes("lambda:InvokeFunction"))
+      .flatMap(resourcesOf);
+
+  beforeAll(() => {
+    stack = new Stack(testApp(), "Plugin", { env: account });
+    const controller = new RolloutController(stack, "Controller", { cloudWatchMetrics: false });
+    controller.addRollout("Mesh", {
+      // A mirror step is the plugin's to refuse when it runs: the construct cannot know.
+      spec: { files: ["examples/model-shadow.yaml"] },
+      target,
+      trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repo", "mesh") },
+    });
+    template = Template.fromStack(stack);
+  });
+
+  it("embeds the plugin's settings in the Tasks as the compiler does, and polls readiness for the candidate only", () => {
+    const { props } = rolloutStateMachine(template);
+    const definition = JSON.parse(flat(props.DefinitionString)) as { States: Record<string, Json> };
+    const spec = loadRolloutSync(["examples/model-shadow.yaml"]);
+    expect(definition).toEqual(JSON.parse(JSON.stringify(compile(spec, { target, readinessChecks: false }))));
+    expect(Object.keys(definition.States).filter((s) => s.endsWith("-CheckReady"))).toEqual([
+      "Candidate-CheckReady",
+    ]);
+  });
+
+  it("lets exactly the functions that move traffic invoke exactly the plugin's function", () => {
+    for (const handler of callers) {
+      const statement = statementsOfRole(template, roleOfFunction(template, handler)).find(
+        (s) => s.Sid === "TargetPlugin",
+      );
+      expect(statement && actionsOf(statement), handler).toEqual(["lambda:InvokeFunction"]);
+      expect(invokable(template, handler), handler).toEqual([ARN]);
+    }
+    for (const handler of others) expect(invokable(template, handler), handler).not.toContain(ARN);
+  });
+
+  it("grants a qualified ARN as it is, and a function of the same app by its reference", () => {
+    const qualified = new Stack(testApp(), "Qualified", { env: account });
+    new RolloutController(qualified, "C", { cloudWatchMetrics: false }).addRollout("Mesh", {
+      spec: { files: EXAMPLE_FILES },
+      target: { ...target, functionArn: `${ARN}:live` },
+      trigger: { repository: ecr.Repository.fromRepositoryName(qualified, "R", "mesh") },
+    });
+    expect(invokable(Template.fromStack(qualified), "setWeight")).toEqual([`${ARN}:live`]);
+
+    const own = new Stack(testApp(), "Own", { env: account });
+    const fn = new lambda.Function(own, "MeshPlugin", {
+      runtime: lambda.Runtime.NODEJS_22_X,
+      handler: "index.handler",
+      code: lambda.Code.fromInline("exports.handler = async () => ({})"),
+    });
+    new RolloutController(own, "C", { cloudWatchMetrics: false }).addRollout("Mesh", {
+      spec: { files: EXAMPLE_FILES },
+      target: { ...target, functionArn: fn.functionArn },
+      trigger: { repository: ecr.Repository.fromRepositoryName(own, "R", "mesh") },
+    });
+    const ownTemplate = Template.fromStack(own);
+    const id = own.getLogicalId(fn.node.defaultChild as lambda.CfnFunction);
+    expect(invokable(ownTemplate, "promote")).toEqual([`<${id}.Arn>`]);
+    expect(flat(rolloutStateMachine(ownTemplate).props.DefinitionString)).toContain(
+      `"functionArn":"<${id}.Arn>"`,
+    );
+  });
+
+  it("reports bad plugin settings with their field paths, all at once", () => {
+    const bad = new Stack(testApp(), "BadPlugin");
+    let error: unknown;
+    try {
+      new RolloutController(bad, "C", { cloudWatchMetrics: false }).addRollout("Mesh", {
+        spec: { files: EXAMPLE_FILES },
+        target: { type: "plugin", name: "", functionArn: "mesh-router", config: { "weight.$": "$.w" } },
+        trigger: { repository: ecr.Repository.fromRepositoryName(bad, "R", "mesh") },
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(PropsError);
+    expect((error as PropsError).problems).toEqual([
+      expect.stringMatching(/^target\.name: a plugin name: /),
+      "target.functionArn: a Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME, optionally :VERSION or :ALIAS)",
+      'target.config.weight.$: a key ending in ".$" is a path that Step Functions evaluates in the Tasks\' Parameters',
+    ]);
+  });
+
+  it("passes cdk-nag AwsSolutions with zero unacknowledged findings", () => {
+    const report = new AwsSolutionsChecks().validateScope(stack);
+    expect(
+      report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+    ).toEqual([]);
+  });
+});
+
 describe("validation: one error that lists every bad prop", () => {
   it("reports every bad controller prop at once", () => {
     const stack = new Stack(testApp(), "Bad");
@@ -1114,7 +1227,7 @@ health:
     );
   });
 
-  it("refuses the local proxy, which only the embedded runtime drives", () => {
+  it("refuses a target type it does not know, naming those it does (the local proxy is a plugin now)", () => {
     const stack = new Stack(testApp(), "Local");
     const controller = new RolloutController(stack, "C");
     expect(() =>
@@ -1123,6 +1236,8 @@ health:
         target: { type: "local-proxy", adminUrl: "http://127.0.0.1:8080" } as never,
         trigger: { repository: ecr.Repository.fromRepositoryName(stack, "R", "r") },
       }),
-    ).toThrow(/local-proxy/);
+    ).toThrow(
+      "target.type: Invalid discriminator value. Expected 'alb-ecs' | 'lambda-alias' | 'kubernetes' | 'sagemaker' | 'plugin'",
+    );
   });
 });

@@ -6,6 +6,7 @@ import { startDemoApp } from "../../local/demo/app.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
 import type { LocalDynamo } from "../../local/dynamo.ts";
 import { startProxy } from "../../local/proxy/server.ts";
+import { localProxyTarget } from "../../local/proxy/target.ts";
 import { CLI_ENV_KEYS, type EmbeddedStack, startEmbeddedStack } from "../../local/stack.ts";
 import { runWithEnv } from "../support/cli.ts";
 import { listExecutions } from "../support/executions.ts";
@@ -58,11 +59,11 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
           : {}),
       },
     ),
-    target: {
+    target: localProxyTarget({
       adminUrl: proxy.adminUrl,
       readinessPath: "/healthz",
       upstreams: Object.fromEntries(Object.entries(apps).map(([v, app]) => [v, app.url])),
-    },
+    }),
     clock,
     dynamo: options.dynamo,
     tableName: options.tableName,

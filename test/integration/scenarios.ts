@@ -119,6 +119,12 @@ export const SCENARIOS: ScenarioCase[] = [
         "analysis: success-rate",
       ]);
       expect(s.proxy.config()).toMatchObject({ stable: s.apps.v2.url, weight: 0 });
+      // Every call went through the local proxy's target plugin: its state, wrapped by the plugin target.
+      expect(item?.targetState).toMatchObject({
+        type: "plugin",
+        name: "local-proxy",
+        state: { phase: "promoted", stable: s.apps.v2.url, stableVersion: "v2", previous: { version: "v1" } },
+      });
     },
   },
   {

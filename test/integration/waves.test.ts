@@ -8,6 +8,7 @@ import { ManualClock } from "../../functions/clock.ts";
 import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
 import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
+import { localProxyTarget } from "../../local/proxy/target.ts";
 import { CLI_ENV_KEYS } from "../../local/stack.ts";
 import { type LocalPass, type LocalWaves, startLocalWaves } from "../../local/waves.ts";
 import { runWithEnv } from "../support/cli.ts";
@@ -72,7 +73,7 @@ async function start(
     const v2 = await startDemoApp({ version: "v2" });
     const proxy = await startProxy({ now: () => clock.now() });
     regions.push({ proxy, apps: [v1, v2] });
-    return {
+    return localProxyTarget({
       adminUrl: proxy.adminUrl,
       readinessPath: "/healthz",
       // v3 runs v2's app; a push by digest only finds its upstream by the digest.
@@ -82,7 +83,7 @@ async function start(
         v3: v2.url,
         [DIGESTS.v4]: v2.url,
       },
-    };
+    });
   };
   waves = await startLocalWaves({
     specFiles: [file],
@@ -659,7 +660,9 @@ describe("a release in waves on the embedded runtime", () => {
     // eu is promoted; us waits for its v2 candidate, which never gets ready: v3 is pushed shortly
     // before us gives up, so the older release rolls back while the newer one runs eu.
     const deadline = async () =>
-      ((await us.item())?.targetState as { deadlineAt?: number } | null)?.deadlineAt ?? undefined;
+      // The local proxy plugin's own state, inside the plugin target's.
+      ((await us.item())?.targetState as { state?: { deadlineAt?: number } } | null)?.state?.deadlineAt ??
+      undefined;
     await until(w, async () => (await deadline()) !== undefined);
     expect((await eu.item())?.stableRevision?.tag).toBe("v2");
     await w.runtime.advanceTo(((await deadline()) as number) - 20_000);

@@ -2,10 +2,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import { assign } from "../../functions/router/cohort.ts";
 import { TargetStateError } from "../../functions/traffic/errors.ts";
-import { createTrafficTarget } from "../../functions/traffic/index.ts";
 import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 import { makeDataset, predict, startModel, TRUE_WEIGHTS, type Weights } from "../../local/demo/model.ts";
 import { startProxy } from "../../local/proxy/server.ts";
+import { localProxyThroughPlugin } from "../support/local-proxy.ts";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -27,13 +27,13 @@ async function setup(options: { candidateDelayMs?: number; model?: Record<string
     config: { stable: v1, stableVersion: "v1", ...(options.model ? { model: options.model } : {}) },
   });
   closers.push(proxy.close);
-  const router = createTrafficTarget(
-    { type: "local-proxy", adminUrl: proxy.adminUrl, progressDeadlineSeconds: 10 },
-    {},
+  const { router, close } = await localProxyThroughPlugin(
+    { adminUrl: proxy.adminUrl, progressDeadlineSeconds: 10 },
     new ManualClock(1_000_000),
   );
+  closers.push(close);
   const { state } = await router.prepare();
-  const deployed = await router.deployCandidate(state, { upstream: v2, version: "v2" });
+  const deployed = await router.deployCandidate(state, { image: v2, version: "v2" });
   const ready = await router.checkReadiness(deployed);
   return { proxy, router, state: ready.state };
 }
@@ -107,11 +107,11 @@ describe("local proxy: model routing", () => {
     const v1 = await model("v1", TRUE_WEIGHTS);
     const proxy = await startProxy({ config: { stable: v1, stableVersion: "v1" } });
     closers.push(proxy.close);
-    const router = createTrafficTarget(
-      { type: "local-proxy", adminUrl: proxy.adminUrl, progressDeadlineSeconds: 10 },
-      {},
+    const { router, close } = await localProxyThroughPlugin(
+      { adminUrl: proxy.adminUrl, progressDeadlineSeconds: 10 },
       new ManualClock(0),
     );
+    closers.push(close);
     const { state } = await router.prepare();
     await expect(router.setMirrorRoute?.(state, { name: "s", percentage: 10 })).rejects.toThrow(
       TargetStateError,

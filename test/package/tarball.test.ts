@@ -2,7 +2,8 @@
  * What `npm pack` produces, installed as a user installs it: into a fresh CDK app written in plain
  * TypeScript and compiled with `tsc` (no tsx anywhere), at the lowest and the current versions of
  * the peer dependencies. The app synthesizes the README's CDK example; the installed `rollouts`
- * runs `--version`, `plan` and `compile`; a plain `.mjs` file imports `sfn-rollouts/judges`. The
+ * runs `--version`, `plan` and `compile`; plain `.mjs` files import `sfn-rollouts/judges` and serve a
+ * target plugin with `sfn-rollouts/plugin`. The
  * product ships no emulator: the embedded runtime is its own package (`@sfn-rollouts/local`,
  * packed from the workspace), installed beside it in the current app, where `rollouts simulate`
  * runs on it, and missing from the lowest, where `simulate` says what to install. The
@@ -105,6 +106,23 @@ function createApp(
   cpSync(join(ROOT, "examples/cdk-app.ts"), join(app, "app.ts"));
   cpSync(join(ROOT, "examples/rollout.yaml"), join(app, "deploy/rollout.yaml"));
   cpSync(join(ROOT, "examples/analysis-success-rate.yaml"), join(app, "deploy/analysis.yaml"));
+  // A target plugin's function, as a user writes it with the installed package.
+  writeFileSync(
+    join(app, "plugin.mjs"),
+    [
+      'import { servePlugin, TargetNotReadyError, PLUGIN_PROTOCOL } from "sfn-rollouts/plugin";',
+      "const handler = servePlugin((config, name) => ({",
+      '  prepare: () => ({ state: { name, ...config }, firstRelease: false, stable: "v1" }),',
+      "  scaleDown: () => {",
+      '    throw new TargetNotReadyError("still draining");',
+      "  },",
+      "}));",
+      'const request = (method, args) => ({ protocol: PLUGIN_PROTOCOL, method, name: "mesh", config: { a: 1 }, args });',
+      'const replies = [await handler(request("prepare", {})), await handler(request("scaleDown", { state: {} }))];',
+      "console.log(JSON.stringify(replies));",
+      "",
+    ].join("\n"),
+  );
   writeFileSync(
     join(app, "judges.mjs"),
     [
@@ -210,6 +228,9 @@ describe("the packed package", () => {
       "dist/infra/index.d.ts",
       "dist/statemachine/index.js",
       "dist/functions/judges/index.d.ts",
+      "dist/functions/plugin/index.js",
+      "dist/functions/plugin/index.d.ts",
+      "examples/target-plugin.ts",
       "dist/cli/main.js",
       "examples/rollout.yaml",
       "docs/cdk.md",
@@ -275,6 +296,13 @@ describe("the packed package", () => {
       );
       expect(definition.StartAt).toEqual(expect.any(String));
       expect(Object.keys(definition.States).length).toBeGreaterThan(5);
+    });
+
+    it("serves a target plugin with sfn-rollouts/plugin from a plain .mjs file", () => {
+      expect(JSON.parse(run(process.execPath, ["plugin.mjs"], { cwd: app }))).toEqual([
+        { result: { state: { name: "mesh", a: 1 }, firstRelease: false, stable: "v1" } },
+        { error: { name: "TargetNotReadyError", message: "still draining" } },
+      ]);
     });
 
     it("imports sfn-rollouts/judges from a plain .mjs file, with the sources' results", () => {

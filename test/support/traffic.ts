@@ -19,7 +19,8 @@ import type {
  * the rollout's back to cause drift) and every call it received.
  */
 export class FakeTraffic implements TrafficTarget {
-  readonly type = "local-proxy" as const;
+  /** Any type of the port does: the workflow only stores it in the state. */
+  readonly type = "plugin" as const;
   readonly calls: string[] = [];
   /** What is really configured: percent on the candidate. */
   canary = 0;
@@ -40,7 +41,7 @@ export class FakeTraffic implements TrafficTarget {
   async prepare(): Promise<Prepared> {
     this.calls.push("prepare");
     return {
-      state: { type: "local-proxy", stable: this.stable, expected: this.canary },
+      state: { type: "plugin", stable: this.stable, expected: this.canary },
       firstRelease: false,
       stable: this.stable,
     };
@@ -107,7 +108,7 @@ export class FakeTraffic implements TrafficTarget {
     this.stable = String(state.candidate ?? this.stable);
     this.candidate = undefined;
     this.canary = 0;
-    return { type: "local-proxy", stable: this.stable, expected: 0, promoted: true };
+    return { type: "plugin", stable: this.stable, expected: 0, promoted: true };
   }
 
   async abort(state: TargetState, _options: AbortOptions): Promise<Readiness> {

@@ -157,7 +157,7 @@ describe("SageMakerTraffic", () => {
       InstanceType: "ml.g5.xlarge",
       InitialInstanceCount: 1,
     });
-    await expect(r.deployCandidate(state, { upstream: "http://127.0.0.1:9" })).rejects.toThrow(
+    await expect(r.deployCandidate(state, { s3Key: "ranker/model.tar.gz" })).rejects.toThrow(
       /give artifact.modelPackage/,
     );
   });

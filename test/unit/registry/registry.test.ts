@@ -179,7 +179,12 @@ describe("SageMakerModelRegistry", () => {
       modelPackageGroupName: "ranker",
     });
     expect(
-      registryOf({ type: "local-proxy", mlflow: { trackingUri: "http://m:5000", model: "ranker" } }),
+      registryOf({
+        type: "plugin",
+        name: "mesh",
+        functionArn: "arn:aws:lambda:eu-west-1:123456789012:function:mesh",
+        mlflow: { trackingUri: "http://m:5000", model: "ranker" },
+      }),
     ).toEqual({
       type: "mlflow",
       trackingUri: "http://m:5000",

@@ -1,11 +1,9 @@
 import { describe, expect, it, onTestFinished } from "vitest";
 import { z } from "zod";
 import { requestAbort } from "../../../functions/abort/request-abort.ts";
-import { ManualClock } from "../../../functions/clock.ts";
 import { ConcurrentUpdateError } from "../../../functions/store/errors.ts";
 import { update } from "../../../functions/store/update.ts";
 import type { TimerFiring } from "../../../functions/timer/port.ts";
-import { LocalProxyTraffic } from "../../../functions/traffic/local-proxy.ts";
 import { executionName } from "../../../functions/trigger/decide.ts";
 import { StoredAnalysisSchema } from "../../../functions/workflow/analysis.ts";
 import type { BeginResult } from "../../../functions/workflow/begin.ts";
@@ -852,27 +850,6 @@ describe("Begin", () => {
     expect(await w.item()).toEqual(afterTrigger);
     expect((afterTrigger as { phase: string }).phase).toBe(before.phase);
     expect(w.router.calls).toEqual([]);
-  });
-
-  it('runs an image with no upstream of its own on the local-proxy target\'s "*" upstream, and refuses one without', () => {
-    const router = (upstreams: Record<string, string>) =>
-      new LocalProxyTraffic(
-        {},
-        { type: "local-proxy", adminUrl: "http://127.0.0.1:1", upstreams },
-        new ManualClock(0),
-      );
-    const pushed = { image: `demo@${digest(2)}`, digest: digest(2), tag: "v7" };
-    const both = router({ v1: "http://127.0.0.1:2", "*": "http://127.0.0.1:3" });
-    expect(both.artifactFor(pushed)).toEqual({ upstream: "http://127.0.0.1:3", version: "v7" });
-    expect(both.artifactFor({ ...pushed, tag: "v1" })).toEqual({
-      upstream: "http://127.0.0.1:2",
-      version: "v1",
-    });
-    expect(() => router({ v1: "http://127.0.0.1:2" }).artifactFor(pushed)).toThrow(
-      new RangeError(
-        `the local proxy target has no upstream for image tag "v7" or digest "${digest(2)}": add it to upstreams (or a "*" upstream for any other image)`,
-      ),
-    );
   });
 
   it("records a target failure after taking over as Degraded, and a retry that succeeds undoes it", async () => {
