@@ -13,6 +13,7 @@ const FULL = [
   "test/docs/api.test.ts",
   "test/cli/dashboard-browser.test.ts",
   "test/local/prometheus.test.ts",
+  "test/metrics/prometheus.test.ts",
   "test/local/kube/kubectl.test.ts",
   "test/infra/bundle.test.ts",
 ];

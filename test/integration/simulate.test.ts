@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parsePlan } from "../../cli/simulate/plan.ts";
-import { prometheusVersion } from "../../local/demo/prometheus.ts";
+import { prometheusVersion } from "../../local/prometheus.ts";
 import { startSimulatedPrometheus } from "../../local/simulate/prometheus.ts";
 import { simulate } from "../../local/simulate/run.ts";
 import { run } from "../support/cli.ts";
