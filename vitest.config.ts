@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { createRequire } from "node:module";
+import { join, relative, sep } from "node:path";
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
@@ -13,6 +14,7 @@ const FULL = [
   "test/docs/api.test.ts",
   "test/cli/dashboard-browser.test.ts",
   "test/local/prometheus.test.ts",
+  "test/metrics/prometheus.test.ts",
   "test/local/kube/kubectl.test.ts",
   "test/infra/bundle.test.ts",
 ];
@@ -25,12 +27,26 @@ const FULL = [
 const GLOBAL_CHANGE =
   /\bmockClient\(|\bvi\.(mock|doMock|stubEnv|stubGlobal|useFakeTimers)\(|process\.env\.[A-Z_]+\s*=[^=]|Object\.assign\(process\.env/;
 
+/** Resolves a module of the test-support package as Node.js does: through its link and its exports. */
+const requireHere = createRequire(join(process.cwd(), "package.json"));
+
+/** Where `file` imports the test-support module `specifier` from, relative to the repository. */
+function supportModule(file: string, specifier: string): string {
+  let resolved: string;
+  try {
+    resolved = requireHere.resolve(specifier);
+  } catch (cause) {
+    throw new Error(`${file} imports ${specifier}, which does not resolve (npm ci links it)`, { cause });
+  }
+  return relative(process.cwd(), resolved).split(sep).join("/");
+}
+
 /**
- * The test files that change nothing global, found by reading them and the test/support modules
- * they import. They share one process per worker (`isolate: false`), so the modules they load
- * (the compiler, aws-cdk-lib, the judges) load once per worker instead of once per file; every
- * other test file gets a fresh process, as before. A new test that mocks lands in the isolated
- * project without anyone listing it.
+ * The test files that change nothing global, found by reading them and the test modules they
+ * import (the test-support package's, by name, and their neighbours). They share one process per
+ * worker (`isolate: false`), so the modules they load (the compiler, aws-cdk-lib, the judges) load
+ * once per worker instead of once per file; every other test file gets a fresh process, as
+ * before. A new test that mocks lands in the isolated project without anyone listing it.
  */
 function sharedTests(): string[] {
   const changes = new Map<string, boolean>();
@@ -39,10 +55,15 @@ function sharedTests(): string[] {
     if (known !== undefined) return known;
     changes.set(path, false); // a cycle of imports adds nothing
     const text = readFileSync(path, "utf8");
-    // The test's own helpers (test/...), not the product: the product changes nothing global.
-    const supports = [...text.matchAll(/from "(\.\.?\/[\w./-]+\.ts)"/g)]
-      .map((m) => join(path, "..", m[1] as string))
-      .filter((p) => p.startsWith("test/") && existsSync(p));
+    // The test's own helpers, not the product: the product changes nothing global. A file next to
+    // the test (`./x.ts`, `../x.ts`) or a module of the test-support package (test/support/).
+    const nearby = [...text.matchAll(/from "(\.\.?\/[\w./-]+\.ts)"/g)].map((m) =>
+      join(path, "..", m[1] as string),
+    );
+    const packaged = [...text.matchAll(/from "(@sfn-rollouts\/test-support\/[\w./-]+)"/g)].map((m) =>
+      supportModule(path, m[1] as string),
+    );
+    const supports = [...nearby, ...packaged].filter((p) => p.startsWith("test/") && existsSync(p));
     const verdict = GLOBAL_CHANGE.test(text) || supports.some(changesGlobals);
     changes.set(path, verdict);
     return verdict;

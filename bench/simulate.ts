@@ -17,7 +17,7 @@ import { availableParallelism } from "node:os";
 import { formatDollars } from "../cli/simulate/cost.ts";
 import { parsePlan } from "../cli/simulate/plan.ts";
 import type { SimulationRow } from "../cli/simulate/runtime.ts";
-import { prometheusVersion } from "../local/demo/prometheus.ts";
+import { prometheusVersion } from "../local/prometheus.ts";
 import { MAX_PLANS, simulate } from "../local/simulate/run.ts";
 import { answerJob, runJobs, wilson } from "./jobs.ts";
 import type { Bench } from "./run.ts";

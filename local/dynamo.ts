@@ -10,7 +10,7 @@ import {
 import dynalite from "dynalite";
 import { clientConfig } from "../functions/aws-clients.ts";
 import { isAwsError } from "../functions/aws-errors.ts";
-import { freePort } from "./demo/prometheus.ts";
+import { freePort } from "./prometheus.ts";
 
 /** A local DynamoDB: dynalite in-process (default) or Amazon's DynamoDB Local on Java. */
 export interface LocalDynamo {

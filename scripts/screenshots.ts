@@ -2,9 +2,9 @@
 // (headless, through puppeteer-core) on the demo's rollouts run in the embedded runtime in
 // virtual time, so the same code draws the same pictures on every machine that runs it.
 import { fileURLToPath } from "node:url";
+import { launchChromium } from "@sfn-rollouts/test-support/browser";
+import { startDemoRollouts } from "@sfn-rollouts/test-support/demo-rollouts";
 import { startDashboard } from "../cli/dashboard/server.ts";
-import { launchChromium } from "../test/support/browser.ts";
-import { startDemoRollouts } from "../test/support/demo-rollouts.ts";
 
 const out = (name: string) => fileURLToPath(new URL(`../docs/img/${name}`, import.meta.url));
 

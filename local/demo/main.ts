@@ -2,6 +2,7 @@ import { Exit } from "../../cli/exit-codes.ts";
 import { columns } from "../../cli/table.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
+import { prometheusVersion, type RunningPrometheus, startPrometheus } from "../prometheus.ts";
 import { type RunningProxy, startProxy } from "../proxy/server.ts";
 import { LOCAL_PROXY_FUNCTION_ARN } from "../proxy/target.ts";
 import { CLI_ENV_KEYS, type EmbeddedStack, startEmbeddedStack } from "../stack.ts";
@@ -9,7 +10,6 @@ import { type DemoApp, startDemoApp } from "./app.ts";
 import { runKubernetesDemo } from "./kubernetes.ts";
 import { type Load, startLoad } from "./load.ts";
 import { runModelDemo } from "./model-demo.ts";
-import { prometheusVersion, type RunningPrometheus, startPrometheus } from "./prometheus.ts";
 import { type DemoMetrics, writeDemoSpec } from "./spec.ts";
 
 /** One pushed version and what happened to it. */

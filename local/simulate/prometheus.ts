@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type RunningPrometheus, startPrometheus } from "../demo/prometheus.ts";
+import { type RunningPrometheus, startPrometheus } from "../prometheus.ts";
 import { remoteWrite, type WriteSeries } from "./remote-write.ts";
 
 /**

@@ -1,6 +1,6 @@
+import { run } from "@sfn-rollouts/test-support/cli";
 import { describe, expect, it } from "vitest";
 import { bucket } from "../../functions/router/cohort.ts";
-import { run } from "../support/cli.ts";
 
 describe("rollouts assign", () => {
   it("prints the reference's cohort: 277 of 1000 users at weight 30, salt v2", async () => {

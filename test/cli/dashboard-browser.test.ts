@@ -1,8 +1,8 @@
+import { launchChromium } from "@sfn-rollouts/test-support/browser";
+import { type DemoRollouts, startDemoRollouts } from "@sfn-rollouts/test-support/demo-rollouts";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningDashboard, startDashboard } from "../../cli/dashboard/server.ts";
-import { launchChromium } from "../support/browser.ts";
-import { type DemoRollouts, startDemoRollouts } from "../support/demo-rollouts.ts";
 
 /**
  * The dashboard in a real browser (Debian's chromium, headless) on the demo's rollouts run in the

@@ -2,14 +2,14 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "@sfn-rollouts/test-support/cli";
+import { type DemoRollouts, startDemoRollouts } from "@sfn-rollouts/test-support/demo-rollouts";
+import { type DynaliteHarness, startDynalite } from "@sfn-rollouts/test-support/dynalite";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { dashboardAction } from "../../cli/commands/dashboard-actions.ts";
 import type { Io } from "../../cli/io.ts";
 import { DynamoRolloutStore } from "../../functions/store/dynamodb.ts";
-import { run } from "../support/cli.ts";
-import { type DemoRollouts, startDemoRollouts } from "../support/demo-rollouts.ts";
-import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
 
 /**
  * `rollouts report` and `rollouts dashboard` as a user runs them: configured through

@@ -1,3 +1,5 @@
+import { type DemoRollouts, startDemoRollouts } from "@sfn-rollouts/test-support/demo-rollouts";
+import { runningRollout, T0 } from "@sfn-rollouts/test-support/running-rollout";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { asset } from "../../cli/dashboard/assets.ts";
@@ -14,8 +16,6 @@ import {
 } from "../../cli/dashboard/page.ts";
 import type { RolloutView } from "../../cli/render.ts";
 import { abortedStatusMessage } from "../../functions/abort/errors.ts";
-import { type DemoRollouts, startDemoRollouts } from "../support/demo-rollouts.ts";
-import { runningRollout, T0 } from "../support/running-rollout.ts";
 
 /**
  * The report and the dashboard's pages as pure functions of the store's data: the demo's four

@@ -1,7 +1,7 @@
 import { request as httpRequest } from "node:http";
+import { type DemoRollouts, startDemoRollouts } from "@sfn-rollouts/test-support/demo-rollouts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningDashboard, startDashboard } from "../../cli/dashboard/server.ts";
-import { type DemoRollouts, startDemoRollouts } from "../support/demo-rollouts.ts";
 
 /**
  * `rollouts dashboard`'s server over the demo's rollouts in the embedded runtime: what it serves,

@@ -5,6 +5,8 @@ import {
   SFNClient,
   StopExecutionCommand,
 } from "@aws-sdk/client-sfn";
+import { run } from "@sfn-rollouts/test-support/cli";
+import { type DynaliteHarness, startDynalite } from "@sfn-rollouts/test-support/dynalite";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { poll } from "../../cli/commands/operate-actions.ts";
 import { main } from "../../cli/main.ts";
@@ -21,8 +23,6 @@ import { update } from "../../functions/store/update.ts";
 import { executionName } from "../../functions/trigger/decide.ts";
 import { localFunctionArn } from "../../local/asl/intrinsics.ts";
 import { type Runtime, startRuntime } from "../../local/runtime.ts";
-import { run } from "../support/cli.ts";
-import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
 
 /**
  * The operating commands end to end: the real SDK clients of the CLI, configured only through

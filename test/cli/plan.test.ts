@@ -2,9 +2,9 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "@sfn-rollouts/test-support/cli";
 import validator from "asl-validator";
 import { describe, expect, it } from "vitest";
-import { run } from "../support/cli.ts";
 
 const SEED = ["examples/rollout.yaml", "examples/analysis-success-rate.yaml"];
 

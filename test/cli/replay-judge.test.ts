@@ -1,6 +1,19 @@
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "@sfn-rollouts/test-support/cli";
+import { type DynaliteHarness, startDynalite } from "@sfn-rollouts/test-support/dynalite";
+import { type EmbeddedRollout, startEmbeddedRollout } from "@sfn-rollouts/test-support/embedded-rollout";
+import { digest } from "@sfn-rollouts/test-support/fake-rollout";
+import {
+  COUNTS_SIDES,
+  judgeMetric,
+  judgeTemplate,
+  rates,
+  statsWeb,
+} from "@sfn-rollouts/test-support/judge-stats";
+import { canarySpec } from "@sfn-rollouts/test-support/rollout-spec";
+import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { StoredMeasurementValueSchema } from "../../cli/render.ts";
@@ -8,13 +21,6 @@ import { MetricProviders } from "../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../functions/metrics/port.ts";
 import { DynamoRolloutStore } from "../../functions/store/dynamodb.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
-import { run } from "../support/cli.ts";
-import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
-import { type EmbeddedRollout, startEmbeddedRollout } from "../support/embedded-rollout.ts";
-import { digest } from "../support/fake-rollout.ts";
-import { COUNTS_SIDES, judgeMetric, judgeTemplate, rates, statsWeb } from "../support/judge-stats.ts";
-import { canarySpec } from "../support/rollout-spec.ts";
-import { FakeTraffic } from "../support/traffic.ts";
 
 /**
  * `rollouts replay` of a judge, end to end: a real rollout of the compiled workflow in the

@@ -1,13 +1,13 @@
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "@sfn-rollouts/test-support/cli";
+import { type DynaliteHarness, startDynalite } from "@sfn-rollouts/test-support/dynalite";
+import { digest, type FakeRollout, startStableRollout } from "@sfn-rollouts/test-support/fake-rollout";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { DynamoRolloutStore } from "../../functions/store/dynamodb.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
-import { run } from "../support/cli.ts";
-import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
-import { digest, type FakeRollout, startStableRollout } from "../support/fake-rollout.ts";
 
 /**
  * `rollouts replay` end to end: a real rollout of the compiled workflow in the embedded runtime

@@ -1,3 +1,4 @@
+import { type DynaliteHarness, startDynalite } from "@sfn-rollouts/test-support/dynalite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadView } from "../../cli/commands/operate-actions.ts";
 import { renderRollout } from "../../cli/render.ts";
@@ -10,7 +11,6 @@ import type { RolloutStore } from "../../functions/store/port.ts";
 import { newRolloutItem } from "../../functions/store/schema.ts";
 import type { StoredAnalysis } from "../../functions/workflow/analysis.ts";
 import { MetricSchema } from "../../statemachine/spec.ts";
-import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
 
 /**
  * What one frame of `rollouts get` (and so every refresh of `--watch`) reads: only what it shows.

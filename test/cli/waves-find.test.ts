@@ -1,3 +1,4 @@
+import { runWithEnv } from "@sfn-rollouts/test-support/cli";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { findRelease, passesOfCoordinator, whyUnreadable } from "../../cli/commands/waves-find.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
@@ -5,7 +6,6 @@ import { type Runtime, startRuntime } from "../../local/runtime.ts";
 import { CLI_ENV_KEYS } from "../../local/stack.ts";
 import { parseRollout, readSourcesSync, resolveWaves } from "../../statemachine/index.ts";
 import { compileWaves, wavePlaceholders } from "../../statemachine/waves-compile.ts";
-import { runWithEnv } from "../support/cli.ts";
 
 /**
  * How `rollouts waves` reads a release from its coordinator: the passes its definition starts, and

@@ -17,6 +17,11 @@ import {
   StartExecutionCommand,
   TaskDoesNotExist,
 } from "@aws-sdk/client-sfn";
+import {
+  createRolloutsTable,
+  type DynaliteHarness,
+  startDynalite,
+} from "@sfn-rollouts/test-support/dynalite";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { requestAbort } from "../../functions/abort/request-abort.ts";
@@ -41,7 +46,6 @@ import type { TickerInput } from "../../functions/timer/ticker.ts";
 import type { WorkflowDeps } from "../../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../../functions/workflow/metrics.ts";
 import type { WorkflowContext } from "../../functions/workflow/payloads.ts";
-import { createRolloutsTable, type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
 
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
 const ACCOUNT = "123456789012";

@@ -1,4 +1,5 @@
 import { InvokeEndpointCommand, SageMakerRuntimeClient } from "@aws-sdk/client-sagemaker-runtime";
+import { type DynaliteHarness, startDynalite } from "@sfn-rollouts/test-support/dynalite";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createHandler } from "../../functions/handlers/router.ts";
@@ -10,7 +11,6 @@ import {
   localStreamingRuntime,
   startFunctionUrl,
 } from "../../local/aws/function-url.ts";
-import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
 
 const sagemaker = mockClient(SageMakerRuntimeClient);
 const answerBody = (label: number) => new TextEncoder().encode(JSON.stringify({ label }));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { runDemo } from "../../local/demo/main.ts";
-import { prometheusVersion } from "../../local/demo/prometheus.ts";
+import { prometheusVersion } from "../../local/prometheus.ts";
 
 /**
  * `npm start`, as a new user runs it: real time, real Prometheus (installed by .ci/run), the

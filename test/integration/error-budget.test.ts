@@ -1,12 +1,12 @@
+import { type EmbeddedRollout, startEmbeddedRollout } from "@sfn-rollouts/test-support/embedded-rollout";
+import { digest } from "@sfn-rollouts/test-support/fake-rollout";
+import { COUNTS_SIDES, judgeTemplate, rates, statsWeb } from "@sfn-rollouts/test-support/judge-stats";
+import { judgedRollout } from "@sfn-rollouts/test-support/judged-rollout";
+import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
 import { afterEach, describe, expect, it } from "vitest";
 import { MetricProviders } from "../../functions/metrics/index.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
 import { parseRollout } from "../../statemachine/index.ts";
-import { type EmbeddedRollout, startEmbeddedRollout } from "../support/embedded-rollout.ts";
-import { digest } from "../support/fake-rollout.ts";
-import { COUNTS_SIDES, judgeTemplate, rates, statsWeb } from "../support/judge-stats.ts";
-import { judgedRollout } from "../support/judged-rollout.ts";
-import { FakeTraffic } from "../support/traffic.ts";
 
 /**
  * One error budget per rollout, through the compiled workflow in the embedded runtime: a

@@ -1,6 +1,9 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { SFNClient } from "@aws-sdk/client-sfn";
+import { runWithEnv } from "@sfn-rollouts/test-support/cli";
+import { listExecutions } from "@sfn-rollouts/test-support/executions";
+import { DEAD_URL } from "@sfn-rollouts/test-support/http-server";
 import { ManualClock } from "../../functions/clock.ts";
 import { startDemoApp } from "../../local/demo/app.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
@@ -8,9 +11,6 @@ import type { LocalDynamo } from "../../local/dynamo.ts";
 import { startProxy } from "../../local/proxy/server.ts";
 import { localProxyTarget } from "../../local/proxy/target.ts";
 import { CLI_ENV_KEYS, type EmbeddedStack, startEmbeddedStack } from "../../local/stack.ts";
-import { runWithEnv } from "../support/cli.ts";
-import { listExecutions } from "../support/executions.ts";
-import { DEAD_URL } from "../support/http-server.ts";
 import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } from "./scenario.ts";
 
 /** A scenario on the embedded runtime: the generic one, plus the stack for benchmarks. */

@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 import {
   CLUSTER_E2E,
   clusterBackend,
   IMAGES,
   type KubeBackend,
   localBackend,
-} from "../support/kube-backend.ts";
+} from "@sfn-rollouts/test-support/kube-backend";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 
 /**
  * The kubernetes target's rollouts, one per router, at the adapter level (the calls the

@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { deploymentManifest } from "@sfn-rollouts/test-support/kube";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
@@ -8,7 +9,6 @@ import { RESOURCE_TYPES } from "../../local/kube/resources.ts";
 import { type KubeApi, startKubeApi } from "../../local/kube/server.ts";
 import type { KubeObject } from "../../local/kube/store.ts";
 import { type EmbeddedStack, startEmbeddedStack } from "../../local/stack.ts";
-import { deploymentManifest } from "../support/kube.ts";
 import { DIGESTS } from "./scenario.ts";
 
 /**

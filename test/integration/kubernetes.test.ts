@@ -1,12 +1,12 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { deploymentManifest } from "@sfn-rollouts/test-support/kube";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import { type KubeApi, startKubeApi } from "../../local/kube/server.ts";
 import { type EmbeddedStack, startEmbeddedStack } from "../../local/stack.ts";
-import { deploymentManifest } from "../support/kube.ts";
 import { DIGESTS } from "./scenario.ts";
 
 /**

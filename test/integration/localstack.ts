@@ -5,14 +5,14 @@ import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { SFNClient } from "@aws-sdk/client-sfn";
+import { runWithEnv } from "@sfn-rollouts/test-support/cli";
+import { listExecutions } from "@sfn-rollouts/test-support/executions";
+import { DEAD_PORT } from "@sfn-rollouts/test-support/http-server";
 import { DynamoRolloutStore } from "../../functions/store/dynamodb.ts";
 import { type DemoApp, startDemoApp } from "../../local/demo/app.ts";
 import { startLoad } from "../../local/demo/load.ts";
 import { writeDemoSpec } from "../../local/demo/spec.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
-import { runWithEnv } from "../support/cli.ts";
-import { listExecutions } from "../support/executions.ts";
-import { DEAD_PORT } from "../support/http-server.ts";
 import { DIGESTS, ERROR_RATES, type Scenario, type ScenarioOptions, type Tag } from "./scenario.ts";
 
 /**

@@ -1,12 +1,12 @@
+import { startEmbeddedRollout } from "@sfn-rollouts/test-support/embedded-rollout";
+import { digest } from "@sfn-rollouts/test-support/fake-rollout";
+import { type IamRouter, startIamRouter } from "@sfn-rollouts/test-support/iam-router";
+import { analysisSpec, canarySpec } from "@sfn-rollouts/test-support/rollout-spec";
+import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { defaultProviders } from "../../functions/metrics/index.ts";
 import { FORBIDDEN_BODY } from "../../local/aws/function-url.ts";
 import { MetricSchema } from "../../statemachine/spec.ts";
-import { startEmbeddedRollout } from "../support/embedded-rollout.ts";
-import { digest } from "../support/fake-rollout.ts";
-import { type IamRouter, startIamRouter } from "../support/iam-router.ts";
-import { analysisSpec, canarySpec } from "../support/rollout-spec.ts";
-import { FakeTraffic } from "../support/traffic.ts";
 
 /**
  * The compiled workflow in the embedded runtime judges a model through the router function behind

@@ -1,6 +1,6 @@
+import { startServer } from "@sfn-rollouts/test-support/http-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
-import { startServer } from "../support/http-server.ts";
 import { type LocalScenario, startScenario } from "./harness.ts";
 import { done } from "./scenario.ts";
 

@@ -1,3 +1,4 @@
+import { signedFetch } from "@sfn-rollouts/test-support/signed-fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import { registryHost } from "../../functions/trigger/event.ts";
@@ -10,7 +11,6 @@ import { finished } from "../../local/demo/model-stack.ts";
 import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
 import { type EmbeddedStack, startEmbeddedStack } from "../../local/stack.ts";
 import { MODEL_ROUTER_URL } from "../../statemachine/providers.ts";
-import { signedFetch } from "../support/signed-fetch.ts";
 
 /**
  * A SageMaker model rollout with the model router, end to end on the embedded runtime in virtual

@@ -1,8 +1,8 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "@sfn-rollouts/test-support/cli";
 import { describe, expect, it } from "vitest";
-import { run } from "../support/cli.ts";
 
 /** Input `rollouts simulate` must refuse with exit 2 and a line naming what is wrong, before running anything. */
 const SEED = ["examples/rollout.yaml", "examples/analysis-success-rate.yaml"];

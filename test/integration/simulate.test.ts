@@ -1,12 +1,12 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "@sfn-rollouts/test-support/cli";
 import { describe, expect, it } from "vitest";
 import { parsePlan } from "../../cli/simulate/plan.ts";
-import { prometheusVersion } from "../../local/demo/prometheus.ts";
+import { prometheusVersion } from "../../local/prometheus.ts";
 import { startSimulatedPrometheus } from "../../local/simulate/prometheus.ts";
 import { simulate } from "../../local/simulate/run.ts";
-import { run } from "../support/cli.ts";
 
 /**
  * `rollouts simulate` on the real workflow: the synthesized stack in the embedded runtime, in

@@ -2,6 +2,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DeleteTableCommand } from "@aws-sdk/client-dynamodb";
+import { runWithEnv } from "@sfn-rollouts/test-support/cli";
+import { DEAD_URL } from "@sfn-rollouts/test-support/http-server";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getAction } from "../../cli/commands/operate-actions.ts";
 import { ManualClock } from "../../functions/clock.ts";
@@ -11,8 +13,6 @@ import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
 import { localProxyTarget } from "../../local/proxy/target.ts";
 import { CLI_ENV_KEYS } from "../../local/stack.ts";
 import { type LocalPass, type LocalWaves, startLocalWaves } from "../../local/waves.ts";
-import { runWithEnv } from "../support/cli.ts";
-import { DEAD_URL } from "../support/http-server.ts";
 import { DIGESTS } from "./scenario.ts";
 
 /**

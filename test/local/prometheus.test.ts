@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startPrometheus } from "../../local/demo/prometheus.ts";
+import { freePort, startPrometheus } from "../../local/prometheus.ts";
 
 /** A port another process holds, as one found free can be by the time Prometheus binds it. */
 let taken: Server;

@@ -1,3 +1,4 @@
+import { localProxyThroughPlugin } from "@sfn-rollouts/test-support/local-proxy";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import { assign } from "../../functions/router/cohort.ts";
@@ -5,7 +6,6 @@ import { TargetStateError } from "../../functions/traffic/errors.ts";
 import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 import { makeDataset, predict, startModel, TRUE_WEIGHTS, type Weights } from "../../local/demo/model.ts";
 import { startProxy } from "../../local/proxy/server.ts";
-import { localProxyThroughPlugin } from "../support/local-proxy.ts";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -1,12 +1,12 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { localProxyThroughPlugin } from "@sfn-rollouts/test-support/local-proxy";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import { TargetConfigurationError, TargetNotReadyError } from "../../functions/traffic/errors.ts";
 import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
 import type { LocalProxyState } from "../../local/proxy/target.ts";
-import { localProxyThroughPlugin } from "../support/local-proxy.ts";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

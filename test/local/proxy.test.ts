@@ -1,9 +1,9 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { DEAD_URL } from "@sfn-rollouts/test-support/http-server";
 import { afterEach, describe, expect, it } from "vitest";
 import { ExactShare } from "../../local/proxy/exact-share.ts";
 import { type RunningProxy, startProxy } from "../../local/proxy/server.ts";
-import { DEAD_URL } from "../support/http-server.ts";
 
 interface Upstream {
   url: string;

@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { type Recorded, startServer } from "@sfn-rollouts/test-support/http-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -10,7 +11,6 @@ import { PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts"
 import { SamplesMetricProvider } from "../../functions/metrics/samples.ts";
 import { WebMetricProvider } from "../../functions/metrics/web.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { type Recorded, startServer } from "../support/http-server.ts";
 
 /**
  * What an HTTP provider does with an answer it must not trust: a body past the limit (declared

@@ -1,9 +1,9 @@
 import { Sha256 } from "@aws-crypto/sha256-js";
+import { DEAD_URL, startServer } from "@sfn-rollouts/test-support/http-server";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { interpret, isAmpHost, PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { DEAD_URL, startServer } from "../support/http-server.ts";
 
 /**
  * The Prometheus adapter's HTTP behaviour that a real Prometheus does not show on demand: the POST

@@ -4,7 +4,7 @@ import { Counter, Histogram, Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRun, tick } from "../../functions/analysis/index.ts";
 import { PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts";
-import { type RunningPrometheus, startPrometheus } from "../../local/demo/prometheus.ts";
+import { type RunningPrometheus, startPrometheus } from "../../local/prometheus.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
 
 /**

@@ -1,9 +1,9 @@
+import { credentials, type IamRouter, startIamRouter } from "@sfn-rollouts/test-support/iam-router";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defaultProviders } from "../../functions/metrics/index.ts";
 import { functionUrlRegion, SamplesMetricProvider } from "../../functions/metrics/samples.ts";
 import { FORBIDDEN_BODY } from "../../local/aws/function-url.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { credentials, type IamRouter, startIamRouter } from "../support/iam-router.ts";
 
 const region = "eu-west-1";
 

@@ -1,8 +1,8 @@
+import { startServer } from "@sfn-rollouts/test-support/http-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRun, tick } from "../../functions/analysis/index.ts";
 import { SamplesMetricProvider } from "../../functions/metrics/samples.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { startServer } from "../support/http-server.ts";
 
 let server: Awaited<ReturnType<typeof startServer>>;
 let answer: { status: number; body: string };

@@ -1,8 +1,8 @@
+import { DEAD_URL, startServer } from "@sfn-rollouts/test-support/http-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRun, tick } from "../../functions/analysis/index.ts";
 import { toJsonPath, WebMetricProvider } from "../../functions/metrics/web.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
-import { DEAD_URL, startServer } from "../support/http-server.ts";
 
 let server: Awaited<ReturnType<typeof startServer>>;
 

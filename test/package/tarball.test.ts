@@ -260,6 +260,30 @@ describe("the packed package", () => {
     expect(bundle).not.toMatch(/class RolloutsError\b/);
   });
 
+  it("names the private test support nowhere: neither package's manifest, files nor bundle", () => {
+    const manifests = [pkg, JSON.parse(readFileSync(join(ROOT, "local/package.json"), "utf8"))] as Array<
+      Record<string, unknown>
+    >;
+    for (const manifest of manifests) {
+      for (const field of [
+        "dependencies",
+        "devDependencies",
+        "peerDependencies",
+        "optionalDependencies",
+        "bundleDependencies",
+      ]) {
+        expect(Object.keys(manifest[field] ?? {}), `${manifest.name} ${field}`).not.toContain(
+          "@sfn-rollouts/test-support",
+        );
+      }
+    }
+    expect([...packed, ...runtimePacked].filter((p) => /(^|\/)test(-support)?\//.test(p))).toEqual([]);
+    const bundles = runtimePacked.filter((p) => p.endsWith(".js"));
+    for (const file of bundles) {
+      expect(readFileSync(join(ROOT, "local", file), "utf8"), file).not.toMatch(/test-support|test\/support/);
+    }
+  });
+
   describe.each([
     [
       "lowest",

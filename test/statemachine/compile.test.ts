@@ -1,3 +1,4 @@
+import { expectGolden } from "@sfn-rollouts/test-support/golden";
 import validator from "asl-validator";
 import { describe, expect, it } from "vitest";
 import { FUNCTION_PLACEHOLDERS, stepStateName } from "../../statemachine/compile.ts";
@@ -8,7 +9,6 @@ import {
   type RolloutSpec,
   type StateMachineDefinition,
 } from "../../statemachine/index.ts";
-import { expectGolden } from "../support/golden.ts";
 
 /** Every example, compiled as the construct does for an ALB target with pods. */
 const EXAMPLES: Record<string, string[]> = {

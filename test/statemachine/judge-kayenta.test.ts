@@ -1,3 +1,4 @@
+import { judgedRollout } from "@sfn-rollouts/test-support/judged-rollout";
 import { describe, expect, it } from "vitest";
 import {
   type JudgeSpec,
@@ -7,7 +8,6 @@ import {
   SpecError,
 } from "../../statemachine/index.ts";
 import { describeJudge, judgeSamplesNeeded } from "../../statemachine/judge-describe.ts";
-import { judgedRollout } from "../support/judged-rollout.ts";
 
 const ROLLOUT = judgedRollout({ template: "canary", weights: [25] });
 const base = "spec.metrics[0].provider.plugin.sfn-rollouts/judge";

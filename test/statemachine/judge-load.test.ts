@@ -1,6 +1,6 @@
+import { judgedRollout } from "@sfn-rollouts/test-support/judged-rollout";
 import { describe, expect, it } from "vitest";
 import { type JudgeSpec, type Metric, parseRollout, SpecError } from "../../statemachine/index.ts";
-import { judgedRollout } from "../support/judged-rollout.ts";
 
 const ROLLOUT = judgedRollout({ template: "gates", weights: [25] });
 

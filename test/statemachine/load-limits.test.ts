@@ -1,10 +1,10 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "@sfn-rollouts/test-support/cli";
 import { describe, expect, it } from "vitest";
 import { parseSources, readSources, SpecError } from "../../statemachine/index.ts";
 import { MAX_ALIAS_COUNT, MAX_DEPTH, MAX_DOCUMENTS, MAX_FILE_BYTES } from "../../statemachine/limits.ts";
-import { run } from "../support/cli.ts";
 
 /** The problems' lines of a load that must fail. */
 function problemsOf(text: string, file = "in.yaml"): string[] {

@@ -1,12 +1,12 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "@sfn-rollouts/test-support/cli";
 import { describe, expect, it } from "vitest";
 import { deriveName, SCHEDULE_NAME_MAX } from "../../functions/timer/names.ts";
 import { EXECUTION_NAME_MAX, executionName } from "../../functions/trigger/decide.ts";
 import { parseRollout, RolloutSpecSchema, SpecError } from "../../statemachine/index.ts";
 import { ROLLOUT_NAME_MAX, rolloutNameProblem } from "../../statemachine/names.ts";
-import { run } from "../support/cli.ts";
 
 const argo = (name: string, extra = "") => `
 apiVersion: argoproj.io/v1alpha1

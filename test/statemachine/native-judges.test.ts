@@ -1,3 +1,4 @@
+import { judgedRollout } from "@sfn-rollouts/test-support/judged-rollout";
 import { describe, expect, it } from "vitest";
 import {
   compile,
@@ -8,7 +9,6 @@ import {
   type RolloutSpec,
   SpecError,
 } from "../../statemachine/index.ts";
-import { judgedRollout } from "../support/judged-rollout.ts";
 
 const analyses = (spec: RolloutSpec): Metric[][] =>
   spec.steps.flatMap((s) => (s.kind === "analysis" ? [s.analysis.templates.flatMap((t) => t.metrics)] : []));

@@ -1,8 +1,8 @@
+import { re2Subjects } from "@sfn-rollouts/test-support/regex-engines";
 import { describe, expect, it } from "vitest";
 import { matchesRoute } from "../../local/proxy/config.ts";
 import { compileCondition, parseRollout, SpecError } from "../../statemachine/index.ts";
 import { re2FullMatch, re2Search } from "../../statemachine/re2.ts";
-import { re2Subjects } from "../support/regex-engines.ts";
 
 /** A regular expression that takes exponential time in a backtracking engine. */
 const REDOS = "^(a+)+$";

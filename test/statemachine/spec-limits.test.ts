@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "@sfn-rollouts/test-support/cli";
 import { describe, expect, it } from "vitest";
 import { TargetSettingsSchema } from "../../functions/traffic/settings.ts";
 import { deployedDefinitionSize } from "../../statemachine/compile.ts";
@@ -12,7 +13,6 @@ import {
   SpecError,
 } from "../../statemachine/index.ts";
 import { DEFINITION_MAX_CHARS } from "../../statemachine/limits.ts";
-import { run } from "../support/cli.ts";
 
 const rollout = (strategy: string, replicas = "1") => `
 apiVersion: argoproj.io/v1alpha1

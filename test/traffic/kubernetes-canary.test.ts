@@ -1,10 +1,10 @@
+import { deploymentManifest, type KubeFixture, kubeFixture, NS } from "@sfn-rollouts/test-support/kube";
 import { afterEach, describe, expect, it } from "vitest";
 import { TargetNotReadyError } from "../../functions/traffic/errors.ts";
 import type { KubernetesState } from "../../functions/traffic/index.ts";
 import type { TargetState } from "../../functions/traffic/port.ts";
 import { RESOURCE_TYPES } from "../../local/kube/resources.ts";
 import { canaryCounts } from "../../statemachine/pods.ts";
-import { deploymentManifest, type KubeFixture, kubeFixture, NS } from "../support/kube.ts";
 
 let fixture: KubeFixture | undefined;
 afterEach(async () => {

@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
+import { type KubeFixture, kubeFixture, NS } from "@sfn-rollouts/test-support/kube";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { TargetConfigurationError } from "../../functions/traffic/errors.ts";
 import type { KubernetesState } from "../../functions/traffic/index.ts";
 import type { KubeCall } from "../../functions/traffic/kubernetes/client.ts";
 import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
-import { type KubeFixture, kubeFixture, NS } from "../support/kube.ts";
 
 let fixture: KubeFixture | undefined;
 /** Every call the target made in this file, for the RBAC check at the end. */

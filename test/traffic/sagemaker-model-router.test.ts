@@ -3,15 +3,7 @@ import {
   UpdateEndpointCommand,
   UpdateEndpointWeightsAndCapacitiesCommand,
 } from "@aws-sdk/client-sagemaker";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ModelRouterConfig } from "../../functions/router/config.ts";
-import { DynamoRouterConfig } from "../../functions/router/dynamodb-config.ts";
-import { TargetStateError } from "../../functions/traffic/errors.ts";
-import { createTrafficTarget } from "../../functions/traffic/index.ts";
-import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
-import type { SageMakerState } from "../../functions/traffic/sagemaker.ts";
-import { ModelRouterTraffic } from "../../functions/traffic/sagemaker-model-router.ts";
-import { type DynaliteHarness, startDynalite } from "../support/dynalite.ts";
+import { type DynaliteHarness, startDynalite } from "@sfn-rollouts/test-support/dynalite";
 import {
   clock,
   PACKAGE,
@@ -20,7 +12,15 @@ import {
   settle,
   useSageMakerWorld,
   world,
-} from "../support/sagemaker-world.ts";
+} from "@sfn-rollouts/test-support/sagemaker-world";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ModelRouterConfig } from "../../functions/router/config.ts";
+import { DynamoRouterConfig } from "../../functions/router/dynamodb-config.ts";
+import { TargetStateError } from "../../functions/traffic/errors.ts";
+import { createTrafficTarget } from "../../functions/traffic/index.ts";
+import type { TargetState, TrafficTarget } from "../../functions/traffic/port.ts";
+import type { SageMakerState } from "../../functions/traffic/sagemaker.ts";
+import { ModelRouterTraffic } from "../../functions/traffic/sagemaker-model-router.ts";
 
 useSageMakerWorld();
 

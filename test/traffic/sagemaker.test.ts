@@ -6,6 +6,15 @@ import {
   UpdateEndpointCommand,
   UpdateEndpointWeightsAndCapacitiesCommand,
 } from "@aws-sdk/client-sagemaker";
+import {
+  clock,
+  PACKAGE,
+  ROLE,
+  sagemaker,
+  settle,
+  useSageMakerWorld,
+  world,
+} from "@sfn-rollouts/test-support/sagemaker-world";
 import { describe, expect, it } from "vitest";
 import {
   TargetConfigurationError,
@@ -15,15 +24,6 @@ import {
 import { createTrafficTarget } from "../../functions/traffic/index.ts";
 import type { TargetState } from "../../functions/traffic/port.ts";
 import { type SageMakerState, SageMakerTraffic } from "../../functions/traffic/sagemaker.ts";
-import {
-  clock,
-  PACKAGE,
-  ROLE,
-  sagemaker,
-  settle,
-  useSageMakerWorld,
-  world,
-} from "../support/sagemaker-world.ts";
 
 useSageMakerWorld();
 

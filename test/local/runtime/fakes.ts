@@ -1,11 +1,11 @@
 import { CreateScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
 import { SendTaskSuccessCommand, SFNClient } from "@aws-sdk/client-sfn";
+import { functionSubstitutions } from "@sfn-rollouts/test-support/embedded-rollout";
 import type { ManualClock } from "../../../functions/clock.ts";
 import { atExpression } from "../../../functions/timer/scheduler.ts";
 import { localFunctionArn } from "../../../local/asl/intrinsics.ts";
 import type { RuntimeFunction } from "../../../local/runtime.ts";
 import { compile, loadRollout } from "../../../statemachine/index.ts";
-import { functionSubstitutions } from "../../support/embedded-rollout.ts";
 
 /** The reference canary, compiled as the construct does (no readiness checks: a Lambda target). */
 export async function canaryDefinition(): Promise<Record<string, unknown>> {

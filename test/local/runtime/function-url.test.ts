@@ -1,3 +1,4 @@
+import { signedFetch } from "@sfn-rollouts/test-support/signed-fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StreamingHandler } from "../../../functions/handlers/router.ts";
 import { extractFunctionUrls } from "../../../local/asl/extract.ts";
@@ -5,7 +6,6 @@ import { localFunctionArn } from "../../../local/asl/intrinsics.ts";
 import { FORBIDDEN_BODY, localStreamingRuntime } from "../../../local/aws/function-url.ts";
 import { streamingHandler } from "../../../local/aws/lambda.ts";
 import { type Runtime, startRuntime } from "../../../local/runtime.ts";
-import { signedFetch } from "../../support/signed-fetch.ts";
 
 /**
  * The embedded runtime runs the `AWS::Lambda::Url` resources of a template: each is a local

@@ -6,6 +6,7 @@ import {
   TaskDoesNotExist,
   TaskTimedOut,
 } from "@aws-sdk/client-sfn";
+import { EXEC, runningRollout, T0 } from "@sfn-rollouts/test-support/running-rollout";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import {
@@ -23,7 +24,6 @@ import {
 } from "../../../functions/abort/index.ts";
 import { ConcurrentUpdateError, MemoryRolloutStore, update } from "../../../functions/store/index.ts";
 import type { RolloutItemInput } from "../../../functions/store/schema.ts";
-import { EXEC, runningRollout, T0 } from "../../support/running-rollout.ts";
 
 const sfnMock = mockClient(SFNClient);
 const tokens = () => new SfnTaskTokens(new SFNClient({ region: "us-east-1" }));

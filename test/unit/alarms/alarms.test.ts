@@ -1,4 +1,5 @@
 import { CloudWatchClient, DescribeAlarmsCommand } from "@aws-sdk/client-cloudwatch";
+import { EXEC, runningRollout } from "@sfn-rollouts/test-support/running-rollout";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { RecordingTaskTokens, RolloutAbortedError } from "../../../functions/abort/index.ts";
@@ -8,7 +9,6 @@ import { MemoryAlarms } from "../../../functions/alarms/memory.ts";
 import { AlarmCheckError, checkAlarms } from "../../../functions/workflow/check-alarms.ts";
 import type { WorkflowDeps } from "../../../functions/workflow/deps.ts";
 import type { CheckAlarmsPayload } from "../../../functions/workflow/payloads.ts";
-import { EXEC, runningRollout } from "../../support/running-rollout.ts";
 
 const cw = mockClient(CloudWatchClient);
 beforeEach(() => cw.reset());

@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startServer } from "@sfn-rollouts/test-support/http-server";
 import { Command, CommanderError } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnalyzeDeps, analyzeCommand } from "../../../cli/commands/analyze.ts";
 import { UsageError } from "../../../cli/io.ts";
 import { main } from "../../../cli/main.ts";
 import { defaultProviders } from "../../../functions/metrics/index.ts";
-import { startServer } from "../../support/http-server.ts";
 
 /**
  * `rollouts analyze` end to end against a local web metric, in virtual time: the clock moves when

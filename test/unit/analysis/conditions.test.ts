@@ -1,3 +1,4 @@
+import { re2Subjects } from "@sfn-rollouts/test-support/regex-engines";
 import { describe, expect, it } from "vitest";
 import {
   ConditionEvaluationError,
@@ -5,7 +6,6 @@ import {
   compileCondition,
   type ResultType,
 } from "../../../statemachine/conditions.ts";
-import { re2Subjects } from "../../support/regex-engines.ts";
 
 describe("compileCondition: evaluation", () => {
   const cases: [string, unknown, boolean][] = [

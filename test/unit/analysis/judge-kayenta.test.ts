@@ -1,12 +1,12 @@
 import { readFileSync } from "node:fs";
+import { driveAnalysis, judgeMetric } from "@sfn-rollouts/test-support/judge-stats";
+import { judgedRollout } from "@sfn-rollouts/test-support/judged-rollout";
 import { describe, expect, it } from "vitest";
 import type { AnalysisRun } from "../../../functions/analysis/index.ts";
 import { judgeLook } from "../../../functions/analysis/judge-look.ts";
 import { MetricProviders } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
 import { type Metric, parseRollout } from "../../../statemachine/index.ts";
-import { driveAnalysis, judgeMetric } from "../../support/judge-stats.ts";
-import { judgedRollout } from "../../support/judged-rollout.ts";
 import { T0 } from "./helpers.ts";
 
 /**

@@ -1,8 +1,8 @@
+import { driveAnalysis, judgeMetric } from "@sfn-rollouts/test-support/judge-stats";
 import { describe, expect, it } from "vitest";
 import { MetricProviders } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
 import { type Metric, SpecError } from "../../../statemachine/index.ts";
-import { driveAnalysis, judgeMetric } from "../../support/judge-stats.ts";
 import { T0 } from "./helpers.ts";
 
 /**

@@ -1,9 +1,3 @@
-import { describe, expect, it } from "vitest";
-import { createRun, nextTickAt, tick } from "../../../functions/analysis/index.ts";
-import { normalCdf as normalCdfOf } from "../../../functions/judges/index.ts";
-import { MetricProviders } from "../../../functions/metrics/index.ts";
-import type { MetricProvider } from "../../../functions/metrics/port.ts";
-import type { Metric } from "../../../statemachine/index.ts";
 import {
   COUNTS_SIDES,
   driveAnalysis,
@@ -11,7 +5,13 @@ import {
   phasesOf,
   rates,
   statsWeb,
-} from "../../support/judge-stats.ts";
+} from "@sfn-rollouts/test-support/judge-stats";
+import { describe, expect, it } from "vitest";
+import { createRun, nextTickAt, tick } from "../../../functions/analysis/index.ts";
+import { normalCdf as normalCdfOf } from "../../../functions/judges/index.ts";
+import { MetricProviders } from "../../../functions/metrics/index.ts";
+import type { MetricProvider } from "../../../functions/metrics/port.ts";
+import type { Metric } from "../../../statemachine/index.ts";
 import { reference } from "../judges/reference.ts";
 import { T0 } from "./helpers.ts";
 

@@ -1,3 +1,10 @@
+import {
+  COUNTS_SIDES,
+  judgeMetric,
+  rates,
+  type Source,
+  statsWeb,
+} from "@sfn-rollouts/test-support/judge-stats";
 import { describe, expect, it } from "vitest";
 import {
   type AnalysisRun,
@@ -15,7 +22,6 @@ import {
 import { MetricProviders } from "../../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../../functions/metrics/port.ts";
 import type { Metric } from "../../../statemachine/index.ts";
-import { COUNTS_SIDES, judgeMetric, rates, type Source, statsWeb } from "../../support/judge-stats.ts";
 import { T0 } from "./helpers.ts";
 
 /**

@@ -1,3 +1,4 @@
+import { type DynaliteHarness, startDynalite } from "@sfn-rollouts/test-support/dynalite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Backend } from "../../../functions/router/config.ts";
 import { DynamoRouterConfig } from "../../../functions/router/dynamodb-config.ts";
@@ -5,7 +6,6 @@ import { DynamoObservations } from "../../../functions/router/dynamodb-observati
 import { type Observations, Recorder, type Sample } from "../../../functions/router/recorder.ts";
 import { type CallBackend, ModelRouter, type RouterRequest } from "../../../functions/router/router.ts";
 import { SharedModelRouter } from "../../../functions/router/shared.ts";
-import { type DynaliteHarness, startDynalite } from "../../support/dynalite.ts";
 
 const v1: Backend = { name: "v1", url: "http://v1.test" };
 const v2: Backend = { name: "v2", url: "http://v2.test" };

@@ -1,3 +1,4 @@
+import { type DynaliteHarness, startDynalite } from "@sfn-rollouts/test-support/dynalite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ManualClock } from "../../../functions/clock.ts";
@@ -14,7 +15,6 @@ import {
   update,
   upsert,
 } from "../../../functions/store/index.ts";
-import { type DynaliteHarness, startDynalite } from "../../support/dynalite.ts";
 
 /**
  * The same behaviour is required of every adapter, so the same tests run against the in-memory

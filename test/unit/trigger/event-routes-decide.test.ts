@@ -1,3 +1,4 @@
+import { DIGEST_A, DIGEST_B, ecrPush, SM } from "@sfn-rollouts/test-support/ecr";
 import { describe, expect, it } from "vitest";
 import { newRolloutItem, type RolloutItem } from "../../../functions/store/schema.ts";
 import {
@@ -12,7 +13,6 @@ import {
   registryHost,
   TriggerRoutesSchema,
 } from "../../../functions/trigger/index.ts";
-import { DIGEST_A, DIGEST_B, ecrPush, SM } from "../../support/ecr.ts";
 
 describe("parseEcrEvent", () => {
   it("reads the AWS documentation's sample push event (its digest completed to 64 hex digits: the docs shorten it)", () => {

@@ -1,4 +1,5 @@
 import { SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+import { SM } from "@sfn-rollouts/test-support/ecr";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { SfnTaskTokens } from "../../../functions/abort/index.ts";
@@ -13,7 +14,6 @@ import {
   startRollout,
   type TriggerDeps,
 } from "../../../functions/trigger/index.ts";
-import { SM } from "../../support/ecr.ts";
 
 const sfn = mockClient(SFNClient);
 const NOW = Date.UTC(2026, 11, 1, 9, 0, 0);

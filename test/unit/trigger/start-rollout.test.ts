@@ -5,6 +5,7 @@ import {
   StartExecutionCommand,
   TaskTimedOut,
 } from "@aws-sdk/client-sfn";
+import { DIGEST_A, DIGEST_B, ecrPush, SM } from "@sfn-rollouts/test-support/ecr";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { SfnTaskTokens } from "../../../functions/abort/index.ts";
@@ -21,7 +22,6 @@ import {
   startRollout,
   type TriggerDeps,
 } from "../../../functions/trigger/index.ts";
-import { DIGEST_A, DIGEST_B, ecrPush, SM } from "../../support/ecr.ts";
 
 const sfn = mockClient(SFNClient);
 const NOW = Date.UTC(2026, 11, 1, 9, 0, 0);

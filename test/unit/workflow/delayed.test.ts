@@ -1,11 +1,3 @@
-import { describe, expect, it } from "vitest";
-import { abort } from "../../../functions/workflow/abort.ts";
-import { startAnalysis } from "../../../functions/workflow/analysis.ts";
-import { awaitStep } from "../../../functions/workflow/await.ts";
-import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
-import { promote } from "../../../functions/workflow/promote.ts";
-import { setWeight } from "../../../functions/workflow/set-weight.ts";
-import { MetricSchema } from "../../../statemachine/spec.ts";
 import {
   type Direct,
   direct,
@@ -14,7 +6,15 @@ import {
   startRevision,
   T0,
   TARGET,
-} from "../../support/direct-workflow.ts";
+} from "@sfn-rollouts/test-support/direct-workflow";
+import { describe, expect, it } from "vitest";
+import { abort } from "../../../functions/workflow/abort.ts";
+import { startAnalysis } from "../../../functions/workflow/analysis.ts";
+import { awaitStep } from "../../../functions/workflow/await.ts";
+import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
+import { promote } from "../../../functions/workflow/promote.ts";
+import { setWeight } from "../../../functions/workflow/set-weight.ts";
+import { MetricSchema } from "../../../statemachine/spec.ts";
 
 /**
  * Delayed work (a scale-down, an abort that waits for the old side) is delivered by the Timer long

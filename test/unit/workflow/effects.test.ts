@@ -1,8 +1,8 @@
+import { direct, execArn, itemOf, NAME, startRevision, T0 } from "@sfn-rollouts/test-support/direct-workflow";
 import { describe, expect, it } from "vitest";
 import { lifecycleEvent } from "../../../functions/events/port.ts";
 import { commit, flush, publishEffect, startEffects } from "../../../functions/workflow/effects.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
-import { direct, execArn, itemOf, NAME, startRevision, T0 } from "../../support/direct-workflow.ts";
 
 /**
  * `flush` performs an execution's pending side effects one by one. Once a newer execution took the

@@ -1,9 +1,9 @@
+import { direct, itemOf, ROLLOUT, startRevision, TARGET } from "@sfn-rollouts/test-support/direct-workflow";
+import { interceptSaves } from "@sfn-rollouts/test-support/store";
 import { describe, expect, it } from "vitest";
 import { runHook } from "../../../functions/workflow/hook.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
 import { setWeight } from "../../../functions/workflow/set-weight.ts";
-import { direct, itemOf, ROLLOUT, startRevision, TARGET } from "../../support/direct-workflow.ts";
-import { interceptSaves } from "../../support/store.ts";
 
 const base = (context: WorkflowContext) => ({ context, rollout: ROLLOUT, target: TARGET });
 const HOOK = "arn:aws:lambda:us-east-1:123456789012:function:smoke";

@@ -1,6 +1,6 @@
+import { digest, type FakeRolloutOptions, startStableRollout } from "@sfn-rollouts/test-support/fake-rollout";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { MirrorRoute, TargetState } from "../../../functions/traffic/port.ts";
-import { digest, type FakeRolloutOptions, startStableRollout } from "../../support/fake-rollout.ts";
 
 /** `setMirrorRoute` steps on the compiled workflow, in the embedded runtime with a router in memory. */
 async function withStable(options: FakeRolloutOptions = {}) {

@@ -1,3 +1,12 @@
+import type { RolloutFunction } from "@sfn-rollouts/test-support/embedded-rollout";
+import {
+  digest,
+  type FakeRollout,
+  type FakeRolloutOptions,
+  startStableRollout,
+} from "@sfn-rollouts/test-support/fake-rollout";
+import { analysisSpec, metric } from "@sfn-rollouts/test-support/rollout-spec";
+import { interceptSaves } from "@sfn-rollouts/test-support/store";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { z } from "zod";
 import { requestAbort } from "../../../functions/abort/request-abort.ts";
@@ -13,15 +22,6 @@ import { promote } from "../../../functions/workflow/promote.ts";
 import { setWeight } from "../../../functions/workflow/set-weight.ts";
 import type { LambdaHandler } from "../../../local/aws/lambda.ts";
 import type { Step } from "../../../statemachine/spec.ts";
-import type { RolloutFunction } from "../../support/embedded-rollout.ts";
-import {
-  digest,
-  type FakeRollout,
-  type FakeRolloutOptions,
-  startStableRollout,
-} from "../../support/fake-rollout.ts";
-import { analysisSpec, metric } from "../../support/rollout-spec.ts";
-import { interceptSaves } from "../../support/store.ts";
 
 /**
  * Races and redeliveries on the compiled workflow in the embedded runtime: each test arranges the

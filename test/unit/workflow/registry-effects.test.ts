@@ -1,3 +1,4 @@
+import { direct, itemOf, ROLLOUT, retried, startRevision } from "@sfn-rollouts/test-support/direct-workflow";
 import { describe, expect, it } from "vitest";
 import type { ModelRef, ModelRegistry } from "../../../functions/registry/port.ts";
 import type { RegistrySettings } from "../../../functions/registry/settings.ts";
@@ -5,7 +6,6 @@ import { abort } from "../../../functions/workflow/abort.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
 import { promote } from "../../../functions/workflow/promote.ts";
 import { setWeight } from "../../../functions/workflow/set-weight.ts";
-import { direct, itemOf, ROLLOUT, retried, startRevision } from "../../support/direct-workflow.ts";
 
 /**
  * A release's registry update is one of its step's side effects: written with the state, made

@@ -1,6 +1,3 @@
-import { describe, expect, it } from "vitest";
-import { begin } from "../../../functions/workflow/begin.ts";
-import { type BeginPayload, BeginPayloadSchema } from "../../../functions/workflow/payloads.ts";
 import {
   type Direct,
   digestOf,
@@ -12,7 +9,10 @@ import {
   startRevision,
   T0,
   TARGET,
-} from "../../support/direct-workflow.ts";
+} from "@sfn-rollouts/test-support/direct-workflow";
+import { describe, expect, it } from "vitest";
+import { begin } from "../../../functions/workflow/begin.ts";
+import { type BeginPayload, BeginPayloadSchema } from "../../../functions/workflow/payloads.ts";
 
 /**
  * Begin in a region of a release in waves: the coordinator of each push starts the region's

@@ -1,3 +1,12 @@
+import {
+  type Direct,
+  direct,
+  itemOf,
+  ROLLOUT,
+  retried,
+  startRevision,
+  TARGET,
+} from "@sfn-rollouts/test-support/direct-workflow";
 import { describe, expect, it } from "vitest";
 import { ConcurrentUpdateError } from "../../../functions/store/errors.ts";
 import { abort } from "../../../functions/workflow/abort.ts";
@@ -8,15 +17,6 @@ import { promote } from "../../../functions/workflow/promote.ts";
 import { resume } from "../../../functions/workflow/resume.ts";
 import { setWeight } from "../../../functions/workflow/set-weight.ts";
 import { MetricSchema } from "../../../statemachine/spec.ts";
-import {
-  type Direct,
-  direct,
-  itemOf,
-  ROLLOUT,
-  retried,
-  startRevision,
-  TARGET,
-} from "../../support/direct-workflow.ts";
 
 /**
  * Lambda retries a handler that threw, from the start. A handler whose state write succeeded and

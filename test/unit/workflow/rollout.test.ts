@@ -1,3 +1,12 @@
+import { T0 } from "@sfn-rollouts/test-support/embedded-rollout";
+import {
+  digest,
+  type FakeRollout,
+  type FakeRolloutOptions,
+  startFakeRollout,
+  startStableRollout,
+} from "@sfn-rollouts/test-support/fake-rollout";
+import { analysisSpec, metric } from "@sfn-rollouts/test-support/rollout-spec";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { z } from "zod";
 import { METRICS } from "../../../functions/config.ts";
@@ -5,15 +14,6 @@ import { executionName } from "../../../functions/trigger/decide.ts";
 import { StoredAnalysisSchema } from "../../../functions/workflow/analysis.ts";
 import { abortRollout, type OperateDeps, promoteRollout } from "../../../functions/workflow/operate.ts";
 import type { Step } from "../../../statemachine/spec.ts";
-import { T0 } from "../../support/embedded-rollout.ts";
-import {
-  digest,
-  type FakeRollout,
-  type FakeRolloutOptions,
-  startFakeRollout,
-  startStableRollout,
-} from "../../support/fake-rollout.ts";
-import { analysisSpec, metric } from "../../support/rollout-spec.ts";
 
 /**
  * Whole rollouts of the compiled workflow (`compile()`) in the embedded runtime, in virtual time:

@@ -4,7 +4,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { RolloutsError } from "../../statemachine/errors.ts";
+import { RolloutsError } from "../statemachine/errors.ts";
 
 /** A Prometheus server this process started, on 127.0.0.1 with its own temporary storage. */
 export interface RunningPrometheus {
@@ -46,8 +46,8 @@ export async function freePort(): Promise<number> {
 
 /**
  * Starts Prometheus scraping `targets` (`host:port`) every `scrapeSeconds`, and resolves once it
- * answers queries. Nothing starts Prometheus on this kind of machine by itself, so the demo and
- * the tests run their own and stop it (and remove its storage) on `close`.
+ * answers queries. Nothing starts Prometheus on this kind of machine by itself, so the demo,
+ * `rollouts simulate` and the tests run their own and stop it (and remove its storage) on `close`.
  */
 export async function startPrometheus(options: {
   targets: string[];
