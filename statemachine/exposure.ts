@@ -27,7 +27,7 @@ export interface ExposureStep {
 }
 
 /** Seconds from an analysis's start to a metric's earliest abort; undefined when it cannot fail. */
-function earliestAbort(m: Metric): number | undefined {
+export function earliestAbort(m: Metric): number | undefined {
   if (m.provider.judge) return m.initialDelay;
   if (m.failureLimit < 0 || (m.count !== undefined && m.count > 0 && m.failureLimit + 1 > m.count)) {
     return undefined;
@@ -36,7 +36,7 @@ function earliestAbort(m: Metric): number | undefined {
 }
 
 /** Seconds an analysis runs when nothing fails: its longest metric; infinite without a count. */
-function analysisLength(analysis: AnalysisSpec): number {
+export function analysisLength(analysis: AnalysisSpec): number {
   const lengths = analysis.templates
     .flatMap((t) => t.metrics)
     .map((m) =>
