@@ -15,7 +15,15 @@ import { windowFindings } from "./windows.ts";
  * One file per check; the live Prometheus check's pure half is `live.ts`.
  */
 
-export { CHECKS, type CheckId, type Finding, SEVERITIES, type Severity, severityRank } from "./finding.ts";
+export {
+  CHECKS,
+  type CheckId,
+  type Finding,
+  SEVERITIES,
+  type Severity,
+  severityRank,
+  sortFindings,
+} from "./finding.ts";
 export { type LiveAnswer, type LiveProbe, type LiveValues, liveFindings, liveProbes } from "./live.ts";
 export { loadReview, reviewSources } from "./load.ts";
 export { queriesOf } from "./queries.ts";

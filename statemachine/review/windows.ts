@@ -81,13 +81,18 @@ export function promDuration(text: string): number | undefined {
 
 const show = (w: Window, at: QueryAt) => `${w.fn}(…[${restore(at.parsed, textOf(at.parsed, w.node))}])`;
 
-function scrapeFinding(at: QueryAt, w: Window, scrape: number): Finding {
+function scrapeFinding(at: QueryAt, short: readonly Window[], scrape: number): Finding {
   const wanted = formatDuration(Math.ceil(4 * scrape));
-  const fix = w.arg
-    ? `give args.${w.arg} a window of at least ${formatDuration(Math.ceil(2 * scrape))} (${wanted}, four scrape intervals, is Prometheus' advice)`
-    : `use a window of four scrape intervals: ${edit(at.parsed, [{ from: w.node.from, to: w.node.to, text: wanted }]).trim()}`;
+  const w = short[0] as Window;
+  const fromArg = short.find((x) => x.arg !== undefined);
+  const fix = fromArg
+    ? `give args.${fromArg.arg} a window of at least ${formatDuration(Math.ceil(2 * scrape))} (${wanted}, four scrape intervals, is Prometheus' advice)`
+    : `use windows of four scrape intervals: ${edit(
+        at.parsed,
+        short.map((x) => ({ from: x.node.from, to: x.node.to, text: wanted })),
+      ).trim()}`;
   return finding("window-scrape", "warning", at.where, {
-    message: `${queryName(at)}: ${show(w, at)} is a ${formatDuration(w.seconds)} window, shorter than two scrape intervals (2 × ${formatDuration(scrape)}): it holds fewer than two samples`,
+    message: `${queryName(at)}: ${show(w, at)} is a ${formatDuration(w.seconds)} window, shorter than two scrape intervals (2 × ${formatDuration(scrape)}): it can hold fewer than two samples`,
     fix,
   });
 }
@@ -142,10 +147,10 @@ export function windowFindings(
   };
   for (const at of queries) {
     if (at.parsed.syntaxError) continue;
-    for (const w of windowsOf(at)) {
-      if (TWO_SAMPLES.has(w.fn) && w.seconds < 2 * scrapeSeconds) add(scrapeFinding(at, w, scrapeSeconds));
-      add(delayFinding(at, w, plan, spec));
-    }
+    const windows = windowsOf(at);
+    const short = windows.filter((w) => TWO_SAMPLES.has(w.fn) && w.seconds < 2 * scrapeSeconds);
+    if (short.length > 0) add(scrapeFinding(at, short, scrapeSeconds));
+    for (const w of windows) add(delayFinding(at, w, plan, spec));
   }
   return out;
 }
