@@ -235,11 +235,12 @@ function imageTag(image: unknown): string | undefined {
 /** What ties a literal value to the candidate or to every version, from the rollout's document. */
 function evidenceOf(spec: RolloutSpec, form: Form, raw: Doc): VersionEvidence {
   const candidate = new Map<string, string>();
-  const shared = new Map<string, string>([[spec.name, "the rollout's name"]]);
+  const shared = new Map<string, string>();
   const put = (map: Map<string, string>, value: unknown, where: string) => {
     if (typeof value === "string" && value !== "" && !map.has(value)) map.set(value, where);
   };
   if (form !== "argo") {
+    put(shared, spec.name, "the rollout's name");
     const tag = imageTag(raw.image);
     if (tag) put(candidate, tag, "the image tag (image)");
     return { candidate, shared, candidateServices: [], stableServices: [] };
@@ -247,6 +248,7 @@ function evidenceOf(spec: RolloutSpec, form: Form, raw: Doc): VersionEvidence {
   const selector = at(raw, "spec", "selector", "matchLabels");
   if (isObject(selector))
     for (const [k, v] of Object.entries(selector)) put(shared, v, `spec.selector.matchLabels.${k}`);
+  put(shared, spec.name, "the rollout's name");
   const labels = at(raw, "spec", "template", "metadata", "labels");
   if (isObject(labels)) {
     for (const [k, v] of Object.entries(labels))

@@ -57,7 +57,21 @@ export function podFindings(subject: ReviewSubject, plan: Plan): Finding[] {
     const where = { ...subject.rollout, path: `${subject.stepPaths[i]}.setWeight`, step: i };
     const setup = `${spec.replicas} replicas, maxSurge ${spec.maxSurge}`;
     const partial = row.weight > 0 && row.weight < 100;
-    if (partial && Math.abs(row.share - row.weight) >= EXACT) {
+    if (previous && partial && Math.abs(row.share - previous.share) < EXACT) {
+      const next = nearest(
+        exact.filter((w) => (row.weight > previous!.weight ? w > previous!.share : w < previous!.share)),
+        row.weight,
+      );
+      out.push(
+        finding("pod-rounding-no-change", "warning", where, {
+          message: `setWeight ${row.weight} leaves the candidate at ${row.share}% (${pods(row.canaryPods)}), where step ${previous.index} (setWeight ${previous.weight}) left it: with ${setup} the share does not move`,
+          fix:
+            next !== undefined
+              ? `setWeight: ${next}, the next share ${spec.replicas} replicas give, or remove the step`
+              : "remove the step, or give the rollout more replicas",
+        }),
+      );
+    } else if (partial && Math.abs(row.share - row.weight) >= EXACT) {
       const better = nearest(exact, row.weight);
       const more = replicasFor(row.weight, spec.replicas, spec.maxSurge);
       const gets =
@@ -76,20 +90,6 @@ export function podFindings(subject: ReviewSubject, plan: Plan): Finding[] {
           ]
             .filter(Boolean)
             .join(", "),
-        }),
-      );
-    } else if (previous && partial && Math.abs(row.share - previous.share) < EXACT) {
-      const next = nearest(
-        exact.filter((w) => (row.weight > previous!.weight ? w > previous!.share : w < previous!.share)),
-        row.weight,
-      );
-      out.push(
-        finding("pod-rounding-no-change", "warning", where, {
-          message: `setWeight ${row.weight} leaves the candidate at ${row.share}% (${pods(row.canaryPods)}), where step ${previous.index} (setWeight ${previous.weight}) left it: with ${setup} the share does not move`,
-          fix:
-            next !== undefined
-              ? `setWeight: ${next}, the next share ${spec.replicas} replicas give, or remove the step`
-              : "remove the step, or give the rollout more replicas",
         }),
       );
     }
