@@ -220,7 +220,12 @@ describe("rollouts review --prometheus", () => {
     if (r.code !== 0 && r.code !== 1) throw new Error(`exit ${r.code}: ${r.err}`);
     return {
       ...r,
-      findings: r.code === 5 ? [] : (JSON.parse(r.out).findings as Array<Record<string, string>>),
+      findings: JSON.parse(r.out).findings as Array<{
+        id: string;
+        severity: string;
+        message: string;
+        fix: string;
+      }>,
     };
   };
 
