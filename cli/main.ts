@@ -8,12 +8,14 @@ import { registerJudge } from "./commands/judge.ts";
 import { registerOperate } from "./commands/operate.ts";
 import { registerPlan } from "./commands/plan.ts";
 import { registerReplay } from "./commands/replay.ts";
+import { registerReview } from "./commands/review.ts";
 import { registerSimulate } from "./commands/simulate.ts";
 import { Exit, type Io, processIo, type RegisterCommand, UsageError } from "./io.ts";
 import { printable } from "./terminal.ts";
 
 const commands: RegisterCommand[] = [
   registerPlan,
+  registerReview,
   registerCompile,
   registerJudge,
   registerAnalyze,
@@ -34,7 +36,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   let code: number = Exit.ok;
   const program = new Command("rollouts")
     .description(
-      "Serverless progressive delivery for AWS: plan, compile, analyze, judge and operate rollouts.",
+      "Serverless progressive delivery for AWS: plan, review, compile, analyze, judge and operate rollouts.",
     )
     .version(VERSION, "-V, --version", "print the version of sfn-rollouts")
     .exitOverride()

@@ -59,7 +59,7 @@ function applicationName(doc: Record<string, unknown>, file: string): string | u
 }
 
 /** Where each flat field lives in the descriptor, for problems. */
-const PATHS = {
+export const PATHS = {
   steps: "rollout.traffic.steps",
   bake: "rollout.traffic.bake",
   testers: "rollout.traffic.testers",
