@@ -9,6 +9,7 @@ import { registerOperate } from "./commands/operate.ts";
 import { registerPlan } from "./commands/plan.ts";
 import { registerReplay } from "./commands/replay.ts";
 import { registerSimulate } from "./commands/simulate.ts";
+import { registerTriage } from "./commands/triage.ts";
 import { Exit, type Io, processIo, type RegisterCommand, UsageError } from "./io.ts";
 import { printable } from "./terminal.ts";
 
@@ -22,6 +23,7 @@ const commands: RegisterCommand[] = [
   registerDashboard,
   registerAssign,
   registerReplay,
+  registerTriage,
 ];
 
 /** The package's version, from its own `package.json` (the same file in the sources and in `dist/`). */
