@@ -273,7 +273,7 @@ export function overdueLook(stored: StoredRun<StoredAnalysis>, now: number): Cau
   const what = stored.run.background ? "background analysis" : `analysis of step ${stored.run.stepIndex}`;
   return cause(
     "timer-overdue",
-    `timer overdue: the ${what} (${stored.runId}) was due to measure ${metric?.name ?? "its metrics"} at ${when(due.getTime())}, ${seconds(late)} ago; ${lost}`,
+    `the ${what} (${stored.runId}) was due to measure ${metric?.name ?? "its metrics"} at ${when(due.getTime())}, ${seconds(late)} ago; ${lost}`,
     { runId: stored.runId, metric: metric?.name ?? null, since: run.startedAt, due: iso(due.getTime()) },
   );
 }
@@ -286,7 +286,7 @@ export function undelivered(stored: StoredRun<StoredAnalysis>, now: number): Cau
   if (now - ended <= OVERDUE_AFTER_SECONDS * 1000) return undefined;
   return cause(
     "timer-overdue",
-    `timer overdue: the analysis ${stored.runId} ended ${run.phase} at ${when(ended)}, ${seconds(now - ended)} ago, and its outcome never reached the waiting step (the firing that delivers it was lost); the watchdog delivers it ${formatDuration(WATCHDOG_GRACE_SECONDS)} after the end`,
+    `the analysis ${stored.runId} ended ${run.phase} at ${when(ended)}, ${seconds(now - ended)} ago, and its outcome never reached the waiting step (the firing that delivers it was lost); the watchdog delivers it ${formatDuration(WATCHDOG_GRACE_SECONDS)} after the end`,
     { runId: stored.runId, since: run.completedAt, due: run.completedAt },
   );
 }

@@ -3,6 +3,7 @@ import { formatNumber } from "../../functions/judges/index.ts";
 import type { StoredRun } from "../../functions/store/port.ts";
 import type { RolloutEvent, RolloutItem } from "../../functions/store/schema.ts";
 import type { StoredAnalysis } from "../../functions/workflow/analysis.ts";
+import { formatDuration } from "../../statemachine/duration.ts";
 import { currentStepOf } from "../render.ts";
 import type { ExecutionFacts } from "./executions.ts";
 import {
@@ -346,11 +347,11 @@ function overdueCauses({ facts, item, now }: JudgeContext): Cause[] {
     .filter((c) => c !== undefined);
   const until = item.pause?.until ?? null;
   if (item.currentTaskToken !== null && until !== null && now - until > OVERDUE_AFTER_SECONDS * 1000) {
-    const late = Math.floor((now - until) / 1000);
+    const late = formatDuration(Math.floor((now - until) / 1000));
     out.push(
       cause(
         "timer-overdue",
-        `timer overdue: the pause of step ${currentStepOf(item)} was to end at ${when(until)}, ${late}s ago; its Timer firing did not come`,
+        `the pause of step ${currentStepOf(item)} was to end at ${when(until)}, ${late} ago; its Timer firing did not come`,
         {
           since: item.pause ? iso(item.pause.startedAt) : null,
           due: iso(until),
@@ -365,7 +366,10 @@ function hung(ctx: JudgeContext, overdue: Cause[]): Judged {
   const { facts, item } = ctx;
   const first = overdue[0] as Cause;
   return {
-    verdict: verdict("hung", `${waitText(item)}; ${first.message}`),
+    verdict: verdict(
+      "hung",
+      `${waitText(item)}; ${first.kind === "timer-overdue" ? "timer overdue: " : ""}${first.message}`,
+    ),
     decision: decision(facts, "nothing", "nothing decided: what the execution waits for is not coming", {
       runId: first.runId,
       metric: first.runId && first.metric ? metricOf(facts, first.runId, first.metric) : null,
