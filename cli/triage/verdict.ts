@@ -27,15 +27,15 @@ import {
   type VerdictKind,
 } from "./model.ts";
 
-/** A time in a JSON field: ISO 8601 to the millisecond. */
-const iso = (ms: number) => new Date(ms).toISOString();
-
 /**
  * The verdict on one execution and what decided it, from its facts (events, runs, measurements),
  * the rollout item (for the execution that drives it now), what Step Functions says of it and the
  * time. Pure; one function per way an execution can stand: ended (promoted, aborted, superseded)
  * or running (hung, paused, progressing).
  */
+
+/** A time in a JSON field: ISO 8601 to the millisecond. */
+const iso = (ms: number) => new Date(ms).toISOString();
 
 export interface JudgeContext {
   facts: ExecutionFacts;
@@ -71,7 +71,7 @@ function decision(
   };
 }
 
-/** Every metric's causes (errors in a row, no data, NaN, the Inconclusive band), once each. */
+/** Every metric's causes (errors in a row, no data, NaN, the Inconclusive band), run by run. */
 function metricsCauses(facts: ExecutionFacts): Cause[] {
   return facts.runs.flatMap((stored) =>
     stored.run.run.metrics.flatMap((m) => metricCauses(facts, stored, m.name)),
