@@ -10,6 +10,7 @@ import { registerPlan } from "./commands/plan.ts";
 import { registerReplay } from "./commands/replay.ts";
 import { registerReview } from "./commands/review.ts";
 import { registerSimulate } from "./commands/simulate.ts";
+import { registerTriage } from "./commands/triage.ts";
 import { Exit, type Io, processIo, type RegisterCommand, UsageError } from "./io.ts";
 import { printable } from "./terminal.ts";
 
@@ -24,6 +25,7 @@ const commands: RegisterCommand[] = [
   registerDashboard,
   registerAssign,
   registerReplay,
+  registerTriage,
 ];
 
 /** The package's version, from its own `package.json` (the same file in the sources and in `dist/`). */
