@@ -1,5 +1,5 @@
 import type { PlanStep } from "./plan.ts";
-import type { RolloutSpec } from "./spec.ts";
+import type { AnalysisSpec, RolloutSpec } from "./spec.ts";
 
 /**
  * The exposure arithmetic of a rollout, step by step: what `rollouts plan --error-rate` prints
@@ -57,12 +57,7 @@ export function exposures(
         return m.initialDelay + m.failureLimit * interval;
       })
       .filter((t): t is number => t !== undefined);
-    const lengths = metrics.map((m) =>
-      m.count === undefined && m.interval !== undefined
-        ? Number.POSITIVE_INFINITY
-        : m.initialDelay + Math.max(0, (m.count ?? 1) - 1) * (m.interval ?? 0),
-    );
-    const length = Math.max(0, ...lengths);
+    const length = analysisSeconds(step.analysis);
     let out: Exposure | undefined;
     if (earliest.length > 0) {
       const abortAfter = Math.min(...earliest);
@@ -74,4 +69,34 @@ export function exposures(
     served += rps * share * length;
     return out;
   });
+}
+
+/**
+ * How long an analysis lasts when every measurement passes: its slowest metric's initialDelay and
+ * count − 1 intervals; infinite for a metric that measures until stopped.
+ */
+export function analysisSeconds(analysis: AnalysisSpec): number {
+  const lengths = analysis.templates
+    .flatMap((t) => t.metrics)
+    .map((m) =>
+      m.count === undefined && m.interval !== undefined
+        ? Number.POSITIVE_INFINITY
+        : m.initialDelay + Math.max(0, (m.count ?? 1) - 1) * (m.interval ?? 0),
+    );
+  return Math.max(0, ...lengths);
+}
+
+/**
+ * Seconds from the push to the promotion of a version every analysis passes: the timed pauses and
+ * the analyses, each in full; undefined when a step waits for a person or never ends.
+ */
+export function promotionSeconds(spec: RolloutSpec): number | undefined {
+  let total = 0;
+  for (const step of spec.steps) {
+    if (step.kind === "pause") {
+      if (step.duration === undefined) return undefined;
+      total += step.duration;
+    } else if (step.kind === "analysis") total += analysisSeconds(step.analysis);
+  }
+  return Number.isFinite(total) ? total : undefined;
 }
