@@ -15,6 +15,7 @@ import { Exit, type Io } from "../io.ts";
 import { columns } from "../table.ts";
 import { printable, printableJson } from "../terminal.ts";
 import { durationFlag, required } from "./options.ts";
+import { wrap } from "./render.ts";
 
 /**
  * `rollouts design --model`: a model rollout's plan from the traffic, the quality signals, how late
@@ -116,12 +117,14 @@ export function modelLines(plan: ModelPlan, rps: number): string[] {
     `rollouts design --model: ${n(rps)} rps`,
     ...signals,
     "",
-    `shadow: ${plan.shadow.worth ? "worth it" : "not worth it"}: ${plan.shadow.why}`,
+    ...wrap(`shadow: ${plan.shadow.worth ? "worth it" : "not worth it"}: ${plan.shadow.why}`),
     ...steps,
-    `a good model is promoted after about ${time(total)}; the registry's alias moves at promotion (the target's modelPackageGroupName)`,
+    ...wrap(
+      `a good model is promoted after about ${time(total)}; the registry's alias moves at promotion (the target's modelPackageGroupName)`,
+    ),
     "",
     `router (addRollout's target): ${JSON.stringify(plan.target)}`,
-    ...plan.warnings.map((w) => `note: ${w}`),
+    ...plan.warnings.flatMap((w) => wrap(`note: ${w}`)),
   ];
 }
 

@@ -14,6 +14,20 @@ const n = (x: number) => Math.round(x).toLocaleString("en-US");
 const pct = (x: number) => `${Number((100 * x).toPrecision(3))}%`;
 const seconds = (s: number | null) => (s === null ? "-" : formatDuration(s));
 
+/** Prose broken into lines of at most `width` characters at spaces, the lines after the first indented. */
+export function wrap(text: string, indent = "  ", width = 100): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = indent + word;
+    } else line = line === "" ? word : `${line} ${word}`;
+  }
+  if (line !== "") lines.push(line);
+  return lines;
+}
+
 function run(r: RunOutcome): string {
   const at = r.at === null ? "" : ` ${formatDuration(r.at)}`;
   return `${r.outcome}${at}, ${n(r.newRequests)} req`;
@@ -34,7 +48,7 @@ function header(r: DesignReport): string[] {
     `exposure budget: ${n(i.exposureBudget)} requests a bad version may serve (${i.exposureBudgetRule})`,
     `each look: at least ${n(r.look.samples)} requests; it fails when errors > ${pct(r.look.errorRate)} or p95 > ${r.look.p95Ms} ms (a good version fails it at most ${r.look.alpha} of the time, one at the SLO's breaking point at least ${r.look.power}; the bad latency version is ${r.look.badLatencyFactor}× slower)`,
     `search: ${n(r.search.candidates)} candidates, ${n(r.search.candidates - left)} pruned on paper (${pruned || "none"}), ${n(left)} left; ${r.search.simulated} simulated (${r.search.simulations} simulations) in ${r.search.wallSeconds} s, ${r.search.accepted} accepted`,
-  ];
+  ].flatMap((line) => wrap(line));
 }
 
 function chosenLines(c: NonNullable<DesignReport["chosen"]>): string[] {
@@ -43,14 +57,16 @@ function chosenLines(c: NonNullable<DesignReport["chosen"]>): string[] {
     `chosen: ${c.plan} (${c.id}): a look every ${formatDuration(c.intervalSeconds)}, ${c.count} per step, failureLimit ${c.failureLimit}`,
     `  a good version is promoted in ${seconds(good.at)} (${formatDuration(c.promoteSeconds)} on paper); a rollout costs ${formatDollars(c.costPerRollout)} on AWS`,
     `  a bad version serves at most ${n(c.verdict.exposure ?? 0)} requests: failing at the SLO's rate, ${run(errors)} (${n(errors.newErrors)} failed); slower past the SLO's p95, ${run(latency)}`,
-  ];
+  ].flatMap((line) => wrap(line, "    "));
 }
 
 function stepTable(steps: readonly ReportStep[]): string[] {
   const fate = (f: ReportStep["simulated"]["errors"]) =>
     f.fate === "not reached" ? "not reached" : `${f.fate}, ${n(f.requests)} req`;
   return [
-    "exposure per step: on paper, the earliest abort if this step's analysis stops a bad version (rollouts plan --error-rate); simulated, what each bad version did",
+    ...wrap(
+      "exposure per step: on paper, the earliest abort if this step's analysis stops a bad version (rollouts plan --error-rate); simulated, what each bad version did",
+    ),
     ...columns(
       [
         "#",
@@ -108,7 +124,7 @@ export function reportLines(r: DesignReport): string[] {
   if (r.candidates.length > 0) lines.push(...candidateTable(r.candidates), "");
   if (r.failureModes.length > 0) {
     lines.push("failure modes this design accepts:");
-    for (const f of r.failureModes) lines.push(`- ${f.text}`);
+    for (const f of r.failureModes) lines.push(...wrap(`- ${f.text}`));
   }
   if (r.search.simulated === 0) {
     lines.push("why candidates were pruned:");
