@@ -17,14 +17,16 @@ const seconds = (s: number | null) => (s === null ? "-" : formatDuration(s));
 /** Prose broken into lines of at most `width` characters at spaces, the lines after the first indented. */
 export function wrap(text: string, indent = "  ", width = 100): string[] {
   const lines: string[] = [];
-  let line = "";
-  for (const word of text.split(" ")) {
-    if (line !== "" && line.length + 1 + word.length > width) {
+  const lead = /^ */.exec(text)?.[0] ?? "";
+  const [first = "", ...rest] = text.trimStart().split(" ");
+  let line = lead + first;
+  for (const word of rest) {
+    if (line.length + 1 + word.length > width) {
       lines.push(line);
       line = indent + word;
-    } else line = line === "" ? word : `${line} ${word}`;
+    } else line = `${line} ${word}`;
   }
-  if (line !== "") lines.push(line);
+  lines.push(line);
   return lines;
 }
 
