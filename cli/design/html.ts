@@ -49,6 +49,8 @@ function chartOf(
     // The budget is drawn only when it is on the scale of the curves.
     ...(budget <= 5 * Math.max(1, top) ? { rules: [{ y: budget, label: `budget ${budget}` }] } : {}),
     yMin: 0,
+    // Head room above the highest line or rule, for the rule's label.
+    yMax: 1.1 * Math.max(1, top, budget <= 5 * Math.max(1, top) ? budget : 0),
     format: (y) => String(Math.round(y)),
   });
 }

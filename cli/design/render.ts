@@ -59,7 +59,7 @@ function chosenLines(c: NonNullable<DesignReport["chosen"]>): string[] {
     `chosen: ${c.plan} (${c.id}): a look every ${formatDuration(c.intervalSeconds)}, ${c.count} per step, failureLimit ${c.failureLimit}`,
     `  a good version is promoted in ${seconds(good.at)} (${formatDuration(c.promoteSeconds)} on paper); a rollout costs ${formatDollars(c.costPerRollout)} on AWS`,
     `  a bad version serves at most ${n(c.verdict.exposure ?? 0)} requests: failing at the SLO's rate, ${run(errors)} (${n(errors.newErrors)} failed); slower past the SLO's p95, ${run(latency)}`,
-  ].flatMap((line) => wrap(line, "    "));
+  ].flatMap((line, i) => wrap(line, i === 0 ? "  " : "    "));
 }
 
 function stepTable(steps: readonly ReportStep[]): string[] {
