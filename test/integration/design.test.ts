@@ -107,4 +107,37 @@ describe("rollouts design, simulated", () => {
     expect(latency?.newRequests).toBeLessThanOrEqual(BUDGET);
     expect(good).toMatchObject({ outcome: "promoted" });
   });
+
+  it("without a router, designs with the weights whole pods give, and its simulated exposure keeps to the budget", async () => {
+    const { code, out, err } = await runCli([
+      "design",
+      "--rps",
+      "100",
+      "--slo-error-rate",
+      "0.02",
+      "--slo-p95",
+      "400",
+      "--router",
+      "none",
+      "--replicas",
+      "5",
+      "--scrape-interval",
+      "5s",
+      "--exposure-budget",
+      "1000",
+      "--json",
+    ]);
+    expect(code, err).toBe(0);
+    const report = JSON.parse(out);
+    // 5 replicas with a surge pod of 2: 1 of 5 is 20%, 3 of 6 is 50%.
+    expect(report.chosen.steps.map((s: { weight: number; share: number }) => [s.weight, s.share])).toEqual([
+      [20, 20],
+      [50, 50],
+    ]);
+    for (const c of report.candidates) {
+      if (c.verdict.accepted) expect(c.verdict.exposure).toBeLessThanOrEqual(1000);
+    }
+    expect(report.chosen.simulated.errors.outcome).toBe("aborted");
+    expect(report.chosen.simulated.good.outcome).toBe("promoted");
+  });
 });
