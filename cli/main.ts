@@ -4,6 +4,7 @@ import { registerAnalyze } from "./commands/analyze.ts";
 import { registerAssign } from "./commands/assign.ts";
 import { registerCompile } from "./commands/compile.ts";
 import { registerDashboard } from "./commands/dashboard.ts";
+import { registerDesign } from "./commands/design.ts";
 import { registerJudge } from "./commands/judge.ts";
 import { registerOperate } from "./commands/operate.ts";
 import { registerPlan } from "./commands/plan.ts";
@@ -22,6 +23,7 @@ const commands: RegisterCommand[] = [
   registerAnalyze,
   registerOperate,
   registerSimulate,
+  registerDesign,
   registerDashboard,
   registerAssign,
   registerReplay,

@@ -105,3 +105,18 @@ export function exposures(
 ): Array<Exposure | undefined> {
   return exposureWalk(spec, steps, rps, errorRate).map((s) => s.exposure);
 }
+
+/**
+ * Seconds from the push to the promotion of a version every analysis passes: the timed pauses and
+ * the analyses, each in full; undefined when a step waits for a person or never ends.
+ */
+export function promotionSeconds(spec: RolloutSpec): number | undefined {
+  let total = 0;
+  for (const step of spec.steps) {
+    if (step.kind === "pause") {
+      if (step.duration === undefined) return undefined;
+      total += step.duration;
+    } else if (step.kind === "analysis") total += analysisLength(step.analysis);
+  }
+  return Number.isFinite(total) ? total : undefined;
+}
