@@ -403,3 +403,64 @@ describe("rollouts design --model", () => {
     });
   });
 });
+
+describe("rollouts review on what rollouts design proposes", () => {
+  /** Writes `text` to a file and reviews it as a user would before merging it. */
+  async function review(text: string, ...flags: string[]) {
+    const dir = mkdtempSync(join(tmpdir(), "design-review-"));
+    const file = join(dir, "design.yaml");
+    writeFileSync(file, text);
+    return run("review", file, "--fail-on", "info", "--json", ...flags);
+  }
+
+  it.each([
+    ["alb", options({ scrapeInterval: "15s" })],
+    ["lambda", options({ scrapeInterval: "15s", router: "lambda" })],
+    [
+      "none, 5 replicas",
+      options({ scrapeInterval: "15s", router: "none", replicas: 5, exposureBudget: 10_000 }),
+    ],
+    ["a 30s scrape", options({ scrapeInterval: "30s", exposureBudget: 10_000 })],
+  ])("a design for %s has no finding at any severity", async (_, designed) => {
+    const io = recorder();
+    expect(await designAction(io, designed, { loadRuntime: async () => arithmeticRuntime() })).toBe(0);
+    const { code, out } = await review(
+      io.text.out,
+      "--rps",
+      String(designed.rps),
+      "--error-rate",
+      String(designed.sloErrorRate),
+      "--exposure-budget",
+      String(designed.exposureBudget),
+      "--scrape-interval",
+      designed.scrapeInterval,
+    );
+    expect(JSON.parse(out).findings).toEqual([]);
+    expect(code).toBe(0);
+  });
+
+  it("a model rollout's design has no finding at any severity", async () => {
+    const designed = await run(
+      "design",
+      "--model",
+      "--rps",
+      "60",
+      "--signal",
+      "errors:0s",
+      "--signal",
+      "feedback:10m",
+      "--baseline",
+      "errors=0.01",
+      "--baseline",
+      "feedback=0.05",
+      "--min-effect",
+      "0.02",
+      "--name",
+      "ranker",
+    );
+    expect(designed.code).toBe(0);
+    const { code, out } = await review(designed.out, "--rps", "60", "--exposure-budget", "1000");
+    expect(JSON.parse(out).findings).toEqual([]);
+    expect(code).toBe(0);
+  });
+});
