@@ -54,48 +54,75 @@ export class DynamoObservations implements Observations {
     this.maxItems = options.maxItems ?? DEFAULT_MAX_ITEMS;
   }
 
-  async add(sample: Sample): Promise<void> {
+  /**
+   * {@link Observations.add}. A served answer first claims its request id: a conditional put of
+   * `R#<id>` that fails while another answer's is kept (not past its TTL), so two environments
+   * cannot bind one id twice; only then is the answer written.
+   */
+  async add(sample: Sample): Promise<boolean> {
     const sk = answerSk(sample.at, sample.role, sample.requestId);
     const expiresAt = Math.ceil(sample.at / 1000) + this.retentionSeconds;
     const prediction = sample.prediction === undefined ? undefined : JSON.stringify(sample.prediction);
-    const answer = {
-      [TABLE.partitionKey]: this.#pk,
-      [TABLE.sortKey]: sk,
-      at: sample.at,
-      version: sample.version,
-      role: sample.role,
-      latencyMs: storableNumber(sample.latencyMs) ?? 0,
-      ok: sample.ok,
-      requestId: sample.requestId,
-      user: sample.user,
-      prediction,
-      agree: sample.agree,
-      absDiff: sample.absDiff === undefined ? undefined : storableNumber(sample.absDiff),
-      relDiff: sample.relDiff === undefined ? undefined : storableNumber(sample.relDiff),
-      feedback: sample.feedback,
-      [TABLE.ttlAttribute]: expiresAt,
-    };
-    const writes: Promise<unknown>[] = [
-      this.#doc.send(new PutCommand({ TableName: this.#table, Item: answer })),
-    ];
-    if (sample.role === "served") {
-      writes.push(
-        this.#doc.send(
-          new PutCommand({
-            TableName: this.#table,
-            Item: {
-              [TABLE.partitionKey]: this.#pk,
-              [TABLE.sortKey]: requestSk(sample.requestId),
-              answerSk: sk,
-              version: sample.version,
-              prediction,
-              [TABLE.ttlAttribute]: expiresAt,
-            },
-          }),
-        ),
+    if (sample.role === "served" && !(await this.#claim(sample, sk, prediction, expiresAt))) return false;
+    await this.#doc.send(
+      new PutCommand({
+        TableName: this.#table,
+        Item: {
+          [TABLE.partitionKey]: this.#pk,
+          [TABLE.sortKey]: sk,
+          at: sample.at,
+          version: sample.version,
+          role: sample.role,
+          latencyMs: storableNumber(sample.latencyMs) ?? 0,
+          ok: sample.ok,
+          requestId: sample.requestId,
+          user: sample.user,
+          prediction,
+          agree: sample.agree,
+          absDiff: sample.absDiff === undefined ? undefined : storableNumber(sample.absDiff),
+          relDiff: sample.relDiff === undefined ? undefined : storableNumber(sample.relDiff),
+          feedback: sample.feedback,
+          [TABLE.ttlAttribute]: expiresAt,
+        },
+      }),
+    );
+    return true;
+  }
+
+  /** Writes `R#<id>` unless a kept answer has it: false when the id is taken. */
+  async #claim(
+    sample: Sample,
+    sk: string,
+    prediction: string | undefined,
+    expiresAt: number,
+  ): Promise<boolean> {
+    try {
+      await this.#doc.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: {
+            [TABLE.partitionKey]: this.#pk,
+            [TABLE.sortKey]: requestSk(sample.requestId),
+            answerSk: sk,
+            version: sample.version,
+            prediction,
+            [TABLE.ttlAttribute]: expiresAt,
+          },
+          // An item past its TTL is gone for the router (DynamoDB deletes it within days, not at once).
+          ConditionExpression: "attribute_not_exists(#pk) OR #ttl <= :now",
+          ExpressionAttributeNames: { "#pk": TABLE.partitionKey, "#ttl": TABLE.ttlAttribute },
+          ExpressionAttributeValues: { ":now": Math.floor(this.now() / 1000) },
+        }),
       );
+      return true;
+    } catch (err) {
+      if (isAwsError(err, "ConditionalCheckFailedException")) return false;
+      throw err;
     }
-    await Promise.all(writes);
+  }
+
+  async has(requestId: string): Promise<boolean> {
+    return (await this.#index(requestId)) !== undefined;
   }
 
   async served(requestId: string): Promise<Sample | undefined> {

@@ -2,8 +2,9 @@
  * What the model router records of every answer, per version, and the `/compare` view of it. A
  * bounded ring of samples (served answers and shadow answers) plus a bounded index of served
  * request ids, so feedback that arrives later (a click, a chargeback, a delayed label) is attached
- * to the answer it judges and so to the version that gave it. Memory is bounded by both limits:
- * the oldest sample, and the oldest request id, are forgotten first.
+ * to the answer it judges and so to the version that gave it. A request id names one answer while
+ * it is kept. Memory is bounded by both limits: the oldest sample, and the oldest request id, are
+ * forgotten first.
  */
 
 /** One answer the router saw. */
@@ -100,17 +101,24 @@ export class Recorder implements Observations {
     this.now = options.now ?? Date.now;
   }
 
-  add(sample: Sample): void {
+  /** {@link Observations.add}: a served answer whose request id is already kept is not recorded (false). */
+  add(sample: Sample): boolean {
+    if (sample.role === "served" && this.#served.has(sample.requestId)) return false;
     if (this.#ring.length < this.maxSamples) this.#ring.push(sample);
     else this.#ring[this.#next] = sample;
     this.#next = (this.#next + 1) % this.maxSamples;
-    if (sample.role !== "served") return;
-    this.#served.delete(sample.requestId);
+    if (sample.role !== "served") return true;
     this.#served.set(sample.requestId, sample);
     if (this.#served.size > this.maxRequestIds) {
       const oldest = this.#served.keys().next().value as string;
       this.#served.delete(oldest);
     }
+    return true;
+  }
+
+  /** {@link Observations.has}. */
+  has(requestId: string): boolean {
+    return this.#served.has(requestId);
   }
 
   /** The served answer of a request id, while it is kept. */
@@ -181,7 +189,14 @@ type MaybePromise<T> = T | Promise<T>;
  */
 export interface Observations {
   now(): number;
-  add(sample: Sample): MaybePromise<void>;
+  /**
+   * Records an answer. A served answer binds its request id to itself: when a kept served answer
+   * already has that id, nothing is recorded and the answer is false (the id is taken), so no
+   * later request can take over an answer's id, nor its feedback.
+   */
+  add(sample: Sample): MaybePromise<boolean>;
+  /** Whether a kept served answer has this request id (it cannot be used again while kept). */
+  has(requestId: string): MaybePromise<boolean>;
   /** The served answer of a request id, while it is kept (a delayed label is compared with its prediction). */
   served(requestId: string): MaybePromise<Sample | undefined>;
   /** Attaches feedback to the answer of `requestId`: 404 when it is not kept, 409 for a second feedback. */

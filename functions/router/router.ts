@@ -11,6 +11,13 @@ import {
   ModelRouterConfigSchema,
   valueAt,
 } from "./config.ts";
+import {
+  keptPrediction,
+  MAX_FEEDBACK_BYTES,
+  MAX_JSON_DEPTH,
+  requestIdProblem,
+  textNestsDeeper,
+} from "./limits.ts";
 import { mirrorSelects } from "./mirror-match.ts";
 import { type Observations, Recorder, type RecorderOptions, summarize } from "./recorder.ts";
 
@@ -95,7 +102,10 @@ export interface MirrorCounters {
 
 const FeedbackSchema = z
   .object({
-    request_id: z.string().min(1).max(256),
+    request_id: z.string().superRefine((id, ctx) => {
+      const problem = requestIdProblem(id, "request_id");
+      if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+    }),
     /** The outcome was good (a click, no chargeback). */
     good: z.boolean().optional(),
     /** Or the true label, compared with the answer's prediction as the shadow's are. */
@@ -160,7 +170,10 @@ export class ModelRouter {
    */
   async route(request: RouterRequest, force?: "candidate"): Promise<RouterResponse> {
     const config = this.#config;
-    const requestId = request.headers[REQUEST_ID_HEADER] || this.#requestId();
+    const given = request.headers[REQUEST_ID_HEADER];
+    const problem = given === undefined ? undefined : requestIdProblem(given, REQUEST_ID_HEADER);
+    if (problem !== undefined) return json(400, { error: problem });
+    const requestId = given || this.#requestId();
     if (config === null) {
       return json(
         503,
@@ -168,6 +181,7 @@ export class ModelRouter {
         { [REQUEST_ID_HEADER]: requestId },
       );
     }
+    if (given !== undefined && (await this.recorder.has(given))) return idTaken(given);
     const body = parseJson(request.body);
     const user = cohortKeyOf(config.key, request.headers, body) ?? requestId;
     let arm: "primary" | "candidate" = "primary";
@@ -184,9 +198,10 @@ export class ModelRouter {
     const answer = await this.#invoke(backend, request, requestId, false, this.#timeoutMs);
     const latencyMs = performance.now() - started;
     const ok = answer.status < 500;
-    const prediction = ok ? valueAt(parseJson(answer.body), config.compare.path) : undefined;
-    // Kept before the answer is handed back, so feedback sent right after it finds the answer.
-    await this.recorder.add({
+    const prediction = ok ? keptPrediction(valueAt(parseJson(answer.body), config.compare.path)) : undefined;
+    // Kept before the answer is handed back, so feedback sent right after it finds the answer; a
+    // request that took the same id meanwhile (at once, or in another environment) keeps it.
+    const bound = await this.recorder.add({
       at: this.recorder.now(),
       version: backend.name,
       role: "served",
@@ -196,6 +211,7 @@ export class ModelRouter {
       user,
       ...(prediction !== undefined ? { prediction } : {}),
     });
+    if (!bound) return idTaken(requestId);
     if (
       arm === "primary" &&
       config.candidate !== null &&
@@ -215,6 +231,17 @@ export class ModelRouter {
 
   /** `POST /feedback`: attaches a delayed outcome to the answer of a request id, and so to its version. */
   async feedback(text: string): Promise<RouterResponse> {
+    const bytes = Buffer.byteLength(text);
+    if (bytes > MAX_FEEDBACK_BYTES) {
+      return json(413, {
+        error: `feedback body is ${bytes} bytes; the limit is ${MAX_FEEDBACK_BYTES} bytes`,
+      });
+    }
+    if (textNestsDeeper(text, MAX_JSON_DEPTH)) {
+      return json(400, {
+        error: `feedback body is nested deeper than ${MAX_JSON_DEPTH} levels (a label nests at most ${MAX_JSON_DEPTH - 1})`,
+      });
+    }
     const raw = parseJson(text);
     if (raw === undefined) return json(400, { error: "feedback body is not JSON" });
     const parsed = FeedbackSchema.safeParse(raw);
@@ -399,6 +426,13 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** A request whose id already names a kept answer: ids are single-use, so its feedback stays that answer's. */
+function idTaken(requestId: string): RouterResponse {
+  return json(409, {
+    error: `request id ${JSON.stringify(requestId)} already names an answer: send a new x-request-id, or none and read the answer's`,
+  });
 }
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): RouterResponse {

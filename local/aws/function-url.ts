@@ -13,7 +13,8 @@ import { type LocalCredentials, sigv4Problem } from "./sigv4-verify.ts";
  * first bytes are, as on Lambda, the JSON prelude (status, headers, cookies) and eight NUL bytes
  * that `HttpResponseStream.from` writes; the server sends the status and headers when the prelude
  * is complete, then the body as it comes, and ends the HTTP response when the handler ends the
- * stream, even while the invocation goes on (as Lambda does).
+ * stream, even while the invocation goes on (as Lambda does). A request whose event would be over
+ * Lambda's 6 MB invocation payload is refused as Lambda refuses it (413), before the handler runs.
  */
 export interface LocalFunctionUrl {
   readonly url: string;
@@ -45,6 +46,14 @@ export const localStreamingRuntime: StreamingRuntime = {
 export type FunctionUrlAuth =
   | { type: "NONE" }
   | { type: "AWS_IAM"; credentials: LocalCredentials; region: string };
+
+/**
+ * Lambda's limit on a synchronous invocation's request payload (6 MB: 6,291,456 bytes), which a
+ * Function URL's event counts whole, and what Lambda answers past it.
+ */
+export const MAX_INVOKE_PAYLOAD_BYTES = 6 * 1024 * 1024;
+export const PAYLOAD_TOO_LARGE_TYPE = "RequestEntityTooLargeException";
+export const PAYLOAD_TOO_LARGE_BODY = `{"Message":"Request must be smaller than ${MAX_INVOKE_PAYLOAD_BYTES} bytes for the InvokeFunction operation"}`;
 
 /** The answer of a Function URL to a request it does not authorize. */
 export const FORBIDDEN_BODY = '{"Message":"Forbidden"}';
@@ -80,10 +89,16 @@ async function serve(
   res: http.ServerResponse,
   auth: FunctionUrlAuth,
 ): Promise<void> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const body = await readBounded(req, MAX_INVOKE_PAYLOAD_BYTES);
+  const event = body === null ? null : toEvent(req, body);
+  // Lambda measures the invocation's payload: the event, whose body may be base64, with its headers.
+  if (event === null || Buffer.byteLength(JSON.stringify(event)) > MAX_INVOKE_PAYLOAD_BYTES) {
+    res.writeHead(413, { "content-type": "application/json", "x-amzn-errortype": PAYLOAD_TOO_LARGE_TYPE });
+    res.end(PAYLOAD_TOO_LARGE_BODY);
+    return;
+  }
   if (auth.type === "AWS_IAM") {
-    const problem = await sigv4Problem(req, Buffer.concat(chunks), { ...auth, service: "lambda" });
+    const problem = await sigv4Problem(req, body as Buffer, { ...auth, service: "lambda" });
     if (problem) {
       res.writeHead(403, {
         "content-type": "application/json",
@@ -123,7 +138,7 @@ async function serve(
     res.end();
   });
   try {
-    await handler(toEvent(req, Buffer.concat(chunks)), stream, { awsRequestId: randomUUID() });
+    await handler(event, stream, { awsRequestId: randomUUID() });
     if (!stream.writableEnded) stream.end();
   } catch (error) {
     if (!res.headersSent) {
@@ -131,6 +146,32 @@ async function serve(
       res.end(`${JSON.stringify({ message: "Internal Server Error", error: (error as Error).message })}\n`);
     } else res.destroy(error as Error);
   }
+}
+
+/**
+ * The body, or null once it is larger than `limit` bytes: from then on the rest is read and thrown
+ * away, never kept, so a large body costs no memory (a declared `content-length` over the limit is
+ * refused before any byte is read).
+ */
+function readBounded(req: http.IncomingMessage, limit: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"]);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = Number.isFinite(declared) && declared > limit;
+    if (over) resolve(null);
+    req.on("data", (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > limit) {
+        over = true;
+        chunks.length = 0;
+        resolve(null);
+      } else chunks.push(chunk);
+    });
+    req.on("end", () => resolve(over ? null : Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
 }
 
 /** An HTTP request as a Function URL's payload format 2.0 event. */

@@ -177,3 +177,82 @@ describe("the router function behind a Function URL", () => {
     expect(text).toContain("requestContext.http.method is missing");
   });
 });
+
+describe("what the router function refuses", () => {
+  const predictV1 = () =>
+    sagemaker.on(InvokeEndpointCommand).resolves({
+      Body: answerBody(1),
+      ContentType: "application/json",
+      InvokedProductionVariant: "v1",
+    } as never);
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(`${url.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body,
+    });
+
+  it("a request reusing an answered id is a 409 before SageMaker is called; feedback stays with the answer", async () => {
+    await config.write({ primary: variant("v1") });
+    predictV1();
+    expect((await post("/invocations", "{}", { "x-request-id": "victim-1" })).status).toBe(200);
+    const feedback = JSON.stringify({ request_id: "victim-1", good: true });
+    expect((await post("/feedback", feedback)).status).toBe(200);
+    expect((await post("/feedback", feedback)).status).toBe(409);
+    const again = await post("/invocations", "{}", { "x-request-id": "victim-1" });
+    expect(again.status).toBe(409);
+    expect(((await again.json()) as { error: string }).error).toContain("already names an answer");
+    expect(sagemaker.commandCalls(InvokeEndpointCommand)).toHaveLength(1);
+    expect((await post("/feedback", feedback)).status).toBe(409);
+  });
+
+  it("a 2,000-character id is a 400 naming the limit, before SageMaker is called", async () => {
+    await config.write({ primary: variant("v1") });
+    predictV1();
+    const answer = await post("/invocations", "{}", { "x-request-id": "x".repeat(2000) });
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { error: string }).error).toContain("the limit is 256");
+    expect(sagemaker.commandCalls(InvokeEndpointCommand)).toHaveLength(0);
+  });
+
+  it("a deeply nested feedback label is a 400 naming the depth limit", async () => {
+    await config.write({ primary: variant("v1") });
+    predictV1();
+    expect((await post("/invocations", "{}", { "x-request-id": "deep-1" })).status).toBe(200);
+    const depth = 30_000;
+    const answer = await post(
+      "/feedback",
+      `{"request_id":"deep-1","label":${"[".repeat(depth)}1${"]".repeat(depth)}}`,
+    );
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { error: string }).error).toContain("nested deeper than 32 levels");
+  });
+
+  it("the local Function URL refuses a body over Lambda's 6 MB payload as Lambda does, without invoking", async () => {
+    let invoked = 0;
+    const counting = await startFunctionUrl(async (event, stream, context) => {
+      invoked += 1;
+      await createHandler(() => {
+        throw new Error("not reached");
+      }, localStreamingRuntime)(event, stream, context);
+    });
+    try {
+      const answer = await fetch(counting.url, { method: "POST", body: "x".repeat(7 * 1024 * 1024) });
+      expect(answer.status).toBe(413);
+      expect(answer.headers.get("x-amzn-errortype")).toBe("RequestEntityTooLargeException");
+      expect(await answer.text()).toBe(
+        '{"Message":"Request must be smaller than 6291456 bytes for the InvokeFunction operation"}',
+      );
+      // A body under 6 MB whose event (headers, base64) is over it is refused too.
+      const binary = await fetch(counting.url, {
+        method: "POST",
+        headers: { "content-type": "application/octet-stream" },
+        body: new Uint8Array(5 * 1024 * 1024),
+      });
+      expect(binary.status).toBe(413);
+      expect(invoked).toBe(0);
+    } finally {
+      await counting.close();
+    }
+  });
+});

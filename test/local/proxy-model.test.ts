@@ -152,6 +152,49 @@ describe("local proxy: model routing", () => {
     expect(proxy.config()).toMatchObject({ canary: null, weight: 0, mirrorPercent: 0 });
   });
 
+  it("a served answer's id cannot be taken over, an id over 256 characters is refused, a deep label is a 400", async () => {
+    const { proxy } = await setup({ model: { salt: "s" } });
+    const feedback = (body: string) =>
+      fetch(`${proxy.url}/feedback`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+    expect((await predictAt(proxy.url, "victim", [1, 1], "V")).status).toBe(200);
+    const good = JSON.stringify({ request_id: "V", good: true });
+    expect((await feedback(good)).status).toBe(200);
+    expect((await feedback(good)).status).toBe(409);
+    const taken = await fetch(`${proxy.url}/predict`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-user-id": "mallory", "x-request-id": "V" },
+      body: JSON.stringify({ features: [1, 1] }),
+    });
+    expect(taken.status).toBe(409);
+    expect(((await taken.json()) as { error: string }).error).toContain(
+      'request id "V" already names an answer',
+    );
+    expect((await feedback(good)).status).toBe(409);
+    expect((await compare(proxy.adminUrl)).primary).toMatchObject({ requests: 1, feedback: 1 });
+
+    const long = await fetch(`${proxy.url}/predict`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-request-id": "x".repeat(2000) },
+      body: JSON.stringify({ features: [1, 1] }),
+    });
+    expect(long.status).toBe(400);
+    expect(((await long.json()) as { error: string }).error).toContain("the limit is 256");
+
+    expect((await predictAt(proxy.url, "u1", [1, 1], "deep-1")).status).toBe(200);
+    const depth = 30_000;
+    const deep = await feedback(`{"request_id":"deep-1","label":${"[".repeat(depth)}1${"]".repeat(depth)}}`);
+    expect(deep.status).toBe(400);
+    expect(((await deep.json()) as { error: string }).error).toContain("nested deeper than 32 levels");
+    const huge = await feedback(
+      `{"request_id":"deep-1","label":${"[".repeat(100_000)}1${"]".repeat(100_000)}}`,
+    );
+    expect(huge.status).toBe(413);
+  });
+
   it("refuses a mirror match it cannot read, naming the field", async () => {
     const { proxy } = await setup();
     const res = await fetch(`${proxy.adminUrl}/admin/config`, {

@@ -233,6 +233,41 @@ describe("the model router's shared store", () => {
     expect(outcome.ok ? "" : outcome.message).toContain("keeps answers for 10 s");
   });
 
+  it("binds a request id to one answer across environments, until the answer is past its retention", async () => {
+    const clock = { now: 1_800_000_000_000 };
+    const options = {
+      client: db.client(),
+      tableName: db.tableName,
+      router: "binding",
+      retentionSeconds: 10,
+      now: () => clock.now,
+    };
+    const [a, b] = [new DynamoObservations(options), new DynamoObservations(options)];
+    const served = (version: string): Sample => ({
+      at: clock.now,
+      version,
+      role: "served",
+      latencyMs: 1,
+      ok: true,
+      requestId: "V",
+      user: "u",
+    });
+    // Two environments answering one id at once: one binds it, the other is told it is taken.
+    const bound = await Promise.all([a.add(served("v1")), b.add(served("v2"))]);
+    expect(bound.filter(Boolean)).toHaveLength(1);
+    const owner = bound[0] ? "v1" : "v2";
+    expect(await b.has("V")).toBe(true);
+    expect(await a.feedback("V", true)).toMatchObject({ ok: true, version: owner });
+    expect(await b.add(served(owner === "v1" ? "v2" : "v1"))).toBe(false);
+    expect(await b.feedback("V", false)).toMatchObject({ ok: false, status: 409 });
+    expect((await a.window(60)).samples.filter((x) => x.role === "served")).toHaveLength(1);
+    // Past its retention the answer is gone for the router: the id names the next answer.
+    clock.now += 11_000;
+    expect(await a.has("V")).toBe(false);
+    expect(await a.add(served("v2"))).toBe(true);
+    expect(await b.feedback("V", true)).toMatchObject({ ok: true, version: "v2" });
+  });
+
   it("reads at most maxItems answers of a window, newest first, and says the window was cut", async () => {
     const clock = { now: 1_800_000_000_000 };
     const store = new DynamoObservations({
