@@ -9,7 +9,12 @@ import {
   toArgoJson,
 } from "../../functions/analysis/index.ts";
 import { ENV } from "../../functions/config.ts";
-import { defaultProviders, type MetricProvider, maxBodyBytesFrom } from "../../functions/metrics/index.ts";
+import {
+  defaultProviders,
+  type MetricProvider,
+  maxBodyBytesFrom,
+  metricSecretsFrom,
+} from "../../functions/metrics/index.ts";
 import { resolveRuntimeArgs, runtimeValueProblem } from "../../functions/workflow/runtime-args.ts";
 import { RUNTIME_PLACEHOLDERS } from "../../statemachine/analysis-resolve.ts";
 import { loadAnalysisTemplates, SpecError } from "../../statemachine/index.ts";
@@ -47,7 +52,7 @@ export const realDeps: AnalyzeDeps = {
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
-    return defaultProviders({ maxBodyBytes });
+    return defaultProviders({ maxBodyBytes, metricSecrets: metricSecretsFrom(process.env) });
   },
   interrupt: (controller) => {
     const onSigint = () => controller.abort();
