@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRun, tick } from "../../functions/analysis/index.ts";
 import { DatadogMetricProvider } from "../../functions/metrics/datadog.ts";
 import { groupsMetadata, MAX_GROUPS_IN_METADATA } from "../../functions/metrics/datadog-response.ts";
-import { defaultProviders, SecretsManagerSource } from "../../functions/metrics/index.ts";
+import { defaultProviders, metricSecretsFrom, SecretsManagerSource } from "../../functions/metrics/index.ts";
 
 /**
  * The Datadog provider against a local server speaking Datadog's query API
@@ -425,6 +425,38 @@ describe("the keys", () => {
     }
   });
 
+  it("a SecretString that is not a JSON object of strings is an Error saying so", async () => {
+    const metric = (await loadTemplateText(template(QUERY, BOTH))).templates[0]?.metrics[0] as never;
+    const odd = await startSecretsManager({
+      text: "api-key=x",
+      list: "[1]",
+      nested: `{"api-key": {"v": 1}}`,
+    });
+    try {
+      const read = (secretId: string) =>
+        new DatadogMetricProvider({
+          env: {},
+          secrets: new SecretsManagerSource({
+            endpoint: odd.url,
+            credentials: SECRETS_CREDENTIALS,
+            region: "eu-west-1",
+          }),
+          secretId,
+        }).measure(metric, { now: NOW });
+      expect(await read("text")).toMatchObject({
+        message: expect.stringContaining("secret text: its SecretString is not JSON"),
+      });
+      expect(await read("list")).toMatchObject({
+        message: expect.stringContaining("secret list: its SecretString is not a JSON object"),
+      });
+      expect(await read("nested")).toMatchObject({
+        message: expect.stringContaining('secret nested: key "api-key" is not a string'),
+      });
+    } finally {
+      await odd.close();
+    }
+  });
+
   it("an address that is not a URL is Go's parse error; an unreachable one Go's client error", async () => {
     const metric = (await loadTemplateText(template(QUERY, BOTH))).templates[0]?.metrics[0] as never;
     const wrong = { DD_API_KEY: API_KEY, DD_APP_KEY: APP_KEY, DD_ADDRESS: "://wrong.schema" };
@@ -437,6 +469,14 @@ describe("the keys", () => {
       ok: false,
       message: expect.stringMatching(/^Get "http:\/\/127\.0\.0\.1:2\/api\/v1\/query\?from=.*": /),
     });
+  });
+
+  it("the functions' environment names the secrets (ROLLOUTS_DATADOG_SECRET, ROLLOUTS_NEWRELIC_SECRET)", () => {
+    expect(metricSecretsFrom({ ROLLOUTS_DATADOG_SECRET: SECRET, ROLLOUTS_NEWRELIC_SECRET: "nr" })).toEqual({
+      datadog: SECRET,
+      newRelic: "nr",
+    });
+    expect(metricSecretsFrom({ ROLLOUTS_DATADOG_SECRET: "" })).toEqual({});
   });
 
   it("defaultProviders routes a datadog metric to it", async () => {
