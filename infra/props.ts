@@ -52,6 +52,12 @@ export interface MetricSecretsProps {
    * `newrelic` Secret).
    */
   readonly newRelic?: secretsmanager.ISecret;
+  /**
+   * Secrets by the name of the Kubernetes Secret an Argo template names: a Datadog
+   * `secretRef.name` or a New Relic `profile` (each with that provider's keys).
+   * @default none: a template naming a secret other than Argo's default is refused
+   */
+  readonly named?: Readonly<Record<string, secretsmanager.ISecret>>;
 }
 
 /** What every rollout of one controller shares: the table, the functions, the timer, the bus. */

@@ -258,7 +258,7 @@ export class RolloutController extends Construct {
                   ? { [ENV.timerDeadLetterArn]: this.timerDeadLetters.queue.queueArn }
                   : {}),
                 ...(FUNCTION_NEEDS[name].includes("metrics")
-                  ? metricSecretsEnvironment(this.#props.metricSecrets)
+                  ? metricSecretsEnvironment(this, this.#props.metricSecrets)
                   : {}),
               },
         ...(name === "resume" ? { functionName: timer.resumeName } : {}),

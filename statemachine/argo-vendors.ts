@@ -10,9 +10,10 @@ import type { DatadogProviderSchema, NewRelicProviderSchema } from "./providers.
  * `metricproviders/datadog/datadog.go`, the timeout of `metricproviders/newrelic/newrelic.go`)
  * made when the template is loaded, with Argo's messages.
  *
- * Where Argo reads the keys from a Kubernetes Secret, the controller reads them from the Secrets
- * Manager secret it is given for the provider: a template naming another Secret (`secretRef`,
- * `profile`) is refused, since nothing here could find it.
+ * Where Argo reads the keys from a Kubernetes Secret, the controller reads them from a Secrets
+ * Manager secret: the provider's own, or the one it is given under the name a template's
+ * `secretRef.name` or `profile` gives (`metricSecrets.named`). Argo's default names (`datadog`,
+ * `newrelic`) are the provider's own secret.
  */
 
 type Report = (field: string, message: string) => void;
@@ -59,11 +60,10 @@ export function datadogOf(
     ok = false;
   }
   const ref = dd.secretRef;
-  if (ref?.namespaced || (ref?.name ?? "") !== "") {
-    report(
-      `${at}.secretRef`,
-      `a secretRef names a Kubernetes Secret; here the API and app keys come from the controller's Datadog secret in AWS Secrets Manager (RolloutController's metricSecrets.datadog): remove secretRef`,
-    );
+  const secret = ref?.name ?? "";
+  if (ref?.namespaced && secret === "") {
+    // Argo's findCredentials: a namespaced secret must be named.
+    report(`${at}.secretRef.name`, "secret name is required for namespaced credentials");
     ok = false;
   }
   const interval = dd.interval === undefined || dd.interval === "" ? undefined : parseDuration(dd.interval);
@@ -76,6 +76,7 @@ export function datadogOf(
   const { secretRef: _ref, interval: _interval, requestTimeout: _timeout, ...rest } = dd;
   return {
     ...rest,
+    ...(secret !== "" ? { secret } : {}),
     ...(interval && "seconds" in interval ? { interval: Math.trunc(interval.seconds) } : {}),
     ...(timeout !== undefined ? { requestTimeout: timeout } : {}),
   };
@@ -113,18 +114,14 @@ export function newRelicOf(
   report: Report,
   at: string,
 ): z.input<typeof NewRelicProviderSchema> | undefined {
-  let ok = true;
-  if ((nr.profile ?? "") !== "" && nr.profile !== ARGO_SECRET_NAMES.newRelic) {
-    report(
-      `${at}.profile`,
-      `profile "${nr.profile}" names a Kubernetes Secret; here the account, key and region come from the controller's New Relic secret in AWS Secrets Manager (RolloutController's metricSecrets.newRelic): remove profile`,
-    );
-    ok = false;
-  }
   if (nr.timeout !== undefined && nr.timeout < 0) {
     report(`${at}.timeout`, "timeout value needs to be a positive value");
-    ok = false;
+    return undefined;
   }
-  if (!ok) return undefined;
-  return { query: nr.query, ...(nr.timeout !== undefined ? { timeout: nr.timeout } : {}) };
+  const profile = nr.profile ?? "";
+  return {
+    query: nr.query,
+    ...(nr.timeout !== undefined ? { timeout: nr.timeout } : {}),
+    ...(profile !== "" && profile !== ARGO_SECRET_NAMES.newRelic ? { profile } : {}),
+  };
 }

@@ -194,6 +194,11 @@ export const DatadogProviderSchema = z
     aggregator: z.enum(DATADOG_AGGREGATORS).optional(),
     /** The HTTP request's timeout in seconds; Argo's default is 10. */
     requestTimeout: ProviderTimeout.default(ARGO_DEFAULTS.provider.datadogRequestTimeoutSeconds),
+    /**
+     * Argo's `secretRef.name`: the controller's secret of that name (`metricSecrets.named`) holds
+     * the keys; absent, the environment's `DD_*` keys, then the controller's Datadog secret.
+     */
+    secret: z.string().min(1).optional(),
   })
   .strict();
 
@@ -211,6 +216,8 @@ export const NewRelicProviderSchema = z
       .nonnegative()
       .max(MAX_PROVIDER_TIMEOUT_SECONDS, LIMIT_MESSAGES.providerTimeout)
       .default(ARGO_DEFAULTS.provider.newRelicTimeoutSeconds),
+    /** Argo's `profile`: the controller's secret of that name (`metricSecrets.named`); absent, its New Relic secret. */
+    profile: z.string().min(1).optional(),
   })
   .strict();
 

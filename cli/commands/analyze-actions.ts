@@ -47,12 +47,14 @@ export const realDeps: AnalyzeDeps = {
     }),
   providers: () => {
     let maxBodyBytes: number;
+    let metricSecrets: ReturnType<typeof metricSecretsFrom>;
     try {
       maxBodyBytes = maxBodyBytesFrom(process.env[ENV.metricMaxBodyBytes], ENV.metricMaxBodyBytes);
+      metricSecrets = metricSecretsFrom(process.env);
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
-    return defaultProviders({ maxBodyBytes, metricSecrets: metricSecretsFrom(process.env) });
+    return defaultProviders({ maxBodyBytes, metricSecrets });
   },
   interrupt: (controller) => {
     const onSigint = () => controller.abort();

@@ -9,7 +9,7 @@ import {
   schemeProblem,
 } from "./http.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
-import type { SecretSource } from "./secrets.ts";
+import { type SecretSource, secretIdFor } from "./secrets.ts";
 
 /**
  * The Datadog provider, as Argo's `metricproviders/datadog/datadog.go` queries and reads:
@@ -20,7 +20,8 @@ import type { SecretSource } from "./secrets.ts";
  *
  * Where the keys come from, in Argo's order: the environment's `DD_API_KEY`, `DD_APP_KEY` and
  * `DD_ADDRESS` when all three are set, else the controller's Datadog secret in Secrets Manager
- * (the JSON of Argo's `datadog` Kubernetes Secret: `api-key`, `app-key`, `address`).
+ * (the JSON of Argo's `datadog` Kubernetes Secret: `api-key`, `app-key`, `address`). A
+ * `secretRef.name` reads only the controller's secret of that name (`metricSecrets.named`).
  *
  * One difference: a redirect is not followed (it would carry the keys elsewhere); it is an Error
  * measurement with its status.
@@ -37,6 +38,8 @@ export class DatadogMetricProvider implements MetricProvider {
       secrets?: SecretSource;
       /** The controller's Datadog secret (ARN or name). */
       secretId?: string;
+      /** The controller's secrets by the names templates give them (`secretRef.name`). */
+      named?: Readonly<Record<string, string>>;
       /** Where `DD_API_KEY`, `DD_APP_KEY`, `DD_ADDRESS` are looked up; default `process.env`. */
       env?: Record<string, string | undefined>;
     } = {},
@@ -48,7 +51,7 @@ export class DatadogMetricProvider implements MetricProvider {
   async measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
     const dd = metric.provider.datadog;
     if (!dd) return { ok: false, message: `metric "${metric.name}" has no datadog provider` };
-    const keys = await this.credentials(ctx);
+    const keys = await this.credentials(dd.secret, ctx);
     if ("error" in keys) return { ok: false, message: keys.error };
     const url = endpointUrl(keys.address, dd.apiVersion);
     if ("error" in url) return { ok: false, message: url.error };
@@ -81,32 +84,33 @@ export class DatadogMetricProvider implements MetricProvider {
     return dd.apiVersion === "v1" ? readV1(body) : readV2(body);
   }
 
-  /** Argo's `findCredentials`: the environment when all three are set, else the secret. */
+  /**
+   * Argo's `findCredentials`: a `secretRef` names the only secret read; without one, the
+   * environment when all three are set, else the controller's Datadog secret.
+   */
   private async credentials(
+    name: string | undefined,
     ctx: MeasureContext,
   ): Promise<{ address: string; apiKey: string; appKey: string } | { error: string }> {
     const env = this.options.env ?? process.env;
     const [apiKey, appKey, address] = [env.DD_API_KEY, env.DD_APP_KEY, env.DD_ADDRESS];
-    if (
-      apiKey !== undefined &&
-      appKey !== undefined &&
-      address !== undefined &&
-      apiKey !== "" &&
-      appKey !== ""
-    ) {
-      return { address, apiKey, appKey };
-    }
+    const fromEnv = apiKey !== undefined && appKey !== undefined && address !== undefined;
+    if (name === undefined && fromEnv && apiKey !== "" && appKey !== "") return { address, apiKey, appKey };
     const missing = "failed to find the credentials for datadog metrics provider";
-    if (!this.options.secretId || !this.options.secrets) {
+    const secretId = secretIdFor({ own: this.options.secretId, named: this.options.named }, name, "datadog");
+    if (!secretId || !this.options.secrets) {
       return {
-        error: `${missing}: the controller has no Datadog secret (RolloutController's metricSecrets.datadog; ROLLOUTS_DATADOG_SECRET for rollouts analyze), and DD_API_KEY, DD_APP_KEY and DD_ADDRESS are not all set`,
+        error:
+          name === undefined
+            ? `${missing}: the controller has no Datadog secret (RolloutController's metricSecrets.datadog; ROLLOUTS_DATADOG_SECRET for rollouts analyze), and DD_API_KEY, DD_APP_KEY and DD_ADDRESS are not all set`
+            : `${missing}: the controller has no secret named "${name}" (RolloutController's metricSecrets.named)`,
       };
     }
-    const secret = await this.options.secrets.read(this.options.secretId, ctx.now, ctx.signal);
+    const secret = await this.options.secrets.read(secretId, ctx.now, ctx.signal);
     if ("error" in secret) return { error: `${missing}: ${secret.error}` };
     const v = secret.values;
     if (!v["api-key"] || !v["app-key"]) {
-      return { error: `${missing}: secret ${this.options.secretId} needs the keys "api-key" and "app-key"` };
+      return { error: `${missing}: secret ${secretId} needs the keys "api-key" and "app-key"` };
     }
     return { address: v.address ?? "", apiKey: v["api-key"], appKey: v["app-key"] };
   }

@@ -119,17 +119,50 @@ export interface DefaultProviderOptions {
    * (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`), and where they are read (default
    * Secrets Manager with the default credential chain).
    */
-  metricSecrets?: { datadog?: string; newRelic?: string; source?: SecretSource };
+  metricSecrets?: {
+    datadog?: string;
+    newRelic?: string;
+    /** Secrets by the names templates give them (`secretRef.name`, `profile`): `ROLLOUTS_METRIC_SECRETS`. */
+    named?: Readonly<Record<string, string>>;
+    source?: SecretSource;
+  };
 }
 
-/** The Datadog and New Relic secrets the environment names (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`). */
+/**
+ * The Datadog and New Relic secrets the environment names (`ROLLOUTS_DATADOG_SECRET`,
+ * `ROLLOUTS_NEWRELIC_SECRET`, and `ROLLOUTS_METRIC_SECRETS`: a JSON object of secrets by name).
+ * A `ROLLOUTS_METRIC_SECRETS` that is not such an object fails the start with its name.
+ */
 export function metricSecretsFrom(env: Record<string, string | undefined>): {
   datadog?: string;
   newRelic?: string;
+  named?: Record<string, string>;
 } {
   const datadog = env[ENV.datadogSecret];
   const newRelic = env[ENV.newRelicSecret];
-  return { ...(datadog ? { datadog } : {}), ...(newRelic ? { newRelic } : {}) };
+  const namedText = env[ENV.metricSecrets];
+  const named = namedText ? namedSecrets(namedText) : undefined;
+  return { ...(datadog ? { datadog } : {}), ...(newRelic ? { newRelic } : {}), ...(named ? { named } : {}) };
+}
+
+function namedSecrets(text: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const valid =
+    parsed !== null &&
+    typeof parsed === "object" &&
+    !Array.isArray(parsed) &&
+    Object.values(parsed as object).every((v) => typeof v === "string");
+  if (!valid) {
+    throw new Error(
+      `${ENV.metricSecrets} must be a JSON object of secret ARNs by name, like {"my-secret": "arn:aws:secretsmanager:…"}`,
+    );
+  }
+  return parsed as Record<string, string>;
 }
 
 /**
@@ -173,16 +206,19 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
   const secrets = options.metricSecrets?.source ?? new SecretsManagerSource();
   const datadogSecret = options.metricSecrets?.datadog;
   const newRelicSecret = options.metricSecrets?.newRelic;
+  const named = options.metricSecrets?.named ? { named: options.metricSecrets.named } : {};
   return new MetricProviders({
     datadog: new DatadogMetricProvider({
       ...http,
       secrets,
       ...(datadogSecret ? { secretId: datadogSecret } : {}),
+      ...named,
     }),
     newRelic: new NewRelicMetricProvider({
       ...http,
       secrets,
       ...(newRelicSecret ? { secretId: newRelicSecret } : {}),
+      ...named,
     }),
     prometheus: new PrometheusMetricProvider({
       ...http,

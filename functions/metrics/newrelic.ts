@@ -9,7 +9,7 @@ import {
   schemeProblem,
 } from "./http.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
-import type { SecretSource } from "./secrets.ts";
+import { type SecretSource, secretIdFor } from "./secrets.ts";
 
 /**
  * The New Relic provider, as Argo's `metricproviders/newrelic/newrelic.go` queries through
@@ -21,7 +21,8 @@ import type { SecretSource } from "./secrets.ts";
  *
  * The account comes from the controller's New Relic secret in Secrets Manager, the JSON of Argo's
  * `newrelic` Kubernetes Secret: `personal-api-key`, `account-id`, `region` (`us` by default; `eu`,
- * `jp`, `gov`; any other is `us`, as the client does) and `base-url-nerdgraph` (a proxy).
+ * `jp`, `gov`; any other is `us`, as the client does) and `base-url-nerdgraph` (a proxy). A
+ * `profile` reads the controller's secret of that name instead (`metricSecrets.named`).
  *
  * One difference: newrelic-client-go retries a NerdGraph timeout or server error up to three times
  * within the measurement; here the measurement is an Error at once and the analysis measures
@@ -38,6 +39,8 @@ export class NewRelicMetricProvider implements MetricProvider {
       secrets?: SecretSource;
       /** The controller's New Relic secret (ARN or name). */
       secretId?: string;
+      /** The controller's secrets by the names templates give them (`profile`). */
+      named?: Readonly<Record<string, string>>;
     } = {},
   ) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
@@ -48,21 +51,32 @@ export class NewRelicMetricProvider implements MetricProvider {
     const nr = metric.provider.newRelic;
     if (!nr) return { ok: false, message: `metric "${metric.name}" has no newRelic provider` };
     const metadata = { ResolvedNewRelicQuery: nr.query };
-    const account = await this.account(ctx);
+    const account = await this.account(nr.profile, ctx);
     if ("error" in account) return { ok: false, message: account.error, metadata };
     const answer = await this.post(account, { query: nr.query, timeout: nr.timeout }, ctx);
     if ("error" in answer) return { ok: false, message: answer.error, metadata };
     return { ...processResults(answer.results), metadata };
   }
 
-  private async account(ctx: MeasureContext): Promise<NerdGraphAccount | { error: string }> {
-    if (!this.options.secretId || !this.options.secrets) {
+  /** Argo's `NewNewRelicAPIClient`: the profile's secret (the `newrelic` one by default). */
+  private async account(
+    profile: string | undefined,
+    ctx: MeasureContext,
+  ): Promise<NerdGraphAccount | { error: string }> {
+    const secretId = secretIdFor(
+      { own: this.options.secretId, named: this.options.named },
+      profile,
+      "newrelic",
+    );
+    if (!secretId || !this.options.secrets) {
       return {
         error:
-          "account ID or personal API key not found: the controller has no New Relic secret (RolloutController's metricSecrets.newRelic; ROLLOUTS_NEWRELIC_SECRET for rollouts analyze)",
+          profile === undefined
+            ? "account ID or personal API key not found: the controller has no New Relic secret (RolloutController's metricSecrets.newRelic; ROLLOUTS_NEWRELIC_SECRET for rollouts analyze)"
+            : `secrets "${profile}" not found: the controller has no secret named "${profile}" (RolloutController's metricSecrets.named)`,
       };
     }
-    const secret = await this.options.secrets.read(this.options.secretId, ctx.now, ctx.signal);
+    const secret = await this.options.secrets.read(secretId, ctx.now, ctx.signal);
     if ("error" in secret) return secret;
     const v = secret.values;
     const apiKey = v["personal-api-key"] ?? "";

@@ -148,3 +148,16 @@ export function secretValues(secretId: string, text: string): SecretValues | Sec
   }
   return { values };
 }
+
+/**
+ * The secret a metric reads: the one the controller holds under `name` (a template's
+ * `secretRef.name` or `profile`), else for Argo's default name or no name the provider's own.
+ */
+export function secretIdFor(
+  secrets: { own?: string; named?: Readonly<Record<string, string>> },
+  name: string | undefined,
+  defaultName: string,
+): string | undefined {
+  if (name === undefined) return secrets.own;
+  return secrets.named?.[name] ?? (name === defaultName ? secrets.own : undefined);
+}

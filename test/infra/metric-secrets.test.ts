@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import * as ecr from "aws-cdk-lib/aws-ecr";
@@ -25,7 +28,7 @@ function controllerStack(template: string, secrets: (stack: Stack) => MetricSecr
   const metricSecrets = secrets(stack);
   const controller = new RolloutController(stack, "Controller", metricSecrets ? { metricSecrets } : {});
   controller.addRollout("Shop", {
-    spec: { files: [file("examples/rollout.yaml"), file(template)] },
+    spec: { files: [file("examples/rollout.yaml"), template.startsWith("/") ? template : file(template)] },
     target: { type: "lambda-alias", functionName: "shop", alias: "live" },
     trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repo", "shop") },
   });
@@ -103,6 +106,33 @@ describe("the Datadog and New Relic secrets", () => {
       (s) => s.Sid === "DatadogSecret",
     );
     expect(JSON.stringify(statement?.Resource)).toContain("secret:datadog-??????");
+  });
+
+  it("a secret a template names (profile, secretRef.name) is named to the functions and granted; an unknown one refused", () => {
+    const TEAM = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:team-newrelic-MnOpQr";
+    const dir = mkdtempSync(join(tmpdir(), "nr-profile-"));
+    const profiled = join(dir, "template.yaml");
+    writeFileSync(
+      profiled,
+      readFileSync(file("examples/analysis-newrelic.yaml"), "utf8").replace(
+        "        newRelic:\n",
+        "        newRelic:\n          profile: team-newrelic\n",
+      ),
+    );
+    const { template: named } = controllerStack(profiled, (s) => ({
+      named: { "team-newrelic": secretsmanager.Secret.fromSecretCompleteArn(s, "Team", TEAM) },
+    }));
+    // The spec is read at addRollout: the file is no longer needed once the stacks are made.
+    const measuring = MEASURING[0] as HandlerName;
+    const env = ((functionOf(named, measuring).Environment as Json).Variables ?? {}) as Json;
+    expect(JSON.parse(String(env[ENV.metricSecrets]))).toEqual({ "team-newrelic": TEAM });
+    expect(
+      statementsOf(named, measuring).filter((s) => s.Action === "secretsmanager:GetSecretValue"),
+    ).toEqual([expect.objectContaining({ Resource: TEAM })]);
+    expect(() => controllerStack(profiled, () => undefined)).toThrow(
+      'spec: an analysis\'s newRelic provider names the secret "team-newrelic" but the controller has no metricSecrets.named["team-newrelic"]',
+    );
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it.each([

@@ -326,7 +326,7 @@ describe("the template's checks, when it is loaded (datadog_test.go TestValidate
     ["apiVersion: v2\nquery: foo\nrequestTimeout: not-a-duration", "Could not parse the request timeout"],
     ["apiVersion: v2\nquery: foo\nrequestTimeout: 0s", "Request timeout must be a positive duration"],
     ["apiVersion: v2\nquery: foo\nrequestTimeout: -5s", "Request timeout must be a positive duration"],
-    ["query: foo\nsecretRef: {name: mysecret, namespaced: true}", "metricSecrets.datadog"],
+    ["query: foo\nsecretRef: {namespaced: true}", "secret name is required for namespaced credentials"],
     ["apiVersion: v3\nquery: foo", "apiVersion"],
   ])("%j is refused: %s", async (provider, message) => {
     const found = await problems(provider);
@@ -337,6 +337,7 @@ describe("the template's checks, when it is loaded (datadog_test.go TestValidate
     "apiVersion: v2\nquery: foo",
     "apiVersion: v2\nqueries: {a: x, b: y}\nformula: a + b\naggregator: avg",
     "apiVersion: v2\nquery: foo\nrequestTimeout: 30s",
+    "query: foo\nsecretRef: {name: mysecret, namespaced: true}",
   ])("%j loads", async (provider) => {
     expect(await problems(provider)).toEqual([]);
   });
@@ -471,12 +472,47 @@ describe("the keys", () => {
     });
   });
 
-  it("the functions' environment names the secrets (ROLLOUTS_DATADOG_SECRET, ROLLOUTS_NEWRELIC_SECRET)", () => {
-    expect(metricSecretsFrom({ ROLLOUTS_DATADOG_SECRET: SECRET, ROLLOUTS_NEWRELIC_SECRET: "nr" })).toEqual({
-      datadog: SECRET,
-      newRelic: "nr",
-    });
+  it("the functions' environment names the secrets (ROLLOUTS_DATADOG_SECRET, …_NEWRELIC_SECRET, …_METRIC_SECRETS)", () => {
+    expect(
+      metricSecretsFrom({
+        ROLLOUTS_DATADOG_SECRET: SECRET,
+        ROLLOUTS_NEWRELIC_SECRET: "nr",
+        ROLLOUTS_METRIC_SECRETS: JSON.stringify({ team: "t" }),
+      }),
+    ).toEqual({ datadog: SECRET, newRelic: "nr", named: { team: "t" } });
     expect(metricSecretsFrom({ ROLLOUTS_DATADOG_SECRET: "" })).toEqual({});
+    expect(() => metricSecretsFrom({ ROLLOUTS_METRIC_SECRETS: "[1]" })).toThrow(
+      /ROLLOUTS_METRIC_SECRETS must be a JSON object of secret ARNs by name/,
+    );
+  });
+
+  it("a secretRef reads only the secret of that name, never the environment (Argo's findCredentials)", async () => {
+    const team = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:team-datadog-XyZ123";
+    const local = await startSecretsManager({
+      [team]: JSON.stringify({ "api-key": "team-api", "app-key": "team-app", address: server.url }),
+    });
+    try {
+      const provider = new DatadogMetricProvider({
+        env: env(),
+        secrets: new SecretsManagerSource({ endpoint: local.url, credentials: SECRETS_CREDENTIALS }),
+        named: { "team-datadog": team },
+      });
+      answer = { status: 200, body: V1_OK };
+      const named = (await loadTemplateText(template(`${QUERY}\nsecretRef: {name: team-datadog}`, BOTH)))
+        .templates[0]?.metrics[0] as never;
+      const before = server.requests.length;
+      expect(await provider.measure(named, { now: NOW })).toMatchObject({ ok: true });
+      expect(server.requests[before]?.headers["dd-api-key"]).toBe("team-api");
+      const other = (await loadTemplateText(template(`${QUERY}\nsecretRef: {name: other}`, BOTH)))
+        .templates[0]?.metrics[0] as never;
+      expect(await provider.measure(other, { now: NOW })).toEqual({
+        ok: false,
+        message:
+          'failed to find the credentials for datadog metrics provider: the controller has no secret named "other" (RolloutController\'s metricSecrets.named)',
+      });
+    } finally {
+      await local.close();
+    }
   });
 
   it("defaultProviders routes a datadog metric to it", async () => {

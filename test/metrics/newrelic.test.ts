@@ -205,17 +205,44 @@ describe("the account (TestNewNewRelicAPIClient)", () => {
 });
 
 describe("the template's checks, when it is loaded", () => {
-  it("a negative timeout is refused with Argo's message; a profile names a Kubernetes Secret", async () => {
+  it("a negative timeout is refused with Argo's message", async () => {
     expect(await templateProblems(template("query: q\ntimeout: -1", `successCondition: "true"`))).toEqual([
       expect.stringContaining("provider.newRelic.timeout: timeout value needs to be a positive value"),
     ]);
-    expect(
-      (
-        await templateProblems(template("query: q\nprofile: my-newrelic-secret", `successCondition: "true"`))
-      ).join(),
-    ).toContain("metricSecrets.newRelic");
-    expect(
-      await templateProblems(template("query: q\nprofile: newrelic", `successCondition: "true"`)),
-    ).toEqual([]);
+  });
+});
+
+describe("a profile (TestNewNewRelicAPIClient: when secretName is specified by the metric)", () => {
+  const OTHER = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:nr-other-QwErTy";
+  const profiled = async (profile: string) =>
+    (await loadTemplateText(template(`query: q\nprofile: ${profile}`, `successCondition: "true"`)))
+      .templates[0]?.metrics[0] as Metric;
+
+  it("reads the controller's secret of that name; newrelic is the provider's own; another is an Error", async () => {
+    const other = await startSecretsManager({
+      [OTHER]: JSON.stringify({ ...defaultAccount(), "personal-api-key": "NRAK-OTHER" }),
+      [SECRET]: JSON.stringify(defaultAccount()),
+    });
+    try {
+      const p = new NewRelicMetricProvider({
+        secrets: new SecretsManagerSource({ endpoint: other.url, credentials: SECRETS_CREDENTIALS }),
+        secretId: SECRET,
+        named: { "my-newrelic-secret": OTHER },
+      });
+      reply = results([{ count: 1 }]);
+      const before = nerdGraph.requests.length;
+      expect(await p.measure(await profiled("my-newrelic-secret"), { now: NOW })).toMatchObject({ ok: true });
+      expect(await p.measure(await profiled("newrelic"), { now: NOW })).toMatchObject({ ok: true });
+      expect(nerdGraph.requests.slice(before).map((r) => r.headers["api-key"])).toEqual([
+        "NRAK-OTHER",
+        "NRAK-ABCDEFG01234",
+      ]);
+      expect(await p.measure(await profiled("unknown"), { now: NOW })).toMatchObject({
+        ok: false,
+        message: expect.stringContaining('secrets "unknown" not found'),
+      });
+    } finally {
+      await other.close();
+    }
   });
 });
