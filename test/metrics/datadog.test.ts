@@ -141,6 +141,17 @@ describe("v1 (datadogV1_test.go TestRunSuite)", () => {
     });
   });
 
+  it("a null value decodes as Go's zero value, 0 (as in Argo: documented)", async () => {
+    expect(
+      await measure(
+        QUERY,
+        "successCondition: result < 0.01",
+        200,
+        `{"series":[{"pointlist":[[1,0.5],[2,null]]}]}`,
+      ),
+    ).toMatchObject({ phase: "Successful", value: "0" });
+  });
+
   it("a point without two values is an Error", async () => {
     expect(await measure(QUERY, BOTH, 200, `{"series":[{"pointlist":[[1598867925000]]}]}`)).toMatchObject({
       phase: "Error",
