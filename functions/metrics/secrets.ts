@@ -1,14 +1,13 @@
-import { Sha256 } from "@aws-crypto/sha256-js";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
-import { SignatureV4 } from "@smithy/signature-v4";
+import { getSecretValue, type SecretsCredentials } from "../secrets-manager.ts";
 import { deadline, describeFetchError, type Fetch, snippet } from "./http.ts";
 
 /**
  * The keys of a metric provider (Datadog's API and app keys, New Relic's account and personal API
  * key), read from AWS Secrets Manager: a secret whose `SecretString` is a JSON object with the
  * keys Argo reads from its Kubernetes Secret (`api-key`, `app-key`, `address`;
- * `personal-api-key`, `account-id`, `region`, `base-url-nerdgraph`). One `GetSecretValue`,
- * signed with SigV4, is not worth a client package in every function's bundle.
+ * `personal-api-key`, `account-id`, `region`, `base-url-nerdgraph`), read with
+ * `getSecretValue` (`functions/secrets-manager.ts`).
  *
  * A secret is read once and kept for {@link SECRET_TTL_MS} of the measurements' own time, so a
  * rotated key is picked up within minutes. A secret that cannot be read is the measurement's
@@ -30,16 +29,9 @@ export const SECRET_TTL_MS = 5 * 60 * 1000;
 /** The most a GetSecretValue call may take. */
 const SECRET_TIMEOUT_SECONDS = 5;
 
-/** AWS credentials, as the SDK's credential chain gives them. */
-interface AwsCredentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  readonly sessionToken?: string;
-}
-
 export interface SecretsManagerSourceOptions {
   fetch?: Fetch;
-  credentials?: AwsCredentials | (() => Promise<AwsCredentials>);
+  credentials?: SecretsCredentials | (() => Promise<SecretsCredentials>);
   /** The region of a secret named by name rather than ARN; default `AWS_REGION`. */
   region?: string;
   /** Secrets Manager's endpoint; default `AWS_ENDPOINT_URL_SECRETS_MANAGER`, else the region's. */
@@ -73,57 +65,27 @@ export class SecretsManagerSource implements SecretSource {
       process.env.AWS_REGION ??
       process.env.AWS_DEFAULT_REGION;
     if (!region) return { error: `secret ${secretId}: no region (give the secret's ARN or set AWS_REGION)` };
-    const hostname = `secretsmanager.${region}.amazonaws.com`;
-    const body = JSON.stringify({ SecretId: secretId });
-    const signer = new SignatureV4({
-      service: "secretsmanager",
+    const answer = await getSecretValue({
+      secretId,
       region,
-      sha256: Sha256,
       credentials: this.options.credentials ?? defaultProvider(),
+      signal: deadline(SECRET_TIMEOUT_SECONDS, signal),
+      ...(this.options.fetch ? { fetch: this.options.fetch } : {}),
+      ...(this.options.endpoint ? { endpoint: this.options.endpoint } : {}),
     });
-    const endpoint = (
-      this.options.endpoint ??
-      process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER ??
-      `https://${hostname}`
-    ).replace(/\/$/, "");
-    let res: Response;
-    try {
-      const signed = await signer.sign({
-        method: "POST",
-        protocol: "https:",
-        hostname,
-        path: "/",
-        headers: {
-          host: hostname,
-          "content-type": "application/x-amz-json-1.1",
-          "x-amz-target": "secretsmanager.GetSecretValue",
-        },
-        body,
-      });
-      res = await (this.options.fetch ?? fetch)(`${endpoint}/`, {
-        method: "POST",
-        headers: signed.headers as Record<string, string>,
-        body,
-        signal: deadline(SECRET_TIMEOUT_SECONDS, signal),
-      });
-    } catch (e) {
-      const why = describeFetchError("POST", `${endpoint}/`, e, SECRET_TIMEOUT_SECONDS);
-      return { error: `secret ${secretId}: GetSecretValue failed: ${why}` };
+    if ("secretString" in answer) return answer;
+    switch (answer.failure) {
+      case "unreachable": {
+        const why = describeFetchError("POST", answer.url, answer.error, SECRET_TIMEOUT_SECONDS);
+        return { error: `secret ${secretId}: GetSecretValue failed: ${why}` };
+      }
+      case "status":
+        return {
+          error: `secret ${secretId}: GetSecretValue answered ${answer.status}: ${snippet(answer.text, 300)}`,
+        };
+      default:
+        return { error: `secret ${secretId} has no SecretString (a JSON object of the provider's keys)` };
     }
-    const text = await res.text();
-    if (!res.ok) {
-      return { error: `secret ${secretId}: GetSecretValue answered ${res.status}: ${snippet(text, 300)}` };
-    }
-    let answer: { SecretString?: unknown };
-    try {
-      answer = JSON.parse(text) as { SecretString?: unknown };
-    } catch {
-      return { error: `secret ${secretId}: GetSecretValue answered what is not JSON` };
-    }
-    if (typeof answer?.SecretString !== "string") {
-      return { error: `secret ${secretId} has no SecretString (a JSON object of the provider's keys)` };
-    }
-    return { secretString: answer.SecretString };
   }
 }
 
