@@ -64,6 +64,12 @@ export const ENV = {
    * functions to change it.
    */
   metricMaxBodyBytes: "ROLLOUTS_METRIC_MAX_BODY_BYTES",
+  /** The Secrets Manager secret (ARN) of the Datadog provider's keys: `api-key`, `app-key`, `address`. */
+  datadogSecret: "ROLLOUTS_DATADOG_SECRET",
+  /** The Secrets Manager secret (ARN) of the New Relic provider's account: `personal-api-key`, `account-id`, `region`. */
+  newRelicSecret: "ROLLOUTS_NEWRELIC_SECRET",
+  /** JSON: the metric secrets by the names templates give them (`secretRef.name`, `profile`), `{"name": "arn"}`. */
+  metricSecrets: "ROLLOUTS_METRIC_SECRETS",
   /** The router function's name (its target's endpoint): its configuration and observations are `MODEL#<name>` items. */
   routerName: "ROLLOUTS_ROUTER_NAME",
 } as const;

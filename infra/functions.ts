@@ -45,7 +45,8 @@ export function prebuiltBundle(
  * - `target`: the traffic target of every rollout (ELBv2/ECS or Lambda), see `target-grants.ts`
  * - `timer`: Scheduler schedules in the group, `iam:PassRole` on the Scheduler role, the ticker
  * - `tokens`: `SendTaskSuccess`/`SendTaskFailure` (the abort channel and the waits' results)
- * - `metrics`: CloudWatch `GetMetricData` and/or AMP `QueryMetrics` when configured
+ * - `metrics`: CloudWatch `GetMetricData` and/or AMP `QueryMetrics` when configured, and the
+ *   Datadog and New Relic secrets (`metricSecrets`) when given
  * - `events`: `PutEvents` on the lifecycle bus
  * - `executions`: start (and stop) the rollouts' executions
  * - `alarms`: `cloudwatch:DescribeAlarms` on the alarms the rollouts watch

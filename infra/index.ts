@@ -21,6 +21,7 @@ export type {
   KubernetesClusterRef,
   KubernetesTarget,
   LambdaAliasTarget,
+  MetricSecretsProps,
   PluginTarget,
   PrometheusProps,
   PrometheusUrlProps,

@@ -39,6 +39,27 @@ export interface PrometheusWorkspaceProps {
 /** Where analysis metrics come from by default: a plain Prometheus URL or an AMP workspace. */
 export type PrometheusProps = PrometheusUrlProps | PrometheusWorkspaceProps;
 
+/**
+ * The Secrets Manager secrets of the Datadog and New Relic metric providers: each a JSON object
+ * with the keys of Argo's Kubernetes Secret of that provider. The measuring functions may read
+ * exactly these secrets.
+ */
+export interface MetricSecretsProps {
+  /** `{"api-key": …, "app-key": …, "address"?: "https://api.datadoghq.eu"}` (Argo's `datadog` Secret). */
+  readonly datadog?: secretsmanager.ISecret;
+  /**
+   * `{"personal-api-key": …, "account-id": …, "region"?: "eu", "base-url-nerdgraph"?: …}` (Argo's
+   * `newrelic` Secret).
+   */
+  readonly newRelic?: secretsmanager.ISecret;
+  /**
+   * Secrets by the name of the Kubernetes Secret an Argo template names: a Datadog
+   * `secretRef.name` or a New Relic `profile` (each with that provider's keys).
+   * @default none: a template naming a secret other than Argo's default is refused
+   */
+  readonly named?: Readonly<Record<string, secretsmanager.ISecret>>;
+}
+
 /** What every rollout of one controller shares: the table, the functions, the timer, the bus. */
 export interface RolloutControllerProps {
   /**
@@ -61,6 +82,12 @@ export interface RolloutControllerProps {
    * @default granted as soon as one rollout's analysis uses the `cloudWatch` provider
    */
   readonly cloudWatchMetrics?: boolean;
+  /**
+   * The keys of the `datadog` and `newRelic` analysis providers, in Secrets Manager (where Argo
+   * reads a Kubernetes Secret). A rollout whose analysis uses one without its secret is refused.
+   * @default none: the datadog and newRelic providers cannot be used
+   */
+  readonly metricSecrets?: MetricSecretsProps;
   /**
    * Retention of the functions' and the state machines' log groups.
    * @default logs.RetentionDays.ONE_MONTH

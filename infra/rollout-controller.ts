@@ -44,6 +44,11 @@ import {
 } from "./functions.ts";
 import { kubernetesAccessEntries, kubernetesVpc } from "./kubernetes.ts";
 import {
+  metricSecretsEnvironment,
+  metricSecretsProblems,
+  metricSecretsStatements,
+} from "./metric-secrets.ts";
+import {
   grantRouterReads,
   type ModelRouterResources,
   modelRouter,
@@ -247,9 +252,15 @@ export class RolloutController extends Construct {
                 ...environment,
                 [ENV.rollouts]: Lazy.string({ produce: () => stack.toJsonString(this.#routes) }),
               }
-            : FUNCTION_NEEDS[name].includes("timer")
-              ? { ...environment, [ENV.timerDeadLetterArn]: this.timerDeadLetters.queue.queueArn }
-              : environment,
+            : {
+                ...environment,
+                ...(FUNCTION_NEEDS[name].includes("timer")
+                  ? { [ENV.timerDeadLetterArn]: this.timerDeadLetters.queue.queueArn }
+                  : {}),
+                ...(FUNCTION_NEEDS[name].includes("metrics")
+                  ? metricSecretsEnvironment(this, this.#props.metricSecrets)
+                  : {}),
+              },
         ...(name === "resume" ? { functionName: timer.resumeName } : {}),
       };
       // The installed package deploys the bundles `npm run build` made; the sources bundle here.
@@ -402,6 +413,7 @@ export class RolloutController extends Construct {
         "spec: an analysis uses the cloudWatch provider but the controller has cloudWatchMetrics: false",
       );
     }
+    if (spec) problems.push(...metricSecretsProblems(spec, this.#props.metricSecrets));
     (spec?.notifications ?? []).forEach((s, i) => {
       problems.push(...subscriptionProblems(s, this.#props.notifications, `spec.notifications[${i}]`));
     });
@@ -833,6 +845,11 @@ export class RolloutController extends Construct {
     if (needs.has("events")) this.eventBus.grantPutEventsTo(role);
     if (needs.has("metrics") && shared.prometheus?.workspaceArn) {
       add("PrometheusQuery", ["aps:QueryMetrics"], [shared.prometheus.workspaceArn]);
+    }
+    if (needs.has("metrics")) {
+      for (const statement of metricSecretsStatements(this, this.#props.metricSecrets)) {
+        role.addToPrincipalPolicy(statement);
+      }
     }
     acknowledgeWildcards(role, ["*"], `no resource-level permissions: ${unscoped.join(", ")}`);
   }

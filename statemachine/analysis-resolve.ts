@@ -7,6 +7,7 @@ import {
   ArgoReadingProviderSchema,
   UNSUPPORTED_PROVIDERS,
 } from "./argo-schema.ts";
+import { datadogOf, newRelicOf } from "./argo-vendors.ts";
 import { metricUpperBoundSeconds } from "./compile.ts";
 import { compileCondition } from "./conditions.ts";
 import { ARGO_DEFAULTS } from "./defaults.ts";
@@ -276,10 +277,7 @@ function resolveMetric(
       if (name in provider) {
         problems.push({
           ...at(`provider.${name}`),
-          message:
-            name === "job"
-              ? `the job provider is not supported: run the check as a Lambda function with the ${LAMBDA_PLUGIN} plugin (provider: {plugin: {${LAMBDA_PLUGIN}: {function, payload}}}), whose returned JSON is the measurement`
-              : `the ${name} provider is not supported: use prometheus, web, cloudWatch, samples, the ${LAMBDA_PLUGIN} plugin or the ${JUDGE_PLUGIN} plugin`,
+          message: unsupportedProviderMessage(name),
         });
         return undefined;
       }
@@ -296,6 +294,21 @@ function resolveMetric(
   );
   if (!metric || problems.length !== before) return undefined;
   return metric;
+}
+
+/** Why an Argo provider this controller does not run is refused, and what to use instead. */
+const UNSUPPORTED_REASONS: Record<string, string> = {
+  job: `run the check as a Lambda function with the ${LAMBDA_PLUGIN} plugin (provider: {plugin: {${LAMBDA_PLUGIN}: {function, payload}}}), whose returned JSON is the measurement`,
+  kayenta: `it needs a Kayenta service and its canary configs; the ${JUDGE_PLUGIN} plugin's kayenta test scores both versions the same way from prometheus or cloudWatch readings`,
+  graphite: "no adapter reads Graphite's render API yet: expose the series through the web provider",
+  influxdb: "no adapter runs Flux queries yet: expose the result through the web provider",
+  wavefront: "no adapter reads Wavefront's query API yet: expose the series through the web provider",
+  skywalking: "no adapter runs SkyWalking GraphQL queries yet: expose the result through the web provider",
+};
+
+function unsupportedProviderMessage(name: string): string {
+  const use = `use prometheus, web, cloudWatch, samples, datadog, newRelic, the ${LAMBDA_PLUGIN} plugin or the ${JUDGE_PLUGIN} plugin`;
+  return `the ${name} provider is not supported: ${UNSUPPORTED_REASONS[name] ?? use}`;
 }
 
 const intOf = (v: number | string | undefined): number | undefined | "bad" => {
@@ -607,6 +620,14 @@ function readingProviderOf(
 ): ProviderInput | undefined {
   if (p.prometheus) return { prometheus: { ...p.prometheus } };
   if (p.web) return { web: { ...p.web } };
+  if (p.datadog) {
+    const datadog = datadogOf(p.datadog, report, `${at}.datadog`);
+    return datadog ? { datadog } : undefined;
+  }
+  if (p.newRelic) {
+    const newRelic = newRelicOf(p.newRelic, report, `${at}.newRelic`);
+    return newRelic ? { newRelic } : undefined;
+  }
   if (p.samples) {
     const window = p.samples.window === undefined ? undefined : parseDuration(p.samples.window);
     if (window && "error" in window) {

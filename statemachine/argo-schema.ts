@@ -6,7 +6,7 @@ import {
   MAX_REPLICAS,
   MAX_WAIT_SECONDS,
 } from "./limits.ts";
-import { HeaderFields, SamplesSigv4Schema, Sigv4Fields } from "./providers.ts";
+import { DATADOG_AGGREGATORS, HeaderFields, SamplesSigv4Schema, Sigv4Fields } from "./providers.ts";
 import { re2Problem } from "./re2.ts";
 
 /**
@@ -124,12 +124,40 @@ export const ArgoSamplesSchema = z
   })
   .strict();
 
+/** Argo's `datadog` provider (`DatadogMetric`), its durations as Go duration strings. */
+export const ArgoDatadogSchema = z
+  .object({
+    interval: z.string().optional(),
+    query: z.string().optional(),
+    queries: z.record(z.string(), z.string()).optional(),
+    formula: z.string().optional(),
+    apiVersion: z.enum(["v1", "v2"]).optional(),
+    aggregator: z.enum(DATADOG_AGGREGATORS).optional(),
+    secretRef: z
+      .object({ name: z.string().optional(), namespaced: z.boolean().optional() })
+      .strict()
+      .optional(),
+    requestTimeout: z.string().optional(),
+  })
+  .strict();
+
+/** Argo's `newRelic` provider (`NewRelicMetric`). */
+export const ArgoNewRelicSchema = z
+  .object({
+    profile: z.string().optional(),
+    query: z.string().min(1),
+    timeout: z.number().int().optional(),
+  })
+  .strict();
+
 /** The providers that read one system, as Argo writes them: what a judge reads each version with. */
 export const ArgoReadingProviderFields = {
   prometheus: ArgoPrometheusSchema.optional(),
   web: ArgoWebSchema.optional(),
   cloudWatch: ArgoCloudWatchSchema.optional(),
   samples: ArgoSamplesSchema.optional(),
+  datadog: ArgoDatadogSchema.optional(),
+  newRelic: ArgoNewRelicSchema.optional(),
 };
 export const ArgoReadingProviderSchema = z.object(ArgoReadingProviderFields).strict();
 
@@ -137,8 +165,6 @@ export const ArgoReadingProviderSchema = z.object(ArgoReadingProviderFields).str
 export const UNSUPPORTED_PROVIDERS = [
   "job",
   "kayenta",
-  "datadog",
-  "newRelic",
   "wavefront",
   "graphite",
   "influxdb",

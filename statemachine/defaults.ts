@@ -40,6 +40,14 @@ export const ARGO_DEFAULTS = {
     webTimeoutSeconds: 10,
     /** CloudWatch's `interval`: the history read, 5 minutes. */
     cloudWatchIntervalSeconds: 300,
+    /** Datadog's API version when a template names none: the CRD's default, `v1`. */
+    datadogApiVersion: "v1",
+    /** Datadog's `interval`: the history read, 5 minutes. */
+    datadogIntervalSeconds: 300,
+    /** Datadog's `requestTimeout`: the HTTP client's timeout, 10 seconds. */
+    datadogRequestTimeoutSeconds: 10,
+    /** New Relic's `timeout`: NRQL's own timeout, 5 seconds. */
+    newRelicTimeoutSeconds: 5,
   },
 } as const;
 

@@ -160,6 +160,67 @@ export const LambdaProviderSchema = z
   })
   .strict();
 
+/** Datadog's v2 aggregators (Argo's enum, in its order). */
+export const DATADOG_AGGREGATORS = [
+  "avg",
+  "min",
+  "max",
+  "sum",
+  "last",
+  "percentile",
+  "mean",
+  "l2norm",
+  "area",
+] as const;
+
+/**
+ * A Datadog query (Argo's `datadog` provider), its durations in seconds: v1 `/api/v1/query` with
+ * `query`, or v2 `/api/v2/query/scalar` with `query` or `queries` and a `formula`. The API and app
+ * keys come from the controller's Datadog secret, never from the template.
+ */
+export const DatadogProviderSchema = z
+  .object({
+    /** Argo's default is `v1` (the CRD's default). */
+    apiVersion: z.enum(["v1", "v2"]).default(ARGO_DEFAULTS.provider.datadogApiVersion),
+    /** Seconds of history read, `[now - interval, now]`; Argo's default is 5 minutes. */
+    interval: z
+      .number()
+      .positive()
+      .max(MAX_WAIT_SECONDS, LIMIT_MESSAGES.wait)
+      .default(ARGO_DEFAULTS.provider.datadogIntervalSeconds),
+    query: z.string().optional(),
+    queries: z.record(z.string(), z.string()).optional(),
+    formula: z.string().optional(),
+    aggregator: z.enum(DATADOG_AGGREGATORS).optional(),
+    /** The HTTP request's timeout in seconds; Argo's default is 10. */
+    requestTimeout: ProviderTimeout.default(ARGO_DEFAULTS.provider.datadogRequestTimeoutSeconds),
+    /**
+     * Argo's `secretRef.name`: the controller's secret of that name (`metricSecrets.named`) holds
+     * the keys; absent, the environment's `DD_*` keys, then the controller's Datadog secret.
+     */
+    secret: z.string().min(1).optional(),
+  })
+  .strict();
+
+/**
+ * An NRQL query through New Relic's NerdGraph API (Argo's `newRelic` provider). The account, the
+ * personal API key and the region come from the controller's New Relic secret.
+ */
+export const NewRelicProviderSchema = z
+  .object({
+    query: z.string().min(1),
+    /** NRQL's own timeout in seconds, sent to NerdGraph; Argo's default is 5. */
+    timeout: z
+      .number()
+      .int()
+      .nonnegative()
+      .max(MAX_PROVIDER_TIMEOUT_SECONDS, LIMIT_MESSAGES.providerTimeout)
+      .default(ARGO_DEFAULTS.provider.newRelicTimeoutSeconds),
+    /** Argo's `profile`: the controller's secret of that name (`metricSecrets.named`); absent, its New Relic secret. */
+    profile: z.string().min(1).optional(),
+  })
+  .strict();
+
 /** The providers that read a value from a system, one key each; a judge reads versions through them. */
 export const ReadingProviderFields = {
   prometheus: PrometheusProviderSchema.optional(),
@@ -167,6 +228,8 @@ export const ReadingProviderFields = {
   cloudWatch: CloudWatchProviderSchema.optional(),
   samples: SamplesProviderSchema.optional(),
   lambda: LambdaProviderSchema.optional(),
+  datadog: DatadogProviderSchema.optional(),
+  newRelic: NewRelicProviderSchema.optional(),
 };
 
 /** True when exactly one provider key is set. */
@@ -174,7 +237,7 @@ export const exactlyOneProvider = (p: Record<string, unknown>) =>
   Object.values(p).filter((v) => v !== undefined).length === 1;
 
 export const ProviderSchema = z.object(ReadingProviderFields).strict().refine(exactlyOneProvider, {
-  message: "a metric needs exactly one provider (prometheus, web, cloudWatch or samples)",
+  message: "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog or newRelic)",
 });
 
 export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
@@ -182,4 +245,6 @@ export type WebProvider = z.infer<typeof WebProviderSchema>;
 export type CloudWatchProvider = z.infer<typeof CloudWatchProviderSchema>;
 export type SamplesProvider = z.infer<typeof SamplesProviderSchema>;
 export type LambdaProvider = z.infer<typeof LambdaProviderSchema>;
+export type DatadogProvider = z.infer<typeof DatadogProviderSchema>;
+export type NewRelicProvider = z.infer<typeof NewRelicProviderSchema>;
 export type Provider = z.infer<typeof ProviderSchema>;

@@ -22,7 +22,8 @@ export const MetricProviderSchema = z
   .object({ ...ReadingProviderFields, judge: JudgeSpecSchema.optional() })
   .strict()
   .refine(exactlyOneProvider, {
-    message: "a metric needs exactly one provider (prometheus, web, cloudWatch, samples or a judge)",
+    message:
+      "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic or a judge)",
   });
 
 /**

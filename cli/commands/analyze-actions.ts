@@ -9,7 +9,12 @@ import {
   toArgoJson,
 } from "../../functions/analysis/index.ts";
 import { ENV } from "../../functions/config.ts";
-import { defaultProviders, type MetricProvider, maxBodyBytesFrom } from "../../functions/metrics/index.ts";
+import {
+  defaultProviders,
+  type MetricProvider,
+  maxBodyBytesFrom,
+  metricSecretsFrom,
+} from "../../functions/metrics/index.ts";
 import { resolveRuntimeArgs, runtimeValueProblem } from "../../functions/workflow/runtime-args.ts";
 import { RUNTIME_PLACEHOLDERS } from "../../statemachine/analysis-resolve.ts";
 import { loadAnalysisTemplates, SpecError } from "../../statemachine/index.ts";
@@ -42,12 +47,14 @@ export const realDeps: AnalyzeDeps = {
     }),
   providers: () => {
     let maxBodyBytes: number;
+    let metricSecrets: ReturnType<typeof metricSecretsFrom>;
     try {
       maxBodyBytes = maxBodyBytesFrom(process.env[ENV.metricMaxBodyBytes], ENV.metricMaxBodyBytes);
+      metricSecrets = metricSecretsFrom(process.env);
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
-    return defaultProviders({ maxBodyBytes });
+    return defaultProviders({ maxBodyBytes, metricSecrets });
   },
   interrupt: (controller) => {
     const onSigint = () => controller.abort();

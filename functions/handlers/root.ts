@@ -14,7 +14,7 @@ import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import { EventBridgePublisher } from "../events/eventbridge.ts";
 import { LambdaHookInvoker } from "../hooks/lambda.ts";
-import { defaultProviders, maxBodyBytesFrom } from "../metrics/index.ts";
+import { defaultProviders, maxBodyBytesFrom, metricSecretsFrom } from "../metrics/index.ts";
 import { traced } from "../observability/tracing.ts";
 import { createRegistry } from "../registry/index.ts";
 import { DynamoRouterConfig } from "../router/dynamodb-config.ts";
@@ -119,6 +119,7 @@ export function depsFromEnv(
     providers: defaultProviders({
       clientConfig: config,
       maxBodyBytes: maxBodyBytesFrom(source[ENV.metricMaxBodyBytes], ENV.metricMaxBodyBytes),
+      metricSecrets: metricSecretsFrom(source),
       ...(source[ENV.prometheusUrl]
         ? {
             prometheus: {

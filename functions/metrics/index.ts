@@ -5,10 +5,13 @@ import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { Metric, PrometheusProvider } from "../../statemachine/spec.ts";
 import { type ClientConfig, clientConfig } from "../aws-clients.ts";
+import { ENV } from "../config.ts";
 import { CloudWatchMetricProvider } from "./cloudwatch.ts";
+import { DatadogMetricProvider } from "./datadog.ts";
 import type { Fetch } from "./http.ts";
 import { JudgeMetricProvider } from "./judge-readings.ts";
 import { LambdaMetricProvider } from "./lambda.ts";
+import { NewRelicMetricProvider } from "./newrelic.ts";
 import {
   type MeasureContext,
   type MetricProvider,
@@ -17,12 +20,14 @@ import {
 } from "./port.ts";
 import { PrometheusMetricProvider, type RequestSigner } from "./prometheus.ts";
 import { SamplesMetricProvider } from "./samples.ts";
+import { type SecretSource, SecretsManagerSource } from "./secrets.ts";
 import { WebMetricProvider } from "./web.ts";
 
 export { type Fetch, maxBodyBytesFrom } from "./http.ts";
 
 export * from "./port.ts";
 export type { RequestSigner } from "./prometheus.ts";
+export { type SecretSource, SecretsManagerSource } from "./secrets.ts";
 
 /** The adapters one process uses, one per provider kind; any may be left out. */
 export interface ProviderSet {
@@ -31,6 +36,8 @@ export interface ProviderSet {
   cloudWatch?: MetricProvider;
   samples?: MetricProvider;
   lambda?: MetricProvider;
+  datadog?: MetricProvider;
+  newRelic?: MetricProvider;
 }
 
 /**
@@ -46,9 +53,9 @@ export class MetricProviders implements MetricProvider {
   }
 
   measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
-    const kind = (["prometheus", "web", "cloudWatch", "samples", "lambda", "judge"] as const).find(
-      (k) => metric.provider[k] !== undefined,
-    );
+    const kind = (
+      ["prometheus", "web", "cloudWatch", "samples", "lambda", "datadog", "newRelic", "judge"] as const
+    ).find((k) => metric.provider[k] !== undefined);
     const provider = kind ? this.providers[kind] : undefined;
     if (!kind || !provider) {
       throw new UnsupportedProviderError(
@@ -107,6 +114,55 @@ export interface DefaultProviderOptions {
   clientConfig?: ClientConfig;
   /** Most bytes of an HTTP provider's response read (`ROLLOUTS_METRIC_MAX_BODY_BYTES`); default 1 MiB. */
   maxBodyBytes?: number;
+  /**
+   * The Secrets Manager secrets (ARN or name) holding the Datadog and New Relic keys
+   * (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`), and where they are read (default
+   * Secrets Manager with the default credential chain).
+   */
+  metricSecrets?: {
+    datadog?: string;
+    newRelic?: string;
+    /** Secrets by the names templates give them (`secretRef.name`, `profile`): `ROLLOUTS_METRIC_SECRETS`. */
+    named?: Readonly<Record<string, string>>;
+    source?: SecretSource;
+  };
+}
+
+/**
+ * The Datadog and New Relic secrets the environment names (`ROLLOUTS_DATADOG_SECRET`,
+ * `ROLLOUTS_NEWRELIC_SECRET`, and `ROLLOUTS_METRIC_SECRETS`: a JSON object of secrets by name).
+ * A `ROLLOUTS_METRIC_SECRETS` that is not such an object fails the start with its name.
+ */
+export function metricSecretsFrom(env: Record<string, string | undefined>): {
+  datadog?: string;
+  newRelic?: string;
+  named?: Record<string, string>;
+} {
+  const datadog = env[ENV.datadogSecret];
+  const newRelic = env[ENV.newRelicSecret];
+  const namedText = env[ENV.metricSecrets];
+  const named = namedText ? namedSecrets(namedText) : undefined;
+  return { ...(datadog ? { datadog } : {}), ...(newRelic ? { newRelic } : {}), ...(named ? { named } : {}) };
+}
+
+function namedSecrets(text: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const valid =
+    parsed !== null &&
+    typeof parsed === "object" &&
+    !Array.isArray(parsed) &&
+    Object.values(parsed as object).every((v) => typeof v === "string");
+  if (!valid) {
+    throw new Error(
+      `${ENV.metricSecrets} must be a JSON object of secret ARNs by name, like {"my-secret": "arn:aws:secretsmanager:…"}`,
+    );
+  }
+  return parsed as Record<string, string>;
 }
 
 /**
@@ -147,7 +203,23 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
     ...(options.fetch ? { fetch: options.fetch } : {}),
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
   };
+  const secrets = options.metricSecrets?.source ?? new SecretsManagerSource();
+  const datadogSecret = options.metricSecrets?.datadog;
+  const newRelicSecret = options.metricSecrets?.newRelic;
+  const named = options.metricSecrets?.named ? { named: options.metricSecrets.named } : {};
   return new MetricProviders({
+    datadog: new DatadogMetricProvider({
+      ...http,
+      secrets,
+      ...(datadogSecret ? { secretId: datadogSecret } : {}),
+      ...named,
+    }),
+    newRelic: new NewRelicMetricProvider({
+      ...http,
+      secrets,
+      ...(newRelicSecret ? { secretId: newRelicSecret } : {}),
+      ...named,
+    }),
     prometheus: new PrometheusMetricProvider({
       ...http,
       signerFor: awsPrometheusSigner,

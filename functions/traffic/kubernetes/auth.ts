@@ -1,6 +1,7 @@
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { parse as parseYaml } from "yaml";
+import { getSecretValue } from "../../secrets-manager.ts";
 import { TargetConfigurationError, TargetNotReadyError } from "../errors.ts";
 
 /**
@@ -134,63 +135,35 @@ export function parseKubeconfig(text: string, where: string): KubeconfigCluster 
   };
 }
 
-/**
- * Reads a secret's `SecretString` with Secrets Manager's `GetSecretValue`, signed with SigV4 (one
- * call: not worth a client package in every function's bundle).
- */
+/** A secret's `SecretString` (`getSecretValue`), its failures as the traffic port's errors. */
 export async function getSecretString(options: {
   secretId: string;
   region: string;
   credentials: AwsCredentialsProvider;
   timeoutMs: number;
   fetch?: typeof fetch;
+  /** Default `AWS_ENDPOINT_URL_SECRETS_MANAGER`, else the region's endpoint. */
+  endpoint?: string;
 }): Promise<string> {
-  const hostname = `secretsmanager.${options.region}.amazonaws.com`;
-  const body = JSON.stringify({ SecretId: options.secretId });
-  const signer = new SignatureV4({
-    service: "secretsmanager",
-    region: options.region,
-    sha256: Sha256,
-    credentials: options.credentials,
-  });
-  const signed = await signer.sign({
-    method: "POST",
-    protocol: "https:",
-    hostname,
-    path: "/",
-    headers: {
-      host: hostname,
-      "content-type": "application/x-amz-json-1.1",
-      "x-amz-target": "secretsmanager.GetSecretValue",
-    },
-    body,
-  });
-  const endpoint = process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER ?? `https://${hostname}`;
-  let res: Response;
-  try {
-    res = await (options.fetch ?? fetch)(`${endpoint.replace(/\/$/, "")}/`, {
-      method: "POST",
-      headers: signed.headers as Record<string, string>,
-      body,
-      signal: AbortSignal.timeout(options.timeoutMs),
-    });
-  } catch (error) {
-    throw new TargetNotReadyError(`GetSecretValue ${options.secretId}: ${(error as Error).message}`, {
-      cause: error,
-    });
+  const answer = await getSecretValue({ ...options, signal: AbortSignal.timeout(options.timeoutMs) });
+  if ("secretString" in answer) return answer.secretString;
+  switch (answer.failure) {
+    case "unreachable":
+      throw new TargetNotReadyError(
+        `GetSecretValue ${options.secretId}: ${(answer.error as Error).message}`,
+        {
+          cause: answer.error,
+        },
+      );
+    case "status": {
+      const fault = `GetSecretValue ${options.secretId}: ${answer.status} ${answer.text.slice(0, 300)}`;
+      throw answer.status >= 500 || answer.status === 429
+        ? new TargetNotReadyError(fault)
+        : new TargetConfigurationError(fault);
+    }
+    default:
+      throw new TargetConfigurationError(
+        `secret ${options.secretId} has no SecretString (a kubeconfig as text)`,
+      );
   }
-  const text = await res.text();
-  if (!res.ok) {
-    const fault = `GetSecretValue ${options.secretId}: ${res.status} ${text.slice(0, 300)}`;
-    throw res.status >= 500 || res.status === 429
-      ? new TargetNotReadyError(fault)
-      : new TargetConfigurationError(fault);
-  }
-  const secret = JSON.parse(text) as { SecretString?: unknown };
-  if (typeof secret.SecretString !== "string") {
-    throw new TargetConfigurationError(
-      `secret ${options.secretId} has no SecretString (a kubeconfig as text)`,
-    );
-  }
-  return secret.SecretString;
 }

@@ -1,0 +1,127 @@
+import type { z } from "zod";
+import type { ArgoDatadogSchema, ArgoNewRelicSchema } from "./argo-schema.ts";
+import { parseDuration } from "./duration.ts";
+import { MAX_PROVIDER_TIMEOUT_SECONDS } from "./limits.ts";
+import type { DatadogProviderSchema, NewRelicProviderSchema } from "./providers.ts";
+
+/**
+ * Argo's `datadog` and `newRelic` providers as the normalized spec holds them, with the checks
+ * Argo makes when it builds the provider (`validateIncomingProps` in
+ * `metricproviders/datadog/datadog.go`, the timeout of `metricproviders/newrelic/newrelic.go`)
+ * made when the template is loaded, with Argo's messages.
+ *
+ * Where Argo reads the keys from a Kubernetes Secret, the controller reads them from a Secrets
+ * Manager secret: the provider's own, or the one it is given under the name a template's
+ * `secretRef.name` or `profile` gives (`metricSecrets.named`). Argo's default names (`datadog`,
+ * `newrelic`) are the provider's own secret.
+ */
+
+type Report = (field: string, message: string) => void;
+
+/** Argo's Kubernetes Secret names, which the controller's one secret per provider stands for. */
+export const ARGO_SECRET_NAMES = { datadog: "datadog", newRelic: "newrelic" } as const;
+
+/** Argo's checks of a Datadog metric, first failing one's message (Argo reports one). */
+export function datadogProblem(dd: z.infer<typeof ArgoDatadogSchema>): string | undefined {
+  const queries = Object.keys(dd.queries ?? {}).length;
+  const query = dd.query ?? "";
+  const v1 = (dd.apiVersion ?? "v1") === "v1";
+  if (query === "" && queries === 0) {
+    return "Must have either a query or queries. Please review the Analysis Template.";
+  }
+  if (query !== "" && queries > 0) {
+    return "Cannot have both a query and queries. Please review the Analysis Template.";
+  }
+  if (v1 && query === "") {
+    return "Query is empty. API Version v1 only supports using the query parameter in your Analysis Template.";
+  }
+  if ((dd.formula ?? "") !== "" && queries === 0) {
+    return "Formula are only valid when queries are set. Please review the Analysis Template.";
+  }
+  if ((dd.formula ?? "") === "" && queries > 1) {
+    return "When multiple queries are provided you must include a formula.";
+  }
+  if (v1 && (dd.aggregator ?? "") !== "") {
+    return "Aggregator is not supported in v1. Please review the Analysis Template.";
+  }
+  return undefined;
+}
+
+/** A Datadog metric normalized (durations in seconds), or undefined with every problem reported. */
+export function datadogOf(
+  dd: z.infer<typeof ArgoDatadogSchema>,
+  report: Report,
+  at: string,
+): z.input<typeof DatadogProviderSchema> | undefined {
+  let ok = true;
+  const problem = datadogProblem(dd);
+  if (problem) {
+    report(at, problem);
+    ok = false;
+  }
+  const ref = dd.secretRef;
+  const secret = ref?.name ?? "";
+  if (ref?.namespaced && secret === "") {
+    // Argo's findCredentials: a namespaced secret must be named.
+    report(`${at}.secretRef.name`, "secret name is required for namespaced credentials");
+    ok = false;
+  }
+  const interval = dd.interval === undefined || dd.interval === "" ? undefined : parseDuration(dd.interval);
+  if (interval && "error" in interval) {
+    report(`${at}.interval`, interval.error);
+    ok = false;
+  }
+  const timeout = requestTimeout(dd.requestTimeout, report, `${at}.requestTimeout`);
+  if (timeout === "bad" || !ok) return undefined;
+  const { secretRef: _ref, interval: _interval, requestTimeout: _timeout, ...rest } = dd;
+  return {
+    ...rest,
+    ...(secret !== "" ? { secret } : {}),
+    ...(interval && "seconds" in interval ? { interval: Math.trunc(interval.seconds) } : {}),
+    ...(timeout !== undefined ? { requestTimeout: timeout } : {}),
+  };
+}
+
+/** Argo's `requestTimeout` checks, with its messages; seconds, or "bad" once reported. */
+function requestTimeout(value: string | undefined, report: Report, at: string): number | undefined | "bad" {
+  if (value === undefined || value === "") return undefined;
+  const negative = /^\s*-/.test(value);
+  const parsed = parseDuration(negative ? value.replace(/^\s*-/, "") : value);
+  if ("error" in parsed) {
+    report(at, `Could not parse the request timeout: ${parsed.error}. Please review the Analysis Template.`);
+    return "bad";
+  }
+  if (negative || parsed.seconds <= 0) {
+    report(
+      at,
+      "Request timeout must be a positive duration (e.g. 30s). Please review the Analysis Template.",
+    );
+    return "bad";
+  }
+  if (parsed.seconds > MAX_PROVIDER_TIMEOUT_SECONDS) {
+    report(
+      at,
+      `must be at most ${MAX_PROVIDER_TIMEOUT_SECONDS} seconds: a measurement runs inside the analysis function`,
+    );
+    return "bad";
+  }
+  return parsed.seconds;
+}
+
+/** A New Relic metric normalized, or undefined with every problem reported. */
+export function newRelicOf(
+  nr: z.infer<typeof ArgoNewRelicSchema>,
+  report: Report,
+  at: string,
+): z.input<typeof NewRelicProviderSchema> | undefined {
+  if (nr.timeout !== undefined && nr.timeout < 0) {
+    report(`${at}.timeout`, "timeout value needs to be a positive value");
+    return undefined;
+  }
+  const profile = nr.profile ?? "";
+  return {
+    query: nr.query,
+    ...(nr.timeout !== undefined ? { timeout: nr.timeout } : {}),
+    ...(profile !== "" && profile !== ARGO_SECRET_NAMES.newRelic ? { profile } : {}),
+  };
+}

@@ -1,0 +1,177 @@
+import { type EmbeddedRollout, startEmbeddedRollout } from "@sfn-rollouts/test-support/embedded-rollout";
+import { digest } from "@sfn-rollouts/test-support/fake-rollout";
+import { startServer } from "@sfn-rollouts/test-support/http-server";
+import { SECRETS_CREDENTIALS, startSecretsManager } from "@sfn-rollouts/test-support/secrets-manager";
+import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { defaultProviders, SecretsManagerSource } from "../../functions/metrics/index.ts";
+import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
+import { parseRollout } from "../../statemachine/index.ts";
+
+/**
+ * Argo's datadog and newRelic providers deciding a rollout: the compiled workflow in the embedded
+ * runtime, the shipped handlers, the providers as `defaultProviders` composes them, their keys
+ * read from a local Secrets Manager, and local servers speaking Datadog's v2 scalar query API and
+ * New Relic's NerdGraph. Each answers a version's success rate from the version named in the query
+ * (`{{args.version}}`, the pushed tag): v2 serves 99.5%, v3 90%.
+ */
+
+const DATADOG_SECRET = "arn:aws:secretsmanager:local:123456789012:secret:datadog-AbCdEf";
+const NEW_RELIC_SECRET = "arn:aws:secretsmanager:local:123456789012:secret:newrelic-GhIjKl";
+const RATES: Record<string, number> = { v2: 0.995, v3: 0.9 };
+
+const rateOf = (text: string) =>
+  RATES[/version:(v\d+)|version = '(v\d+)'/.exec(text)?.slice(1).find(Boolean) ?? ""];
+
+let datadog: Awaited<ReturnType<typeof startServer>>;
+let nerdGraph: Awaited<ReturnType<typeof startServer>>;
+let secrets: Awaited<ReturnType<typeof startSecretsManager>>;
+
+beforeAll(async () => {
+  datadog = await startServer((req, res) => {
+    if (req.headers["dd-api-key"] !== "dd-api" || req.headers["dd-application-key"] !== "dd-app") {
+      res.writeHead(403, { "content-type": "application/json" });
+      res.end(`{"errors":["Forbidden"]}`);
+      return;
+    }
+    const queries = JSON.parse(req.body).data.attributes.queries as Array<{ query: string }>;
+    const rate = rateOf(queries[0]?.query ?? "");
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify({
+        data: {
+          attributes: { columns: [{ name: "q", type: "number", values: rate === undefined ? [] : [rate] }] },
+        },
+      }),
+    );
+  });
+  nerdGraph = await startServer((req, res) => {
+    const { variables } = JSON.parse(req.body) as { variables: { query: string; accountId: number } };
+    const rate = rateOf(variables.query);
+    const ok = req.headers["api-key"] === "NRAK-LOCAL" && variables.accountId === 1234567;
+    res.writeHead(ok ? 200 : 401, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify(
+        ok
+          ? {
+              data: {
+                actor: {
+                  account: { nrql: { results: rate === undefined ? [] : [{ successRate: rate * 100 }] } },
+                },
+              },
+            }
+          : { errors: [{ message: "Invalid API key", extensions: { error_code: "BAD_API_KEY" } }] },
+      ),
+    );
+  });
+  secrets = await startSecretsManager({
+    [DATADOG_SECRET]: JSON.stringify({ "api-key": "dd-api", "app-key": "dd-app", address: datadog.url }),
+    [NEW_RELIC_SECRET]: JSON.stringify({
+      "personal-api-key": "NRAK-LOCAL",
+      "account-id": "1234567",
+      "base-url-nerdgraph": `${nerdGraph.url}/graphql`,
+    }),
+  });
+});
+afterAll(async () => {
+  await datadog?.close();
+  await nerdGraph?.close();
+  await secrets?.close();
+});
+
+let rollout: EmbeddedRollout | undefined;
+afterEach(async () => {
+  await rollout?.close();
+  rollout = undefined;
+});
+
+const ROLLOUT = `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: shop}
+spec:
+  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
+  strategy:
+    canary:
+      trafficRouting: {alb: {ingress: shop}}
+      steps:
+        - setWeight: 25
+        - analysis:
+            templates: [{templateName: success-rate}]
+            args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
+        - setWeight: 100
+`;
+
+const TEMPLATE = `
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: success-rate}
+spec:
+  args: [{name: version}]
+  metrics:
+    - name: datadog-success
+      interval: 1m
+      count: 2
+      successCondition: default(result, 0) >= 0.99
+      provider:
+        datadog:
+          apiVersion: v2
+          interval: 5m
+          queries:
+            ok: sum:trace.http.request.hits{version:{{args.version}},http.status_class:2xx}.as_count()
+            all: sum:trace.http.request.hits{version:{{args.version}}}.as_count()
+          formula: ok / all
+          aggregator: sum
+    - name: newrelic-success
+      interval: 1m
+      count: 2
+      successCondition: result.successRate >= 99
+      provider:
+        newRelic:
+          query: FROM Transaction SELECT percentage(count(*), WHERE httpResponseCode < 500) AS successRate WHERE tags.version = '{{args.version}}'
+`;
+
+describe("the datadog and newRelic providers decide a rollout on the embedded runtime", () => {
+  it("promotes v2 (99.5%) and aborts v3 (90%) on both providers' readings", async () => {
+    const { spec } = parseRollout([
+      { file: "rollout.yaml", text: ROLLOUT },
+      { file: "template.yaml", text: TEMPLATE },
+    ]);
+    rollout = await startEmbeddedRollout({
+      spec,
+      router: new FakeTraffic(),
+      providers: defaultProviders({
+        metricSecrets: {
+          datadog: DATADOG_SECRET,
+          newRelic: NEW_RELIC_SECRET,
+          source: new SecretsManagerSource({ endpoint: secrets.url, credentials: SECRETS_CREDENTIALS }),
+        },
+      }),
+    });
+    expect(await rollout.rollOut({ digest: digest(1), tag: "v1" })).toEqual({ state: "Healthy" });
+    expect(await rollout.rollOut({ digest: digest(2), tag: "v2" })).toEqual({ state: "Healthy" });
+    const bad = await rollout.rollOut({ digest: digest(3), tag: "v3" });
+    expect(bad.state).toBe("Aborted");
+    expect((await rollout.item()).message).toMatch(/Metric "(datadog|newrelic)-success" assessed Failed/);
+
+    const runs = (await rollout.store.listRuns(spec.name, StoredAnalysisSchema))
+      .map((r) => r.run.run)
+      .sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    expect(runs.map((r) => r.phase)).toEqual(["Successful", "Failed"]);
+    const [good, failed] = runs;
+    const values = (run: typeof good, name: string) =>
+      run?.metricResults.find((m) => m.name === name)?.measurements.map((m) => `${m.phase} ${m.value}`);
+    expect(values(good, "datadog-success")).toEqual(["Successful 0.995", "Successful 0.995"]);
+    expect(values(good, "newrelic-success")).toEqual([
+      'Successful {"successRate":99.5}',
+      'Successful {"successRate":99.5}',
+    ]);
+    expect(values(failed, "datadog-success")).toEqual(["Failed 0.9"]);
+    expect(values(failed, "newrelic-success")).toEqual(['Failed {"successRate":90}']);
+    // The keys were read from Secrets Manager once per secret for the whole process.
+    expect(secrets.requests.map((r) => JSON.parse(r.body).SecretId).sort()).toEqual([
+      DATADOG_SECRET,
+      NEW_RELIC_SECRET,
+    ]);
+  });
+});
