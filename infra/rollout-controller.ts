@@ -354,10 +354,16 @@ export class RolloutController extends Construct {
       ...(this.notifications?.alarmTopic ? { alarmTopic: this.notifications.alarmTopic } : {}),
     });
     const notificationRules =
-      this.notifications?.subscribe(scope, spec.name, stateMachine, [
-        ...(spec.notifications ?? []),
-        ...(options.notifications ?? []).map((s) => NotificationSubscriptionSchema.parse(s)),
-      ]) ?? [];
+      this.notifications?.subscribe(
+        scope,
+        spec.name,
+        stateMachine,
+        [
+          ...(spec.notifications ?? []),
+          ...(options.notifications ?? []).map((s) => NotificationSubscriptionSchema.parse(s)),
+        ],
+        spec.notificationCatalog,
+      ) ?? [];
     for (const policy of this.#operators) this.#operateOn(policy, stateMachine, executions);
 
     const rollout: Rollout = {
