@@ -435,7 +435,7 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
 }
 
 /**
- * Warnings about a rollout's subscriptions: a trigger neither built in nor in the notification
+ * Warnings about a rollout's subscriptions (notes that begin with `warning: `): a trigger neither built in nor in the notification
  * ConfigMap is ignored (as Argo's controller ignores it), and a built-in trigger's `when` is not
  * evaluated (it fires on its lifecycle event).
  */
@@ -445,11 +445,11 @@ export function subscriptionNotes(spec: RolloutSpec): string[] {
     const resolved = resolveTrigger(s.trigger, spec.notificationCatalog);
     if (resolved.kind === "unknown") {
       out.push(
-        `rollout ${spec.name}: subscription ${s.trigger}.${s.service} is ignored: trigger "${s.trigger}" is neither built in nor defined in the argo-rollouts-notification-configmap`,
+        `warning: rollout ${spec.name}: subscription ${s.trigger}.${s.service} is ignored: trigger "${s.trigger}" is neither built in nor defined in the argo-rollouts-notification-configmap`,
       );
     } else if (resolved.kind === "built-in" && resolved.unevaluated) {
       out.push(
-        `rollout ${spec.name}: trigger ${s.trigger}: its when (${resolved.unevaluated.join("; ")}) is not evaluated: a built-in trigger fires on each of its lifecycle events`,
+        `warning: rollout ${spec.name}: trigger ${s.trigger}: its when (${resolved.unevaluated.join("; ")}) is not evaluated: a built-in trigger fires on each of its lifecycle events`,
       );
     }
   }

@@ -73,7 +73,7 @@ describe("Argo's notification example", () => {
     const { spec, notes } = parseRollout([fixture("rollout-canary.yaml")]);
     expect(spec.notifications).toHaveLength(5);
     expect(notes).toContain(
-      'rollout rollout-canary: subscription on-purple.slack is ignored: trigger "on-purple" is neither built in nor defined in the argo-rollouts-notification-configmap',
+      'warning: rollout rollout-canary: subscription on-purple.slack is ignored: trigger "on-purple" is neither built in nor defined in the argo-rollouts-notification-configmap',
     );
   });
 });

@@ -70,7 +70,7 @@ describe("notification subscriptions in the spec", () => {
       { trigger: "on-rollout-exploded", service: "slack", recipients: ["x"] },
     ]);
     expect(notes).toEqual([
-      'rollout demo: subscription on-rollout-exploded.slack is ignored: trigger "on-rollout-exploded" is neither built in nor defined in the argo-rollouts-notification-configmap',
+      'warning: rollout demo: subscription on-rollout-exploded.slack is ignored: trigger "on-rollout-exploded" is neither built in nor defined in the argo-rollouts-notification-configmap',
     ]);
   });
 
