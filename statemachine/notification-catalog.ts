@@ -20,6 +20,7 @@ export type TriggerCondition = z.infer<typeof TriggerConditionSchema>;
 
 /** The triggers and templates of a notification ConfigMap, as the spec carries them. */
 export const NotificationCatalogSchema = z.object({
+  /** Each trigger's conditions (`trigger.<name>`), custom or redefining a built-in one. */
   triggers: z.record(z.string(), z.array(TriggerConditionSchema)),
   /** Each template's `message` (the part every service sends). */
   templates: z.record(z.string(), z.object({ message: z.string() })),
