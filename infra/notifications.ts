@@ -6,6 +6,7 @@ import * as subscriptions from "aws-cdk-lib/aws-sns-subscriptions";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import { EVENT_SOURCE } from "../functions/config.ts";
+import { formatProblem, type Problem, parseSources, readSourcesSync } from "../statemachine/index.ts";
 import { type NotificationCatalog, resolveTrigger } from "../statemachine/notification-catalog.ts";
 import {
   CUSTOM_TRIGGER_EVENT,
@@ -69,6 +70,12 @@ export interface NotificationsProps {
    * @default Argo's catalog messages (`DEFAULT_TEMPLATES`)
    */
   readonly templates?: Readonly<Partial<Record<NotificationTrigger, string>>>;
+  /**
+   * A YAML file holding Argo's `argo-rollouts-notification-configmap`: its custom triggers and
+   * templates for every rollout of the controller (a ConfigMap among a rollout's spec files wins
+   * key by key). docs/notifications.md, "Custom triggers and templates".
+   */
+  readonly configMapFile?: string;
   /** Subscriptions of every rollout, added to each rollout's own (its spec's and `addRollout`'s). */
   readonly subscriptions?: readonly NotificationSubscriptionInput[];
   /**
@@ -133,11 +140,34 @@ export function notificationsProblems(props: NotificationsProps, embedded: boole
   (props.subscriptions ?? []).forEach((s, i) => {
     problems.push(...subscriptionProblems(s, props, `notifications.subscriptions[${i}]`));
   });
+  problems.push(...configMapCatalog(props.configMapFile).problems);
   if (props.alarmService !== undefined && props.services?.[props.alarmService]?.type !== "email")
     problems.push(
       `notifications.alarmService: "${props.alarmService}" is not an email service of notifications.services`,
     );
   return problems;
+}
+
+/**
+ * The catalog of `configMapFile`, read now (at synth time), or the problems: an unreadable file,
+ * a bad ConfigMap, a file without one.
+ */
+export function configMapCatalog(file: string | undefined): {
+  catalog?: NotificationCatalog;
+  problems: string[];
+} {
+  if (file === undefined) return { problems: [] };
+  const at = "notifications.configMapFile";
+  const unreadable: Problem[] = [];
+  const sources = readSourcesSync([file], unreadable);
+  if (unreadable.length > 0) return { problems: unreadable.map((p) => `${at}: ${formatProblem(p)}`) };
+  try {
+    const { catalog } = parseSources(sources);
+    if (!catalog) return { problems: [`${at}: ${file} holds no argo-rollouts-notification-configmap`] };
+    return { catalog, problems: [] };
+  } catch (error) {
+    return { problems: [`${at}: ${(error as Error).message}`] };
+  }
 }
 
 /** A subscription's problems: its shape, and a service the controller does not have. */
@@ -192,6 +222,8 @@ export class Notifications extends Construct {
   readonly #topics = new Map<string, sns.Topic>();
   /** Deliveries EventBridge gave up on (an endpoint down for a day, a refused message). */
   readonly deadLetters: DeadLetters;
+  /** The custom triggers and templates of `configMapFile`, for every rollout. */
+  readonly catalog: NotificationCatalog | undefined;
 
   constructor(
     scope: Construct,
@@ -201,6 +233,7 @@ export class Notifications extends Construct {
     super(scope, id);
     this.#props = options.props;
     this.#eventBus = options.eventBus;
+    this.catalog = configMapCatalog(options.props.configMapFile).catalog;
     this.deadLetters = deadLetters(this, "DeadLetters", {
       what: "notifications (Slack, Teams, webhook, email)",
       removalPolicy: options.removalPolicy,

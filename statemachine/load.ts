@@ -10,6 +10,7 @@ import { isNativeDocument, normalizeNative } from "./native.ts";
 import { isDescriptor, normalizeDescriptor } from "./native-descriptor.ts";
 import {
   isNotificationConfigMap,
+  mergeCatalogs,
   type NotificationCatalog,
   readNotificationCatalog,
   resolveTrigger,
@@ -33,6 +34,8 @@ export interface Loaded {
   rollouts: RolloutSpec[];
   templates: Map<string, LoadedTemplate>;
   notes: string[];
+  /** The argo-rollouts-notification-configmap(s) among the files, merged. */
+  catalog?: NotificationCatalog;
 }
 
 const ARGO_API = "argoproj.io/v1alpha1";
@@ -395,10 +398,7 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
           problems,
           notes,
         );
-        catalog = {
-          triggers: { ...catalog?.triggers, ...read.triggers },
-          templates: { ...catalog?.templates, ...read.templates },
-        };
+        catalog = mergeCatalogs(catalog, read);
       } else if (argo && ["Experiment", "AnalysisRun"].includes(object.kind as string)) {
         problems.push({
           ...origin,
@@ -431,7 +431,7 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
   if (documents === 0 && sources.length > 0) {
     throw new SpecError(sources.map((s) => ({ file: s.file, message: "the file holds no document" })));
   }
-  return { rollouts, templates, notes };
+  return { rollouts, templates, notes, ...(catalog ? { catalog } : {}) };
 }
 
 /**

@@ -27,6 +27,18 @@ export const NotificationCatalogSchema = z.object({
 });
 export type NotificationCatalog = z.infer<typeof NotificationCatalogSchema>;
 
+/** Two catalogs as one, `over`'s keys winning (as a kustomize patch over Argo's catalog). */
+export function mergeCatalogs(
+  base: NotificationCatalog | undefined,
+  over: NotificationCatalog | undefined,
+): NotificationCatalog | undefined {
+  if (!base || !over) return over ?? base;
+  return {
+    triggers: { ...base.triggers, ...over.triggers },
+    templates: { ...base.templates, ...over.templates },
+  };
+}
+
 /** Whether a Kubernetes object is Argo's notification ConfigMap. */
 export function isNotificationConfigMap(object: {
   apiVersion?: unknown;

@@ -380,6 +380,29 @@ data:
     ).toEqual([]);
   });
 
+  it("takes the ConfigMap as a controller prop too: its custom triggers for every rollout, Begin evaluating them", () => {
+    const configMapFile = specFile(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: argo-rollouts-notification-configmap}
+data:
+  trigger.on-purple: |
+    - send: [purple]
+      when: rollout.status.currentPodHash == 'sha256:ab'
+  template.purple: |
+    message: Rollout {{.rollout.metadata.name}} has purple image
+`);
+    const { stack, rollout } = notifyStack(
+      { services: SERVICES, configMapFile },
+      `${SHOP}  - {trigger: on-purple, service: slack}\n`,
+    );
+    const rule = ruleOf(Template.fromStack(stack), "NotificationTriggered");
+    expect(rule.EventPattern).toMatchObject({ detail: { trigger: ["on-purple"], condition: [0] } });
+    expect(rollout.spec.notificationCatalog?.triggers["on-purple"]).toHaveLength(1);
+    expect(() =>
+      notifyStack({ services: SERVICES, configMapFile: specFile("name: shop\nsteps: [100]\n") }),
+    ).toThrow(/notifications\.configMapFile: .* holds no argo-rollouts-notification-configmap/);
+  });
+
   it("refuses a spec subscribing to a service the controller does not have", () => {
     expect(() => notifyStack({ services: { mail: SERVICES.mail as never } })).toThrow(
       /spec\.notifications\[0\]\.service: no service "slack" in notifications\.services \(mail\)/,
