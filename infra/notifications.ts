@@ -6,7 +6,10 @@ import * as subscriptions from "aws-cdk-lib/aws-sns-subscriptions";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import { EVENT_SOURCE } from "../functions/config.ts";
+import { formatProblem, type Problem, parseSources, readSourcesSync } from "../statemachine/index.ts";
+import { type NotificationCatalog, resolveTrigger } from "../statemachine/notification-catalog.ts";
 import {
+  CUSTOM_TRIGGER_EVENT,
   DEFAULT_TEMPLATES,
   NOTIFICATION_TRIGGERS,
   type NotificationSubscription,
@@ -67,6 +70,12 @@ export interface NotificationsProps {
    * @default Argo's catalog messages (`DEFAULT_TEMPLATES`)
    */
   readonly templates?: Readonly<Partial<Record<NotificationTrigger, string>>>;
+  /**
+   * A YAML file holding Argo's `argo-rollouts-notification-configmap`: its custom triggers and
+   * templates for every rollout of the controller (a ConfigMap among a rollout's spec files wins
+   * key by key). docs/notifications.md, "Custom triggers and templates".
+   */
+  readonly configMapFile?: string;
   /** Subscriptions of every rollout, added to each rollout's own (its spec's and `addRollout`'s). */
   readonly subscriptions?: readonly NotificationSubscriptionInput[];
   /**
@@ -131,11 +140,34 @@ export function notificationsProblems(props: NotificationsProps, embedded: boole
   (props.subscriptions ?? []).forEach((s, i) => {
     problems.push(...subscriptionProblems(s, props, `notifications.subscriptions[${i}]`));
   });
+  problems.push(...configMapCatalog(props.configMapFile).problems);
   if (props.alarmService !== undefined && props.services?.[props.alarmService]?.type !== "email")
     problems.push(
       `notifications.alarmService: "${props.alarmService}" is not an email service of notifications.services`,
     );
   return problems;
+}
+
+/**
+ * The catalog of `configMapFile`, read now (at synth time), or the problems: an unreadable file,
+ * a bad ConfigMap, a file without one.
+ */
+export function configMapCatalog(file: string | undefined): {
+  catalog?: NotificationCatalog;
+  problems: string[];
+} {
+  if (file === undefined) return { problems: [] };
+  const at = "notifications.configMapFile";
+  const unreadable: Problem[] = [];
+  const sources = readSourcesSync([file], unreadable);
+  if (unreadable.length > 0) return { problems: unreadable.map((p) => `${at}: ${formatProblem(p)}`) };
+  try {
+    const { catalog } = parseSources(sources);
+    if (!catalog) return { problems: [`${at}: ${file} holds no argo-rollouts-notification-configmap`] };
+    return { catalog, problems: [] };
+  } catch (error) {
+    return { problems: [`${at}: ${(error as Error).message}`] };
+  }
 }
 
 /** A subscription's problems: its shape, and a service the controller does not have. */
@@ -190,6 +222,8 @@ export class Notifications extends Construct {
   readonly #topics = new Map<string, sns.Topic>();
   /** Deliveries EventBridge gave up on (an endpoint down for a day, a refused message). */
   readonly deadLetters: DeadLetters;
+  /** The custom triggers and templates of `configMapFile`, for every rollout. */
+  readonly catalog: NotificationCatalog | undefined;
 
   constructor(
     scope: Construct,
@@ -199,6 +233,7 @@ export class Notifications extends Construct {
     super(scope, id);
     this.#props = options.props;
     this.#eventBus = options.eventBus;
+    this.catalog = configMapCatalog(options.props.configMapFile).catalog;
     this.deadLetters = deadLetters(this, "DeadLetters", {
       what: "notifications (Slack, Teams, webhook, email)",
       removalPolicy: options.removalPolicy,
@@ -228,14 +263,57 @@ export class Notifications extends Construct {
 
   /**
    * One rule per trigger and service of a rollout: the rollout's lifecycle event → the service,
-   * with the trigger's template. Subscriptions naming the same trigger and service are merged.
+   * with the trigger's template. Subscriptions naming the same trigger and service are merged. A
+   * custom trigger of the notification ConfigMap (`catalog`) gets one rule per condition, on the
+   * `NotificationTriggered` event Begin publishes when its `when` holds; a trigger neither built in
+   * nor in the catalog gets none (a synth warning), as Argo's controller ignores it.
    */
   subscribe(
     scope: Construct,
     rollout: string,
     stateMachine: sfn.StateMachine,
     list: readonly NotificationSubscription[],
+    catalog?: NotificationCatalog,
   ): events.Rule[] {
+    const stack = Stack.of(this);
+    const constants: Record<string, string> = {
+      stateMachineArn: stateMachine.stateMachineArn,
+      consoleUrl: `https://${stack.region}.console.aws.amazon.com/states/home?region=${stack.region}#/statemachines/view/${stateMachine.stateMachineArn}`,
+    };
+    const rules: events.Rule[] = [];
+    for (const s of this.#merged(list)) {
+      const resolved = resolveTrigger(s.trigger, catalog);
+      const id = `Notify${pascal(s.trigger)}${pascal(s.service)}`;
+      if (resolved.kind === "unknown") {
+        Annotations.of(scope).addWarningV2(
+          "sfn-rollouts:notificationUnknownTrigger",
+          `${s.trigger}.${s.service}: trigger "${s.trigger}" is neither built in nor in the argo-rollouts-notification-configmap: the subscription is ignored`,
+        );
+        continue;
+      }
+      if (resolved.kind === "built-in") {
+        const trigger = s.trigger as NotificationTrigger;
+        const template = this.#props.templates?.[trigger] ?? resolved.message ?? DEFAULT_TEMPLATES[trigger];
+        const pattern = { detailType: [NOTIFICATION_TRIGGERS[trigger]], detail: { rollout: [rollout] } };
+        const rule = this.#rule(scope, id, rollout, s, pattern, template, constants);
+        if (rule) rules.push(rule);
+        continue;
+      }
+      resolved.conditions.forEach((condition, i) => {
+        const pattern = {
+          detailType: [CUSTOM_TRIGGER_EVENT],
+          detail: { rollout: [rollout], trigger: [s.trigger], condition: [i] },
+        };
+        const ruleId = resolved.conditions.length > 1 ? `${id}${i}` : id;
+        const rule = this.#rule(scope, ruleId, rollout, s, pattern, condition.message, constants);
+        if (rule) rules.push(rule);
+      });
+    }
+    return rules;
+  }
+
+  /** The rollout's subscriptions with the controller's, one per trigger and service, recipients merged. */
+  #merged(list: readonly NotificationSubscription[]): NotificationSubscription[] {
     const merged = new Map<string, NotificationSubscription>();
     for (const s of [
       ...list,
@@ -248,57 +326,56 @@ export class Notifications extends Construct {
         recipients: [...new Set([...(before?.recipients ?? []), ...s.recipients])],
       });
     }
-    const stack = Stack.of(this);
-    const constants: Record<string, string> = {
-      stateMachineArn: stateMachine.stateMachineArn,
-      consoleUrl: `https://${stack.region}.console.aws.amazon.com/states/home?region=${stack.region}#/statemachines/view/${stateMachine.stateMachineArn}`,
-    };
-    const rules: events.Rule[] = [];
-    for (const s of merged.values()) {
-      const service = this.#props.services[s.service];
-      if (!service) continue;
-      const template = this.#props.templates?.[s.trigger] ?? DEFAULT_TEMPLATES[s.trigger];
-      const parsed = parseTemplate(template);
-      if ("problems" in parsed) continue; // refused with the props
-      const text = render(parsed.parts, { ...constants, trigger: s.trigger });
-      const rule = new events.Rule(scope, `Notify${pascal(s.trigger)}${pascal(s.service)}`, {
-        eventBus: this.#eventBus,
-        description: `${s.trigger} of rollout ${rollout} → ${s.service} (${service.type})`,
-        eventPattern: {
-          source: [EVENT_SOURCE],
-          detailType: [NOTIFICATION_TRIGGERS[s.trigger]],
-          detail: { rollout: [rollout] },
-        },
-      });
-      const common = { deadLetterQueue: this.deadLetters.queue, retryAttempts: 185 } as const;
-      if (service.type === "email") {
-        const topic = this.#topics.get(s.service) as sns.Topic;
-        rule.addTarget(
-          new eventTargets.SnsTopic(topic, {
-            ...common,
-            message: events.RuleTargetInput.fromText(`${text}\n\n${constants.consoleUrl}`),
-          }),
-        );
-        if (s.recipients.length > 0) ignoredRecipients(scope, s);
-      } else {
-        const destination = this.#destinations.get(s.service) as Destination;
-        const channels: (string | undefined)[] =
-          service.type === "slack" && s.recipients.length > 0 ? s.recipients : [undefined];
-        if (service.type !== "slack" && s.recipients.length > 0) ignoredRecipients(scope, s);
-        for (const channel of channels) {
-          rule.addTarget(
-            new eventTargets.ApiDestination(destination.apiDestination, {
-              ...common,
-              event: events.RuleTargetInput.fromObject(
-                body(service.type, text, s.trigger, constants.consoleUrl as string, channel),
-              ),
-            }),
-          );
-        }
-      }
-      rules.push(rule);
+    return [...merged.values()];
+  }
+
+  /** One rule: events matching `pattern` → the subscription's service, with `template` as its message. */
+  #rule(
+    scope: Construct,
+    id: string,
+    rollout: string,
+    s: NotificationSubscription,
+    pattern: { detailType: string[]; detail: Record<string, unknown[]> },
+    template: string,
+    constants: Readonly<Record<string, string>>,
+  ): events.Rule | undefined {
+    const service = this.#props.services[s.service];
+    if (!service) return undefined;
+    const parsed = parseTemplate(template);
+    if ("problems" in parsed) return undefined; // refused with the props
+    const text = render(parsed.parts, { ...constants, trigger: s.trigger });
+    const rule = new events.Rule(scope, id, {
+      eventBus: this.#eventBus,
+      description: `${s.trigger} of rollout ${rollout} → ${s.service} (${service.type})`,
+      eventPattern: { source: [EVENT_SOURCE], ...pattern },
+    });
+    const common = { deadLetterQueue: this.deadLetters.queue, retryAttempts: 185 } as const;
+    if (service.type === "email") {
+      const topic = this.#topics.get(s.service) as sns.Topic;
+      rule.addTarget(
+        new eventTargets.SnsTopic(topic, {
+          ...common,
+          message: events.RuleTargetInput.fromText(`${text}\n\n${constants.consoleUrl}`),
+        }),
+      );
+      if (s.recipients.length > 0) ignoredRecipients(scope, s);
+      return rule;
     }
-    return rules;
+    const destination = this.#destinations.get(s.service) as Destination;
+    const channels: (string | undefined)[] =
+      service.type === "slack" && s.recipients.length > 0 ? s.recipients : [undefined];
+    if (service.type !== "slack" && s.recipients.length > 0) ignoredRecipients(scope, s);
+    for (const channel of channels) {
+      rule.addTarget(
+        new eventTargets.ApiDestination(destination.apiDestination, {
+          ...common,
+          event: events.RuleTargetInput.fromObject(
+            body(service.type, text, s.trigger, constants.consoleUrl as string, channel),
+          ),
+        }),
+      );
+    }
+    return rule;
   }
 
   #apiDestination(
@@ -371,7 +448,7 @@ function render(parts: readonly TemplatePart[], constants: Readonly<Record<strin
 function body(
   type: "slack" | "teams" | "webhook",
   text: string,
-  trigger: NotificationTrigger,
+  trigger: string,
   consoleUrl: string,
   channel: string | undefined,
 ): Record<string, unknown> {

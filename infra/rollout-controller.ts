@@ -29,6 +29,7 @@ import {
   SpecError,
   type StateMachineDefinition,
 } from "../statemachine/index.ts";
+import { mergeCatalogs } from "../statemachine/notification-catalog.ts";
 import { NotificationSubscriptionSchema } from "../statemachine/notifications.ts";
 import { MODEL_ROUTER_URL } from "../statemachine/providers.ts";
 import { rolloutDashboard } from "./dashboard.ts";
@@ -365,10 +366,16 @@ export class RolloutController extends Construct {
       ...(this.notifications?.alarmTopic ? { alarmTopic: this.notifications.alarmTopic } : {}),
     });
     const notificationRules =
-      this.notifications?.subscribe(scope, spec.name, stateMachine, [
-        ...(spec.notifications ?? []),
-        ...(options.notifications ?? []).map((s) => NotificationSubscriptionSchema.parse(s)),
-      ]) ?? [];
+      this.notifications?.subscribe(
+        scope,
+        spec.name,
+        stateMachine,
+        [
+          ...(spec.notifications ?? []),
+          ...(options.notifications ?? []).map((s) => NotificationSubscriptionSchema.parse(s)),
+        ],
+        spec.notificationCatalog,
+      ) ?? [];
     for (const policy of this.#operators) this.#operateOn(policy, stateMachine, executions);
 
     const rollout: Rollout = {
@@ -396,7 +403,9 @@ export class RolloutController extends Construct {
     const { problems } = resolved;
     const budgeted = resolved.spec ? budgetedSpec(resolved.spec, options.errorBudget, problems) : undefined;
     const alarms = budgeted ? mergedAlarms(budgeted, options) : [];
-    const spec = budgeted && alarms.length > 0 ? { ...budgeted, alarms } : budgeted;
+    const alarmed = budgeted && alarms.length > 0 ? { ...budgeted, alarms } : budgeted;
+    const catalog = mergeCatalogs(this.notifications?.catalog, alarmed?.notificationCatalog);
+    const spec = alarmed && catalog ? { ...alarmed, notificationCatalog: catalog } : alarmed;
     if (alarms.length > 0) problems.push(...alarmProblems(this, options, alarms));
     const target = resolveTarget(options.target, this.node.tryGetContext(EMBEDDED_CONTEXT) === true);
     problems.push(...target.problems, ...triggerProblems(options));

@@ -1,5 +1,6 @@
 import { formatDuration } from "./duration.ts";
 import { DEFINITION_MAX_CHARS, FUNCTION_ARN_MAX_CHARS, TIMEOUT_SECONDS_MAX } from "./limits.ts";
+import { customTriggersOf } from "./notification-object.ts";
 import { plan } from "./plan.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import { alarmNameOf, type HookPoint } from "./safety.ts";
@@ -228,6 +229,8 @@ class DefinitionBuilder {
           ),
           // A pass's lifecycle events name each step with the wave (`traffic@25@eu`).
           ...(spec.pass ? { stepNames: spec.steps.map((s) => passStepName(spec.pass as string, s)) } : {}),
+          // The notification ConfigMap's custom triggers, evaluated for each new revision.
+          ...(customTriggersOf(spec) ? { customTriggers: customTriggersOf(spec) } : {}),
           ...this.#target,
         },
         "FirstRevision?",

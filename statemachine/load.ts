@@ -8,6 +8,13 @@ import { finishJudges } from "./gates.ts";
 import { MAX_ALIAS_COUNT, MAX_DEPTH, MAX_DOCUMENTS, MAX_FILE_BYTES, MAX_VALUES } from "./limits.ts";
 import { isNativeDocument, normalizeNative } from "./native.ts";
 import { isDescriptor, normalizeDescriptor } from "./native-descriptor.ts";
+import {
+  isNotificationConfigMap,
+  mergeCatalogs,
+  type NotificationCatalog,
+  readNotificationCatalog,
+  resolveTrigger,
+} from "./notification-catalog.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import type { AnalysisSpec, RolloutSpec } from "./spec.ts";
 
@@ -27,6 +34,8 @@ export interface Loaded {
   rollouts: RolloutSpec[];
   templates: Map<string, LoadedTemplate>;
   notes: string[];
+  /** The argo-rollouts-notification-configmap(s) among the files, merged. */
+  catalog?: NotificationCatalog;
 }
 
 const ARGO_API = "argoproj.io/v1alpha1";
@@ -338,6 +347,7 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
   const nativeDocs: Document[] = [];
   const descriptorDocs: Document[] = [];
   let documents = 0;
+  let catalog: NotificationCatalog | undefined;
   const budget: Budget = { documents: 0, exhausted: false };
   for (const source of sources) {
     if (budget.exhausted) break;
@@ -381,6 +391,14 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
         if (loaded) templates.set(key, loaded);
       } else if (argo && object.kind === "Rollout") {
         rolloutDocs.push({ origin, value: object });
+      } else if (isNotificationConfigMap(object)) {
+        const read = readNotificationCatalog(
+          (object as { data?: Record<string, unknown> }).data,
+          origin,
+          problems,
+          notes,
+        );
+        catalog = mergeCatalogs(catalog, read);
       } else if (argo && ["Experiment", "AnalysisRun"].includes(object.kind as string)) {
         problems.push({
           ...origin,
@@ -407,10 +425,35 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
     if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
   }
   if (problems.length > 0) throw new SpecError(problems);
+  const withCatalog = catalog ? rollouts.map((r) => ({ ...r, notificationCatalog: catalog })) : rollouts;
+  for (const r of withCatalog) notes.push(...subscriptionNotes(r));
+  rollouts.splice(0, rollouts.length, ...withCatalog);
   if (documents === 0 && sources.length > 0) {
     throw new SpecError(sources.map((s) => ({ file: s.file, message: "the file holds no document" })));
   }
-  return { rollouts, templates, notes };
+  return { rollouts, templates, notes, ...(catalog ? { catalog } : {}) };
+}
+
+/**
+ * Warnings about a rollout's subscriptions (notes that begin with `warning: `): a trigger neither built in nor in the notification
+ * ConfigMap is ignored (as Argo's controller ignores it), and a built-in trigger's `when` is not
+ * evaluated (it fires on its lifecycle event).
+ */
+export function subscriptionNotes(spec: RolloutSpec): string[] {
+  const out: string[] = [];
+  for (const s of spec.notifications ?? []) {
+    const resolved = resolveTrigger(s.trigger, spec.notificationCatalog);
+    if (resolved.kind === "unknown") {
+      out.push(
+        `warning: rollout ${spec.name}: subscription ${s.trigger}.${s.service} is ignored: trigger "${s.trigger}" is neither built in nor defined in the argo-rollouts-notification-configmap`,
+      );
+    } else if (resolved.kind === "built-in" && resolved.unevaluated) {
+      out.push(
+        `warning: rollout ${spec.name}: trigger ${s.trigger}: its when (${resolved.unevaluated.join("; ")}) is not evaluated: a built-in trigger fires on each of its lifecycle events`,
+      );
+    }
+  }
+  return out;
 }
 
 /** Loads exactly one rollout (with its templates) from files: what `plan`, `compile` and the construct take. */

@@ -3,18 +3,35 @@ import type { Origin } from "./analysis-resolve.ts";
 import type { Problem } from "./problems.ts";
 
 /**
- * Argo Notifications' triggers, and the lifecycle event (EventBridge `detail-type`, published by
- * the handlers: functions/events/port.ts) each one fires on.
+ * Argo Notifications' nine built-in triggers, and the lifecycle event (EventBridge `detail-type`,
+ * published by the handlers: functions/events/port.ts) each one fires on. A serverless rollout has
+ * no ReplicaSet: `on-scaling-replica-set` fires when the candidate's traffic weight is set
+ * (`TrafficWeightUpdated`, Argo's own event for a weight change), the nearest honest event.
  */
 export const NOTIFICATION_TRIGGERS = {
   "on-rollout-completed": "RolloutCompleted",
+  "on-rollout-step-completed": "RolloutStepCompleted",
+  "on-rollout-updated": "RolloutUpdated",
   "on-rollout-aborted": "RolloutAborted",
   "on-rollout-paused": "RolloutPaused",
+  "on-scaling-replica-set": "TrafficWeightUpdated",
+  "on-analysis-run-running": "AnalysisRunRunning",
+  "on-analysis-run-error": "AnalysisRunError",
   "on-analysis-run-failed": "AnalysisRunFailed",
-  "on-rollout-step-completed": "RolloutStepCompleted",
 } as const;
 export type NotificationTrigger = keyof typeof NOTIFICATION_TRIGGERS;
-const TRIGGER_NAMES = Object.keys(NOTIFICATION_TRIGGERS) as [NotificationTrigger, ...NotificationTrigger[]];
+
+/** Whether a trigger name is one of Argo's nine built-in triggers. */
+export const isBuiltInTrigger = (name: string): name is NotificationTrigger => name in NOTIFICATION_TRIGGERS;
+
+/**
+ * The lifecycle event a custom trigger's subscribers receive: published by Begin for each custom
+ * trigger whose `when` holds for the new revision (`detail.trigger` names it).
+ */
+export const CUSTOM_TRIGGER_EVENT = "NotificationTriggered";
+
+/** A trigger's name: built-in, or a custom one of the notification ConfigMap (`on-purple`). */
+const TRIGGER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
 /** A service name as the controller's `notifications.services` keys it (and Argo's annotation ends). */
 const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -24,10 +41,13 @@ export const MAX_RECIPIENTS = 5;
 /** One subscription: when `trigger` fires, `service` is told (for Slack, in each of `recipients`). */
 export const NotificationSubscriptionSchema = z
   .object({
-    trigger: z.enum(TRIGGER_NAMES, {
-      error: (issue) =>
-        `unknown trigger ${JSON.stringify(issue.input)}: use one of ${TRIGGER_NAMES.join(", ")}`,
-    }),
+    /** A built-in trigger or one of the notification ConfigMap's; an unknown one is ignored, with a warning. */
+    trigger: z
+      .string()
+      .regex(
+        TRIGGER_NAME,
+        "a trigger name is letters, digits, '-' and '_' (up to 128), like on-rollout-aborted",
+      ),
     service: z
       .string()
       .regex(
@@ -121,10 +141,14 @@ export type TemplateField = keyof typeof TEMPLATE_FIELDS;
 /** Argo's catalog messages, with the rollout's console page. */
 export const DEFAULT_TEMPLATES: Readonly<Record<NotificationTrigger, string>> = {
   "on-rollout-completed": "Rollout {{.rollout.name}} has been completed. {{.message}}",
+  "on-rollout-step-completed": "Rollout {{.rollout.name}}: {{.message}}",
+  "on-rollout-updated": "Rollout {{.rollout.name}} has been updated. {{.message}}",
   "on-rollout-aborted": "Rollout {{.rollout.name}} has been aborted. {{.message}}",
   "on-rollout-paused": "Rollout {{.rollout.name}} has been paused. {{.message}}",
+  "on-scaling-replica-set": "Scaling Rollout {{.rollout.name}}'s canary: {{.message}}",
+  "on-analysis-run-running": "Rollout {{.rollout.name}}'s analysis run is running. {{.message}}",
+  "on-analysis-run-error": "Rollout {{.rollout.name}}'s analysis run is in error state. {{.message}}",
   "on-analysis-run-failed": "Rollout {{.rollout.name}}'s analysis run failed. {{.message}}",
-  "on-rollout-step-completed": "Rollout {{.rollout.name}}: {{.message}}",
 };
 
 /** A parsed template: literal text and fields, in order. */

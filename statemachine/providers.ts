@@ -13,11 +13,24 @@ import {
  * may be anywhere after the scheme.
  */
 export const HTTP_URL = /^https?:\/\/[^\s/?#]+/i;
-const httpUrl = (what: string) =>
-  z.string().refine((url) => HTTP_URL.test(url), {
-    error: (issue) =>
-      `${what} must be an http:// or https:// URL, got ${JSON.stringify(String(issue.input).slice(0, 100))}: providers are read over HTTP(S) only`,
-  });
+/** A URL's scheme (`ftp` of `ftp://x`), when it has one. */
+const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//;
+
+/**
+ * The web provider's URL: http or https. Another scheme is refused with the words Go's net/http
+ * measures it with in Argo (`Get "ftp://x": unsupported protocol scheme "ftp"`), here when the
+ * spec loads rather than at the first measurement.
+ */
+function webUrlProblem(url: string, method: string): string | undefined {
+  if (HTTP_URL.test(url)) return undefined;
+  const scheme = SCHEME.exec(url)?.[1];
+  const got = JSON.stringify(url.slice(0, 100));
+  if (scheme === undefined || /^https?$/i.test(scheme)) {
+    return `url must be an http:// or https:// URL, got ${got}: providers are read over HTTP(S) only`;
+  }
+  const op = method.charAt(0) + method.slice(1).toLowerCase();
+  return `${op} ${got}: unsupported protocol scheme ${JSON.stringify(scheme)} (url must be an http:// or https:// URL: providers are read over HTTP(S) only)`;
+}
 
 const ProviderTimeout = z
   .number()
@@ -55,7 +68,7 @@ export const PrometheusProviderSchema = z
 
 export const WebProviderSchema = z
   .object({
-    url: httpUrl("url"),
+    url: z.string(),
     method: z.enum(["GET", "POST", "PUT"]).default("GET"),
     headers: z.array(z.object(HeaderFields)).default([]),
     body: z.string().optional(),
@@ -64,7 +77,11 @@ export const WebProviderSchema = z
     timeoutSeconds: ProviderTimeout.default(ARGO_DEFAULTS.provider.webTimeoutSeconds),
     insecure: z.boolean().default(false),
   })
-  .strict();
+  .strict()
+  .superRefine((web, ctx) => {
+    const problem = webUrlProblem(web.url, web.method);
+    if (problem) ctx.addIssue({ code: "custom", path: ["url"], message: problem, input: web.url });
+  });
 
 export const CloudWatchMetricStatSchema = z
   .object({

@@ -3,6 +3,7 @@ import { ARGO_DEFAULTS } from "./defaults.ts";
 import { JudgeSpecSchema } from "./judge-spec.ts";
 import { LIMIT_MESSAGES, MAX_MEASUREMENT_RETENTION, MAX_REPLICAS, MAX_WAIT_SECONDS } from "./limits.ts";
 import { rolloutNameProblem } from "./names.ts";
+import { NotificationCatalogSchema } from "./notification-catalog.ts";
 import { NotificationSubscriptionSchema } from "./notifications.ts";
 import { AlarmsSchema, HooksSchema } from "./safety.ts";
 import { WavesSpecSchema } from "./waves.ts";
@@ -186,6 +187,8 @@ export const RolloutSpecSchema = z
     image: z.string().optional(),
     /** Who is told when a trigger fires (Argo's `notifications.argoproj.io/subscribe.*` annotations). */
     notifications: z.array(NotificationSubscriptionSchema).optional(),
+    /** The custom triggers and templates of an `argo-rollouts-notification-configmap` among the spec files. */
+    notificationCatalog: NotificationCatalogSchema.optional(),
     /** Shipped one region or account at a time (`statemachine/waves.ts`). */
     waves: WavesSpecSchema.optional(),
     /** The pass of a release in waves this rollout runs (`eu`): its stages are named after it (`eu/25%`). */

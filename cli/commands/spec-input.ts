@@ -3,13 +3,15 @@ import type { Io } from "../io.ts";
 import { printable } from "../terminal.ts";
 
 /**
- * Loads the one rollout the files describe, printing skipped documents as notes and every
+ * Loads the one rollout the files describe, printing skipped documents as notes (warnings as
+ * warnings) and every
  * problem as one line; undefined means the command should exit 2.
  */
 export async function loadSpecOrReport(files: string[], io: Io): Promise<RolloutSpec | undefined> {
   try {
     const { spec, notes } = await loadRollout(files);
-    for (const note of notes) io.err(printable(`note: ${note}`));
+    // A note that is a warning says so itself (`warning: …`).
+    for (const note of notes) io.err(printable(note.startsWith("warning: ") ? note : `note: ${note}`));
     return spec;
   } catch (error) {
     if (error instanceof SpecError) {

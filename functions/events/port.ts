@@ -6,7 +6,17 @@ export { EVENT_SOURCE } from "../config.ts";
 
 /** The lifecycle events (EventBridge `detail-type`s) teams can route to Slack or a pager. */
 export const LifecycleEventTypeSchema = z.enum([
+  /** A new revision started (Argo's `on-rollout-updated`). */
+  "RolloutUpdated",
   "RolloutStepCompleted",
+  /** The candidate's traffic weight was set (`on-scaling-replica-set`: no ReplicaSet scales here). */
+  "TrafficWeightUpdated",
+  /** An analysis run started (`on-analysis-run-running`). */
+  "AnalysisRunRunning",
+  /** An analysis run ended in Error (`on-analysis-run-error`). */
+  "AnalysisRunError",
+  /** A custom trigger of the notification ConfigMap whose `when` held (`detail.trigger`, `detail.condition`). */
+  "NotificationTriggered",
   "RolloutPaused",
   "AnalysisRunFailed",
   "RolloutAborted",
@@ -48,6 +58,9 @@ export const LifecycleDetailSchema = z.object({
   pass: z.string().min(1).optional(),
   /** The step named with its pass (`traffic@25@eu`), on a pass's events tied to a step. */
   stepName: z.string().min(1).optional(),
+  /** On `NotificationTriggered`: the custom trigger, and the index of its condition that held. */
+  trigger: z.string().min(1).optional(),
+  condition: z.number().int().nonnegative().optional(),
 });
 export type LifecycleDetail = z.infer<typeof LifecycleDetailSchema>;
 

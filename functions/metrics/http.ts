@@ -115,6 +115,22 @@ export function schemeProblem(url: string): string | undefined {
     : `only http and https URLs are read, not ${protocol} (${JSON.stringify(url)})`;
 }
 
+/**
+ * Go's net/http refusal of a URL whose scheme is not http or https, as the web provider's
+ * measurement says it in Argo: `Get "ftp://x": unsupported protocol scheme "ftp"`. Undefined for
+ * an http(s) URL; a URL that does not parse is {@link schemeProblem}'s.
+ */
+export function unsupportedScheme(method: string, url: string): string | undefined {
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    return schemeProblem(url);
+  }
+  if (protocol === "http:" || protocol === "https:") return undefined;
+  return `${goMethod(method)} ${JSON.stringify(url)}: unsupported protocol scheme ${JSON.stringify(protocol.slice(0, -1))}`;
+}
+
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Headers a redirect to another origin must not carry (as `fetch` drops them itself). */
 const CREDENTIAL_HEADERS = ["authorization", "cookie", "proxy-authorization"];

@@ -1,4 +1,5 @@
 import { JSONPath } from "jsonpath-plus";
+import { goMarshal } from "../../statemachine/expr/go-json.ts";
 import type { Metric } from "../../statemachine/spec.ts";
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -8,8 +9,8 @@ import {
   fetchFollowing,
   readBody,
   responseShapeProblem,
-  schemeProblem,
   snippet,
+  unsupportedScheme,
 } from "./http.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
 
@@ -17,14 +18,16 @@ import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
  * The web provider: an HTTP request whose JSON answer, narrowed by `jsonPath`, is the condition's
  * `result` (`result.candidate.feedback_rate`). As in Argo: `method` GET/POST/PUT, `headers`,
  * `body` or `jsonBody` (not with GET), `timeoutSeconds` (default 10), a non-2xx status is an Error,
- * the first jsonPath match is the value, printed as JSON.
+ * the first jsonPath match is the value, stored as Go's `json.Marshal` writes it (keys sorted,
+ * `1e+21`, `<` as `\u003c`), and a URL of another scheme is Go's
+ * `Get "ftp://x": unsupported protocol scheme "ftp"`.
  *
  * One deliberate difference: Argo evaluates a body that is not JSON as a plain string, so a proxy's
  * HTML error page or an empty 200 passes a condition like `result != "bad"` (argo-rollouts#4535).
  * Here a body that is not JSON is an Error measurement: a gate must never pass on an answer it
  * could not read.
  *
- * Limits (each an Error measurement that says so): only `http:` and `https:` URLs; redirects
+ * Limits (each an Error measurement that says so): redirects
  * are followed by hand, at most five and never to another scheme; the body is read as a stream
  * and abandoned past `maxBodyBytes` (1 MiB unless `ROLLOUTS_METRIC_MAX_BODY_BYTES` says otherwise).
  */
@@ -56,7 +59,7 @@ export class WebMetricProvider implements MetricProvider {
     } else if (web.body) {
       body = web.body;
     }
-    const refused = schemeProblem(web.url);
+    const refused = unsupportedScheme(web.method, web.url);
     if (refused) return { ok: false, message: refused };
     let status: number;
     let text: string;
@@ -121,5 +124,5 @@ function select(data: unknown, jsonPath: string | undefined): ProviderResult {
     return { ok: false, message: `Could not find JSONPath in body: ${jsonPath ?? path} is not found` };
   }
   const value = matches[0] === undefined ? null : matches[0];
-  return { ok: true, result: value, value: JSON.stringify(value) };
+  return { ok: true, result: value, value: goMarshal(value) };
 }

@@ -111,6 +111,14 @@ export async function startAnalysis(
   };
   const created = await createStored(deps, runId, stored, now);
   await recordStart(deps, stored, runId, created);
+  // Argo's on-analysis-run-running; published once per execution and run.
+  await publish(
+    deps,
+    context,
+    "AnalysisRunRunning",
+    `${stored.background ? "background analysis" : "analysis"} ${runId} running: ${stored.templates.join(", ")}`,
+    stored.stepIndex,
+  );
   const current = await deps.store.getRun(context.rollout, runId, StoredAnalysisSchema);
   if (!current) return { runId };
   if (created) {
@@ -493,7 +501,8 @@ async function finish(
       await publish(
         deps,
         context,
-        "AnalysisRunFailed",
+        // Argo tells an analysis run in Error from a failed one (on-analysis-run-error).
+        run.phase === "Error" ? "AnalysisRunError" : "AnalysisRunFailed",
         `${label} ${run.phase}: ${message}`,
         stepIndex,
         gates,

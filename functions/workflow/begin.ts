@@ -11,6 +11,7 @@ import {
 } from "../store/schema.ts";
 import { upsert } from "../store/update.ts";
 import type { TargetState, TrafficTarget } from "../traffic/port.ts";
+import { announceUpdate } from "./announce-update.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { startEffects } from "./effects.ts";
 import type { BeginPayload, WorkflowContext } from "./payloads.ts";
@@ -61,7 +62,9 @@ export async function begin(deps: WorkflowDeps, payload: BeginPayload): Promise<
     await recordBeginFailure(deps, payload, revision, error as Error);
     throw error;
   }
-  return { context: contextOf(payload, revision), firstRevision: takeover.firstRevision };
+  const context = contextOf(payload, revision);
+  await announceUpdate(deps, payload, context);
+  return { context, firstRevision: takeover.firstRevision };
 }
 
 /** What taking the rollout over decided: the item to write (null: nothing to write) and what follows. */

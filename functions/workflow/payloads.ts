@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CustomTriggersSchema } from "../../statemachine/notification-object.ts";
 import { AnalysisSpecSchema, HOOK_POINTS, StepSchema } from "../../statemachine/spec.ts";
 import { RolloutExecutionInputSchema } from "../trigger/decide.ts";
 
@@ -42,6 +43,8 @@ export const BeginPayloadSchema = z.object({
   stepLabels: z.array(z.string()).default([]),
   /** A pass's step names (`traffic@25@eu`), for its lifecycle events. */
   stepNames: z.array(z.string()).optional(),
+  /** The notification ConfigMap's custom triggers, evaluated for the new revision. */
+  customTriggers: CustomTriggersSchema.optional(),
   target: z.unknown().optional(),
 });
 export type BeginPayload = z.infer<typeof BeginPayloadSchema>;

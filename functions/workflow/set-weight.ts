@@ -170,6 +170,23 @@ async function recordCompletion(deps: WorkflowDeps, payload: StepPayload, applie
     id,
     eventAbout(deps, context, "RolloutStepCompleted", done, stepIndex),
   );
+  // Argo's on-scaling-replica-set: a serverless candidate's share changes with its weight.
+  const scaled =
+    payload.step.kind === "setWeight"
+      ? [
+          publishEffect(
+            context,
+            id,
+            eventAbout(
+              deps,
+              context,
+              "TrafficWeightUpdated",
+              `Traffic weight updated to ${weight}%`,
+              stepIndex,
+            ),
+          ),
+        ]
+      : [];
   await recordStep(
     deps,
     context,
@@ -185,7 +202,7 @@ async function recordCompletion(deps: WorkflowDeps, payload: StepPayload, applie
         ),
         context,
         id,
-        [announce],
+        [...scaled, announce],
       ),
     { step: id },
   );

@@ -1,5 +1,6 @@
 import { RolloutsError } from "../errors.ts";
 import { goQuote } from "./errors.ts";
+import { goJSONFloat, goJSONString, goStringCompare } from "./go-json.ts";
 import { goJSONSyntaxError } from "./json.ts";
 import { GoTime, Location, loadLocation, parseDuration, parseTime, UTC } from "./time.ts";
 import {
@@ -449,31 +450,11 @@ function flattenGo(v: unknown[], depth: number): unknown[] {
 // Go's encoding/json, for toJSON / fromJSON.
 
 function jsonString(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0) as number;
-    if (ch === '"') out += '\\"';
-    else if (ch === "\\") out += "\\\\";
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (ch === "<" || ch === ">" || ch === "&") out += `\\u00${c.toString(16)}`;
-    else if (c < 0x20) out += `\\u${c.toString(16).padStart(4, "0")}`;
-    else if (c === 0x2028 || c === 0x2029) out += `\\u${c.toString(16)}`;
-    else out += ch;
-  }
-  return `${out}"`;
+  return goJSONString(s);
 }
 
 function jsonFloat(f: number): string {
-  if (!Number.isFinite(f)) return fail(`json: unsupported value: ${format(f)}`);
-  const abs = Math.abs(f);
-  if (abs !== 0 && (abs < 1e-6 || abs >= 1e21)) {
-    const [mant, e] = f.toExponential().split("e") as [string, string];
-    const x = Number(e);
-    return `${mant}e${x < 0 ? "-" : "+"}${String(Math.abs(x)).padStart(2, "0")}`;
-  }
-  return Object.is(f, -0) ? "-0" : String(f);
+  return goJSONFloat(f) ?? fail(`json: unsupported value: ${format(f)}`);
 }
 
 function toJSONGo(v: unknown, indent: string): string {
@@ -502,7 +483,7 @@ function toJSONGo(v: unknown, indent: string): string {
       if (typeof key !== "string" && intValue(key) === undefined) fail(`json: unsupported type: ${t.name}`);
       return [String(intValue(key) ?? key), x] as const;
     });
-    entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    entries.sort((a, b) => goStringCompare(a[0], b[0]));
     if (entries.length === 0) return "{}";
     return `{\n${entries.map(([k, x]) => `${next}${jsonString(k)}: ${toJSONGo(x, next)}`).join(",\n")}\n${indent}}`;
   }

@@ -48,6 +48,8 @@ export const CHECKS = {
   "live-both-versions":
     "The selector matches the series of more than one version, so the stable version's requests are counted as the candidate's.",
   "live-error": "Prometheus refuses or fails the query: every measurement would be an Error.",
+  "notification-unknown-trigger":
+    "A subscription to a trigger nobody defines is ignored, as Argo's controller ignores it: whoever subscribed is never told.",
 } as const;
 
 export type CheckId = keyof typeof CHECKS;

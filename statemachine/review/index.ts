@@ -3,6 +3,7 @@ import { emptyNumeratorFindings } from "./empty-numerator.ts";
 import { type ExposureOptions, exposureFindings } from "./exposure-budget.ts";
 import { type Finding, sortFindings } from "./finding.ts";
 import { repeatedFindings, sampleSizeFindings } from "./judges.ts";
+import { notificationFindings } from "./notifications.ts";
 import { podFindings } from "./pod-rounding.ts";
 import { queriesOf, syntaxFindings } from "./queries.ts";
 import { candidateFindings } from "./query-candidate.ts";
@@ -56,6 +57,7 @@ export function review(subject: ReviewSubject, options: ReviewOptions = {}): Fin
       ...exposureFindings(subject, rows, options),
       ...sampleSizeFindings(subject, rows, options.rps),
       ...repeatedFindings(subject),
+      ...notificationFindings(subject),
     ],
     subject.files,
   );

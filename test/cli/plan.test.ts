@@ -26,6 +26,19 @@ describe("rollouts plan", () => {
     expect(lines.find((l) => l.startsWith("3 "))).toMatch(/pause: 2s\s+50%\s+2\s+2\s+50%/);
   });
 
+  it("plans Argo's notification example; a subscription to a trigger nobody defines is a warning", async () => {
+    const rollout = "test/fixtures/argo-notifications/rollout-canary.yaml";
+    const withConfig = await run("plan", rollout, "test/fixtures/argo-notifications/configmap.yaml");
+    expect(withConfig.code).toBe(0);
+    expect(withConfig.err).not.toContain("warning:");
+    expect(withConfig.out).toMatch(/^rollout rollout-canary /);
+    const alone = await run("plan", rollout);
+    expect(alone.code).toBe(0);
+    expect(alone.err).toContain(
+      'warning: rollout rollout-canary: subscription on-purple.slack is ignored: trigger "on-purple" is neither built in nor defined in the argo-rollouts-notification-configmap',
+    );
+  });
+
   it("shows the real share of connections that pod rounding gives, and the candidate's request rate", async () => {
     const { out } = await run("plan", ...SEED, "--replicas", "3", "--rps", "40", "--json");
     const plan = JSON.parse(out);

@@ -31,6 +31,37 @@ describe("rollouts review", () => {
     expect(lines.at(-2)).toBe("2 warnings, 1 info (exit 1: --fail-on warning)");
   });
 
+  it("warns of a subscription to a trigger neither built in nor in the notification ConfigMap, with the fix", async () => {
+    const rollout = "test/fixtures/argo-notifications/rollout-canary.yaml";
+    const { out } = await run("review", rollout, "--json");
+    const found = JSON.parse(out).findings.filter(
+      (f: { id: string }) => f.id === "notification-unknown-trigger",
+    );
+    expect(found).toEqual([
+      {
+        id: "notification-unknown-trigger",
+        severity: "warning",
+        file: rollout,
+        document: 3,
+        object: "Rollout rollout-canary",
+        path: 'metadata.annotations["notifications.argoproj.io/subscribe.on-purple.slack"]',
+        message:
+          'trigger "on-purple" is neither one of the nine built-in triggers nor defined in the argo-rollouts-notification-configmap: the subscription is ignored',
+        why: CHECKS["notification-unknown-trigger"],
+        fix: "give the argo-rollouts-notification-configmap that defines trigger.on-purple with the spec files, or subscribe to a built-in trigger (on-rollout-completed, on-rollout-step-completed, on-rollout-updated, on-rollout-aborted, on-rollout-paused, on-scaling-replica-set, on-analysis-run-running, on-analysis-run-error, on-analysis-run-failed)",
+      },
+    ]);
+    const withConfig = await run(
+      "review",
+      rollout,
+      "test/fixtures/argo-notifications/configmap.yaml",
+      "--json",
+    );
+    expect(JSON.parse(withConfig.out).findings.map((f: { id: string }) => f.id)).not.toContain(
+      "notification-unknown-trigger",
+    );
+  });
+
   it("exits 0 when nothing is at --fail-on or above", async () => {
     expect((await run("review", ...SEED, "--fail-on", "error")).code).toBe(0);
     const clean = await run("review", "examples/blue-green.yaml");

@@ -282,8 +282,8 @@ describe("a rollout through the handlers, on the real adapters", () => {
       weight: 100,
       stableRevision: { revision: 1, digest: DIGEST(1) },
     });
-    expect(putEventTypes()).toEqual(["RolloutCompleted"]);
-    const entry = eventbridge.commandCalls(PutEventsCommand)[0]?.args[0].input.Entries?.[0];
+    expect(putEventTypes()).toEqual(["RolloutUpdated", "RolloutCompleted"]);
+    const entry = eventbridge.commandCalls(PutEventsCommand)[1]?.args[0].input.Entries?.[0];
     expect(entry).toMatchObject({ Source: "sfn-rollouts", EventBusName: "rollouts-bus" });
     expect(JSON.parse(entry?.Detail ?? "{}")).toMatchObject({ rollout: "checkout", revision: 1 });
     // The 30 s scale-down goes to the ticker (under a minute).
@@ -388,7 +388,10 @@ describe("a rollout through the handlers, on the real adapters", () => {
     expect(fn.alias).toMatchObject({ FunctionVersion: "3" });
     expect(await rollout()).toMatchObject({ phase: "Healthy", stableRevision: { revision: 2 } });
     expect(putEventTypes()).toEqual([
+      "RolloutUpdated",
       "RolloutCompleted",
+      "RolloutUpdated",
+      "TrafficWeightUpdated",
       "RolloutStepCompleted",
       "RolloutPaused",
       "RolloutPaused",

@@ -339,6 +339,70 @@ describe("notification props: every problem named", () => {
     ]);
   });
 
+  it("a custom trigger of the ConfigMap gets a rule on NotificationTriggered; an unknown one a synth warning and no rule", () => {
+    const spec = `${SHOP}  - {trigger: on-purple, service: slack}
+  - {trigger: on-nothing, service: slack}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argo-rollouts-notification-configmap}
+data:
+  trigger.on-purple: |
+    - send: [purple]
+      when: rollout.status.currentPodHash == 'sha256:ab'
+  template.purple: |
+    message: Rollout {{.rollout.metadata.name}} has purple image
+`;
+    const { stack } = notifyStack({ services: SERVICES }, spec);
+    const t = Template.fromStack(stack);
+    const rule = ruleOf(t, "NotificationTriggered");
+    expect(rule.EventPattern).toEqual({
+      source: ["sfn-rollouts"],
+      "detail-type": ["NotificationTriggered"],
+      detail: { rollout: ["shop"], trigger: ["on-purple"], condition: [0] },
+    });
+    const sent = transform(rule.Targets[0] as Json, {
+      "$.detail.rollout": "shop",
+      "$.detail-type": "NotificationTriggered",
+    }) as { text: string };
+    expect(sent.text).toBe("Rollout shop has purple image");
+    expect(
+      Annotations.fromStack(stack)
+        .findWarning("*", Match.stringLikeRegexp("on-nothing"))
+        .map((w) => w.entry.data),
+    ).toEqual([
+      expect.stringContaining(
+        'on-nothing.slack: trigger "on-nothing" is neither built in nor in the argo-rollouts-notification-configmap: the subscription is ignored',
+      ),
+    ]);
+    expect(
+      Object.keys(t.findResources("AWS::Events::Rule")).filter((id) => id.includes("OnNothing")),
+    ).toEqual([]);
+  });
+
+  it("takes the ConfigMap as a controller prop too: its custom triggers for every rollout, Begin evaluating them", () => {
+    const configMapFile = specFile(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: argo-rollouts-notification-configmap}
+data:
+  trigger.on-purple: |
+    - send: [purple]
+      when: rollout.status.currentPodHash == 'sha256:ab'
+  template.purple: |
+    message: Rollout {{.rollout.metadata.name}} has purple image
+`);
+    const { stack, rollout } = notifyStack(
+      { services: SERVICES, configMapFile },
+      `${SHOP}  - {trigger: on-purple, service: slack}\n`,
+    );
+    const rule = ruleOf(Template.fromStack(stack), "NotificationTriggered");
+    expect(rule.EventPattern).toMatchObject({ detail: { trigger: ["on-purple"], condition: [0] } });
+    expect(rollout.spec.notificationCatalog?.triggers["on-purple"]).toHaveLength(1);
+    expect(() =>
+      notifyStack({ services: SERVICES, configMapFile: specFile("name: shop\nsteps: [100]\n") }),
+    ).toThrow(/notifications\.configMapFile: .* holds no argo-rollouts-notification-configmap/);
+  });
+
   it("refuses a spec subscribing to a service the controller does not have", () => {
     expect(() => notifyStack({ services: { mail: SERVICES.mail as never } })).toThrow(
       /spec\.notifications\[0\]\.service: no service "slack" in notifications\.services \(mail\)/,

@@ -42,23 +42,26 @@ export async function startScenario(options: LocalScenarioOptions): Promise<Loca
     : undefined;
   const metricsUrl = options.providerDown ? dead : (padding?.url ?? proxy.adminUrl);
   const stack = await startEmbeddedStack({
-    specFiles: writeDemoSpec(
-      { kind: "proxy", url: metricsUrl },
-      {
-        ...(options.pause ? { pause: options.pause } : {}),
-        ...(options.count ? { count: options.count } : {}),
-        ...(options.background ? { background: options.background } : {}),
-        ...(options.annotations ? { annotations: options.annotations } : {}),
-        ...(options.judge
-          ? {
-              judge: {
-                ...options.judge,
-                ...(options.judgeDown ? { metrics: { kind: "proxy" as const, url: dead } } : {}),
-              },
-            }
-          : {}),
-      },
-    ),
+    specFiles: [
+      ...writeDemoSpec(
+        { kind: "proxy", url: metricsUrl },
+        {
+          ...(options.pause ? { pause: options.pause } : {}),
+          ...(options.count ? { count: options.count } : {}),
+          ...(options.background ? { background: options.background } : {}),
+          ...(options.annotations ? { annotations: options.annotations } : {}),
+          ...(options.judge
+            ? {
+                judge: {
+                  ...options.judge,
+                  ...(options.judgeDown ? { metrics: { kind: "proxy" as const, url: dead } } : {}),
+                },
+              }
+            : {}),
+        },
+      ),
+      ...(options.extraSpecFiles ?? []),
+    ],
     target: localProxyTarget({
       adminUrl: proxy.adminUrl,
       readinessPath: "/healthz",

@@ -48,6 +48,8 @@ export interface ScenarioOptions {
   notifications?: NotificationsProps;
   /** The Rollout's annotations (`rollouts.sfn/alarms`, the hooks). */
   annotations?: Record<string, string>;
+  /** More spec files after the demo's (a notification ConfigMap; the embedded runtime only). */
+  extraSpecFiles?: string[];
   /** Local functions the hooks name, by function name (the embedded runtime only). */
   hookFunctions?: Record<string, LambdaHandler>;
 }

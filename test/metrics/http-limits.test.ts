@@ -251,7 +251,7 @@ describe("the web provider's limits", () => {
     } as Metric;
     expect(await new WebMetricProvider().measure(fileUrl, { now })).toEqual({
       ok: false,
-      message: 'only http and https URLs are read, not file: ("file:///etc/passwd")',
+      message: 'Get "file:///etc/passwd": unsupported protocol scheme "file"',
     });
   });
 });

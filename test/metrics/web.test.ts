@@ -26,6 +26,12 @@ beforeAll(async () => {
         res.writeHead(200);
         res.end();
         return;
+      case "/go":
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          '{"z": 1e21, "a": [5.0, -0.0, 1e-7, 0.000001, 123456789012345678901], "m": {"b": "<&>", "a": "\\b\\f\\u2028"}}',
+        );
+        return;
       case "/500":
         res.writeHead(500, { "content-type": "application/json" });
         res.end('{"ok": true}');
@@ -142,6 +148,33 @@ describe("web provider against a local HTTP server", () => {
       p,
     );
     expect(run.metricResults[0]?.measurements[0]?.phase).toBe("Error");
+  });
+
+  it("the stored value is JSON as Go's encoding/json writes it: sorted keys, Go's floats, HTML escaped", async () => {
+    const r = await new WebMetricProvider().measure(web("/go"), { now });
+    expect(r.ok && r.value).toBe(
+      '{"a":[5,-0,1e-7,0.000001,123456789012345680000],"m":{"a":"\\b\\f\\u2028","b":"\\u003c\\u0026\\u003e"},"z":1e+21}',
+    );
+  });
+
+  it("a URL with another scheme is an Error with Go's net/http message", async () => {
+    // The spec refuses such a URL when it loads (test/statemachine/spec-limits.test.ts); the
+    // provider still guards what reaches it, in Go's words.
+    const metric = (url: string, method: "GET" | "POST"): Metric => {
+      const m = MetricSchema.parse({ name: "w", provider: { web: { url: "http://x", method } } });
+      return {
+        ...m,
+        provider: { web: { ...(m.provider.web as NonNullable<Metric["provider"]["web"]>), url } },
+      };
+    };
+    expect(await new WebMetricProvider().measure(metric("ftp://x", "GET"), { now })).toEqual({
+      ok: false,
+      message: 'Get "ftp://x": unsupported protocol scheme "ftp"',
+    });
+    expect(await new WebMetricProvider().measure(metric("bad://url.com", "POST"), { now })).toEqual({
+      ok: false,
+      message: 'Post "bad://url.com": unsupported protocol scheme "bad"',
+    });
   });
 
   it("a 500 is an Error even with a JSON body", async () => {

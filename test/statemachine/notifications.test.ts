@@ -52,7 +52,7 @@ describe("notification subscriptions in the spec", () => {
     ]);
   });
 
-  it("names an unknown trigger, a key without a service and Argo's YAML form", () => {
+  it("names a key without a service and Argo's YAML form; an unknown trigger is a warning, not a problem", () => {
     expect(
       problems(
         argo(`    notifications.argoproj.io/subscribe.on-rollout-exploded.slack: x
@@ -60,11 +60,17 @@ describe("notification subscriptions in the spec", () => {
     notifications.argoproj.io/subscriptions: "- trigger: [on-rollout-aborted]"`),
       ),
     ).toEqual([
-      expect.stringMatching(
-        /^metadata\.annotations\["notifications\.argoproj\.io\/subscribe\.on-rollout-exploded\.slack"\]: unknown trigger "on-rollout-exploded": use one of on-rollout-completed, /,
-      ),
       expect.stringMatching(/subscribe\.on-rollout-aborted"\]: expected .*<trigger>\.<service>/),
       expect.stringMatching(/subscriptions"\]: not supported/),
+    ]);
+    const { spec, notes } = parseRollout([
+      { file: "r.yaml", text: argo("    notifications.argoproj.io/subscribe.on-rollout-exploded.slack: x") },
+    ]);
+    expect(spec.notifications).toEqual([
+      { trigger: "on-rollout-exploded", service: "slack", recipients: ["x"] },
+    ]);
+    expect(notes).toEqual([
+      'warning: rollout demo: subscription on-rollout-exploded.slack is ignored: trigger "on-rollout-exploded" is neither built in nor defined in the argo-rollouts-notification-configmap',
     ]);
   });
 

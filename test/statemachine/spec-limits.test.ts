@@ -161,9 +161,18 @@ describe("provider URLs other than http and https are refused at load, where the
     [
       "web: {url: 'file:///etc/passwd'}",
       "provider.web.url",
-      'url must be an http:// or https:// URL, got "file:///etc/passwd"',
+      'Get "file:///etc/passwd": unsupported protocol scheme "file" (url must be an http:// or https:// URL',
     ],
-    ["web: {url: 'gopher://h/x'}", "provider.web.url", "url must be an http:// or https:// URL"],
+    [
+      "web: {url: 'gopher://h/x'}",
+      "provider.web.url",
+      'Get "gopher://h/x": unsupported protocol scheme "gopher"',
+    ],
+    [
+      "web: {url: 'ftp://x', method: POST}",
+      "provider.web.url",
+      'Post "ftp://x": unsupported protocol scheme "ftp"',
+    ],
     ["web: {url: 'localhost:8080/x'}", "provider.web.url", "url must be an http:// or https:// URL"],
     [
       "samples: {address: 'ftp://r', primary: a, candidate: b}",
@@ -182,9 +191,7 @@ describe("provider URLs other than http and https are refused at load, where the
     const judge = `plugin: {sfn-rollouts/judge: {test: two-proportion, candidate: {bad: {web: {url: 'file:///a'}}, n: {web: {url: 'http://w/n'}}}, stable: {bad: {web: {url: 'http://w/b'}}, n: {web: {url: 'http://w/n'}}}}}`;
     const lines = problemsOf(withAnalysis, template("interval: 1m\ncount: 1", judge));
     expect(lines).toEqual([
-      expect.stringContaining(
-        'candidate.bad.web.url: url must be an http:// or https:// URL, got "file:///a"',
-      ),
+      expect.stringContaining('candidate.bad.web.url: Get "file:///a": unsupported protocol scheme "file"'),
     ]);
   });
 

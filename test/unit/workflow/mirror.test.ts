@@ -31,7 +31,12 @@ describe("setMirrorRoute", () => {
       { name: "shadow", percentage: 50 },
       { name: "shadow", percentage: 0 },
     ]);
-    expect(w.events.types().slice(0, 2)).toEqual(["RolloutStepCompleted", "RolloutStepCompleted"]);
+    // A mirror route changes no weight: the steps announce their completion and nothing else.
+    expect(w.events.types().slice(0, 3)).toEqual([
+      "RolloutUpdated",
+      "RolloutStepCompleted",
+      "RolloutStepCompleted",
+    ]);
   });
 
   it("a target that cannot mirror aborts the rollout with a message naming the step", async () => {

@@ -134,7 +134,7 @@ describe("abortRequested seen mid-step", () => {
     const after = await w.item();
     expect(after.stepIndex).toBe(0);
     expect(after.events.map((e) => e.type)).not.toContain("RolloutStepCompleted");
-    expect(w.events.types()).toEqual(["RolloutAborted"]);
+    expect(w.events.types()).toEqual(["RolloutUpdated", "RolloutAborted"]);
     expect(w.router.canary).toBe(0);
   });
 

@@ -59,7 +59,7 @@ describe("the registry update of a release", () => {
       model: "ranker",
       alias: "champion",
     });
-    expect(d.events.types()).toEqual(["RolloutCompleted"]);
+    expect(d.events.types().filter((t) => t !== "RolloutUpdated")).toEqual(["RolloutCompleted"]);
     expect(d.target.calls.filter((c) => c === "promote")).toHaveLength(1);
     const item = await itemOf(d);
     expect(item.effects.pending).toEqual([]);

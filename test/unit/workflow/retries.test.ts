@@ -107,7 +107,7 @@ describe("a retried setWeight", () => {
     const step = { ...base(r2), stepIndex: 0, step: { kind: "setWeight" as const, weight: 25 } };
     await retried(() => setWeight(d.deps, step));
     expect(await ofType(d, "RolloutStepCompleted")).toHaveLength(1);
-    expect(d.events.types()).toEqual(["RolloutStepCompleted"]);
+    expect(d.events.types()).toEqual(["TrafficWeightUpdated", "RolloutStepCompleted"]);
     expect(await itemOf(d)).toMatchObject({ weight: 25, stepIndex: 1 });
   });
 });

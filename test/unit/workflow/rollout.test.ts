@@ -77,8 +77,8 @@ describe("the first revision", () => {
     expect(it1.events.map((e) => e.type)).toEqual(["Triggered", "RolloutUpdated", "RolloutCompleted"]);
     // Begin deploys the candidate; the Candidate readiness loop checks it once before Promote.
     expect(w.router.calls).toEqual(["prepare", "deployCandidate v1", "checkReadiness", "promote"]);
-    expect(w.events.types()).toEqual(["RolloutCompleted"]);
-    expect(w.events.published[0]?.detail).toMatchObject({
+    expect(w.events.types()).toEqual(["RolloutUpdated", "RolloutCompleted"]);
+    expect(w.events.published[1]?.detail).toMatchObject({
       rollout: NAME,
       revision: 1,
       digest: digest(1),
@@ -136,9 +136,14 @@ describe("a healthy second revision", () => {
       "promote",
     ]);
     expect(w.events.types()).toEqual([
+      "RolloutUpdated",
+      "TrafficWeightUpdated",
       "RolloutStepCompleted",
+      "AnalysisRunRunning",
+      "TrafficWeightUpdated",
       "RolloutStepCompleted",
       "RolloutPaused",
+      "AnalysisRunRunning",
       "RolloutCompleted",
     ]);
     expect(w.events.ofType("RolloutStepCompleted").map((e) => [e.detail.step, e.detail.message])).toEqual([
@@ -211,7 +216,14 @@ describe("a failing analysis", () => {
       "setWeight 25",
       "abort",
     ]);
-    expect(w.events.types()).toEqual(["RolloutStepCompleted", "AnalysisRunFailed", "RolloutAborted"]);
+    expect(w.events.types()).toEqual([
+      "RolloutUpdated",
+      "TrafficWeightUpdated",
+      "RolloutStepCompleted",
+      "AnalysisRunRunning",
+      "AnalysisRunFailed",
+      "RolloutAborted",
+    ]);
     expect(w.events.ofType("AnalysisRunFailed")[0]?.detail).toMatchObject({ step: 1, revision: 2 });
     expect(w.events.ofType("RolloutAborted")[0]?.detail.message).toBe(aborted.message);
     expect(aborted.events.map((e) => e.type)).toContain("AnalysisRunFailed");
