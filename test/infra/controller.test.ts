@@ -673,9 +673,12 @@ describe("a Lambda alias target, an AMP workspace, CloudWatch metrics and a cust
       false,
     );
     const statements = statementsOfRole(template, roleOfFunction(template, "promote"));
+    // The Service Authorization Reference: GetAlias and UpdateAlias authorize against the
+    // `function` resource type, the unqualified function ARN (not `function:NAME:ALIAS`).
     const alias = statements.find((s) => s.Sid === "LambdaAlias");
+    expect(actionsOf(alias as Statement)).toEqual(["lambda:GetAlias", "lambda:UpdateAlias"]);
     expect(resourcesOf(alias as Statement)).toEqual([
-      "arn:<AWS::Partition>:lambda:eu-west-1:111122223333:function:api:live",
+      "arn:<AWS::Partition>:lambda:eu-west-1:111122223333:function:api",
     ]);
   });
 
