@@ -300,6 +300,21 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
       );
       expect(has(name, "lambda:InvokeFunction"), name).toBe(false);
     }
+    // The handlers read and write single items; only the CLI lists (Query, the byKind index).
+    for (const name of Object.keys(HANDLERS) as HandlerName[]) {
+      const table = statementsOfRole(template, roleOfFunction(template, name)).filter((s) =>
+        actionsOf(s).some((a) => a.startsWith("dynamodb:")),
+      );
+      expect(
+        table.map((s) => ({ actions: actionsOf(s), resources: resourcesOf(s) })),
+        name,
+      ).toEqual([
+        {
+          actions: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+          resources: ["<ControllerTable4B4ABDED.Arn>"],
+        },
+      ]);
+    }
     // The example's metrics are Prometheus over HTTP: no CloudWatch or AMP permission anywhere.
     expect(has("analysisTick", "cloudwatch:GetMetricData")).toBe(false);
     expect(has("analysisTick", "aps:QueryMetrics")).toBe(false);
