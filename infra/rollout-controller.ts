@@ -474,7 +474,7 @@ export class RolloutController extends Construct {
   #guard(scope: Construct, spec: RolloutSpec): events.Rule | undefined {
     const measured = metricFunctions(scope, spec);
     if (measured.length > 0) {
-      for (const name of ["startAnalysis", "analysisTick", "resume"] as const) {
+      for (const name of ["startAnalysis", "resume"] as const) {
         this.#roles[name].addToPrincipalPolicy(
           new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: measured }),
         );

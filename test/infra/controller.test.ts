@@ -144,6 +144,20 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
     expect(JSON.stringify(definition.States["Step01-SetWeight-25"])).toContain(EXAMPLE_CONTEXT.listenerArn);
   });
 
+  it("deploys a function only for what something invokes: the workflow's Tasks, the Timer (resume), the push rules (trigger)", () => {
+    expect(Object.keys(HANDLERS).sort()).toEqual(
+      [...Object.keys(FUNCTION_PLACEHOLDERS), "resume", "trigger"].sort(),
+    );
+    const described = Object.values(template.findResources("AWS::Lambda::Function"))
+      .map((f) => String(f.Properties.Description))
+      .filter((d) => d.startsWith("sfn-rollouts: "));
+    expect(described.sort()).toEqual(
+      Object.values(HANDLERS)
+        .map((h) => `sfn-rollouts: ${h}`)
+        .sort(),
+    );
+  });
+
   it("fills every function placeholder with that function's ARN", () => {
     const { props } = rolloutStateMachine(template);
     const subs = props.DefinitionSubstitutions as Record<string, Json>;
@@ -316,8 +330,8 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
       ]);
     }
     // The example's metrics are Prometheus over HTTP: no CloudWatch or AMP permission anywhere.
-    expect(has("analysisTick", "cloudwatch:GetMetricData")).toBe(false);
-    expect(has("analysisTick", "aps:QueryMetrics")).toBe(false);
+    expect(has("resume", "cloudwatch:GetMetricData")).toBe(false);
+    expect(has("resume", "aps:QueryMetrics")).toBe(false);
   });
 
   it("scopes the target's grants to the listener, its rules, the two services and the passed roles", () => {
@@ -700,14 +714,14 @@ describe("a Lambda alias target, an AMP workspace, CloudWatch metrics and a cust
   it("signs for the workspace: its URL and region in the environment, aps:QueryMetrics on it for the analysis functions", () => {
     const [tick] = Object.values(
       template.findResources("AWS::Lambda::Function", {
-        Properties: { Description: "sfn-rollouts: analysis-tick" },
+        Properties: { Description: "sfn-rollouts: resume" },
       }),
     );
     expect(tick?.Properties.Environment.Variables[ENV.prometheusUrl]).toBe(
       "https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-1234abcd",
     );
     expect(tick?.Properties.Environment.Variables[ENV.prometheusSigv4Region]).toBe("eu-west-1");
-    const aps = statementsOfRole(template, roleOfFunction(template, "analysisTick")).find((s) =>
+    const aps = statementsOfRole(template, roleOfFunction(template, "resume")).find((s) =>
       actionsOf(s).includes("aps:QueryMetrics"),
     );
     expect(resourcesOf(aps as Statement)).toEqual([
@@ -1197,7 +1211,7 @@ health:
     });
     const routes = flat(Object.values(trigger).at(-1)?.Properties.Environment.Variables.ROLLOUTS_ROUTES);
     expect(routes).toContain('"cooldown":{"seconds":1200,"maxPerHour":3}');
-    expect(actionsOfFunction(template, "analysisTick")).toContain("cloudwatch:GetMetricData");
+    expect(actionsOfFunction(template, "resume")).toContain("cloudwatch:GetMetricData");
 
     // A model package approval starts the same rollout: its route carries the same cooldown.
     const model = new Stack(testApp(), "GatedModel", {
