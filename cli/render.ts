@@ -16,7 +16,7 @@ import { printable } from "./terminal.ts";
  * terminal with its escape sequences or control characters.
  */
 
-/** A measurement as `analysis-tick` stores it: the engine's measurement plus its metric name. */
+/** A measurement as an analysis tick stores it: the engine's measurement plus its metric name. */
 export const StoredMeasurementValueSchema = MeasurementSchema.extend({ metric: z.string() });
 export type StoredMeasurementValue = z.infer<typeof StoredMeasurementValueSchema>;
 

@@ -14,7 +14,6 @@ export const HANDLERS = {
   checkReady: "check-ready",
   await: "await",
   startAnalysis: "start-analysis",
-  analysisTick: "analysis-tick",
   resume: "resume",
   promote: "promote",
   abort: "abort",

@@ -66,9 +66,7 @@ export const FUNCTION_NEEDS: Readonly<Record<HandlerName, readonly Need[]>> = {
   await: ["timer", "events"],
   // Creates the run and takes its first due measurements at once (which may already answer the token).
   startAnalysis: ["timer", "metrics", "tokens", "events"],
-  // Measures, schedules the next tick, answers the waiting execution or aborts (background).
-  analysisTick: ["timer", "metrics", "tokens", "events"],
-  // The Timer firing: ends a timed pause (token), runs a due tick, a delayed scale-down, an abort's next poll.
+  // The Timer firing: ends a timed pause (token), runs a due analysis tick, a delayed scale-down, an abort's next poll.
   resume: ["target", "timer", "metrics", "tokens", "events"],
   // Moves all traffic and schedules the old side's scale-down.
   promote: ["target", "timer", "events"],

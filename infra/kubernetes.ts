@@ -176,7 +176,7 @@ export function kubernetesVpc(
         new ec2.SecurityGroup(scope, "KubernetesClientSecurityGroup", {
           vpc,
           description:
-            "sfn-rollouts functions calling the Kubernetes API (allow it on the cluster's security group, port 443)",
+            "sfn-rollouts functions calling the Kubernetes API (allow it on the security group of the cluster, port 443)",
           allowAllOutbound: true,
         }),
       ];

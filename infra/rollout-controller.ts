@@ -495,7 +495,7 @@ export class RolloutController extends Construct {
   #guard(scope: Construct, spec: RolloutSpec): events.Rule | undefined {
     const measured = metricFunctions(scope, spec);
     if (measured.length > 0) {
-      for (const name of ["startAnalysis", "analysisTick", "resume"] as const) {
+      for (const name of ["startAnalysis", "resume"] as const) {
         this.#roles[name].addToPrincipalPolicy(
           new iam.PolicyStatement({ actions: ["lambda:InvokeFunction"], resources: measured }),
         );
@@ -820,11 +820,12 @@ export class RolloutController extends Construct {
     const needs = new Set<Need>(FUNCTION_NEEDS[name]);
     const add = (sid: string, actions: string[], resources: string[], conditions?: Record<string, unknown>) =>
       role.addToPrincipalPolicy(new iam.PolicyStatement({ sid, actions, resources, conditions }));
-    // Every function reads and writes rollout items with single-item conditional writes.
+    // Every function reads and writes single items with conditional writes; none lists or
+    // queries (only the CLI does, through grantOperate: the byKind index, runs, measurements).
     add(
       "RolloutTable",
-      ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"],
-      this.#tableResources(),
+      ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+      [this.table.tableArn],
     );
     const kmsStatement = this.#kmsStatement();
     if (kmsStatement) role.addToPrincipalPolicy(kmsStatement);

@@ -266,8 +266,10 @@ function lambdaAliasGrants(
     }),
     new iam.PolicyStatement({
       sid: "LambdaAlias",
+      // The Service Authorization Reference: both authorize against the `function` resource type,
+      // the unqualified ARN; a `function:NAME:ALIAS` resource matches no request and denies them.
       actions: ["lambda:GetAlias", "lambda:UpdateAlias"],
-      resources: [`${fn}:${target.alias}`],
+      resources: [fn],
     }),
   ];
   const wildcards: { resource: string; reason: string }[] = [

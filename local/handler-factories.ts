@@ -1,6 +1,5 @@
 import type { HandlerName, RolloutHandlerName } from "../functions/config.ts";
 import { createHandler as createAbort } from "../functions/handlers/abort.ts";
-import { createHandler as createAnalysisTick } from "../functions/handlers/analysis-tick.ts";
 import { createHandler as createAwait } from "../functions/handlers/await.ts";
 import { createHandler as createBegin } from "../functions/handlers/begin.ts";
 import { createHandler as createCheckAlarms } from "../functions/handlers/check-alarms.ts";
@@ -39,7 +38,6 @@ export const handlerFactories: Readonly<Record<HandlerName, (deps: HandlerDeps) 
   checkReady: (deps) => createCheckReady(deps.workflow) as LambdaHandler,
   await: (deps) => createAwait(deps.workflow) as LambdaHandler,
   startAnalysis: (deps) => createStartAnalysis(deps.workflow) as LambdaHandler,
-  analysisTick: (deps) => createAnalysisTick(deps.workflow) as LambdaHandler,
   resume: (deps) => createResume(deps.workflow) as LambdaHandler,
   promote: (deps) => createPromote(deps.workflow) as LambdaHandler,
   abort: (deps) => createAbort(deps.workflow) as LambdaHandler,

@@ -2,9 +2,10 @@
 // `npm run test:all`'s first step: the system programs the tests start (Prometheus for the PromQL
 // provider and the demo, Java 17 for DynamoDB Local, Chromium for the dashboard's browser tests,
 // driven by puppeteer-core, which downloads no browser of its own, kubectl against the local
-// Kubernetes API) are there, or are installed now when this
+// Kubernetes API, and AWS's cfn-lint on the synthesized templates) are there, or are installed now when this
 // machine can (root with apt-get, as on Debian), or the run stops at once with one line naming
-// the command to run. Plain JavaScript: it runs before anything is type-checked.
+// the command to run (cfn-lint, a Python program, comes from pip instead). Plain JavaScript: it
+// runs before anything is type-checked.
 import { spawnSync } from "node:child_process";
 
 /** The `version 2.42.0` / `version "17.0.2"` most programs print. */
@@ -36,6 +37,23 @@ function majorVersion({ command, args, pattern = VERSION }) {
 
 function missing() {
   return NEEDS.filter((need) => (majorVersion(need) ?? -1) < need.minimum);
+}
+
+/** AWS's CloudFormation linter: `cfn-lint 1.51.0`; pip installs it for this user. */
+const CFN_LINT = { command: "cfn-lint", args: ["--version"], minimum: 1, pattern: /cfn-lint (\d+)/ };
+
+if ((majorVersion(CFN_LINT) ?? -1) < CFN_LINT.minimum) {
+  const install = "python3 -m pip install --user --upgrade cfn-lint";
+  console.error("preflight: installing cfn-lint with pip");
+  const run = spawnSync("python3", ["-m", "pip", "install", "--user", "--upgrade", "-q", "cfn-lint"], {
+    stdio: "inherit",
+  });
+  if (run.status !== 0 || (majorVersion(CFN_LINT) ?? -1) < CFN_LINT.minimum) {
+    console.error(
+      `npm run test:all needs cfn-lint ${CFN_LINT.minimum}+ on the PATH: run \`${install}\` (or pip install cfn-lint), then npm run test:all again`,
+    );
+    process.exit(1);
+  }
 }
 
 const absent = missing();

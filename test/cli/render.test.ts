@@ -111,7 +111,7 @@ function storedRun(run: AnalysisRun, executionArn = EXECUTION): StoredRun<Stored
   };
 }
 
-/** The measurements `analysis-tick` stored for the run. */
+/** The measurements the analysis ticks stored for the run. */
 function storedMeasurements(run: AnalysisRun): StoredMeasurement<StoredMeasurementValue>[] {
   return run.metricResults.flatMap((result) =>
     result.measurements.map((m, i) => ({

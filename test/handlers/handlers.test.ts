@@ -29,7 +29,6 @@ import { SfnTaskTokens } from "../../functions/abort/task-tokens.ts";
 import { ManualClock } from "../../functions/clock.ts";
 import { ENV } from "../../functions/config.ts";
 import { createHandler as abortHandler } from "../../functions/handlers/abort.ts";
-import { createHandler as tickHandler } from "../../functions/handlers/analysis-tick.ts";
 import { createHandler as awaitHandler } from "../../functions/handlers/await.ts";
 import { createHandler as beginHandler } from "../../functions/handlers/begin.ts";
 import { createHandler as checkReadyHandler } from "../../functions/handlers/check-ready.ts";
@@ -444,9 +443,12 @@ describe("a rollout through the handlers, on the real adapters", () => {
       stepIndex: 0,
     });
 
-    // The tick: the provider is unreachable, which is an Error measurement, not an exception.
+    // The tick, as the Timer fires it (resume with the schedule's input): the provider is
+    // unreachable, which is an Error measurement, not an exception.
     clock.advance(120_000);
-    expect(await tickHandler(deps())({ rollout: "checkout", runId })).toEqual({ phase: "Running" });
+    expect(await resumeHandler(deps())(JSON.parse(schedule?.Target?.Input ?? "{}"))).toEqual({
+      result: `run ${runId}: Running`,
+    });
     expect(metrics.points.filter((p) => p.name === "Measurements").map((p) => p.dimensions?.Phase)).toEqual([
       "Error",
     ]);
@@ -483,7 +485,9 @@ describe("a rollout through the handlers, on the real adapters", () => {
     expect(putEventTypes().at(-1)).toBe("RolloutAborted");
     // The next tick finds the run orphaned: it ends, and nothing is measured or answered.
     clock.advance(10_000);
-    expect(await tickHandler(deps())({ rollout: "checkout", runId })).toEqual({ phase: "Successful" });
+    expect(await resumeHandler(deps())((JSON.parse(retry?.input ?? "{}") as TickerInput).payload)).toEqual({
+      result: `run ${runId}: Successful`,
+    });
     expect(sfn.commandCalls(SendTaskSuccessCommand)).toHaveLength(0);
   });
 
@@ -653,8 +657,8 @@ describe("invalid payloads", () => {
     await expect(
       resumeHandler(deps())({ key: "k", at: 1, payload: { kind: "pause", rollout: "checkout" } }),
     ).rejects.toThrow(/^resume: invalid payload: .*executionArn/);
-    await expect(tickHandler(deps())({ rollout: "checkout" })).rejects.toThrow(
-      /^analysis-tick: invalid payload: runId: /,
-    );
+    await expect(
+      resumeHandler(deps())({ key: "k", at: 1, payload: { kind: "tick", rollout: "checkout" } }),
+    ).rejects.toThrow(/^resume: invalid payload: .*runId/);
   });
 });

@@ -144,6 +144,20 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
     expect(JSON.stringify(definition.States["Step01-SetWeight-25"])).toContain(EXAMPLE_CONTEXT.listenerArn);
   });
 
+  it("deploys a function only for what something invokes: the workflow's Tasks, the Timer (resume), the push rules (trigger)", () => {
+    expect(Object.keys(HANDLERS).sort()).toEqual(
+      [...Object.keys(FUNCTION_PLACEHOLDERS), "resume", "trigger"].sort(),
+    );
+    const described = Object.values(template.findResources("AWS::Lambda::Function"))
+      .map((f) => String(f.Properties.Description))
+      .filter((d) => d.startsWith("sfn-rollouts: "));
+    expect(described.sort()).toEqual(
+      Object.values(HANDLERS)
+        .map((h) => `sfn-rollouts: ${h}`)
+        .sort(),
+    );
+  });
+
   it("fills every function placeholder with that function's ARN", () => {
     const { props } = rolloutStateMachine(template);
     const subs = props.DefinitionSubstitutions as Record<string, Json>;
@@ -300,9 +314,24 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
       );
       expect(has(name, "lambda:InvokeFunction"), name).toBe(false);
     }
+    // The handlers read and write single items; only the CLI lists (Query, the byKind index).
+    for (const name of Object.keys(HANDLERS) as HandlerName[]) {
+      const table = statementsOfRole(template, roleOfFunction(template, name)).filter((s) =>
+        actionsOf(s).some((a) => a.startsWith("dynamodb:")),
+      );
+      expect(
+        table.map((s) => ({ actions: actionsOf(s), resources: resourcesOf(s) })),
+        name,
+      ).toEqual([
+        {
+          actions: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+          resources: ["<ControllerTable4B4ABDED.Arn>"],
+        },
+      ]);
+    }
     // The example's metrics are Prometheus over HTTP: no CloudWatch or AMP permission anywhere.
-    expect(has("analysisTick", "cloudwatch:GetMetricData")).toBe(false);
-    expect(has("analysisTick", "aps:QueryMetrics")).toBe(false);
+    expect(has("resume", "cloudwatch:GetMetricData")).toBe(false);
+    expect(has("resume", "aps:QueryMetrics")).toBe(false);
   });
 
   it("scopes the target's grants to the listener, its rules, the two services and the passed roles", () => {
@@ -673,23 +702,26 @@ describe("a Lambda alias target, an AMP workspace, CloudWatch metrics and a cust
       false,
     );
     const statements = statementsOfRole(template, roleOfFunction(template, "promote"));
+    // The Service Authorization Reference: GetAlias and UpdateAlias authorize against the
+    // `function` resource type, the unqualified function ARN (not `function:NAME:ALIAS`).
     const alias = statements.find((s) => s.Sid === "LambdaAlias");
+    expect(actionsOf(alias as Statement)).toEqual(["lambda:GetAlias", "lambda:UpdateAlias"]);
     expect(resourcesOf(alias as Statement)).toEqual([
-      "arn:<AWS::Partition>:lambda:eu-west-1:111122223333:function:api:live",
+      "arn:<AWS::Partition>:lambda:eu-west-1:111122223333:function:api",
     ]);
   });
 
   it("signs for the workspace: its URL and region in the environment, aps:QueryMetrics on it for the analysis functions", () => {
     const [tick] = Object.values(
       template.findResources("AWS::Lambda::Function", {
-        Properties: { Description: "sfn-rollouts: analysis-tick" },
+        Properties: { Description: "sfn-rollouts: resume" },
       }),
     );
     expect(tick?.Properties.Environment.Variables[ENV.prometheusUrl]).toBe(
       "https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-1234abcd",
     );
     expect(tick?.Properties.Environment.Variables[ENV.prometheusSigv4Region]).toBe("eu-west-1");
-    const aps = statementsOfRole(template, roleOfFunction(template, "analysisTick")).find((s) =>
+    const aps = statementsOfRole(template, roleOfFunction(template, "resume")).find((s) =>
       actionsOf(s).includes("aps:QueryMetrics"),
     );
     expect(resourcesOf(aps as Statement)).toEqual([
@@ -1179,7 +1211,7 @@ health:
     });
     const routes = flat(Object.values(trigger).at(-1)?.Properties.Environment.Variables.ROLLOUTS_ROUTES);
     expect(routes).toContain('"cooldown":{"seconds":1200,"maxPerHour":3}');
-    expect(actionsOfFunction(template, "analysisTick")).toContain("cloudwatch:GetMetricData");
+    expect(actionsOfFunction(template, "resume")).toContain("cloudwatch:GetMetricData");
 
     // A model package approval starts the same rollout: its route carries the same cooldown.
     const model = new Stack(testApp(), "GatedModel", {

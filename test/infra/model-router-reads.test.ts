@@ -64,8 +64,8 @@ describe("the functions that measure read the rollout's model router", () => {
     const { template } = modelStack("examples/model-shadow.yaml");
     const grants = urlGrants(template);
     const roles = grants.flatMap((g) => g.roles).sort();
-    expect(roles).toHaveLength(3);
-    for (const name of ["StartAnalysis", "AnalysisTick", "Resume"]) {
+    expect(roles).toHaveLength(2);
+    for (const name of ["StartAnalysis", "Resume"]) {
       expect(roles.filter((r) => r.includes(name))).toHaveLength(1);
     }
     for (const { statement } of grants) {

@@ -240,7 +240,7 @@ analysis:
       g.resources.some((r) => r.includes(":function:checkout-test")),
     );
     expect(grants.map((g) => g.roles[0]).sort()).toEqual(
-      (["startAnalysis", "analysisTick", "resume"] as const).map((n) => roleOfFunction(template, n)).sort(),
+      (["startAnalysis", "resume"] as const).map((n) => roleOfFunction(template, n)).sort(),
     );
     for (const g of grants) {
       expect(g.resources).toEqual([
