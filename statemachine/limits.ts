@@ -39,6 +39,23 @@ export const MAX_ALIAS_COUNT = 100;
  */
 export const MAX_VALUES = 100_000;
 
+/**
+ * YAML tokens (scalars, keys, aliases, anchors, tags and the indicators `-` `:` `?` `{` `}` `[`
+ * `]` `,`; not spaces, line breaks or comments) read from all the files of one load. A rollout with
+ * its templates is a few hundred; a rendered manifest of a few hundred objects, tens of thousands.
+ * The reader counts them as the parser reads them and stops at the budget, so no input costs the
+ * YAML parser more than this much work (about a fifth of a second), whatever its size or shape.
+ */
+export const MAX_TOKENS = 200_000;
+
+/**
+ * Collections the YAML parser may hold open at once. It nests one level per open map or list
+ * (and a malformed block can open one per line), and recurses through them: past some thousands
+ * it runs out of stack. Twice {@link MAX_DEPTH} stops it long before, while a document within
+ * the depth limit never comes near.
+ */
+export const MAX_PARSER_DEPTH = 2 * MAX_DEPTH;
+
 /** A Standard Step Functions execution lasts at most one year. */
 const EXECUTION_MAX_SECONDS = 365 * 24 * 3600;
 
