@@ -76,6 +76,14 @@ export const TIMEOUT_SECONDS_MAX = 99_999_999;
  */
 export const DEFINITION_MAX_CHARS = 1_048_576;
 
+/**
+ * Steps of one rollout. Each step adds at least 1,100 characters to the definition (a pause, the
+ * smallest, about 1,170), so past about 950 steps no definition fits {@link DEFINITION_MAX_CHARS}:
+ * the loader refuses more than a thousand before it resolves them, rather than compiling tens of
+ * megabytes to find out.
+ */
+export const MAX_STEPS = 1000;
+
 /** The longest Lambda function ARN, which a `${...FunctionArn}` placeholder becomes on deploy. */
 export const FUNCTION_ARN_MAX_CHARS = 140;
 

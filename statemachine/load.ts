@@ -28,6 +28,7 @@ import { isNativeDocument, normalizeNative } from "./native.ts";
 import { isDescriptor, normalizeDescriptor } from "./native-descriptor.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import type { AnalysisSpec, RolloutSpec } from "./spec.ts";
+import { stepsProblem, writtenStepsProblem } from "./steps-limit.ts";
 import { parseBounded, type ReadStop, type TokenBudget } from "./yaml-read.ts";
 
 /** A file's text, with the name problems should use for it. */
@@ -488,17 +489,23 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
     }
   }
   const rollouts: RolloutSpec[] = [];
-  for (const doc of rolloutDocs) {
-    const spec = normalizeArgoRollout(KubeObjectSchema.parse(doc.value), doc.origin, templates, problems);
-    if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
+  const finish = (spec: RolloutSpec | undefined, doc: Document) => {
+    if (!spec) return;
+    const tooMany = stepsProblem(spec.steps.length, doc.origin, "steps");
+    if (tooMany) problems.push(tooMany);
+    else rollouts.push(finishJudges(spec, doc.origin, problems));
+  };
+  const written = (doc: Document) => {
+    const tooMany = writtenStepsProblem(doc.value, doc.origin);
+    if (tooMany) problems.push(tooMany);
+    return tooMany === undefined;
+  };
+  for (const doc of rolloutDocs.filter(written)) {
+    finish(normalizeArgoRollout(KubeObjectSchema.parse(doc.value), doc.origin, templates, problems), doc);
   }
-  for (const doc of nativeDocs) {
-    const spec = normalizeNative(doc.value, doc.origin, problems);
-    if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
-  }
+  for (const doc of nativeDocs.filter(written)) finish(normalizeNative(doc.value, doc.origin, problems), doc);
   for (const doc of descriptorDocs) {
-    const spec = normalizeDescriptor(doc.value as Record<string, unknown>, doc.origin, problems, notes);
-    if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
+    finish(normalizeDescriptor(doc.value as Record<string, unknown>, doc.origin, problems, notes), doc);
   }
   if (problems.length > 0) throw new SpecError(problems);
   if (documents === 0 && sources.length > 0) {
