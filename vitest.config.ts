@@ -17,6 +17,7 @@ const FULL = [
   "test/metrics/prometheus.test.ts",
   "test/local/kube/kubectl.test.ts",
   "test/infra/bundle.test.ts",
+  "test/statemachine/fuzz-full.test.ts",
 ];
 
 /**
