@@ -7,8 +7,8 @@
 
 /**
  * Bytes of one input file (1 MiB). A rollout spec with its templates is a few kilobytes, and
- * Kubernetes stores no object larger than about 1.5 MiB (etcd's limit); the YAML parser takes a
- * few seconds over a megabyte of the slowest input, so the bound is also the loader's time bound.
+ * Kubernetes stores no object larger than about 1.5 MiB (etcd's limit). The parser's time is
+ * bounded by {@link MAX_TOKENS}, not by this.
  */
 export const MAX_FILE_BYTES = 1024 * 1024;
 
@@ -42,11 +42,11 @@ export const MAX_VALUES = 100_000;
 /**
  * YAML tokens (scalars, keys, aliases, anchors, tags and the indicators `-` `:` `?` `{` `}` `[`
  * `]` `,`; not spaces, line breaks or comments) read from all the files of one load. A rollout with
- * its templates is a few hundred; a rendered manifest of a few hundred objects, tens of thousands.
+ * its templates is a few hundred; a rendered manifest of a hundred objects, tens of thousands.
  * The reader counts them as the parser reads them and stops at the budget, so no input costs the
- * YAML parser more than this much work (about a fifth of a second), whatever its size or shape.
+ * YAML parser more than this much work (about half a second on a busy machine), whatever its size or shape.
  */
-export const MAX_TOKENS = 200_000;
+export const MAX_TOKENS = 100_000;
 
 /**
  * Collections the YAML parser may hold open at once. It nests one level per open map or list
