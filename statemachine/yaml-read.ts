@@ -51,7 +51,7 @@ export function* parseBounded(
         stop.at = { reason: "depth", offset: parser.offset };
         return;
       }
-      yield* pending.splice(0);
+      if (pending.length > 0) yield* pending.splice(0); // most lexemes complete no token
     }
     for (const token of parser.end()) pending.push(token);
   } catch (error) {
