@@ -18,6 +18,7 @@ const FULL = [
   "test/local/kube/kubectl.test.ts",
   "test/infra/bundle.test.ts",
   "test/infra/cfn-lint.test.ts",
+  "test/statemachine/fuzz-full.test.ts",
 ];
 
 /**

@@ -6,6 +6,7 @@
 import { bench as cli } from "./cli.ts";
 import { bench as judged } from "./judged.ts";
 import { bench as judges } from "./judges.ts";
+import { bench as loader } from "./loader.ts";
 import { bench as mirror } from "./mirror.ts";
 import { bench as runtime } from "./runtime.ts";
 import { bench as simulate } from "./simulate.ts";
@@ -16,7 +17,7 @@ export interface Bench {
   run(): Promise<string[]> | string[];
 }
 
-const benches: Bench[] = [judges, judged, runtime, simulate, cli, mirror];
+const benches: Bench[] = [judges, judged, runtime, simulate, cli, mirror, loader];
 
 const only = process.argv.slice(2);
 for (const bench of benches) {

@@ -127,7 +127,9 @@ export function resolveAnalysis(
   const out: AnalysisSpec = { templates: [], args: {} };
   const seenMetrics = new Map<string, string>();
   const used: LoadedTemplate[] = [];
+  const repeats = repeatedTemplates(ref, where, problems);
   for (const [i, templateRef] of ref.templates.entries()) {
+    if (repeats.has(i)) continue;
     const kind = templateRef.clusterScope ? "ClusterAnalysisTemplate" : "AnalysisTemplate";
     const template =
       templates.get(`${kind}/${templateRef.templateName}`) ??
@@ -172,6 +174,38 @@ export function resolveAnalysis(
     );
   }
   return problems.length === before ? out : undefined;
+}
+
+/**
+ * The indexes of the references that name a template named before them in the same analysis,
+ * with one problem per template so named: Argo refuses the analysis (its metrics would have the
+ * same names), and each copy would otherwise be resolved and reported again (a template named
+ * 16,000 times was 16,000 resolutions and 15,999 problems).
+ */
+function repeatedTemplates(
+  ref: AnalysisRef,
+  where: Origin & { path: string; step?: number },
+  problems: Problem[],
+): Set<number> {
+  const first = new Map<string, { index: number; times: number }>();
+  const repeats = new Set<number>();
+  for (const [i, t] of ref.templates.entries()) {
+    const key = `${t.clusterScope ? "ClusterAnalysisTemplate" : "AnalysisTemplate"} "${t.templateName}"`;
+    const seen = first.get(key);
+    if (seen) {
+      seen.times++;
+      repeats.add(i);
+    } else first.set(key, { index: i, times: 1 });
+  }
+  for (const [key, { index, times }] of first) {
+    if (times < 2) continue;
+    problems.push({
+      ...where,
+      path: `${where.path}.templates[${index}].templateName`,
+      message: `${key} is named ${times.toLocaleString("en-US")} times in this analysis: name each template once (metric names must be unique in one analysis)`,
+    });
+  }
+  return repeats;
 }
 
 function mergeArgs(

@@ -7,8 +7,8 @@
 
 /**
  * Bytes of one input file (1 MiB). A rollout spec with its templates is a few kilobytes, and
- * Kubernetes stores no object larger than about 1.5 MiB (etcd's limit); the YAML parser takes a
- * few seconds over a megabyte of the slowest input, so the bound is also the loader's time bound.
+ * Kubernetes stores no object larger than about 1.5 MiB (etcd's limit). The parser's time is
+ * bounded by {@link MAX_TOKENS}, not by this.
  */
 export const MAX_FILE_BYTES = 1024 * 1024;
 
@@ -39,6 +39,23 @@ export const MAX_ALIAS_COUNT = 100;
  */
 export const MAX_VALUES = 100_000;
 
+/**
+ * YAML tokens (scalars, keys, aliases, anchors, tags and the indicators `-` `:` `?` `{` `}` `[`
+ * `]` `,`; not spaces, line breaks or comments) read from all the files of one load. A rollout with
+ * its templates is a few hundred; a rendered manifest of a hundred objects, tens of thousands.
+ * The reader counts them as the parser reads them and stops at the budget, so no input costs the
+ * YAML parser more than this much work (about half a second on a busy machine), whatever its size or shape.
+ */
+export const MAX_TOKENS = 100_000;
+
+/**
+ * Collections the YAML parser may hold open at once. It nests one level per open map or list
+ * (and a malformed block can open one per line), and recurses through them: past some thousands
+ * it runs out of stack. Twice {@link MAX_DEPTH} stops it long before, while a document within
+ * the depth limit never comes near.
+ */
+export const MAX_PARSER_DEPTH = 2 * MAX_DEPTH;
+
 /** A Standard Step Functions execution lasts at most one year. */
 const EXECUTION_MAX_SECONDS = 365 * 24 * 3600;
 
@@ -58,6 +75,14 @@ export const TIMEOUT_SECONDS_MAX = 99_999_999;
  * `definition`).
  */
 export const DEFINITION_MAX_CHARS = 1_048_576;
+
+/**
+ * Steps of one rollout. Each step adds at least 1,100 characters to the definition (a pause, the
+ * smallest, about 1,170), so past about 950 steps no definition fits {@link DEFINITION_MAX_CHARS}:
+ * the loader refuses more than a thousand before it resolves them, rather than compiling tens of
+ * megabytes to find out.
+ */
+export const MAX_STEPS = 1000;
 
 /** The longest Lambda function ARN, which a `${...FunctionArn}` placeholder becomes on deploy. */
 export const FUNCTION_ARN_MAX_CHARS = 140;

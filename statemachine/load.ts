@@ -1,11 +1,29 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { open } from "node:fs/promises";
-import { Composer, isAlias, isMap, isNode, isPair, isSeq, LineCounter, Parser } from "yaml";
+import {
+  Composer,
+  isAlias,
+  isMap,
+  isNode,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  visit,
+  type Document as YamlDocument,
+} from "yaml";
 import { type LoadedTemplate, loadTemplate, type Origin, resolveAnalysis } from "./analysis-resolve.ts";
 import { normalizeArgoRollout } from "./argo.ts";
 import { KubeObjectSchema } from "./argo-schema.ts";
 import { finishJudges } from "./gates.ts";
-import { MAX_ALIAS_COUNT, MAX_DEPTH, MAX_DOCUMENTS, MAX_FILE_BYTES, MAX_VALUES } from "./limits.ts";
+import {
+  MAX_ALIAS_COUNT,
+  MAX_DEPTH,
+  MAX_DOCUMENTS,
+  MAX_FILE_BYTES,
+  MAX_TOKENS,
+  MAX_VALUES,
+} from "./limits.ts";
 import { isNativeDocument, normalizeNative } from "./native.ts";
 import { isDescriptor, normalizeDescriptor } from "./native-descriptor.ts";
 import {
@@ -17,6 +35,8 @@ import {
 } from "./notification-catalog.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import type { AnalysisSpec, RolloutSpec } from "./spec.ts";
+import { stepsProblem, writtenStepsProblem } from "./steps-limit.ts";
+import { parseBounded, type ReadStop, type TokenBudget } from "./yaml-read.ts";
 
 /** A file's text, with the name problems should use for it. */
 export interface Source {
@@ -98,7 +118,7 @@ function readBoundedSync(file: string): string | undefined {
 const SYNTAX_ERRORS_SHOWN = 5;
 
 /** What one load may still read: documents and List items share {@link MAX_DOCUMENTS}. */
-interface Budget {
+interface Budget extends TokenBudget {
   documents: number;
   exhausted: boolean;
 }
@@ -137,77 +157,128 @@ function documentsOf(source: Source, problems: Problem[], budget: Budget): Docum
     return out;
   }
   const lineCounter = new LineCounter();
-  const composer = new Composer({ prettyErrors: false });
+  const at = (offset: number) => {
+    const pos = lineCounter.linePos(offset);
+    return `line ${pos.line}, column ${pos.col}`;
+  };
+  // The composer's own check of unique keys compares each key with every key before it (quadratic:
+  // seconds for a map of 30,000 keys); `duplicateKey` makes it once, with a set, after the shape.
+  // Warnings (a map key that is a list) are not printed: such a key is an unknown field.
+  const composer = new Composer({ prettyErrors: false, uniqueKeys: false, logLevel: "error" });
+  const stop: { at?: ReadStop } = {};
   let index = 0;
-  // Documents are composed one at a time, so a file of a million documents stops at the budget.
-  for (const doc of composer.compose(new Parser(lineCounter.addNewLine).parse(source.text))) {
-    index++;
-    if (budget.exhausted) break;
-    const origin: Origin = { file: source.file, document: index };
-    const at = (offset: number) => {
-      const pos = lineCounter.linePos(offset);
-      return `line ${pos.line}, column ${pos.col}`;
-    };
-    // The parser's own stack ran out: one problem says so (how many errors it leaves behind
-    // depends on how much stack there was), the syntax errors after it are its echoes. Whether
-    // the parser runs out first or the measure below finds the depth depends on the stack left
-    // (a warm process reads deeper), so both say the same words.
-    if (doc.errors.some((e) => e.code === "RESOURCE_EXHAUSTION")) {
-      problems.push({ ...origin, message: TOO_DEEP });
-      continue;
-    }
-    if (doc.errors.length > 0) {
-      for (const e of doc.errors.slice(0, SYNTAX_ERRORS_SHOWN)) {
+  try {
+    // Documents are composed one at a time, so a file of a million documents stops at the budget.
+    for (const doc of composer.compose(parseBounded(source.text, lineCounter.addNewLine, budget, stop))) {
+      index++;
+      if (budget.exhausted) break;
+      const origin: Origin = { file: source.file, document: index };
+      const value = documentValue(doc, origin, at, problems);
+      if (value === undefined) continue;
+      const kubeList = value as { kind?: unknown; items?: unknown };
+      const items = kubeList.kind === "List" && Array.isArray(kubeList.items) ? kubeList.items : undefined;
+      const objects = items ?? [value];
+      if (budget.documents + objects.length > MAX_DOCUMENTS) {
         problems.push({
           ...origin,
-          message: `not valid YAML or JSON at ${at(e.pos[0])}: ${e.message.split("\n")[0]}`,
+          message: `${items ? `a List of ${items.length} items` : "this document"} is past the ${MAX_DOCUMENTS} documents and List items one load reads: give only the rollout and its templates`,
         });
+        budget.exhausted = true;
+        break;
       }
-      const more = doc.errors.length - SYNTAX_ERRORS_SHOWN;
-      if (more > 0)
-        problems.push({ ...origin, message: `and ${more} more YAML syntax error${more > 1 ? "s" : ""}` });
-      continue;
+      budget.documents += objects.length;
+      if (items) {
+        items.forEach((item, j) => {
+          out.push({ origin: { ...origin, object: `List item ${j}` }, value: item });
+        });
+      } else {
+        out.push({ origin, value });
+      }
     }
-    const shape = shapeProblem(doc);
-    if (shape) {
-      problems.push({ ...origin, message: shape });
-      continue;
-    }
-    let value: unknown;
-    try {
-      value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-    } catch (error) {
-      const message = (error as Error).message ?? String(error);
-      problems.push({
-        ...origin,
-        message: /excessive alias count/i.test(message)
-          ? `aliases expand too much (more than ${MAX_ALIAS_COUNT} expansions of one anchor, the YAML reader's maxAliasCount): write the values out instead of repeating them through aliases`
-          : `cannot be read: ${message}`,
-      });
-      continue;
-    }
-    if (value === null || value === undefined) continue; // an empty document between separators
-    const kubeList = value as { kind?: unknown; items?: unknown };
-    const items = kubeList.kind === "List" && Array.isArray(kubeList.items) ? kubeList.items : undefined;
-    const objects = items ?? [value];
-    if (budget.documents + objects.length > MAX_DOCUMENTS) {
-      problems.push({
-        ...origin,
-        message: `${items ? `a List of ${items.length} items` : "this document"} is past the ${MAX_DOCUMENTS} documents and List items one load reads: give only the rollout and its templates`,
-      });
-      budget.exhausted = true;
-      break;
-    }
-    budget.documents += objects.length;
-    if (items) {
-      items.forEach((item, j) => {
-        out.push({ origin: { ...origin, object: `List item ${j}` }, value: item });
-      });
-    } else {
-      out.push({ origin, value });
-    }
+  } catch (error) {
+    // What the parser's own bound did not foresee: any RangeError of the YAML reader (its stack,
+    // a string too long) is a problem with the file, not a crash.
+    if (!(error instanceof RangeError)) throw error;
+    stop.at = { reason: "range", offset: 0, message: error.message };
+  }
+  if (stop.at) {
+    problems.push(stopProblem(stop.at, { file: source.file, document: index + 1 }, at));
+    if (stop.at.reason === "tokens") budget.exhausted = true;
   }
   return out;
+}
+
+/** The problem of a reading stopped before the end of its file. */
+function stopProblem(stop: ReadStop, origin: Origin, at: (offset: number) => string): Problem {
+  if (stop.reason === "depth") return { ...origin, message: TOO_DEEP };
+  if (stop.reason === "range") {
+    return {
+      ...origin,
+      message: `cannot be read: the YAML parser gave up near ${at(stop.offset)} (${stop.message}): nest maps and lists less deeply, or give only the rollout and its templates`,
+    };
+  }
+  return {
+    file: origin.file,
+    message: `${at(stop.offset).replace(/, column \d+$/, "")}: the files hold more than ${MAX_TOKENS.toLocaleString("en-US")} YAML tokens (values, keys and punctuation) in one load, where a rollout with its templates needs a few hundred: give only the rollout and its templates`,
+  };
+}
+
+/**
+ * One composed document as a JavaScript value, or undefined when it has none (an empty document)
+ * or cannot be read (its problems are added): syntax errors, a shape past the limits, aliases.
+ */
+function documentValue(
+  doc: YamlDocument.Parsed,
+  origin: Origin,
+  at: (offset: number) => string,
+  problems: Problem[],
+): unknown {
+  // The parser's own stack ran out: one problem says so (how many errors it leaves behind
+  // depends on how much stack there was), the syntax errors after it are its echoes. Whether
+  // the parser runs out first or the measure below finds the depth depends on the stack left
+  // (a warm process reads deeper), so both say the same words.
+  if (doc.errors.some((e) => e.code === "RESOURCE_EXHAUSTION")) {
+    problems.push({ ...origin, message: TOO_DEEP });
+    return undefined;
+  }
+  if (doc.errors.length > 0) {
+    for (const e of doc.errors.slice(0, SYNTAX_ERRORS_SHOWN)) {
+      problems.push({
+        ...origin,
+        message: `not valid YAML or JSON at ${at(e.pos[0])}: ${e.message.split("\n")[0]}`,
+      });
+    }
+    const more = doc.errors.length - SYNTAX_ERRORS_SHOWN;
+    if (more > 0)
+      problems.push({ ...origin, message: `and ${more} more YAML syntax error${more > 1 ? "s" : ""}` });
+    return undefined;
+  }
+  const shape = shapeProblem(doc);
+  if (shape) {
+    problems.push({ ...origin, message: shape });
+    return undefined;
+  }
+  const duplicate = duplicateKey(doc);
+  if (duplicate !== undefined) {
+    problems.push({
+      ...origin,
+      message: `not valid YAML or JSON at ${at(duplicate)}: Map keys must be unique`,
+    });
+    return undefined;
+  }
+  try {
+    const value: unknown = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+    return value ?? undefined; // null: an empty document between separators
+  } catch (error) {
+    const message = (error as Error).message ?? String(error);
+    problems.push({
+      ...origin,
+      message: /excessive alias count/i.test(message)
+        ? `aliases expand too much (more than ${MAX_ALIAS_COUNT} expansions of one anchor, the YAML reader's maxAliasCount): write the values out instead of repeating them through aliases`
+        : `cannot be read: ${message}`,
+    });
+    return undefined;
+  }
 }
 
 /**
@@ -219,7 +290,7 @@ export function readDocuments(
   sources: readonly Source[],
   problems: Problem[],
 ): Array<{ origin: Origin; value: unknown }> {
-  const budget: Budget = { documents: 0, exhausted: false };
+  const budget: Budget = { documents: 0, tokens: 0, exhausted: false };
   const out: Document[] = [];
   for (const source of sources) {
     if (budget.exhausted) break;
@@ -230,6 +301,30 @@ export function readDocuments(
 
 const tooLarge = (bytes?: number) =>
   `the file is ${bytes === undefined ? "more than" : `${bytes.toLocaleString("en-US")} bytes, more than`} the ${MAX_FILE_BYTES.toLocaleString("en-US")} bytes a rollout spec may have: give only the rollout and its templates`;
+
+/**
+ * Where the first key equal to an earlier key of its map is (the `yaml` package's rule: the same
+ * node, or scalars of the same value), or undefined. Runs after {@link shapeProblem}, so the
+ * document is known to be shallow and the visit's recursion stays short.
+ */
+function duplicateKey(doc: YamlDocument.Parsed): number | undefined {
+  let found: number | undefined;
+  visit(doc, {
+    Map(_, map) {
+      const seen = new Set<unknown>();
+      for (const { key } of map.items) {
+        const id = isScalar(key) ? key.value : key;
+        if (seen.has(id)) {
+          found = (key as { range?: [number] } | null)?.range?.[0] ?? map.range?.[0] ?? 0;
+          return visit.BREAK;
+        }
+        seen.add(id);
+      }
+      return undefined;
+    },
+  });
+  return found;
+}
 
 /** What the walk knows of a node once all of it has been seen. */
 interface Measured {
@@ -348,7 +443,7 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
   const descriptorDocs: Document[] = [];
   let documents = 0;
   let catalog: NotificationCatalog | undefined;
-  const budget: Budget = { documents: 0, exhausted: false };
+  const budget: Budget = { documents: 0, tokens: 0, exhausted: false };
   for (const source of sources) {
     if (budget.exhausted) break;
     for (const doc of documentsOf(source, problems, budget)) {
@@ -412,17 +507,23 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
     }
   }
   const rollouts: RolloutSpec[] = [];
-  for (const doc of rolloutDocs) {
-    const spec = normalizeArgoRollout(KubeObjectSchema.parse(doc.value), doc.origin, templates, problems);
-    if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
+  const finish = (spec: RolloutSpec | undefined, doc: Document) => {
+    if (!spec) return;
+    const tooMany = stepsProblem(spec.steps.length, doc.origin, "steps");
+    if (tooMany) problems.push(tooMany);
+    else rollouts.push(finishJudges(spec, doc.origin, problems));
+  };
+  const written = (doc: Document) => {
+    const tooMany = writtenStepsProblem(doc.value, doc.origin);
+    if (tooMany) problems.push(tooMany);
+    return tooMany === undefined;
+  };
+  for (const doc of rolloutDocs.filter(written)) {
+    finish(normalizeArgoRollout(KubeObjectSchema.parse(doc.value), doc.origin, templates, problems), doc);
   }
-  for (const doc of nativeDocs) {
-    const spec = normalizeNative(doc.value, doc.origin, problems);
-    if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
-  }
+  for (const doc of nativeDocs.filter(written)) finish(normalizeNative(doc.value, doc.origin, problems), doc);
   for (const doc of descriptorDocs) {
-    const spec = normalizeDescriptor(doc.value as Record<string, unknown>, doc.origin, problems, notes);
-    if (spec) rollouts.push(finishJudges(spec, doc.origin, problems));
+    finish(normalizeDescriptor(doc.value as Record<string, unknown>, doc.origin, problems, notes), doc);
   }
   if (problems.length > 0) throw new SpecError(problems);
   const withCatalog = catalog ? rollouts.map((r) => ({ ...r, notificationCatalog: catalog })) : rollouts;

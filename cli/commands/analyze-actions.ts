@@ -17,8 +17,9 @@ import {
 } from "../../functions/metrics/index.ts";
 import { resolveRuntimeArgs, runtimeValueProblem } from "../../functions/workflow/runtime-args.ts";
 import { RUNTIME_PLACEHOLDERS } from "../../statemachine/analysis-resolve.ts";
-import { loadAnalysisTemplates, SpecError } from "../../statemachine/index.ts";
+import { formatProblem, loadAnalysisTemplates, SpecError } from "../../statemachine/index.ts";
 import { Exit, type Io, UsageError } from "../io.ts";
+import { printProblems } from "../problem-lines.ts";
 import { printable, printableJson } from "../terminal.ts";
 import { type AnalyzeDeps, formatMeasurement } from "./analyze.ts";
 
@@ -121,7 +122,7 @@ export async function analyzeAction(
     spec = await loadAnalysisTemplates(files, opts.arg);
   } catch (error) {
     if (error instanceof SpecError) {
-      for (const line of error.message.split("\n")) io.err(printable(line));
+      printProblems(io, error.problems.map(formatProblem));
       return Exit.badInput;
     }
     throw error;

@@ -1,11 +1,7 @@
-import {
-  readinessChecksFor,
-  targetSettingsProblems,
-  targetSpecProblems,
-} from "../../functions/traffic/settings.ts";
-import { compile, formatProblem, SpecError, type StateMachineDefinition } from "../../statemachine/index.ts";
+import { targetSettingsProblems, targetSpecProblems } from "../../functions/traffic/settings.ts";
 import { Exit, type Io, UsageError } from "../io.ts";
 import { printable } from "../terminal.ts";
+import { compileOrReport } from "./definition-check.ts";
 import { loadSpecOrReport } from "./spec-input.ts";
 
 export interface CompileOptions {
@@ -37,22 +33,8 @@ export async function compileAction(io: Io, files: string[], opts: CompileOption
       return Exit.badInput;
     }
   }
-  let definition: StateMachineDefinition;
-  try {
-    definition = compile(spec, {
-      ...(target ? { target } : {}),
-      // By default as the construct compiles it for this target (an ECS deployment, pods, a
-      // SageMaker endpoint settle after each weight); the flag decides either way.
-      readinessChecks: opts.readinessChecks ?? readinessChecksFor(target?.type),
-    });
-  } catch (error) {
-    if (!(error instanceof SpecError)) throw error;
-    // What Step Functions would refuse, said of the files given.
-    for (const p of error.problems) {
-      io.err(printable(formatProblem({ ...p, file: files.join(", "), object: `Rollout ${spec.name}` })));
-    }
-    return Exit.badInput;
-  }
+  const definition = compileOrReport(spec, files, io, target, opts.readinessChecks);
+  if (!definition) return Exit.badInput;
   io.out(JSON.stringify(definition, null, 2));
   return Exit.ok;
 }

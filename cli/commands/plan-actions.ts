@@ -5,6 +5,7 @@ import { LIMIT_MESSAGES, MAX_REPLICAS } from "../../statemachine/limits.ts";
 import { Exit, type Io, UsageError } from "../io.ts";
 import { columns } from "../table.ts";
 import { printable, printableJson } from "../terminal.ts";
+import { compileOrReport } from "./definition-check.ts";
 import { loadSpecOrReport } from "./spec-input.ts";
 
 export interface PlanOptions {
@@ -35,6 +36,8 @@ export async function planAction(io: Io, files: string[], opts: PlanOptions): Pr
         : `--error-rate must be a share between 0 and 1, got ${opts.errorRate}`,
     );
   }
+  // What `rollouts compile` would refuse (the definition's size, Step Functions' quotas), refused here.
+  if (!compileOrReport(spec, files, io)) return Exit.badInput;
   const result = plan(opts.replicas === undefined ? spec : { ...spec, replicas: opts.replicas }, {
     ...(opts.rps !== undefined ? { rps: opts.rps } : {}),
   });

@@ -13,10 +13,11 @@ import type { StoredRun } from "../../functions/store/port.ts";
 import type { StoredAnalysis } from "../../functions/workflow/analysis.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
 import { rebudget } from "../../statemachine/error-budget.ts";
-import { loadAnalysisTemplates, type Metric, SpecError } from "../../statemachine/index.ts";
+import { formatProblem, loadAnalysisTemplates, type Metric, SpecError } from "../../statemachine/index.ts";
 import type { AwsOptions } from "../aws.ts";
 import { Exit } from "../exit-codes.ts";
 import { type Io, UsageError } from "../io.ts";
+import { printProblems } from "../problem-lines.ts";
 import { StoredMeasurementValueSchema } from "../render.ts";
 import { printable, printableJson } from "../terminal.ts";
 import { RolloutMissingError, withAws } from "./operate-actions.ts";
@@ -103,7 +104,7 @@ export async function replayAction(io: Io, rollout: string, options: ReplayOptio
       changed = spec.templates.flatMap((t) => t.metrics);
     } catch (error) {
       if (error instanceof SpecError) {
-        for (const line of error.message.split("\n")) io.err(printable(line));
+        printProblems(io, error.problems.map(formatProblem));
         return Exit.badInput;
       }
       if (error instanceof UsageError) {

@@ -1,4 +1,4 @@
-import { SpecError } from "../../statemachine/index.ts";
+import { formatProblem, SpecError } from "../../statemachine/index.ts";
 import {
   type Finding,
   loadReview,
@@ -10,6 +10,7 @@ import {
   sortFindings,
 } from "../../statemachine/review/index.ts";
 import { Exit, type Io, UsageError } from "../io.ts";
+import { printProblems } from "../problem-lines.ts";
 import { printable, printableJson } from "../terminal.ts";
 
 export interface ReviewOptions {
@@ -90,7 +91,7 @@ export async function reviewAction(io: Io, files: string[], opts: ReviewOptions)
     loaded = await loadReview(files);
   } catch (error) {
     if (!(error instanceof SpecError)) throw error;
-    for (const line of error.message.split("\n")) io.err(printable(line));
+    printProblems(io, error.problems.map(formatProblem));
     return Exit.badInput;
   }
   for (const note of loaded.notes) io.err(printable(`note: ${note}`));

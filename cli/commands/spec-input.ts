@@ -1,11 +1,12 @@
-import { loadRollout, type RolloutSpec, SpecError } from "../../statemachine/index.ts";
+import { formatProblem, loadRollout, type RolloutSpec, SpecError } from "../../statemachine/index.ts";
 import type { Io } from "../io.ts";
+import { printProblems } from "../problem-lines.ts";
 import { printable } from "../terminal.ts";
 
 /**
  * Loads the one rollout the files describe, printing skipped documents as notes (warnings as
- * warnings) and every
- * problem as one line; undefined means the command should exit 2.
+ * warnings) and every problem as one line (the first twenty, then their count); undefined means
+ * the command should exit 2.
  */
 export async function loadSpecOrReport(files: string[], io: Io): Promise<RolloutSpec | undefined> {
   try {
@@ -15,7 +16,7 @@ export async function loadSpecOrReport(files: string[], io: Io): Promise<Rollout
     return spec;
   } catch (error) {
     if (error instanceof SpecError) {
-      for (const line of error.message.split("\n")) io.err(printable(line));
+      printProblems(io, error.problems.map(formatProblem));
       return undefined;
     }
     throw error;

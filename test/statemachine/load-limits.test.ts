@@ -3,8 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { run } from "@sfn-rollouts/test-support/cli";
 import { describe, expect, it } from "vitest";
-import { parseSources, readSources, SpecError } from "../../statemachine/index.ts";
-import { MAX_ALIAS_COUNT, MAX_DEPTH, MAX_DOCUMENTS, MAX_FILE_BYTES } from "../../statemachine/limits.ts";
+import { parseRollout, parseSources, readSources, SpecError } from "../../statemachine/index.ts";
+import {
+  MAX_ALIAS_COUNT,
+  MAX_DEPTH,
+  MAX_DOCUMENTS,
+  MAX_FILE_BYTES,
+  MAX_TOKENS,
+} from "../../statemachine/limits.ts";
 
 /** The problems' lines of a load that must fail. */
 function problemsOf(text: string, file = "in.yaml"): string[] {
@@ -77,8 +83,11 @@ describe("loading refuses hostile input with one problem, in bounded time", () =
     const items = 40_000;
     const text = `kind: List\nitems:\n${"- {kind: C}\n".repeat(items)}`;
     expect(text.length).toBeLessThan(MAX_FILE_BYTES);
+    // 6 tokens an item: the token budget stops the reading before the values are counted.
     const lines = problemsOf(text);
-    expect(lines).toEqual([expect.stringContaining("100,000 values")]);
+    expect(lines).toEqual([
+      expect.stringContaining(`more than ${MAX_TOKENS.toLocaleString("en-US")} YAML tokens`),
+    ]);
     const smaller = `kind: List\nitems:\n${"- {kind: ConfigMap}\n".repeat(MAX_DOCUMENTS + 1)}`;
     expect(problemsOf(smaller)).toEqual([
       `in.yaml: document 1: a List of ${MAX_DOCUMENTS + 1} items is past the ${MAX_DOCUMENTS} documents and List items one load reads: give only the rollout and its templates`,
@@ -113,6 +122,19 @@ describe("loading refuses hostile input with one problem, in bounded time", () =
     expect(problems[0]?.message).toContain("1,048,576 bytes a rollout spec may have");
   });
 
+  it("a map of tens of thousands of keys is read in linear time, and a repeated key is still refused", () => {
+    const keys = Math.floor(MAX_TOKENS / 3) - 10;
+    const map = Array.from({ length: keys }, (_, i) => `k${i}: v\n`).join("");
+    // The composer's own uniqueness check compared each key with all before it: 2 × 10^9
+    // comparisons here, past the test's timeout.
+    expect(
+      parseSources([{ file: "m.yaml", text: `kind: ConfigMap\ndata:\n${map.replace(/^/gm, "  ")}` }]).notes,
+    ).toHaveLength(1);
+    expect(problemsOf(`kind: ConfigMap\ndata:\n  a: 1\n  b: 2\n  a: 3\n`)).toEqual([
+      "in.yaml: document 1: not valid YAML or JSON at line 5, column 3: Map keys must be unique",
+    ]);
+  });
+
   it("a document with many syntax errors reports a few and counts the rest", () => {
     const lines = problemsOf(`${"a: [\n".repeat(3)}${"b: }\n".repeat(50)}`);
     expect(lines.length).toBeLessThanOrEqual(6);
@@ -145,3 +167,77 @@ function deepByAliases(): string {
   for (let i = 1; i <= MAX_DEPTH; i++) lines.push(`a${i}: &a${i} [*a${i - 1}]`);
   return lines.join("\n");
 }
+
+/**
+ * A malformed block sequence the YAML parser nests one level deeper at every line: its own
+ * recursion, not the document's depth, is what runs out (`a:`, a broken line, then `- b: c`
+ * indented under it, many times).
+ */
+function parserRecursion(lines: number): string {
+  return ["a:", "    zz  - b: c", ...Array(lines).fill("      - b: c"), "  - x:"].join("\n");
+}
+
+describe("the YAML parser's own limits", () => {
+  it("a malformed file that nests the parser itself is one problem naming the file, not a RangeError", () => {
+    for (const lines of [2000, 20_000]) {
+      const text = parserRecursion(lines);
+      expect(text.length).toBeLessThan(MAX_FILE_BYTES);
+      expect(problemsOf(text, "rec.yaml")).toEqual([
+        expect.stringMatching(
+          new RegExp(`^rec\\.yaml: document 1: nested more than ${MAX_DEPTH} levels deep`),
+        ),
+      ]);
+    }
+  });
+
+  it("parseRollout throws the typed error for it (what the CDK construct loads with)", () => {
+    expect(() => parseRollout([{ file: "rec.yaml", text: parserRecursion(2000) }])).toThrow(SpecError);
+  });
+
+  it(`files past ${MAX_TOKENS.toLocaleString("en-US")} YAML tokens in one load are refused as soon as the reader passes the budget`, () => {
+    const items = Math.floor((MAX_FILE_BYTES - 40) / 12);
+    const text = `kind: List\nitems:\n${"- {kind: C}\n".repeat(items)}`;
+    const lines = problemsOf(text, "big.yaml");
+    expect(lines).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^big\\.yaml: line \\d+: the files hold more than ${MAX_TOKENS.toLocaleString("en-US")} YAML tokens`,
+        ),
+      ),
+    ]);
+    // Where the reading stopped: the budget, not the end of the file (6 tokens an item).
+    const line = Number(/line (\d+)/.exec(lines[0] as string)?.[1]);
+    expect(line).toBeLessThan(MAX_TOKENS / 5);
+    // The budget is the load's: two files of half of it each load alone, not together.
+    const half = `kind: ConfigMap\ndata:\n${Array.from({ length: Math.ceil(MAX_TOKENS / 6) + 10 }, (_, i) => `  k${i}: v\n`).join("")}`;
+    expect(parseSources([{ file: "a.yaml", text: half }]).notes).toHaveLength(1);
+    expect(() =>
+      parseSources([
+        { file: "a.yaml", text: half },
+        { file: "b.yaml", text: half },
+      ]),
+    ).toThrow(
+      new RegExp(
+        `^b\\.yaml: line \\d+: the files hold more than ${MAX_TOKENS.toLocaleString("en-US")} YAML tokens`,
+      ),
+    );
+  });
+});
+
+describe("rollouts plan and compile on a file that nests the YAML parser", () => {
+  it.each(["plan", "compile"])(
+    "%s exits 2 with one line naming the file, no stack trace",
+    async (command) => {
+      const dir = mkdtempSync(join(tmpdir(), "limits-rec-"));
+      const file = join(dir, "rec.yaml");
+      writeFileSync(file, parserRecursion(2000));
+      const { code, out, err } = await run(command, file);
+      expect(code).toBe(2);
+      expect(out).toBe("");
+      expect(err.trimEnd().split("\n")).toEqual([
+        expect.stringMatching(new RegExp(`^${file}: document 1: nested more than ${MAX_DEPTH} levels deep`)),
+      ]);
+      expect(err).not.toMatch(/RangeError|\bat .*\.(ts|js):\d+/);
+    },
+  );
+});

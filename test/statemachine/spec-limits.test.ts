@@ -317,7 +317,7 @@ describe("a definition Step Functions would refuse is refused by compile, for ev
     );
   });
 
-  it("rollouts compile exits 2 naming the files; rollouts plan of the same files still works", async () => {
+  it("rollouts compile exits 2 naming the files; rollouts plan of the same files says the same", async () => {
     const dir = mkdtempSync(join(tmpdir(), "spec-limits-"));
     const r = join(dir, "r.yaml");
     const t = join(dir, "t.yaml");
@@ -340,7 +340,9 @@ describe("a definition Step Functions would refuse is refused by compile, for ev
     expect(compiled.err).toMatch(
       new RegExp(`^${r}, ${t}: Rollout demo: the state machine definition would be [\\d,]+ characters`),
     );
-    expect((await run("plan", r, t)).code).toBe(0);
+    const planned = await run("plan", r, t);
+    expect(planned.code).toBe(2);
+    expect(planned.err).toBe(compiled.err);
   });
 
   it("rollouts plan refuses a pause past a year with exit 2 and the field path", async () => {
