@@ -6,6 +6,7 @@ import * as subscriptions from "aws-cdk-lib/aws-sns-subscriptions";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import { EVENT_SOURCE } from "../functions/config.ts";
+import { escapeFor, type MarkupFormat } from "../statemachine/notification-markup.ts";
 import {
   DEFAULT_TEMPLATES,
   NOTIFICATION_TRIGGERS,
@@ -15,6 +16,7 @@ import {
   type NotificationTrigger,
   parseTemplate,
   TEMPLATE_FIELDS,
+  type TemplateField,
   type TemplatePart,
 } from "../statemachine/notifications.ts";
 import { type DeadLetters, deadLetters } from "./dead-letters.ts";
@@ -260,7 +262,8 @@ export class Notifications extends Construct {
       const template = this.#props.templates?.[s.trigger] ?? DEFAULT_TEMPLATES[s.trigger];
       const parsed = parseTemplate(template);
       if ("problems" in parsed) continue; // refused with the props
-      const text = render(parsed.parts, { ...constants, trigger: s.trigger });
+      const values = { ...constants, trigger: s.trigger };
+      const text = render(parsed.parts, values, markupOf(service.type));
       const rule = new events.Rule(scope, `Notify${pascal(s.trigger)}${pascal(s.service)}`, {
         eventBus: this.#eventBus,
         description: `${s.trigger} of rollout ${rollout} → ${s.service} (${service.type})`,
@@ -356,13 +359,35 @@ function ignoredRecipients(scope: Construct, s: NotificationSubscription): void 
   );
 }
 
-/** A template's parts as one string: fields become EventBridge placeholders, constants their value. */
-function render(parts: readonly TemplatePart[], constants: Readonly<Record<string, string>>): string {
+/** The markup a service reads its text as: Slack's mrkdwn, Teams' Markdown; none for a webhook or email. */
+function markupOf(type: NotificationService["type"]): MarkupFormat | undefined {
+  return type === "slack" || type === "teams" ? type : undefined;
+}
+
+/**
+ * A template's parts as one string: the template's own text as the operator wrote it, fields as
+ * EventBridge placeholders, constants as their value. For a markup format every value is escaped
+ * by its rules (a field through its escaped copy in the event), so only the template's text can
+ * mention or link.
+ */
+function render(
+  parts: readonly TemplatePart[],
+  constants: Readonly<Record<string, string>>,
+  markup: MarkupFormat | undefined,
+): string {
   return parts
     .map((part) => {
       if ("text" in part) return part.text;
-      const source = TEMPLATE_FIELDS[part.field];
-      return "path" in source ? events.EventField.fromPath(source.path) : (constants[source.constant] ?? "");
+      const source: (typeof TEMPLATE_FIELDS)[TemplateField] = TEMPLATE_FIELDS[part.field];
+      if ("constant" in source) {
+        const value = constants[source.constant] ?? "";
+        // A token (an ARN resolved at deploy) is left whole: its text has none of the markup's characters.
+        return markup === undefined || Token.isUnresolved(value) ? value : (escapeFor(markup, value) ?? "");
+      }
+      const escaped = markup !== undefined && "escaped" in source ? source.escaped : undefined;
+      return events.EventField.fromPath(
+        escaped === undefined ? source.path : `$.detail.escaped.${markup}.${escaped}`,
+      );
     })
     .join("");
 }
@@ -381,7 +406,9 @@ function body(
       return {
         text,
         blocks: [
-          { type: "section", text: { type: "mrkdwn", text } },
+          // verbatim: Slack links and mentions only what the text marks up (`<…>`), never a bare
+          // `@here` or `#channel` a value carries.
+          { type: "section", text: { type: "mrkdwn", text, verbatim: true } },
           {
             type: "actions",
             elements: [{ type: "button", text: { type: "plain_text", text: link }, url: consoleUrl }],
