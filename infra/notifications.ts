@@ -120,7 +120,7 @@ export function notificationsProblems(props: NotificationsProps, embedded: boole
     }
   }
   for (const [trigger, template] of Object.entries(props.templates ?? {})) {
-    if (!(trigger in NOTIFICATION_TRIGGERS)) {
+    if (!Object.hasOwn(NOTIFICATION_TRIGGERS, trigger)) {
       problems.push(
         `notifications.templates: unknown trigger "${trigger}": use one of ${Object.keys(NOTIFICATION_TRIGGERS).join(", ")}`,
       );
@@ -133,7 +133,13 @@ export function notificationsProblems(props: NotificationsProps, embedded: boole
   (props.subscriptions ?? []).forEach((s, i) => {
     problems.push(...subscriptionProblems(s, props, `notifications.subscriptions[${i}]`));
   });
-  if (props.alarmService !== undefined && props.services?.[props.alarmService]?.type !== "email")
+  if (
+    props.alarmService !== undefined &&
+    !(
+      Object.hasOwn(props.services ?? {}, props.alarmService) &&
+      props.services[props.alarmService]?.type === "email"
+    )
+  )
     problems.push(
       `notifications.alarmService: "${props.alarmService}" is not an email service of notifications.services`,
     );
@@ -150,7 +156,7 @@ export function subscriptionProblems(
   if (!parsed.success) return parsed.error.issues.map((i) => `${[at, ...i.path].join(".")}: ${i.message}`);
   if (!props)
     return [`${at}: the controller has no notifications (give RolloutControllerProps.notifications)`];
-  if (!(parsed.data.service in props.services))
+  if (!Object.hasOwn(props.services, parsed.data.service))
     return [
       `${at}.service: no service "${parsed.data.service}" in notifications.services (${Object.keys(props.services).join(", ")})`,
     ];
@@ -257,6 +263,7 @@ export class Notifications extends Construct {
     };
     const rules: events.Rule[] = [];
     for (const s of merged.values()) {
+      if (!Object.hasOwn(this.#props.services, s.service)) continue;
       const service = this.#props.services[s.service];
       if (!service) continue;
       const template = this.#props.templates?.[s.trigger] ?? DEFAULT_TEMPLATES[s.trigger];

@@ -281,7 +281,7 @@ export function normalizeStep(
     problems.push({ ...at, path: `${path}.${key}`, message: `step ${step} of ${count}: ${rejected}` });
     return undefined;
   }
-  if (!(key in ArgoStepSchemas)) {
+  if (!Object.hasOwn(ArgoStepSchemas, key)) {
     problems.push({
       ...at,
       path: `${path}.${key}`,
