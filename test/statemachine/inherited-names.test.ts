@@ -3,6 +3,8 @@ import { readinessChecksFor } from "../../functions/traffic/settings.ts";
 import { notificationsProblems, subscriptionProblems } from "../../infra/notifications.ts";
 import { targetInput } from "../../local/events/bus.ts";
 import { matchesPattern } from "../../local/events/pattern.ts";
+import { ExprError } from "../../statemachine/expr/errors.ts";
+import { compile, envOf } from "../../statemachine/expr/index.ts";
 import { parseSources, SpecError } from "../../statemachine/index.ts";
 import { parseTemplate } from "../../statemachine/notifications.ts";
 
@@ -80,5 +82,25 @@ describe.each(INHERITED)("the inherited name %s", (name) => {
     expect(targetInput(target, event as never, "rule")).toBe(`"<${name}>"`);
     expect(matchesPattern({ detail: ownKey(name, [{ exists: true }]) }, event)).toBe(false);
     expect(matchesPattern({ detail: ownKey(name, [{ exists: false }]) }, event)).toBe(true);
+  });
+
+  it("is no builtin, predicate or method of an Argo condition: a named ExprError, not a crash", () => {
+    const refusal = (source: string) => {
+      try {
+        compile(source, envOf({}));
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    };
+    for (const [source, message] of [
+      [`${name}(1)`, `unknown name ${name}`],
+      [`now().${name}()`, `type time.Time has no method ${name}`],
+      [`duration("1s").${name}()`, `type time.Duration has no method ${name}`],
+    ] as const) {
+      const error = refusal(source);
+      expect(error).toBeInstanceOf(ExprError);
+      expect((error as Error).message).toContain(message);
+    }
   });
 });
