@@ -238,7 +238,7 @@ function substitute(raw: unknown, args: Record<string, string>): { value: unknow
   const text = JSON.stringify(raw).replace(
     /\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}/g,
     (whole, name: string) => {
-      const value = args[name];
+      const value = Object.hasOwn(args, name) ? args[name] : undefined;
       if (value === undefined) {
         missing.push(name);
         return whole;

@@ -3,6 +3,7 @@ import { readinessChecksFor } from "../../functions/traffic/settings.ts";
 import { notificationsProblems, subscriptionProblems } from "../../infra/notifications.ts";
 import { targetInput } from "../../local/events/bus.ts";
 import { matchesPattern } from "../../local/events/pattern.ts";
+import { parseGoDuration } from "../../statemachine/duration.ts";
 import { ExprError } from "../../statemachine/expr/errors.ts";
 import { compile, envOf } from "../../statemachine/expr/index.ts";
 import { parseSources, SpecError } from "../../statemachine/index.ts";
@@ -62,10 +63,14 @@ describe.each(INHERITED)("the inherited name %s", (name) => {
     expect(problems[0]).toMatch(/^s\.service: /);
   });
 
-  it("is no Argo step", () => {
-    expect(specProblems(argoSteps(name))).toEqual([
-      expect.stringMatching(/^spec\.strategy\.canary\.steps\[0\]/),
-    ]);
+  it("is no Argo step, and no step Argo has that is refused with its reason", () => {
+    const problems = specProblems(argoSteps(name));
+    expect(problems).toEqual([expect.stringMatching(/^spec\.strategy\.canary\.steps\[0\]/)]);
+    expect(problems[0]).not.toMatch(/function|native code/);
+  });
+
+  it("is no unit of a Go duration", () => {
+    expect(parseGoDuration(`1${name}`)).toEqual({ error: expect.stringContaining("unknown unit") });
   });
 
   it("is no target type whose readiness is checked", () => {
