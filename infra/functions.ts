@@ -22,7 +22,9 @@ export function handlerEntry(name: HandlerName | RolloutHandlerName, root = PROJ
 
 /** A handler's file name: the controller's (`HANDLERS`) or a rollout's own (`ROLLOUT_HANDLERS`). */
 const handlerFile = (name: HandlerName | RolloutHandlerName): string =>
-  name in ROLLOUT_HANDLERS ? ROLLOUT_HANDLERS[name as RolloutHandlerName] : HANDLERS[name as HandlerName];
+  Object.hasOwn(ROLLOUT_HANDLERS, name)
+    ? ROLLOUT_HANDLERS[name as RolloutHandlerName]
+    : HANDLERS[name as HandlerName];
 
 /**
  * The folder of a handler's prebuilt bundle (`index.mjs` and its source map), or undefined when

@@ -8,6 +8,7 @@ import { Construct } from "constructs";
 import { EVENT_SOURCE } from "../functions/config.ts";
 import { formatProblem, type Problem, parseSources, readSourcesSync } from "../statemachine/index.ts";
 import { type NotificationCatalog, resolveTrigger } from "../statemachine/notification-catalog.ts";
+import { escapeFor, type MarkupFormat } from "../statemachine/notification-markup.ts";
 import {
   CUSTOM_TRIGGER_EVENT,
   DEFAULT_TEMPLATES,
@@ -18,6 +19,7 @@ import {
   type NotificationTrigger,
   parseTemplate,
   TEMPLATE_FIELDS,
+  type TemplateField,
   type TemplatePart,
 } from "../statemachine/notifications.ts";
 import { type DeadLetters, deadLetters } from "./dead-letters.ts";
@@ -127,7 +129,7 @@ export function notificationsProblems(props: NotificationsProps, embedded: boole
     }
   }
   for (const [trigger, template] of Object.entries(props.templates ?? {})) {
-    if (!(trigger in NOTIFICATION_TRIGGERS)) {
+    if (!Object.hasOwn(NOTIFICATION_TRIGGERS, trigger)) {
       problems.push(
         `notifications.templates: unknown trigger "${trigger}": use one of ${Object.keys(NOTIFICATION_TRIGGERS).join(", ")}`,
       );
@@ -141,7 +143,13 @@ export function notificationsProblems(props: NotificationsProps, embedded: boole
     problems.push(...subscriptionProblems(s, props, `notifications.subscriptions[${i}]`));
   });
   problems.push(...configMapCatalog(props.configMapFile).problems);
-  if (props.alarmService !== undefined && props.services?.[props.alarmService]?.type !== "email")
+  if (
+    props.alarmService !== undefined &&
+    !(
+      Object.hasOwn(props.services ?? {}, props.alarmService) &&
+      props.services[props.alarmService]?.type === "email"
+    )
+  )
     problems.push(
       `notifications.alarmService: "${props.alarmService}" is not an email service of notifications.services`,
     );
@@ -180,7 +188,7 @@ export function subscriptionProblems(
   if (!parsed.success) return parsed.error.issues.map((i) => `${[at, ...i.path].join(".")}: ${i.message}`);
   if (!props)
     return [`${at}: the controller has no notifications (give RolloutControllerProps.notifications)`];
-  if (!(parsed.data.service in props.services))
+  if (!Object.hasOwn(props.services, parsed.data.service))
     return [
       `${at}.service: no service "${parsed.data.service}" in notifications.services (${Object.keys(props.services).join(", ")})`,
     ];
@@ -339,11 +347,12 @@ export class Notifications extends Construct {
     template: string,
     constants: Readonly<Record<string, string>>,
   ): events.Rule | undefined {
+    if (!Object.hasOwn(this.#props.services, s.service)) return undefined;
     const service = this.#props.services[s.service];
     if (!service) return undefined;
     const parsed = parseTemplate(template);
     if ("problems" in parsed) return undefined; // refused with the props
-    const text = render(parsed.parts, { ...constants, trigger: s.trigger });
+    const text = render(parsed.parts, { ...constants, trigger: s.trigger }, markupOf(service.type));
     const rule = new events.Rule(scope, id, {
       eventBus: this.#eventBus,
       description: `${s.trigger} of rollout ${rollout} → ${s.service} (${service.type})`,
@@ -433,13 +442,35 @@ function ignoredRecipients(scope: Construct, s: NotificationSubscription): void 
   );
 }
 
-/** A template's parts as one string: fields become EventBridge placeholders, constants their value. */
-function render(parts: readonly TemplatePart[], constants: Readonly<Record<string, string>>): string {
+/** The markup a service reads its text as: Slack's mrkdwn, Teams' Markdown; none for a webhook or email. */
+function markupOf(type: NotificationService["type"]): MarkupFormat | undefined {
+  return type === "slack" || type === "teams" ? type : undefined;
+}
+
+/**
+ * A template's parts as one string: the template's own text as the operator wrote it, fields as
+ * EventBridge placeholders, constants as their value. For a markup format every value is escaped
+ * by its rules (a field through its escaped copy in the event), so only the template's text can
+ * mention or link.
+ */
+function render(
+  parts: readonly TemplatePart[],
+  constants: Readonly<Record<string, string>>,
+  markup: MarkupFormat | undefined,
+): string {
   return parts
     .map((part) => {
       if ("text" in part) return part.text;
-      const source = TEMPLATE_FIELDS[part.field];
-      return "path" in source ? events.EventField.fromPath(source.path) : (constants[source.constant] ?? "");
+      const source: (typeof TEMPLATE_FIELDS)[TemplateField] = TEMPLATE_FIELDS[part.field];
+      if ("constant" in source) {
+        const value = constants[source.constant] ?? "";
+        // A token (an ARN resolved at deploy) is left whole: its text has none of the markup's characters.
+        return markup === undefined || Token.isUnresolved(value) ? value : (escapeFor(markup, value) ?? "");
+      }
+      const escaped = markup !== undefined && "escaped" in source ? source.escaped : undefined;
+      return events.EventField.fromPath(
+        escaped === undefined ? source.path : `$.detail.escaped.${markup}.${escaped}`,
+      );
     })
     .join("");
 }
@@ -458,7 +489,9 @@ function body(
       return {
         text,
         blocks: [
-          { type: "section", text: { type: "mrkdwn", text } },
+          // verbatim: Slack links and mentions only what the text marks up (`<…>`), never a bare
+          // `@here` or `#channel` a value carries.
+          { type: "section", text: { type: "mrkdwn", text, verbatim: true } },
           {
             type: "actions",
             elements: [{ type: "button", text: { type: "plain_text", text: link }, url: consoleUrl }],

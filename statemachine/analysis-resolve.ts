@@ -273,7 +273,7 @@ function substitute(raw: unknown, args: Record<string, string>): { value: unknow
   const text = JSON.stringify(raw).replace(
     /\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}/g,
     (whole, name: string) => {
-      const value = args[name];
+      const value = Object.hasOwn(args, name) ? args[name] : undefined;
       if (value === undefined) {
         missing.push(name);
         return whole;
@@ -308,7 +308,7 @@ function resolveMetric(
   const provider = (value as { provider?: Record<string, unknown> } | null)?.provider;
   if (provider && typeof provider === "object") {
     for (const name of UNSUPPORTED_PROVIDERS) {
-      if (name in provider) {
+      if (Object.hasOwn(provider, name)) {
         problems.push({
           ...at(`provider.${name}`),
           message: unsupportedProviderMessage(name),
@@ -374,7 +374,7 @@ interface MetricLimits {
 function normalizeMetric(m: ArgoMetric, template: LoadedTemplate, report: Report): Metric | undefined {
   // A judge's promote decision is a Successful measurement that ends the metric: a streak of one,
   // so reaching `count` while it only held is Inconclusive (a person decides), never Successful.
-  const judged = m.provider.plugin !== undefined && JUDGE_PLUGIN in m.provider.plugin;
+  const judged = m.provider.plugin !== undefined && Object.hasOwn(m.provider.plugin, JUDGE_PLUGIN);
   const limits = metricLimits(m, judged, report);
   if (judged) checkJudgeLimits(m, limits, report);
   validateMetric(m, limits, report);

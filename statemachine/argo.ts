@@ -276,12 +276,12 @@ export function normalizeStep(
   }
   const key = keys[0] as string;
   const value = (raw as Record<string, unknown>)[key];
-  const rejected = REJECTED_STEPS[key];
+  const rejected = Object.hasOwn(REJECTED_STEPS, key) ? REJECTED_STEPS[key] : undefined;
   if (rejected) {
     problems.push({ ...at, path: `${path}.${key}`, message: `step ${step} of ${count}: ${rejected}` });
     return undefined;
   }
-  if (!(key in ArgoStepSchemas)) {
+  if (!Object.hasOwn(ArgoStepSchemas, key)) {
     problems.push({
       ...at,
       path: `${path}.${key}`,

@@ -89,7 +89,7 @@ export function parseGoDuration(text: string): { ns: bigint } | { error: string 
     if (u === 0) return { error: `missing unit in duration ${JSON.stringify(text)}: ${FORMS}` };
     const unitName = s.slice(0, u);
     s = s.slice(u);
-    const unit = NS_PER_UNIT[unitName];
+    const unit = Object.hasOwn(NS_PER_UNIT, unitName) ? NS_PER_UNIT[unitName] : undefined;
     if (unit === undefined) {
       return {
         error: `unknown unit ${JSON.stringify(unitName)} in duration ${JSON.stringify(text)}: units are ns, us, ms, s, m and h, written without spaces as in "30s", "1.5h", "2h45m" (a day is "24h")`,

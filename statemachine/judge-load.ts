@@ -923,7 +923,7 @@ function loadProvider(
   const provider = ctx.provider({ [key]: raw[key] }, path);
   if (!provider) return undefined;
   for (const match of JSON.stringify(provider).matchAll(PLACEHOLDER)) {
-    if (!(match[1] && match[1] in JUDGE_PLACEHOLDERS)) {
+    if (!(match[1] && Object.hasOwn(JUDGE_PLACEHOLDERS, match[1]))) {
       ctx.report(
         `${path}.${key}`,
         `unknown placeholder {{judge.${match[1]}}}: use ${Object.values(JUDGE_PLACEHOLDERS).join(", ")}`,

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Origin } from "./analysis-resolve.ts";
+import type { EscapedField } from "./notification-markup.ts";
 import type { Problem } from "./problems.ts";
 
 /**
@@ -118,24 +119,50 @@ export function subscriptionsFromAnnotations(
  * The fields a notification template may name, and where each comes from: a JSONPath into the
  * lifecycle event as EventBridge delivers it, or a value the construct knows when it synthesizes
  * (`constant`). This is the whole set: a template naming anything else is refused, named.
+ * `escaped` names the field's escaped copies in the event (`$.detail.escaped.<format>.<field>`),
+ * which Slack and Teams templates read instead of the raw value; the other fields are numbers,
+ * times or names AWS and this project give, which no one else writes.
  */
 export const TEMPLATE_FIELDS = {
-  ".rollout.name": { path: "$.detail.rollout", doc: "the rollout's name" },
-  ".rollout.metadata.name": { path: "$.detail.rollout", doc: "the same, as Argo's templates write it" },
+  ".rollout.name": { path: "$.detail.rollout", escaped: "rollout", doc: "the rollout's name" },
+  ".rollout.metadata.name": {
+    path: "$.detail.rollout",
+    escaped: "rollout",
+    doc: "the same, as Argo's templates write it",
+  },
   ".rollout.revision": { path: "$.detail.revision", doc: "Argo's revision number (null before the first)" },
-  ".rollout.image": { path: "$.detail.image", doc: "the revision's image (null when unknown)" },
-  ".rollout.digest": { path: "$.detail.digest", doc: "the revision's digest (null when unknown)" },
-  ".message": { path: "$.detail.message", doc: "what happened, as `rollouts get` says it" },
+  ".rollout.image": {
+    path: "$.detail.image",
+    escaped: "image",
+    doc: "the revision's image (null when unknown)",
+  },
+  ".rollout.digest": {
+    path: "$.detail.digest",
+    escaped: "digest",
+    doc: "the revision's digest (null when unknown)",
+  },
+  ".message": {
+    path: "$.detail.message",
+    escaped: "message",
+    doc: "what happened, as `rollouts get` says it",
+  },
   ".step": { path: "$.detail.step", doc: "the zero-based step index (null when not tied to a step)" },
   ".time": { path: "$.detail.at", doc: "when it happened, ISO 8601 UTC" },
-  ".id": { path: "$.detail.id", doc: "the announcement's id (the same on a retried delivery)" },
+  ".id": {
+    path: "$.detail.id",
+    escaped: "id",
+    doc: "the announcement's id (the same on a retried delivery)",
+  },
   ".event": { path: "$.detail-type", doc: "the lifecycle event, e.g. RolloutAborted" },
   ".account": { path: "$.account", doc: "the AWS account" },
   ".region": { path: "$.region", doc: "the AWS region" },
   ".trigger": { constant: "trigger", doc: "the trigger, e.g. on-rollout-aborted" },
   ".consoleUrl": { constant: "consoleUrl", doc: "the rollout's state machine in the Step Functions console" },
   ".stateMachineArn": { constant: "stateMachineArn", doc: "the rollout's state machine" },
-} as const satisfies Record<string, { path: string; doc: string } | { constant: string; doc: string }>;
+} as const satisfies Record<
+  string,
+  { path: string; escaped?: EscapedField; doc: string } | { constant: string; doc: string }
+>;
 export type TemplateField = keyof typeof TEMPLATE_FIELDS;
 
 /** Argo's catalog messages, with the rollout's console page. */
@@ -187,7 +214,7 @@ export function parseTemplate(template: string): { parts: TemplatePart[] } | { p
       break;
     }
     const inner = template.slice(open + 2, close).trim();
-    if (inner in TEMPLATE_FIELDS) {
+    if (Object.hasOwn(TEMPLATE_FIELDS, inner)) {
       parts.push({ field: inner as TemplateField });
     } else if (/^\.[A-Za-z0-9_.]+$/.test(inner)) {
       problems.push(`unknown field {{${inner}}}: the fields are ${Object.keys(TEMPLATE_FIELDS).join(", ")}`);

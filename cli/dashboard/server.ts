@@ -240,7 +240,7 @@ async function operate(
   name: string,
   action: string,
 ): Promise<void> {
-  if (!(action in ACTIONS))
+  if (!Object.hasOwn(ACTIONS, action))
     return refuse(response, { status: 404, message: `unknown operation "${action}"` });
   const typeRefused = contentTypeRefusal(request, ["application/x-www-form-urlencoded"]);
   if (typeRefused) return refuse(response, typeRefused);

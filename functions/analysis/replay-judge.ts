@@ -116,7 +116,7 @@ export class JudgeChain {
       const recorded = m.readings.values;
       const missing = readingsOf(this.spec)
         .map((r) => r.key)
-        .filter((key) => !(key in recorded));
+        .filter((key) => !Object.hasOwn(recorded, key));
       if (missing.length > 0) {
         return `the look has no reading ${missing.map((k) => `"${k}"`).join(", ")} (it read ${
           Object.keys(recorded)

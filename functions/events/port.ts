@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { RolloutsError } from "../../statemachine/errors.ts";
+import { ESCAPED_FIELDS, escapedDetail, MARKUP_FORMATS } from "../../statemachine/notification-markup.ts";
 import { GateFiguresSchema } from "../analysis/types.ts";
 
 export { EVENT_SOURCE } from "../config.ts";
@@ -61,6 +62,14 @@ export const LifecycleDetailSchema = z.object({
   /** On `NotificationTriggered`: the custom trigger, and the index of its condition that held. */
   trigger: z.string().min(1).optional(),
   condition: z.number().int().nonnegative().optional(),
+  /**
+   * The fields anyone but the operator may have written (the message, the image, …) escaped for
+   * each chat format (`escaped.slack.message`): what notification templates put in, so a value
+   * cannot become a mention or a link (statemachine/notification-markup.ts).
+   */
+  escaped: z
+    .record(z.enum(MARKUP_FORMATS), z.partialRecord(z.enum(ESCAPED_FIELDS), z.string().nullable()))
+    .optional(),
 });
 export type LifecycleDetail = z.infer<typeof LifecycleDetailSchema>;
 
@@ -118,20 +127,24 @@ export function lifecycleEvent(
     input.message.length > MAX_DETAIL_MESSAGE
       ? `${input.message.slice(0, MAX_DETAIL_MESSAGE - 1)}…`
       : input.message;
+  const text = {
+    ...(input.id !== undefined ? { id: input.id } : {}),
+    rollout: input.rollout,
+    image: input.revision?.image ?? null,
+    digest: input.revision?.digest ?? null,
+    message,
+  };
   return {
     type,
     detail: LifecycleDetailSchema.parse({
-      ...(input.id !== undefined ? { id: input.id } : {}),
-      rollout: input.rollout,
+      ...text,
       revision: input.revision?.revision ?? null,
-      image: input.revision?.image ?? null,
-      digest: input.revision?.digest ?? null,
       step: input.step ?? null,
-      message,
       at: new Date(input.atMs).toISOString(),
       ...(input.gates && input.gates.length > 0 ? { gates: input.gates } : {}),
       ...(input.pass ? { pass: input.pass } : {}),
       ...(input.stepName ? { stepName: input.stepName } : {}),
+      escaped: escapedDetail(text),
     }),
   };
 }

@@ -48,7 +48,9 @@ export class MemoryRolloutStore implements RolloutStore {
     const raw = this.#items.get(key);
     if (raw === undefined) return undefined;
     const fields = options.fields;
-    const read = fields ? Object.fromEntries(fields.filter((f) => f in raw).map((f) => [f, raw[f]])) : raw;
+    const read = fields
+      ? Object.fromEntries(fields.filter((f) => Object.hasOwn(raw, f)).map((f) => [f, raw[f]]))
+      : raw;
     return parseWith(RolloutItemSchema, structuredClone(read), key, "");
   }
 

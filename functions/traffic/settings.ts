@@ -271,7 +271,7 @@ const SETTLES: Readonly<Record<TargetType, boolean>> = {
 
 /** Whether the target of type `type` polls readiness after each traffic step (an unknown type: no). */
 export function readinessChecksFor(type: unknown): boolean {
-  return typeof type === "string" && type in SETTLES && SETTLES[type as TargetType];
+  return typeof type === "string" && Object.hasOwn(SETTLES, type) && SETTLES[type as TargetType];
 }
 
 /**
@@ -279,7 +279,7 @@ export function readinessChecksFor(type: unknown): boolean {
  * (none: it can run them all). An unknown type is left to the settings' own validation.
  */
 export function targetSpecProblems(type: unknown, spec: RolloutSpec): string[] {
-  if (typeof type !== "string" || !(type in MIRRORS) || MIRRORS[type as TargetType]) return [];
+  if (typeof type !== "string" || !Object.hasOwn(MIRRORS, type) || MIRRORS[type as TargetType]) return [];
   const problems: string[] = [];
   spec.steps.forEach((step, i) => {
     if (step.kind === "setMirrorRoute") {

@@ -256,7 +256,7 @@ function substitute(arg: unknown, ctx: ResolveContext): string {
   for (const [name, value] of Object.entries(rawVars ?? {})) vars[name] = resolveInner(value, ctx);
   return template.replace(/\$\{(!?)([^}]+)\}/g, (whole, bang: string, name: string) => {
     if (bang === "!") return `\${${name}}`;
-    if (name in vars) return stringPart(vars[name], "Fn::Sub");
+    if (Object.hasOwn(vars, name)) return stringPart(vars[name], "Fn::Sub");
     if (name.includes(".") && !name.startsWith("AWS::")) {
       const dot = name.indexOf(".");
       return attributeOf(name.slice(0, dot), name.slice(dot + 1), ctx);

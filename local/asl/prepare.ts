@@ -117,7 +117,7 @@ function prepareMachine(
         TimeoutSeconds: ENGINE_TASK_TIMEOUT_SECONDS,
       };
       for (const key of ["Comment", "InputPath", "OutputPath", "Next", "End"]) {
-        if (key in state) task[key] = state[key];
+        if (Object.hasOwn(state, key)) task[key] = state[key];
       }
       rewritten[name] = task;
     } else if (type === "Task") {

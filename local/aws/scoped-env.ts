@@ -54,7 +54,7 @@ export function installScopedEnv(): void {
       const store = storage.getStore() ?? {};
       const keys = new Set([...Reflect.ownKeys(target), ...Object.keys(store)]);
       return [...keys].filter(
-        (key) => typeof key !== "string" || store[key] !== undefined || !(key in store),
+        (key) => typeof key !== "string" || store[key] !== undefined || !Object.hasOwn(store, key),
       );
     },
     getOwnPropertyDescriptor(target, key) {

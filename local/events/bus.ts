@@ -260,7 +260,7 @@ function fillPlaceholders(template: string, values: Readonly<Record<string, unkn
       continue;
     }
     const match = c === "<" ? /^<([A-Za-z0-9_.-]+)>/.exec(template.slice(i)) : null;
-    if (!match || !((match[1] as string) in values)) {
+    if (!match || !Object.hasOwn(values, match[1] as string)) {
       out += c;
       continue;
     }

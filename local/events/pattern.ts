@@ -22,7 +22,8 @@ function matchObject(pattern: Record<string, unknown>, value: unknown): boolean 
         return false;
       continue;
     }
-    const present = value !== null && typeof value === "object" && !Array.isArray(value) && key in value;
+    const present =
+      value !== null && typeof value === "object" && !Array.isArray(value) && Object.hasOwn(value, key);
     const field = present ? (value as Record<string, unknown>)[key] : undefined;
     if (Array.isArray(rule)) {
       if (!matchLeaf(rule, present, field)) return false;

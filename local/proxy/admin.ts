@@ -164,7 +164,7 @@ function compare(
     return;
   }
   const resolve = (name: string) => {
-    const role = ROLES[name];
+    const role = Object.hasOwn(ROLES, name) ? ROLES[name] : undefined;
     return role && state.config ? state.config[role] : name;
   };
   sendJson(res, 200, {

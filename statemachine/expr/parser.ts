@@ -2,6 +2,7 @@ import { RolloutsError } from "../errors.ts";
 import type { Node, NodeOf } from "./ast.ts";
 import { ExprError } from "./errors.ts";
 import { isValidIdentifier, lex, type Token, tokenString } from "./lexer.ts";
+import { own } from "./own.ts";
 
 /**
  * expr-lang's parser: operator precedence and associativity, chained comparisons
@@ -176,7 +177,7 @@ class Parser {
         const backup = this.current;
         this.next();
         if (NEGATABLE.has(this.current.value)) {
-          const op = BINARY[this.current.value];
+          const op = own(BINARY, this.current.value);
           if (op && op.precedence >= precedence) {
             notToken = this.current;
             opToken = this.current;
@@ -189,7 +190,7 @@ class Parser {
           this.error(`unexpected token ${tokenString(this.current)}`);
         }
       }
-      const op = BINARY[opToken.value];
+      const op = own(BINARY, opToken.value);
       if (!op || op.precedence < precedence) break;
       this.next();
       if (opToken.value === "|") {
@@ -274,7 +275,7 @@ class Parser {
   private primary(): Node {
     const token = this.current;
     if (token.kind === "Operator") {
-      const op = UNARY[token.value];
+      const op = own(UNARY, token.value);
       if (op) {
         this.next();
         const expr = this.expression(op.precedence);
@@ -388,7 +389,7 @@ class Parser {
 
   private call(token: Token, args: Node[], checkOverrides: boolean): Node {
     const overridden = checkOverrides && (this.config.overridden?.(token.value) ?? false);
-    const shape = PREDICATES[token.value];
+    const shape = own(PREDICATES, token.value);
     if (shape && !overridden) {
       this.expect("Bracket", "(");
       const rest = shape.slice(args.length);

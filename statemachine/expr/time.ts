@@ -1,3 +1,4 @@
+import { own } from "./own.ts";
 import { funcOf, type GoType, T } from "./types.ts";
 import {
   DURATION_METHODS,
@@ -671,9 +672,9 @@ function asDuration(v: unknown): bigint {
 
 /** Method types, for the checker. */
 export function timeMethodType(receiver: GoType, name: string): GoType | undefined {
-  if (receiver === T.time) return TIME_SIGS[name];
-  if (receiver === T.duration) return DURATION_SIGS[name];
-  if (receiver === T.location) return LOCATION_SIGS[name];
+  if (receiver === T.time) return own(TIME_SIGS, name);
+  if (receiver === T.duration) return own(DURATION_SIGS, name);
+  if (receiver === T.location) return own(LOCATION_SIGS, name);
   return undefined;
 }
 
@@ -729,7 +730,7 @@ const ZERO_TIME = -62135596800n * 1_000_000_000n;
 
 function timeMethod(v: GoTime, name: string): GoFunc | undefined {
   {
-    const sig = TIME_SIGS[name];
+    const sig = own(TIME_SIGS, name);
     if (!sig) return undefined;
     const f = () => v.fields();
     const int64 = (x: bigint) => new TypedInt(x, INT64);
@@ -790,7 +791,7 @@ function timeMethod(v: GoTime, name: string): GoFunc | undefined {
 
 DURATION_METHODS.get = (v: TypedInt, name: string): GoFunc | undefined => {
   {
-    const sig = DURATION_SIGS[name];
+    const sig = own(DURATION_SIGS, name);
     if (!sig) return undefined;
     const d = v.value;
     const split = (unit: bigint) => Number(d / unit) + Number(d % unit) / Number(unit);

@@ -156,6 +156,20 @@ describe("rollouts dashboard: what it refuses", () => {
     expect(answer.body).toContain("Abort rollout demo-approval?");
     expect(await phase("demo-approval")).toBe("Paused");
   });
+
+  it.each(["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"])(
+    "refuses the inherited name %s as an operation, with the page's token and confirmed",
+    async (name) => {
+      const csrf = await token();
+      const forms: Record<string, string>[] = [{ csrf }, { csrf, confirm: "yes" }];
+      for (const form of forms) {
+        const answer = await post(`/rollouts/demo-approval/${name}`, form);
+        expect(answer.status).toBe(404);
+        expect(answer.body).toContain(`unknown operation "${name}"`);
+      }
+      expect(await phase("demo-approval")).toBe("Paused");
+    },
+  );
 });
 
 describe("rollouts dashboard: an operation", () => {

@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { PropsError, RolloutController } from "../../infra/index.ts";
 import type { NotificationsProps } from "../../infra/notifications.ts";
 import { targetInput } from "../../local/events/bus.ts";
+import { escapedDetail } from "../../statemachine/notification-markup.ts";
 
 type Json = Record<string, unknown>;
 
@@ -102,6 +103,8 @@ function transform(target: Json, values: Record<string, unknown>): unknown {
     if (path.startsWith("$.detail.")) event.detail[path.slice("$.detail.".length)] = value;
     else if (path === "$.detail") Object.assign(event.detail, value);
   }
+  // As every handler publishes it (lifecycleEvent): the text fields escaped for each chat format.
+  event.detail.escaped = escapedDetail(event.detail as Parameters<typeof escapedDetail>[0]);
   const input = targetInput(
     {
       id: "t",
@@ -143,7 +146,7 @@ describe("notifications on AWS", () => {
     expect(bodies[0]).toMatchObject({
       text,
       blocks: [
-        { type: "section", text: { type: "mrkdwn", text } },
+        { type: "section", text: { type: "mrkdwn", text, verbatim: true } },
         {
           type: "actions",
           elements: [

@@ -356,6 +356,22 @@ describe("bad input: one message per problem, naming the place", () => {
     ]);
   });
 
+  it.each(["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"])(
+    "an arg named as what every object inherits (%s) is one the template does not declare",
+    (name) => {
+      const lines = problemsOf([
+        { file: "r.yaml", text: rollout("        - analysis: {templates: [{templateName: success-rate}]}") },
+        {
+          file: "t.yaml",
+          text: TEMPLATE.replace("    - name: version\n", "").replace("{{args.version}}", `{{args.${name}}}`),
+        },
+      ]);
+      expect(lines).toEqual([
+        `t.yaml: document 1 (AnalysisTemplate success-rate): spec.metrics[0]: {{args.${name}}} is used but template "success-rate" declares no arg "${name}"`,
+      ]);
+    },
+  );
+
   it("a wrong type", () => {
     const lines = problemsOf([{ file: "r.yaml", text: rollout('        - setWeight: "25"') }]);
     expect(lines).toHaveLength(1);

@@ -26,6 +26,7 @@ beforeEach(() => eventbridge.reset());
 
 describe("lifecycleEvent", () => {
   it("fills the detail every handler sends", () => {
+    const text = { rollout: "web", image: revision.image, digest: "sha256:abc", message: "weight 50" };
     expect(
       lifecycleEvent("RolloutStepCompleted", {
         rollout: "web",
@@ -44,8 +45,37 @@ describe("lifecycleEvent", () => {
         step: 2,
         message: "weight 50",
         at: "2026-11-30T12:00:00.000Z",
+        escaped: { slack: text, teams: text },
       },
     });
+  });
+
+  it("carries the text fields escaped for Slack and Teams, so a value cannot mention or link", () => {
+    const { detail } = lifecycleEvent("RolloutAborted", {
+      id: "a<b",
+      rollout: "web",
+      revision: { revision: 2, image: "web:<!here>", digest: null },
+      message: "<!channel> [x](https://evil.example) & more",
+      atMs: AT,
+    });
+    expect(detail.escaped).toEqual({
+      slack: {
+        id: "a&lt;b",
+        rollout: "web",
+        image: "web:&lt;!here&gt;",
+        digest: null,
+        message: "&lt;!channel&gt; [x](https://evil.example) &amp; more",
+      },
+      teams: {
+        id: String.raw`a\<b`,
+        rollout: "web",
+        image: String.raw`web:\<\!here\>`,
+        digest: null,
+        message: String.raw`\<\!channel\> \[x\]\(https://evil.example\) \& more`,
+      },
+    });
+    // The raw fields stay as written: EventBridge patterns and webhooks read them.
+    expect(detail.message).toBe("<!channel> [x](https://evil.example) & more");
   });
 
   it("uses null for an unknown revision or step and cuts huge messages", () => {

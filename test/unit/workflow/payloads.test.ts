@@ -47,7 +47,7 @@ function resolve(payload: Record<string, unknown>): Record<string, unknown> {
   for (const [key, value] of Object.entries(payload)) {
     if (key.endsWith(".$")) {
       const path = value as string;
-      if (!(path in PATHS)) throw new Error(`no value for ${path}`);
+      if (!Object.hasOwn(PATHS, path)) throw new Error(`no value for ${path}`);
       out[key.slice(0, -2)] = PATHS[path];
     } else out[key] = value;
   }
