@@ -97,6 +97,15 @@ export function readNotificationCatalog(
       problem(`not YAML: ${(e as Error).message.split("\n")[0]}`);
       continue;
     }
+    const name = key.slice(key.indexOf(".") + 1);
+    if (
+      (key.startsWith("trigger.") || key.startsWith("template.")) &&
+      Object.hasOwn(Object.prototype, name)
+    ) {
+      // A name every object inherits would read as the table's own entry (or replace its prototype).
+      problem(`"${name}" is a name every object inherits (constructor, toString, __proto__, …): rename it`);
+      continue;
+    }
     if (key.startsWith("trigger.")) {
       const conditions = readTrigger(value, problem);
       if (conditions) catalog.triggers[key.slice("trigger.".length)] = conditions;
@@ -175,10 +184,13 @@ export type ResolvedTrigger =
  * of its templates that has one), or unknown (Argo's controller ignores it: a warning).
  */
 export function resolveTrigger(trigger: string, catalog: NotificationCatalog | undefined): ResolvedTrigger {
-  const conditions = catalog?.triggers[trigger];
+  const conditions =
+    catalog && Object.hasOwn(catalog.triggers, trigger) ? catalog.triggers[trigger] : undefined;
   const messageOf = (send: readonly string[]) =>
     send
-      .map((t) => catalog?.templates[t]?.message)
+      .map((t) =>
+        catalog && Object.hasOwn(catalog.templates, t) ? catalog.templates[t]?.message : undefined,
+      )
       .filter((m): m is string => m !== undefined)
       .at(-1);
   if (isBuiltInTrigger(trigger)) {

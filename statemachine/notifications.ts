@@ -23,7 +23,8 @@ export const NOTIFICATION_TRIGGERS = {
 export type NotificationTrigger = keyof typeof NOTIFICATION_TRIGGERS;
 
 /** Whether a trigger name is one of Argo's nine built-in triggers. */
-export const isBuiltInTrigger = (name: string): name is NotificationTrigger => name in NOTIFICATION_TRIGGERS;
+export const isBuiltInTrigger = (name: string): name is NotificationTrigger =>
+  Object.hasOwn(NOTIFICATION_TRIGGERS, name);
 
 /**
  * The lifecycle event a custom trigger's subscribers receive: published by Begin for each custom

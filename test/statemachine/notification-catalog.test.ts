@@ -118,6 +118,26 @@ describe("the notification ConfigMap", () => {
     ]);
   });
 
+  it("refuses trigger and template names every object inherits, and resolves no trigger from them", () => {
+    expect(
+      problems([
+        rollout,
+        configMap(`  trigger.constructor: |
+    - send: [t]
+  trigger.__proto__: |
+    - send: [t]
+  template.toString: "message: hi"`),
+      ]),
+    ).toEqual([
+      expect.stringMatching(/^data\["trigger\.constructor"\]: "constructor" is a name every object inherits/),
+      expect.stringMatching(/^data\["trigger\.__proto__"\]: "__proto__" is a name every object inherits/),
+      expect.stringMatching(/^data\["template\.toString"\]: "toString" is a name every object inherits/),
+    ]);
+    const catalog = { triggers: {}, templates: {} };
+    expect(resolveTrigger("constructor", catalog)).toEqual({ kind: "unknown" });
+    expect(resolveTrigger("on-rollout-aborted", catalog)).toEqual({ kind: "built-in" });
+  });
+
   it("a message with Go template actions is not used: the default is sent, with a note (Argo's catalog loads)", () => {
     const { spec, notes } = parseRollout([
       { file: "r.yaml", text: rollout },
