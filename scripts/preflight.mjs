@@ -39,23 +39,6 @@ function missing() {
   return NEEDS.filter((need) => (majorVersion(need) ?? -1) < need.minimum);
 }
 
-/** AWS's CloudFormation linter: `cfn-lint 1.51.0`; pip installs it for this user. */
-const CFN_LINT = { command: "cfn-lint", args: ["--version"], minimum: 1, pattern: /cfn-lint (\d+)/ };
-
-if ((majorVersion(CFN_LINT) ?? -1) < CFN_LINT.minimum) {
-  const install = "python3 -m pip install --user --upgrade cfn-lint";
-  console.error("preflight: installing cfn-lint with pip");
-  const run = spawnSync("python3", ["-m", "pip", "install", "--user", "--upgrade", "-q", "cfn-lint"], {
-    stdio: "inherit",
-  });
-  if (run.status !== 0 || (majorVersion(CFN_LINT) ?? -1) < CFN_LINT.minimum) {
-    console.error(
-      `npm run test:all needs cfn-lint ${CFN_LINT.minimum}+ on the PATH: run \`${install}\` (or pip install cfn-lint), then npm run test:all again`,
-    );
-    process.exit(1);
-  }
-}
-
 const absent = missing();
 if (absent.length > 0) {
   const names = absent.map((n) => n.pkg);
@@ -87,6 +70,23 @@ if (absent.length > 0) {
   const still = missing();
   if (still.length > 0) {
     console.error(`preflight: still missing after apt-get: ${still.map((n) => n.command).join(", ")}`);
+    process.exit(1);
+  }
+}
+
+/** AWS's CloudFormation linter: `cfn-lint 1.51.0`; pip installs it for this user. */
+const CFN_LINT = { command: "cfn-lint", args: ["--version"], minimum: 1, pattern: /cfn-lint (\d+)/ };
+
+if ((majorVersion(CFN_LINT) ?? -1) < CFN_LINT.minimum) {
+  const install = "python3 -m pip install --user --upgrade cfn-lint";
+  console.error("preflight: installing cfn-lint with pip");
+  const run = spawnSync("python3", ["-m", "pip", "install", "--user", "--upgrade", "-q", "cfn-lint"], {
+    stdio: "inherit",
+  });
+  if (run.status !== 0 || (majorVersion(CFN_LINT) ?? -1) < CFN_LINT.minimum) {
+    console.error(
+      `npm run test:all needs cfn-lint ${CFN_LINT.minimum}+ on the PATH: run \`${install}\` (or pip install cfn-lint), then npm run test:all again`,
+    );
     process.exit(1);
   }
 }

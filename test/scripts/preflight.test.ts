@@ -31,6 +31,7 @@ describe("npm run test:all's preflight", () => {
         java: 'openjdk version "17.0.21" 2025-10-21',
         chromium: CHROMIUM,
         kubectl: "Client Version: v1.32.4",
+        "cfn-lint": "cfn-lint 1.51.0",
       }),
     );
     expect(out.stderr).toBe("");
@@ -54,6 +55,7 @@ describe("npm run test:all's preflight", () => {
         java: 'openjdk version "11.0.2"',
         chromium: CHROMIUM,
         kubectl: "Client Version: v1.32.4",
+        "cfn-lint": "cfn-lint 1.51.0",
       }),
     );
     expect(out.status).toBe(1);
@@ -68,10 +70,27 @@ describe("npm run test:all's preflight", () => {
         java: 'openjdk version "17.0.21"',
         chromium: "Chromium 99.0.4844.51 built on Debian",
         kubectl: "Client Version: v1.32.4",
+        "cfn-lint": "cfn-lint 1.51.0",
       }),
     );
     expect(out.status).toBe(1);
     expect(out.stderr).toContain("needs chromium 120+:");
     expect(out.stderr).not.toContain("java");
+  });
+
+  it("asks for cfn-lint with pip's command once the Debian programs are there, when pip cannot install it", () => {
+    const out = preflight(
+      pathWith({
+        prometheus: "prometheus, version 2.42.0",
+        java: 'openjdk version "17.0.21"',
+        chromium: CHROMIUM,
+        kubectl: "Client Version: v1.32.4",
+      }),
+    );
+    expect(out.status).toBe(1);
+    expect(out.stderr.trim().split("\n")).toEqual([
+      "preflight: installing cfn-lint with pip",
+      "npm run test:all needs cfn-lint 1+ on the PATH: run `python3 -m pip install --user --upgrade cfn-lint` (or pip install cfn-lint), then npm run test:all again",
+    ]);
   });
 });
