@@ -34,7 +34,7 @@ const MERGE_KEYS: Record<string, string | ((items: Json[]) => string)> = {
 const MERGED_PRIMITIVE_LISTS = new Set(["finalizers"]);
 
 function mergeKeyFor(field: string, items: Json[]): string | undefined {
-  const key = MERGE_KEYS[field];
+  const key = Object.hasOwn(MERGE_KEYS, field) ? MERGE_KEYS[field] : undefined;
   return typeof key === "function" ? key(items) : key;
 }
 

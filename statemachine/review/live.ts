@@ -45,7 +45,8 @@ const RUNTIME: Record<string, keyof Omit<LiveValues, "args">> = {
 function runtimeFilled(value: string, values: LiveValues): string | undefined {
   let missing = false;
   const out = value.replace(/\{\{\s*[A-Za-z][A-Za-z0-9_.-]*\s*\}\}/g, (whole) => {
-    const key = RUNTIME[whole.replace(/\s+/g, "")];
+    const name = whole.replace(/\s+/g, "");
+    const key = Object.hasOwn(RUNTIME, name) ? RUNTIME[name] : undefined;
     const v = key ? values[key] : undefined;
     if (v === undefined) missing = true;
     return v ?? whole;

@@ -255,6 +255,14 @@ describe("strategic merge patch", () => {
     expect(out).toEqual({ spec: { args: ["c"], m: { z: 3 } } });
   });
 
+  it("replaces a list under a field named as an inherited member (constructor) as any list without a merge key", () => {
+    const out = strategicMergePatch(
+      { metadata: { annotations: {} }, constructor: [{ name: "a" }, { name: "b" }] },
+      { constructor: [{ name: "c" }] },
+    );
+    expect(out).toEqual({ metadata: { annotations: {} }, constructor: [{ name: "c" }] });
+  });
+
   it("merges a Service's ports by port", () => {
     const out = strategicMergePatch(
       {
