@@ -17,7 +17,7 @@ export function exposurePoints(series: readonly SecondRecord[]): Point[] {
   const points: Point[] = [{ x: 0, y: 0 }];
   for (const s of series) {
     total += s.newRequests;
-    points.push({ x: (s.t + 1) * 1000, y: total, label: `${formatDuration(s.t + 1)}: ${total} requests` });
+    points.push({ x: (s.t + 1) * 1000, y: total, label: `${formatDuration(s.t + 1)}: ${total.toLocaleString("en-US")} requests` });
   }
   return points;
 }
@@ -75,7 +75,7 @@ export function renderDesignPage(report: DesignReport, series: PageSeries): stri
   const i = report.inputs;
   const title = `Rollout design: ${i.name}`;
   const summary = report.chosen
-    ? html`<p>Chosen: <code>${report.chosen.plan}</code> (${report.chosen.id}); a good version is promoted in ${formatDuration(report.chosen.simulated.good.at ?? 0)}, a bad version serves at most ${report.chosen.verdict.exposure ?? 0} requests of the budget's ${i.exposureBudget}.</p>`
+    ? html`<p>Chosen: <code>${report.chosen.plan}</code> (${report.chosen.id}); a good version is promoted in ${formatDuration(report.chosen.simulated.good.at ?? 0)}, a bad version serves at most ${(report.chosen.verdict.exposure ?? 0).toLocaleString("en-US")} requests of the budget's ${i.exposureBudget.toLocaleString("en-US")}.</p>`
     : html`<p>No candidate was accepted.</p>`;
   const ordered = [...report.candidates].sort((a, b) => Number(b.chosen) - Number(a.chosen));
   const body = html`<header><h1>${title}</h1></header><main><p>${i.rps} rps; SLO: errors ≤ ${i.sloErrorRate}, p95 ≤ ${i.sloP95Ms} ms; ${i.router === "none" ? `${i.replicas} pods behind one Service` : `${i.router} (exact weights)`}. The charts count the requests each simulated bad version served, second by second, until it was stopped.</p>${summary}${candidatesTable(report)}${ordered.map((c) => section(report, c, series))}</main>`;

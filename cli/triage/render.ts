@@ -5,6 +5,9 @@ import { conditionsText } from "./findings.ts";
 import type { Decision, Exposure, MetricDecision, TriageReport } from "./model.ts";
 import { gateText } from "./verdict.ts";
 
+/** A count of requests as the reports print counts: `1,068`. */
+const count = (x: number) => x.toLocaleString("en-US");
+
 /**
  * The report as text: a heading, then the five sections in their fixed order (Verdict, What
  * happened when, What decided, Exposure so far, Next). A pure function of the report; every line
@@ -123,15 +126,15 @@ function exposure(x: Exposure): string[] {
     lines.push(`  ${full}; --rps R (and --error-rate E) turn it into requests`);
   } else {
     const bad =
-      x.badRequests === null ? "" : `, of which ${x.badRequests} failed at an error rate of ${x.errorRate}`;
-    lines.push(`  ${full}: at ${x.rps} rps, ${x.requests} requests reached the candidate${bad}`);
+      x.badRequests === null ? "" : `, of which ${count(x.badRequests)} failed at an error rate of ${x.errorRate}`;
+    lines.push(`  ${full}: at ${count(x.rps)} rps, ${count(x.requests ?? 0)} requests reached the candidate${bad}`);
   }
   const after = x.afterPromotion;
   if (after) {
     const requests =
       after.requests === null
         ? ""
-        : `: ${after.requests} requests at ${x.rps} rps${after.badRequests === null ? "" : `, ${after.badRequests} failed`}`;
+        : `: ${count(after.requests)} requests at ${count(x.rps ?? 0)} rps${after.badRequests === null ? "" : `, ${count(after.badRequests)} failed`}`;
     lines.push(
       `  then all the traffic as the stable revision from ${second(after.from)} until ${second(after.until)}, ${duration(after.seconds)}${requests}`,
     );

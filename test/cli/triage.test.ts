@@ -68,7 +68,7 @@ describe("rollouts triage on the demo's rollouts", () => {
     expect(result.out).toMatch(/\n {4}2026-11-30T12:01:41Z {2}Failed {2}\[0\.5\]\n/);
     // 25% of 800 rps for the 5 s between the step and the abort.
     expect(result.out).toContain(
-      "1.25s of all the traffic over 5s (weight × time): at 800 rps, 1000 requests reached the candidate, of which 500 failed at an error rate of 0.5",
+      "1.25s of all the traffic over 5s (weight × time): at 800 rps, 1,000 requests reached the candidate, of which 500 failed at an error rate of 0.5",
     );
     expect(result.out).toContain(
       "Step Functions:  FAILED at 2026-11-30T12:01:41Z, last state Aborted entered 2026-11-30T12:01:41Z: RolloutAborted",
