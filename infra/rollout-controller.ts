@@ -290,7 +290,6 @@ export class RolloutController extends Construct {
       this.#grantShared(name, role, {
         schedules: timer.schedules,
         tickerArn: timer.tickerArn,
-        tickerExecutions: timer.tickerExecutions,
         prometheus,
       });
       if (FUNCTION_NEEDS[name].includes("timer")) functions[name].node.addDependency(scheduleGroup);
@@ -813,7 +812,6 @@ export class RolloutController extends Construct {
     shared: {
       schedules: string;
       tickerArn: string;
-      tickerExecutions: string;
       prometheus: { workspaceArn?: string } | undefined;
     },
   ): void {
@@ -836,16 +834,10 @@ export class RolloutController extends Construct {
         StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" },
       });
       add("TimerTicker", ["states:StartExecution"], [shared.tickerArn]);
-      add("TimerTickerCancel", ["states:StopExecution"], [shared.tickerExecutions]);
       acknowledgeWildcards(
         role,
         [shared.schedules],
         "one-time schedules are created per timer key at run time; the grant is limited to the controller's schedule group",
-      );
-      acknowledgeWildcards(
-        role,
-        [shared.tickerExecutions],
-        "ticker executions are named per timer key at run time; StopExecution cancels them, limited to the ticker",
       );
     }
     if (needs.has("tokens")) {

@@ -19,8 +19,6 @@ export interface TimerNames {
   tickerName: string;
   resumeArn: string;
   tickerArn: string;
-  /** The ticker's executions (`…:execution:<ticker>:*`). */
-  tickerExecutions: string;
   groupArn: string;
   /** The group's schedules (`…:schedule/<group>/*`). */
   schedules: string;
@@ -47,12 +45,6 @@ export function timerNames(scope: Construct): TimerNames {
       service: "states",
       resource: "stateMachine",
       resourceName: tickerName,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    }),
-    tickerExecutions: stack.formatArn({
-      service: "states",
-      resource: "execution",
-      resourceName: `${tickerName}:*`,
       arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     }),
     groupArn: stack.formatArn({
@@ -98,9 +90,14 @@ export function schedulerRole(scope: Construct, names: TimerNames, deadLetters: 
 }
 
 /**
- * The ticker: delays under a minute, `{seconds, payload}` → Wait → invoke resume with `payload`.
- * A firing resume still refuses after the retries goes to the dead-letter queue (`{firing, error}`)
- * and the execution fails (`TimerFiringLost`), so the firing is kept and the failure is seen.
+ * The ticker: delays under a minute, `{seconds, payload}` → Wait → hand `payload` to resume.
+ * An Express state machine: billed per request and per GB-second (64 MB, 100 ms steps) instead of
+ * $0.025 per 1,000 transitions, so a 5 s tick costs about a tenth of a Standard one. It invokes
+ * resume asynchronously (`InvocationType: Event`), as Scheduler does, so the execution ends once
+ * Lambda has accepted the event (well within Express's 5 minutes) and the firing gets resume's own
+ * async retries and dead-letter queue (`TIMER_DELIVERY`). An invoke Lambda still refuses after the
+ * retries goes to the dead-letter queue (`{firing, error}`) and the execution fails
+ * (`TimerFiringLost`); an Express execution has no history but its log (level ALL).
  */
 export function tickerStateMachine(
   scope: Construct,
@@ -114,15 +111,19 @@ export function tickerStateMachine(
 ): sfn.StateMachine {
   const { name, resume } = options;
   const definition = {
-    Comment: "sfn-rollouts ticker: delays under a minute. Input {seconds, payload}.",
+    Comment: "sfn-rollouts ticker (Express): delays under a minute. Input {seconds, payload}.",
     StartAt: "Wait",
     States: {
       Wait: { Type: "Wait", SecondsPath: "$.seconds", Next: "Resume" },
       Resume: {
         Type: "Task",
         Resource: "arn:aws:states:::lambda:invoke",
-        Parameters: { FunctionName: "${ResumeFunctionArn}", "Payload.$": "$.payload" },
-        OutputPath: "$.Payload",
+        Parameters: {
+          FunctionName: "${ResumeFunctionArn}",
+          InvocationType: "Event",
+          "Payload.$": "$.payload",
+        },
+        ResultPath: null,
         Retry: [
           LAMBDA_SERVICE_RETRY,
           { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
@@ -143,7 +144,7 @@ export function tickerStateMachine(
       Lost: {
         Type: "Fail",
         Error: "TimerFiringLost",
-        Cause: "resume refused the firing after every retry; it is in the dead-letter queue",
+        Cause: "Lambda refused the firing's invoke after every retry; it is in the dead-letter queue",
       },
     },
   };
@@ -154,12 +155,13 @@ export function tickerStateMachine(
   });
   const ticker = new sfn.StateMachine(scope, "Ticker", {
     stateMachineName: name,
-    stateMachineType: sfn.StateMachineType.STANDARD,
+    stateMachineType: sfn.StateMachineType.EXPRESS,
     definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(definition)),
     definitionSubstitutions: {
       ResumeFunctionArn: resume.functionArn,
       DeadLetterQueueUrl: options.deadLetters.queueUrl,
     },
+    // An Express execution has no history but its log.
     logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
     tracingEnabled: true,
   });

@@ -8,6 +8,13 @@ export const PRICES = {
   region: "us-east-1",
   /** Step Functions Standard: $0.025 per 1,000 state transitions. */
   stateTransition: 0.025 / 1_000,
+  /** Step Functions Express: $1.00 per million requests (executions started). */
+  expressRequest: 1 / 1_000_000,
+  /**
+   * Step Functions Express: $0.00001667 per GB-second (the first 1,000 hours' tier), each
+   * execution's duration rounded up to 100 ms, its memory billed in 64 MB chunks.
+   */
+  expressGbSecond: 0.00001667,
   /** Lambda: $0.20 per million requests. */
   lambdaRequest: 0.2 / 1_000_000,
   /** Lambda on ARM64 (the construct's architecture, infra/functions.ts): $0.0000133334 per GB-second. */
@@ -25,12 +32,24 @@ export const PRICES = {
 /** The construct's Lambda memory (infra/functions.ts; its functions run on ARM64). */
 export const LAMBDA_MEMORY_MB = 512;
 
+/**
+ * What an Express execution of the ticker is billed for in memory: its first 64 MB chunk (the
+ * chunk holds the definition and the data of a few-kilobyte `{seconds, payload}`).
+ */
+export const EXPRESS_MEMORY_MB = 64;
+/** Express bills an execution's duration rounded up to this many milliseconds. */
+export const EXPRESS_BILLING_STEP_MS = 100;
+
 /** Billable work of one rollout, counted by the simulation. */
 export interface CostCounts {
   /** State transitions of the rollout's state machine. */
   rolloutTransitions: number;
-  /** State transitions of the ticker state machine (the Timer below a minute). */
+  /** State transitions of other Standard state machines (none: the ticker is Express). */
   tickerTransitions: number;
+  /** Executions of the ticker, an Express state machine (the Timer below a minute). */
+  tickerExecutions: number;
+  /** Their billed duration: each execution's, rounded up to 100 ms. */
+  tickerBilledMs: number;
   lambdaInvocations: number;
   /** Lambda time, each invocation rounded up to a millisecond, as billed (measured in-process). */
   lambdaMs: number;
@@ -45,7 +64,10 @@ export interface CostCounts {
 /** Dollars, by item and in total. */
 export function costOf(c: CostCounts): { total: number; items: Record<string, number> } {
   const items = {
-    stepFunctions: (c.rolloutTransitions + c.tickerTransitions) * PRICES.stateTransition,
+    stepFunctions:
+      (c.rolloutTransitions + c.tickerTransitions) * PRICES.stateTransition +
+      c.tickerExecutions * PRICES.expressRequest +
+      (c.tickerBilledMs / 1000) * (EXPRESS_MEMORY_MB / 1024) * PRICES.expressGbSecond,
     lambda:
       c.lambdaInvocations * PRICES.lambdaRequest +
       (c.lambdaMs / 1000) * (LAMBDA_MEMORY_MB / 1024) * PRICES.lambdaGbSecond,
@@ -67,6 +89,8 @@ export function waitLoopCost(c: CostCounts): { total: number; items: Record<stri
     ...c,
     rolloutTransitions: c.rolloutTransitions + 3 * c.ticks,
     tickerTransitions: 0,
+    tickerExecutions: 0,
+    tickerBilledMs: 0,
     schedulerInvocations: 0,
   });
 }

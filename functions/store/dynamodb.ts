@@ -1,3 +1,4 @@
+import { gunzipSync, gzipSync } from "node:zlib";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   DynamoDBDocumentClient,
@@ -39,6 +40,7 @@ import type {
   StoredRun,
 } from "./port.ts";
 import { type RolloutItem, type RolloutItemInput, RolloutItemSchema } from "./schema.ts";
+import { itemBytes, MAX_ITEM_BYTES } from "./size.ts";
 import { parseWith } from "./validate.ts";
 
 export interface DynamoRolloutStoreOptions {
@@ -141,6 +143,22 @@ export class DynamoRolloutStore implements RolloutStore {
     const key = { pk: rolloutPk(rollout), sk: runSk(runId) };
     const where = describeKey(key.pk, key.sk);
     const now = this.#clock.now();
+    // The run is stored compressed, but held to DynamoDB's item limit as it would be uncompressed,
+    // as the in-memory store holds it and the analysis bounds it (`bounds.ts`): the same run is
+    // refused by every store.
+    const plain = {
+      pk: key.pk,
+      sk: key.sk,
+      run: toJson(run),
+      version: expectedVersion === null ? 1 : expectedVersion + 1,
+      createdAt: now,
+      updatedAt: now,
+      rollout,
+      runId,
+      ...(options.expiresAt === undefined ? {} : { [TABLE.ttlAttribute]: options.expiresAt }),
+    };
+    const bytes = itemBytes(plain);
+    if (bytes > MAX_ITEM_BYTES) throw new ItemTooLargeError(where, bytes);
     // UpdateItem rather than PutItem so `createdAt` survives updates without a read first; still
     // one conditional single-item write.
     const condition =
@@ -165,7 +183,7 @@ export class DynamoRolloutStore implements RolloutStore {
             ...(options.expiresAt === undefined ? {} : { "#expiresAt": TABLE.ttlAttribute }),
           },
           ExpressionAttributeValues: {
-            ":run": toJson(run),
+            ":run": packRun(run),
             ":next": expectedVersion === null ? 1 : expectedVersion + 1,
             ":now": now,
             ":rollout": rollout,
@@ -378,6 +396,27 @@ function parseRollout(raw: Record<string, unknown>, key: Key): RolloutItem {
   return parseWith(RolloutItemSchema, rest, describeKey(key.pk, key.sk), "");
 }
 
+/**
+ * A run is written as its JSON, gzipped, in one binary attribute: a judged run keeps its last
+ * measurements with both versions' readings (tens of kilobytes as a map), and every tick rewrites
+ * it, so its size is most of a rollout's DynamoDB bill (write units are per KB of the item).
+ * Compressed it is about a ninth. `runItemBytes` still bounds it uncompressed, so a run that fits
+ * there fits here.
+ */
+function packRun(run: unknown): Uint8Array {
+  return gzipSync(Buffer.from(JSON.stringify(toJson(run)), "utf8"));
+}
+
+/** A run as `packRun` wrote it, or as a map (written before runs were compressed). */
+function unpackRun(value: unknown, where: string): unknown {
+  if (!(value instanceof Uint8Array)) return value;
+  try {
+    return JSON.parse(gunzipSync(value).toString("utf8")) as unknown;
+  } catch (error) {
+    throw new StoredItemInvalidError(where, `run is not gzipped JSON: ${(error as Error).message}`);
+  }
+}
+
 function parseRun<T>(raw: Record<string, unknown>, key: Key, schema: z.ZodType<T>): StoredRun<T> {
   const where = describeKey(key.pk, key.sk);
   if (
@@ -393,7 +432,7 @@ function parseRun<T>(raw: Record<string, unknown>, key: Key, schema: z.ZodType<T
   return {
     rollout: raw.rollout,
     runId: raw.runId,
-    run: parseWith(schema, raw.run, where, "run"),
+    run: parseWith(schema, unpackRun(raw.run, where), where, "run"),
     version: raw.version,
     createdAt: raw.createdAt,
     updatedAt: raw.updatedAt,

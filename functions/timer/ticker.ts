@@ -1,4 +1,4 @@
-import { type SFNClient, StartExecutionCommand, StopExecutionCommand } from "@aws-sdk/client-sfn";
+import { type SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
 import { isAwsError } from "../aws-errors.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { deriveName, EXECUTION_NAME_MAX } from "./names.ts";
@@ -12,7 +12,7 @@ import {
 
 export interface TickerTimerOptions {
   client: SFNClient;
-  /** The ticker state machine: `Wait` (`SecondsPath: $.seconds`) then invoke `resume` with `$.payload`. */
+  /** The ticker (Express) state machine: `Wait` (`SecondsPath: $.seconds`) then invoke `resume` with `$.payload`. */
   stateMachineArn: string;
   clock?: Clock;
 }
@@ -25,9 +25,15 @@ export interface TickerInput {
 
 /**
  * Timer for delays under a minute, which EventBridge Scheduler cannot honour (60 s precision): a
- * tiny Standard state machine whose `Wait` state sleeps `seconds` and then invokes `resume`.
- * The execution is named after the key, so scheduling a key twice hits `ExecutionAlreadyExists`:
- * a no-op. `cancel` stops that execution.
+ * tiny Express state machine whose `Wait` state sleeps `seconds` and then invokes `resume`
+ * asynchronously. The execution is named after the key, but an asynchronous Express execution is
+ * at-least-once and its name is not unique: scheduling a key twice may start two executions, and
+ * resume receives the firing twice. It already must take that (Scheduler and Lambda's async
+ * retries deliver at least once too): every firing names its owner, and a tick, a pause or a
+ * scale-down done once is refused the second time. (`ExecutionAlreadyExists`, which an Express
+ * state machine does not answer, is still taken as already scheduled.) An Express execution
+ * cannot be stopped: `cancel` does nothing, and the firing, when it comes, is refused by resume
+ * for the same reason (docs/state.md, "The Timer").
  */
 export class TickerTimer implements Timer {
   readonly #options: TickerTimerOptions;
@@ -61,20 +67,8 @@ export class TickerTimer implements Timer {
     }
   }
 
-  async cancel(key: string): Promise<void> {
-    try {
-      await this.#options.client.send(
-        new StopExecutionCommand({
-          executionArn: executionArnFor(this.#options.stateMachineArn, tickerExecutionName(key)),
-          error: "TimerCancelled",
-          cause: `timer key ${key} cancelled`,
-        }),
-      );
-    } catch (error) {
-      if (isAwsError(error, "ExecutionDoesNotExist")) return;
-      throw new TimerError("StopExecution of the ticker failed", key, { cause: error });
-    }
-  }
+  /** An Express execution cannot be stopped (`StopExecution` refuses one): nothing to do. */
+  async cancel(_key: string): Promise<void> {}
 }
 
 /** The ticker execution name for a key: deterministic, `[A-Za-z0-9_-]`, ≤ 80 characters. */

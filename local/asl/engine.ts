@@ -117,6 +117,11 @@ const START_EXECUTION_SYNC2 = "arn:aws:states:::states:startExecution.sync:2";
  */
 export class LocalStepFunctions {
   readonly tokens: TaskTokenRegistry;
+  /**
+   * Asynchronous invocations (`lambda:invoke` with `InvocationType: Event`) whose function threw:
+   * on AWS, Lambda's own retries and the function's on-failure destination take them.
+   */
+  readonly asyncInvokeFailures: Array<{ functionName: string; error: LambdaErrorPayload }> = [];
   readonly #sleeper: Sleeper;
   readonly #invoke: InvokeFunction;
   readonly #activity: Activity;
@@ -549,8 +554,19 @@ export class LocalStepFunctions {
     issued: string | undefined,
   ): Promise<unknown> {
     const resource = info.resource ?? "";
-    const parameters = (input ?? {}) as { FunctionName?: unknown; Payload?: unknown };
-    let call: { functionName: string; payload: unknown; wrap: boolean; token: boolean; resource: string };
+    const parameters = (input ?? {}) as {
+      FunctionName?: unknown;
+      Payload?: unknown;
+      InvocationType?: unknown;
+    };
+    let call: {
+      functionName: string;
+      payload: unknown;
+      wrap: boolean;
+      token: boolean;
+      resource: string;
+      event?: boolean;
+    };
     if (resource === LAMBDA_INVOKE || resource === LAMBDA_INVOKE_TOKEN) {
       const token = resource === LAMBDA_INVOKE_TOKEN;
       call = {
@@ -559,6 +575,7 @@ export class LocalStepFunctions {
         wrap: !token,
         token,
         resource: token ? "invoke.waitForTaskToken" : "invoke",
+        ...(!token && parameters.InvocationType === "Event" ? { event: true } : {}),
       };
     } else if (resource.startsWith("arn:aws:lambda:")) {
       call = { functionName: resource, payload: input, wrap: false, token: false, resource };
@@ -702,9 +719,17 @@ export class LocalStepFunctions {
 
   async #work(
     execution: Execution,
-    call: { functionName: string; payload: unknown; wrap: boolean; resource: string },
+    call: { functionName: string; payload: unknown; wrap: boolean; resource: string; event?: boolean },
     token: string | undefined,
   ): Promise<unknown> {
+    if (call.event === true) {
+      // Lambda accepts the event (202) and runs the function on its own; the task ends at once.
+      void this.#invoke(call.functionName, call.payload).then((outcome) => {
+        if (!outcome.ok)
+          this.asyncInvokeFailures.push({ functionName: call.functionName, error: outcome.error });
+      });
+      return { ...invokeResponse(""), StatusCode: 202 };
+    }
     const outcome = await this.#invoke(call.functionName, call.payload);
     if (!outcome.ok) throw lambdaTaskFailure(outcome.error);
     if (token === undefined) return call.wrap ? invokeResponse(outcome.payload) : outcome.payload;

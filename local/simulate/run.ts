@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { costOf, waitLoopCost } from "../../cli/simulate/cost.ts";
+import { costOf, EXPRESS_BILLING_STEP_MS, waitLoopCost } from "../../cli/simulate/cost.ts";
 import { formatPlan } from "../../cli/simulate/plan.ts";
 import {
   type RunCounts,
@@ -616,6 +616,8 @@ function rowOf(
   const counts: RunCounts = {
     rolloutTransitions: transitions.rollout,
     tickerTransitions: transitions.other,
+    tickerExecutions: transitions.express,
+    tickerBilledMs: transitions.expressBilledMs,
     lambdaInvocations: Object.values(byHandler).reduce((a, b) => a + (b ?? 0), 0),
     lambdaMs: run.meter.lambdaMs,
     ticks: byHandler.resume ?? 0,
@@ -648,12 +650,25 @@ function executionsOf(stack: EmbeddedStack): string[] {
     .map((e) => e.executionArn);
 }
 
-/** State transitions of the executions started since `before`: the rollout's and the others (the ticker's). */
-function stateTransitions(stack: EmbeddedStack, before: Set<string>): { rollout: number; other: number } {
-  const out = { rollout: 0, other: 0 };
+/**
+ * What the executions started since `before` are billed for: the state transitions of the
+ * rollout's and of any other Standard state machine; an Express state machine's (the ticker's)
+ * executions and their duration in virtual time, each rounded up to Express's 100 ms.
+ */
+function stateTransitions(
+  stack: EmbeddedStack,
+  before: Set<string>,
+): { rollout: number; other: number; express: number; expressBilledMs: number } {
+  const out = { rollout: 0, other: 0, express: 0, expressBilledMs: 0 };
   for (const machine of stack.runtime.sfn.listStateMachines()) {
     for (const execution of stack.runtime.sfn.listExecutions({ stateMachineArn: machine.stateMachineArn })) {
       if (before.has(execution.executionArn)) continue;
+      if (machine.type === "EXPRESS") {
+        const ms = (execution.stopDate ?? stack.runtime.clock.now()) - execution.startDate;
+        out.express++;
+        out.expressBilledMs += Math.max(1, Math.ceil(ms / EXPRESS_BILLING_STEP_MS)) * EXPRESS_BILLING_STEP_MS;
+        continue;
+      }
       const n = stack.runtime.sfn
         .getExecutionHistory(execution.executionArn)
         .filter((e) => e.type.endsWith("StateEntered")).length;

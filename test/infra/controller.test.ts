@@ -393,7 +393,7 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
     });
   });
 
-  it("builds the ticker: Wait SecondsPath $.seconds, then invoke resume with $.payload", () => {
+  it("builds the ticker: an Express Wait SecondsPath $.seconds, then invoke resume asynchronously with $.payload", () => {
     const [ticker] = Object.values(
       template.findResources("AWS::StepFunctions::StateMachine", {
         Properties: { StateMachineName: Match.stringLikeRegexp("-ticker$") },
@@ -402,14 +402,23 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
     const definition = JSON.parse(flat(ticker?.Properties.DefinitionString));
     expect(definition.StartAt).toBe("Wait");
     expect(definition.States.Wait).toEqual({ Type: "Wait", SecondsPath: "$.seconds", Next: "Resume" });
+    expect(ticker?.Properties.StateMachineType).toBe("EXPRESS");
     expect(definition.States.Resume.Parameters).toEqual({
       FunctionName: "${ResumeFunctionArn}",
+      InvocationType: "Event",
       "Payload.$": "$.payload",
     });
     expect(flat(ticker?.Properties.DefinitionSubstitutions.ResumeFunctionArn)).toMatch(
       /^<ControllerResume[0-9A-F]{8}\.Arn>$/,
     );
     expect(ticker?.Properties.LoggingConfiguration.Level).toBe("ALL");
+    // An Express execution cannot be stopped: no function is granted StopExecution on the ticker.
+    for (const role of Object.keys(template.findResources("AWS::IAM::Role"))) {
+      for (const statement of statementsOfRole(template, role)) {
+        if (actionsOf(statement).includes("states:StopExecution"))
+          expect(resourcesOf(statement).join(" ")).not.toMatch(/ticker/);
+      }
+    }
   });
 
   it("keeps what the Timer and the trigger could not deliver in encrypted dead-letter queues, with an alarm each", () => {

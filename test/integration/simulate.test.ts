@@ -69,6 +69,12 @@ describe("rollouts simulate", () => {
     // What ran: the workflow's transitions and Lambdas, and the template's queries.
     expect(own?.counts.providerQueries).toBe(1);
     expect(own?.counts.rolloutTransitions).toBeGreaterThan(5);
+    // The ticker is Express: its executions and their duration are billed (each in whole 100 ms
+    // steps, at least one), no transitions.
+    expect(own?.counts.tickerTransitions).toBe(0);
+    expect(own?.counts.tickerExecutions).toBeGreaterThanOrEqual(own?.counts.ticks ?? 1);
+    expect((own?.counts.tickerBilledMs ?? 0) % 100).toBe(0);
+    expect(own?.counts.tickerBilledMs).toBeGreaterThanOrEqual(100 * (own?.counts.tickerExecutions ?? 1));
     expect(own?.counts.dynamoWriteUnits).toBeGreaterThan(0);
     expect(own?.cost.total).toBeGreaterThan(0);
     expect(own?.counts.byHandler).toMatchObject({ setWeight: 1, startAnalysis: 1, abort: 1 });

@@ -144,6 +144,49 @@ describe("DynamoRolloutStore calls", () => {
     expect(input?.UpdateExpression).toContain("if_not_exists(#createdAt, :now)");
   });
 
+  it("writes a run as gzipped JSON in one binary attribute, and reads that or a run stored as a map", async () => {
+    const big = { phase: "Running", readings: Array.from({ length: 500 }, (_, i) => ({ i, v: i / 7 })) };
+    doc.on(UpdateCommand).callsFake((input: { ExpressionAttributeValues: Record<string, unknown> }) => ({
+      Attributes: {
+        rollout: "web",
+        runId: "r1",
+        run: input.ExpressionAttributeValues[":run"],
+        version: 1,
+        createdAt: T0,
+        updatedAt: T0,
+      },
+    }));
+    const saved = await store().saveRun("web", "r1", big, null);
+    expect(saved.run).toEqual(big);
+    const packed = doc.commandCalls(UpdateCommand)[0]?.args[0].input.ExpressionAttributeValues?.[":run"];
+    expect(packed).toBeInstanceOf(Uint8Array);
+    expect((packed as Uint8Array).length).toBeLessThan(JSON.stringify(big).length / 3);
+    // A run written before runs were compressed is a map, read as it is.
+    doc.on(GetCommand).resolves({
+      Item: {
+        rollout: "web",
+        runId: "r0",
+        run: { phase: "Successful" },
+        version: 4,
+        createdAt: 1,
+        updatedAt: 2,
+      },
+    });
+    expect((await store().getRun("web", "r0", z.unknown()))?.run).toEqual({ phase: "Successful" });
+    // Bytes that are not gzipped JSON are an invalid item, named.
+    doc.on(GetCommand).resolves({
+      Item: {
+        rollout: "web",
+        runId: "r0",
+        run: new Uint8Array([1, 2, 3]),
+        version: 4,
+        createdAt: 1,
+        updatedAt: 2,
+      },
+    });
+    await expect(store().getRun("web", "r0", z.unknown())).rejects.toBeInstanceOf(StoredItemInvalidError);
+  });
+
   it("writes measurements with the TTL attribute in epoch seconds and attribute_not_exists", async () => {
     doc.on(PutCommand).resolves({});
     await store().putMeasurement({
