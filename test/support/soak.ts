@@ -100,7 +100,7 @@ function soakSpec(name: string, script: Script): RolloutSpec {
         interval: 30,
         initialDelay: 0,
         count: 4,
-        failureLimit: 1,
+        failureLimit: 2,
         successCondition: "result[0] >= 0.95",
       }),
     );
@@ -205,10 +205,21 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   ];
   for (const role of roles)
     functions[role] = { handler: plan.handler(role, handlerFactories[role](handlerDeps)) };
+  // The Timer's target is invoked asynchronously: Lambda tries a failed event twice more, 1 and 2
+  // minutes later, before it gives up on it.
   const deliver = async (firing: TimerFiring) => {
-    const outcome = await runtime.lambda.invoke(localFunctionArn("resume"), firing);
-    if (!outcome.ok)
-      resumeErrors.push(`${firing.key}: ${outcome.error.errorType}: ${outcome.error.errorMessage}`);
+    const retry = /^soak-async-retry-(\d)\//.exec(firing.key);
+    const attempt = retry ? Number(retry[1]) : 0;
+    const original = retry ? (firing.payload as TimerFiring) : firing;
+    const outcome = await runtime.lambda.invoke(localFunctionArn("resume"), original);
+    if (outcome.ok) return;
+    resumeErrors.push(`${original.key}: ${outcome.error.errorType}: ${outcome.error.errorMessage}`);
+    if (attempt < 2)
+      await runtime.timer.schedule({
+        key: `soak-async-retry-${attempt + 1}/${original.key}`,
+        at: clock.now() + (attempt + 1) * 60_000,
+        payload: original,
+      });
   };
   runtime = await startRuntime({
     clock,
