@@ -19,6 +19,7 @@ const FULL = [
   "test/infra/bundle.test.ts",
   "test/infra/cfn-lint.test.ts",
   "test/statemachine/fuzz-full.test.ts",
+  "test/soak/soak.test.ts",
 ];
 
 /**

@@ -8,7 +8,7 @@ import { type ExecutionDescription, LocalStepFunctions } from "./asl/engine.ts";
 import { type ExtractedRule, type ExtractedStack, extractFunctionUrls, extractStack } from "./asl/extract.ts";
 import { localFunctionArn, localStateMachineArn } from "./asl/intrinsics.ts";
 import { TimerSleeper } from "./asl/sleeper.ts";
-import { type Facade, startFacade } from "./aws/facade.ts";
+import { type Facade, type FacadeInterceptor, startFacade } from "./aws/facade.ts";
 import { type LambdaHandler, LocalLambda } from "./aws/lambda.ts";
 import { functionUrlRefs, type RunningFunctionUrl, startFunctionUrls } from "./aws/lambda-urls.ts";
 import { LocalSageMaker } from "./aws/sagemaker.ts";
@@ -70,6 +70,8 @@ export interface StartRuntimeOptions {
   sagemaker?: { updateSeconds?: number; images?: Record<string, string> };
   /** Receives timer firings that are neither engine sleeps nor schedules (the handlers' own timer use). */
   onTimerFiring?: FiringHandler;
+  /** Sees every call to the AWS API façade and may refuse it (fault injection, request counts). */
+  intercept?: FacadeInterceptor;
 }
 
 /** A running embedded runtime. */
@@ -145,7 +147,11 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
   installScopedEnv();
   let facade: Facade;
   try {
-    facade = await startFacade({ ...services, sagemaker });
+    facade = await startFacade({
+      ...services,
+      sagemaker,
+      ...(options.intercept ? { intercept: options.intercept } : {}),
+    });
   } catch (error) {
     uninstallScopedEnv();
     throw error;

@@ -60,6 +60,32 @@ export const LAMBDA_SERVICE_RETRY = {
   JitterStrategy: "FULL",
 };
 
+/**
+ * Errors of a function that failed for a passing reason and did nothing it cannot do again: AWS
+ * throttled a call past the SDK's own retries (the store, the Timer, task tokens, lifecycle events
+ * name their adapter's error), or the function's process died or ran out of time. Every function
+ * resumes from what it recorded (docs/state.md), so a Task retries them with jittered back-off,
+ * waits included (a wait's retry stores a new token). The SDK retries a throttled call 3 times
+ * inside one attempt; this retries the attempt: see docs/architecture.md "Retries".
+ */
+export const HANDLER_FAULT_ERRORS = [
+  "StoreUnavailableError",
+  "TimerError",
+  "TaskTokenError",
+  "EventPublishError",
+  "Runtime.ExitError",
+  "Sandbox.Timedout",
+];
+
+/** The retrier of {@link HANDLER_FAULT_ERRORS}: 1, 2, 4, 8, 16, 32 s at most, each jittered. */
+export const HANDLER_FAULT_RETRY = {
+  ErrorEquals: HANDLER_FAULT_ERRORS,
+  IntervalSeconds: 1,
+  MaxAttempts: 6,
+  BackoffRate: 2,
+  JitterStrategy: "FULL",
+};
+
 /** Seconds between two readiness checks of a target with pods. */
 export const READY_POLL_SECONDS = 10;
 /** Seconds a timed wait may overrun before the workflow gives up on its timer. */
@@ -335,6 +361,7 @@ class DefinitionBuilder {
       Retry: [
         { ErrorEquals: [EXECUTION_SUPERSEDED], MaxAttempts: 0 },
         LAMBDA_SERVICE_RETRY,
+        HANDLER_FAULT_RETRY,
         { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 3, BackoffRate: 2 },
       ],
       Catch: [
@@ -562,6 +589,7 @@ class DefinitionBuilder {
       Retry: [
         { ErrorEquals: [ROLLOUT_ABORTED, EXECUTION_SUPERSEDED, PAUSE_REQUESTED], MaxAttempts: 0 },
         LAMBDA_SERVICE_RETRY,
+        HANDLER_FAULT_RETRY,
         { ErrorEquals: ["States.ALL"], IntervalSeconds: 2, MaxAttempts: 2, BackoffRate: 2 },
       ],
       Catch: this.#catchers(),
@@ -578,7 +606,7 @@ class DefinitionBuilder {
       Parameters: { FunctionName: fn(role), Payload: { ...body, "taskToken.$": "$$.Task.Token" } },
       ResultPath: "$.last",
       ...(timeout !== undefined ? { TimeoutSeconds: Math.ceil(timeout) } : {}),
-      Retry: [LAMBDA_SERVICE_RETRY],
+      Retry: [LAMBDA_SERVICE_RETRY, HANDLER_FAULT_RETRY],
       Catch: this.#catchers(),
       Next: next,
     };

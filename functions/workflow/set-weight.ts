@@ -97,9 +97,12 @@ async function applyWeight(
 ): Promise<Applied | Drifted> {
   const approved = item.drift !== null && item.drift.step === payload.stepIndex && item.drift.approved;
   const ignore = payload.onDrift === "ignore";
-  const change = await router.setWeight(item.targetState as TargetState, weight, {
-    overwriteDrift: approved || ignore,
-  });
+  const state = item.targetState as TargetState;
+  let change = await router.setWeight(state, weight, { overwriteDrift: approved || ignore });
+  // The weights already are this step's: an earlier attempt of it changed them and failed before
+  // recording it (a throttled write, a crash). That is this rollout's own change, not drift.
+  if (change.outcome === "drift" && change.weights.canary === weight)
+    change = await router.setWeight(state, weight, { overwriteDrift: true });
   if (change.outcome === "drift") return { drift: change };
   return {
     next: change.state,

@@ -30,7 +30,21 @@ export interface FacadeServices {
   sagemaker?: LocalSageMaker;
   /** Requests count as activity, so virtual time never moves while one is being answered. */
   activity?: Activity;
+  /** Sees every request before it is answered, and may answer it with an error instead. */
+  intercept?: FacadeInterceptor;
 }
+
+/** One call to the façade: the API (`AWSStepFunctions`, `AWSEvents`, `Lambda`, `Scheduler`, `SageMaker`) and its operation. */
+export interface FacadeCall {
+  api: string;
+  operation: string;
+}
+
+/**
+ * Counts or refuses a call: an `AwsApiError` returned is the answer (a `ThrottlingException`
+ * injected by a soak test, say), in the protocol of the call's API; `undefined` lets it through.
+ */
+export type FacadeInterceptor = (call: FacadeCall) => AwsApiError | undefined;
 
 /** A running façade. */
 export interface Facade {
@@ -143,6 +157,21 @@ function signedRegion(request: IncomingMessage): string | undefined {
   return match?.[1];
 }
 
+/** The API and operation a request calls, as the interceptor sees it. */
+function callOf(request: IncomingMessage, url: URL): FacadeCall {
+  const target = request.headers["x-amz-target"];
+  if (typeof target === "string") {
+    const [api = "", operation = ""] = target.split(".");
+    return { api, operation };
+  }
+  if (INVOKE_PATH.test(url.pathname)) return { api: "Lambda", operation: "Invoke" };
+  if (INVOKE_ENDPOINT_PATH.test(url.pathname))
+    return { api: "SageMakerRuntime", operation: "InvokeEndpoint" };
+  const method = request.method ?? "GET";
+  const verb: Record<string, string> = { POST: "Create", PUT: "Update", GET: "Get", DELETE: "Delete" };
+  return { api: "Scheduler", operation: `${Object.hasOwn(verb, method) ? verb[method] : method}Schedule` };
+}
+
 async function route(
   services: FacadeServices,
   request: IncomingMessage,
@@ -150,6 +179,8 @@ async function route(
 ): Promise<void> {
   const body = await readBody(request);
   const url = new URL(request.url ?? "/", "http://127.0.0.1");
+  const refused = services.intercept?.(callOf(request, url));
+  if (refused !== undefined) throw refused;
   const parse = <T extends z.ZodType>(schema: T): z.infer<T> => parseJson(schema, body);
   const target = request.headers["x-amz-target"];
   if (typeof target === "string") {

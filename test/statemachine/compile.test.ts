@@ -1,7 +1,7 @@
 import { expectGolden } from "@sfn-rollouts/test-support/golden";
 import validator from "asl-validator";
 import { describe, expect, it } from "vitest";
-import { FUNCTION_PLACEHOLDERS, stepStateName } from "../../statemachine/compile.ts";
+import { FUNCTION_PLACEHOLDERS, HANDLER_FAULT_ERRORS, stepStateName } from "../../statemachine/compile.ts";
 import {
   compile,
   loadRollout,
@@ -292,7 +292,7 @@ spec:
     expect(s.Aborted).toMatchObject({ Type: "Fail", Error: "RolloutAborted" });
   });
 
-  it("never retries an abort or a hold, and never re-invokes a wait on anything but Lambda service errors", async () => {
+  it("never retries an abort or a hold, and re-invokes a wait only on Lambda service errors and a handler's passing faults", async () => {
     const s = states(compile(await seed()));
     expect(
       (s["Step01-SetWeight-25"]!.Retry as Array<{ ErrorEquals: string[]; MaxAttempts: number }>)[0],
@@ -301,6 +301,11 @@ spec:
       MaxAttempts: 0,
     });
     const waitRetry = s["Step02-Analysis"]?.Retry as Array<{ ErrorEquals: string[] }>;
-    expect(waitRetry.flatMap((r) => r.ErrorEquals).every((e) => e.startsWith("Lambda."))).toBe(true);
+    const passing = new Set(HANDLER_FAULT_ERRORS);
+    const retried = waitRetry.flatMap((r) => r.ErrorEquals);
+    expect(retried.every((e) => e.startsWith("Lambda.") || passing.has(e))).toBe(true);
+    expect(retried).toContain("StoreUnavailableError");
+    expect(retried).not.toContain("States.ALL");
+    expect(retried).not.toContain("RolloutAborted");
   });
 });

@@ -1,0 +1,238 @@
+import { mulberry32, type Prng } from "../../functions/judges/simulate.ts";
+import type { MetricProvider, ProviderResult } from "../../functions/metrics/port.ts";
+import { StoreUnavailableError } from "../../functions/store/errors.ts";
+import type { RolloutStore } from "../../functions/store/port.ts";
+import type { FiringHandler, InProcessTimer } from "../../functions/timer/in-process.ts";
+import { type Timer, TimerError } from "../../functions/timer/port.ts";
+import type { FacadeInterceptor } from "../../local/aws/facade.ts";
+import type { LambdaHandler } from "../../local/aws/lambda.ts";
+import { AwsApiError } from "../../local/aws/protocol.ts";
+
+/**
+ * The faults a soak injects, each at the rate given for it, drawn from one seeded generator so a
+ * run repeats exactly. Where each one enters:
+ *
+ * - `throttle-sfn`, `throttle-events`: the façade answers a Step Functions or EventBridge call with
+ *   `ThrottlingException` (HTTP 400, the AWS JSON protocol), so the SDK client retries it as it
+ *   does on AWS and the adapter sees what is left.
+ * - `throttle-dynamodb`: a store call fails as the DynamoDB adapter fails once the SDK's own
+ *   retries are spent: `StoreUnavailableError` caused by `ProvisionedThroughputExceededException`.
+ * - `throttle-scheduler`: a Timer call fails as the Scheduler adapter fails after the SDK's
+ *   retries: `TimerError` caused by `ThrottlingException`.
+ * - `throttle-lambda`: the Lambda service refuses a Task's invoke (`Lambda.TooManyRequestsException`).
+ * - `crash-before`, `crash-after`, `timeout-after`: a function's process dies before it runs
+ *   (`Runtime.ExitError`), or after its writes (`Runtime.ExitError`, `Sandbox.Timedout`): its
+ *   result is lost and Step Functions sees the error.
+ * - `timer-duplicate`, `timer-late`: a Timer firing is delivered twice, or 90 s late.
+ * - `provider-5xx`, `provider-timeout`, `provider-nan`: a metric query answers HTTP 503, times
+ *   out, or returns NaN.
+ * - `race`: another writer updates the rollout item (same content, next version) just before a
+ *   conditional write, so the write loses a real race.
+ */
+export const FAULT_KINDS = [
+  "throttle-sfn",
+  "throttle-events",
+  "throttle-dynamodb",
+  "throttle-scheduler",
+  "throttle-lambda",
+  "crash-before",
+  "crash-after",
+  "timeout-after",
+  "timer-duplicate",
+  "timer-late",
+  "provider-5xx",
+  "provider-timeout",
+  "provider-nan",
+  "race",
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** How late a `timer-late` firing is delivered. */
+export const LATE_FIRING_MS = 90_000;
+
+/** Reads `--faults` style text: `all`, `none`, or kinds separated by commas; refuses an unknown kind by name. */
+export function parseFaultKinds(text: string): FaultKind[] {
+  const trimmed = text.trim();
+  if (trimmed === "all") return [...FAULT_KINDS];
+  if (trimmed === "none" || trimmed === "") return [];
+  const known = new Set<string>(FAULT_KINDS);
+  return trimmed.split(",").map((raw) => {
+    const kind = raw.trim();
+    if (!known.has(kind))
+      throw new RangeError(`unknown fault kind "${kind}" (known: ${FAULT_KINDS.join(", ")})`);
+    return kind as FaultKind;
+  });
+}
+
+/** One injected fault, where and when (virtual ms). */
+export interface InjectedFault {
+  kind: FaultKind;
+  where: string;
+  at: number;
+}
+
+/** Draws faults at `rate` for the enabled kinds, counts calls per API, and records every fault. */
+export class FaultPlan {
+  readonly #random: Prng;
+  readonly #enabled: Set<FaultKind>;
+  readonly injected: InjectedFault[] = [];
+  /** Calls per API operation (`AWSStepFunctions.SendTaskSuccess`, `DynamoDB.save`, …). */
+  readonly calls = new Map<string, number>();
+
+  constructor(
+    readonly options: { seed: number; rate: number; kinds: readonly FaultKind[]; now: () => number },
+  ) {
+    if (!(options.rate >= 0 && options.rate <= 1))
+      throw new RangeError(`fault rate must be in [0, 1], got ${options.rate}`);
+    this.#random = mulberry32(options.seed);
+    this.#enabled = new Set(options.kinds);
+  }
+
+  count(api: string): void {
+    this.calls.set(api, (this.calls.get(api) ?? 0) + 1);
+  }
+
+  /** Whether to inject `kind` at `where` now (always draws, so enabling a kind shifts nothing else). */
+  draw(kind: FaultKind, where: string): boolean {
+    const hit = this.#random() < this.options.rate;
+    if (!hit || !this.#enabled.has(kind)) return false;
+    this.injected.push({ kind, where, at: this.options.now() });
+    return true;
+  }
+
+  /** The façade's interceptor: counts every call, throttles Step Functions and EventBridge calls. */
+  interceptor(): FacadeInterceptor {
+    return ({ api, operation }) => {
+      const name = `${api}.${operation}`;
+      this.count(name);
+      const kind =
+        api === "AWSStepFunctions" ? "throttle-sfn" : api === "AWSEvents" ? "throttle-events" : undefined;
+      if (kind !== undefined && this.draw(kind, name))
+        return new AwsApiError("ThrottlingException", "Rate exceeded", 400);
+      return undefined;
+    };
+  }
+
+  /** The store, failing as DynamoDB does when throttled, and losing races on writes. */
+  store(inner: RolloutStore): RolloutStore {
+    const throttled = (operation: string, key: string) => {
+      const cause = new Error("The level of configured provisioned throughput for the table was exceeded.");
+      cause.name = "ProvisionedThroughputExceededException";
+      return new StoreUnavailableError(operation, key, { cause });
+    };
+    const guard = <T>(operation: string, key: string, call: () => Promise<T>): Promise<T> => {
+      this.count(`DynamoDB.${operation}`);
+      if (this.draw("throttle-dynamodb", `DynamoDB.${operation} ${key}`))
+        return Promise.reject(throttled(operation, key));
+      return call();
+    };
+    return {
+      get: (name, options) => guard("GetItem", name, () => inner.get(name, options)),
+      list: () => guard("Query", "rollouts", () => inner.list()),
+      save: (item, expectedVersion) =>
+        guard("PutItem", item.name, async () => {
+          if (expectedVersion !== null && this.draw("race", `DynamoDB.PutItem ${item.name}`)) {
+            const current = await inner.get(item.name);
+            if (current !== undefined) await inner.save(current, current.version);
+          }
+          return inner.save(item, expectedVersion);
+        }),
+      getRun: (rollout, runId, schema) =>
+        guard("GetItem", `${rollout}/${runId}`, () => inner.getRun(rollout, runId, schema)),
+      saveRun: (rollout, runId, run, expectedVersion, options) =>
+        guard("PutItem", `${rollout}/${runId}`, () =>
+          inner.saveRun(rollout, runId, run, expectedVersion, options),
+        ),
+      listRuns: (rollout, schema, options) =>
+        guard("Query", `${rollout}/runs`, () => inner.listRuns(rollout, schema, options)),
+      putMeasurement: (input) =>
+        guard("PutItem", `${input.rollout}/${input.runId}/${input.measurementId}`, () =>
+          inner.putMeasurement(input),
+        ),
+      listMeasurements: (rollout, runId, schema, options) =>
+        guard("Query", `${rollout}/${runId}/measurements`, () =>
+          inner.listMeasurements(rollout, runId, schema, options),
+        ),
+    };
+  }
+
+  /** The Timer, failing as the Scheduler adapter does when throttled. */
+  timer(inner: Timer): Timer {
+    const throttled = (operation: string, key: string) => {
+      const cause = new Error("Rate exceeded");
+      cause.name = "ThrottlingException";
+      return new TimerError(`${operation} failed`, key, { cause });
+    };
+    return {
+      schedule: async (request) => {
+        this.count("Scheduler.CreateSchedule");
+        if (this.draw("throttle-scheduler", `Scheduler.CreateSchedule ${request.key}`))
+          throw throttled("CreateSchedule", request.key);
+        return inner.schedule(request);
+      },
+      cancel: async (key) => {
+        this.count("Scheduler.DeleteSchedule");
+        if (this.draw("throttle-scheduler", `Scheduler.DeleteSchedule ${key}`))
+          throw throttled("DeleteSchedule", key);
+        return inner.cancel(key);
+      },
+    };
+  }
+
+  /** A function's handler, refused by the Lambda service, crashing or timing out around its work. */
+  handler(name: string, inner: LambdaHandler): LambdaHandler {
+    const fail = (errorName: string, message: string) => {
+      const error = new Error(message);
+      error.name = errorName;
+      return error;
+    };
+    return async (event, context) => {
+      this.count(`Lambda.Invoke ${name}`);
+      if (this.draw("throttle-lambda", name)) throw fail("Lambda.TooManyRequestsException", "Rate Exceeded.");
+      if (this.draw("crash-before", name))
+        throw fail("Runtime.ExitError", "RequestId: local Error: Runtime exited with error: signal: killed");
+      const result = await inner(event, context);
+      if (this.draw("crash-after", name))
+        throw fail("Runtime.ExitError", "RequestId: local Error: Runtime exited with error: signal: killed");
+      if (this.draw("timeout-after", name))
+        throw fail("Sandbox.Timedout", "Task timed out after 60.00 seconds");
+      return result;
+    };
+  }
+
+  /** Timer firings delivered twice, or late (rescheduled on `timer` under a new key). */
+  firings(timer: InProcessTimer, deliver: FiringHandler): FiringHandler {
+    const LATE = "soak-late/";
+    return async (firing) => {
+      if (firing.key.startsWith(LATE)) {
+        await deliver(firing.payload as Parameters<FiringHandler>[0]);
+        return;
+      }
+      if (this.draw("timer-late", firing.key)) {
+        await timer.schedule({
+          key: `${LATE}${firing.key}`,
+          at: this.options.now() + LATE_FIRING_MS,
+          payload: firing,
+        });
+        return;
+      }
+      await deliver(firing);
+      if (this.draw("timer-duplicate", firing.key)) await deliver(firing);
+    };
+  }
+
+  /** A provider answering 503, timing out or returning NaN at the plan's rate. */
+  provider(inner: MetricProvider): MetricProvider {
+    return {
+      measure: async (metric, ctx): Promise<ProviderResult> => {
+        this.count("Provider.query");
+        if (this.draw("provider-5xx", metric.name))
+          return { ok: false, message: "HTTP 503 Service Unavailable: upstream overloaded" };
+        if (this.draw("provider-timeout", metric.name))
+          return { ok: false, message: "query timed out after 10000 ms" };
+        if (this.draw("provider-nan", metric.name)) return { ok: true, result: [Number.NaN], value: "[NaN]" };
+        return inner.measure(metric, ctx);
+      },
+    };
+  }
+}

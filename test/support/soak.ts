@@ -1,0 +1,451 @@
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { SFNClient } from "@aws-sdk/client-sfn";
+import { SfnTaskTokens } from "../../functions/abort/task-tokens.ts";
+import { clientConfig } from "../../functions/aws-clients.ts";
+import { ManualClock } from "../../functions/clock.ts";
+import { EventBridgePublisher } from "../../functions/events/eventbridge.ts";
+import type { MetricProvider } from "../../functions/metrics/port.ts";
+import { MemoryRolloutStore } from "../../functions/store/memory.ts";
+import type { RolloutItem } from "../../functions/store/schema.ts";
+import type { TimerFiring } from "../../functions/timer/port.ts";
+import { SfnExecutions } from "../../functions/trigger/executions.ts";
+import {
+  type RolloutTriggerOutcome,
+  startRollout,
+  type TriggerDeps,
+} from "../../functions/trigger/start-rollout.ts";
+import type { WorkflowDeps } from "../../functions/workflow/deps.ts";
+import { RecordingMetricsSink } from "../../functions/workflow/metrics.ts";
+import { abortRollout, type OperateDeps, promoteRollout } from "../../functions/workflow/operate.ts";
+import { localFunctionArn } from "../../local/asl/intrinsics.ts";
+import { type HandlerDeps, handlerFactories } from "../../local/handler-factories.ts";
+import { type Runtime, type RuntimeFunction, startRuntime } from "../../local/runtime.ts";
+import { FUNCTION_PLACEHOLDERS } from "../../statemachine/compile.ts";
+import { compile, type RolloutSpec, RolloutSpecSchema, type Step } from "../../statemachine/index.ts";
+import { ecrPush } from "./ecr.ts";
+import { functionSubstitutions, T0 } from "./embedded-rollout.ts";
+import { digest } from "./fake-rollout.ts";
+import { analysisSpec, metric } from "./rollout-spec.ts";
+import { type FaultKind, FaultPlan } from "./soak-faults.ts";
+import { FakeTraffic } from "./traffic.ts";
+
+/**
+ * What a rollout of the soak is pushed and told, and so how it must end:
+ * - `good`: a canary with threshold analyses, v2 pushed and healthy → v2 promoted;
+ * - `bad`: the same canary, v2 failing its analysis → aborted, v1 stays;
+ * - `superseded`: v2 pushed, then v3 during v2's first analysis → v2's execution superseded, v3 promoted;
+ * - `promoted`: a canary with an indefinite pause that `rollouts promote` ends → v2 promoted;
+ * - `aborted`: the same canary, stopped at its pause by `rollouts abort` → aborted, v1 stays;
+ * - `blue-green`: preview, an analysis of the preview, then the switch → v2 promoted.
+ */
+export const SCRIPTS = ["good", "bad", "superseded", "promoted", "aborted", "blue-green"] as const;
+export type Script = (typeof SCRIPTS)[number];
+
+/** The version whose metrics fail. */
+const BAD_VERSION = "v2-bad";
+/** Virtual time between a rollout's first revision and its second push. */
+const SECOND_PUSH_MS = 10 * 60_000;
+/** When a superseding push comes after the second one: during its first analysis. */
+const SUPERSEDE_AFTER_MS = 75_000;
+/** When a person acts on a paused rollout, and how long they wait before trying again. */
+const OPERATOR_AFTER_MS = 3 * 60_000;
+const OPERATOR_RETRY_MS = 60_000;
+/** A Timer firing due this long after the last execution ended is one left behind. */
+const LEFT_BEHIND_MS = 60 * 60_000;
+/** A push or an operator command is tried this many times at most. */
+const MAX_ATTEMPTS = 20;
+
+export interface SoakOptions {
+  /** Rollouts (scripts assigned in turn). */
+  count: number;
+  /** Pushes per virtual minute across the fleet (the second pushes are spread at this rate). */
+  pushesPerMinute?: number;
+  seed?: number;
+  /** Probability of each enabled fault at each place it can happen. */
+  rate?: number;
+  faults?: readonly FaultKind[];
+}
+
+/** One rollout's expected end and what it went through. */
+export interface SoakRollout {
+  name: string;
+  script: Script;
+  router: FakeTraffic;
+  /** Executions started by accepted pushes, in order, with the tag pushed. */
+  executions: Array<{ tag: string; arn: string }>;
+  /** Push and operator attempts that failed (and were tried again) and their errors. */
+  retried: string[];
+  /** What the operator was told, in order. */
+  operations: string[];
+}
+
+export interface SoakRun {
+  runtime: Runtime;
+  clock: ManualClock;
+  store: MemoryRolloutStore;
+  plan: FaultPlan;
+  rollouts: SoakRollout[];
+  /** Virtual ms from the first push to the last decision. */
+  virtualMs: number;
+  /** Resume results that were errors, by text (a firing nobody could deliver is a finding). */
+  resumeErrors: string[];
+  close(): Promise<void>;
+}
+
+function soakSpec(name: string, script: Script): RolloutSpec {
+  const analysis = (suffix: string) =>
+    analysisSpec(
+      metric({
+        name: `${name}-${suffix}`,
+        interval: 30,
+        initialDelay: 0,
+        count: 4,
+        failureLimit: 2,
+        successCondition: "result[0] >= 0.95",
+      }),
+    );
+  const threshold: Step[] = [
+    { kind: "setWeight", weight: 20 },
+    { kind: "analysis", origin: "step", analysis: analysis("a") },
+    { kind: "setWeight", weight: 50 },
+    { kind: "pause", duration: 60, reason: "CanaryPauseStep" },
+    { kind: "analysis", origin: "step", analysis: analysis("b") },
+  ];
+  const manual: Step[] = [
+    { kind: "setWeight", weight: 20 },
+    { kind: "pause", reason: "CanaryPauseStep" },
+    { kind: "setWeight", weight: 60 },
+    { kind: "analysis", origin: "step", analysis: analysis("a") },
+  ];
+  const blueGreen: Step[] = [
+    { kind: "preview" },
+    { kind: "analysis", origin: "step", analysis: analysis("a") },
+    { kind: "setWeight", weight: 100 },
+  ];
+  const steps =
+    script === "promoted" || script === "aborted" ? manual : script === "blue-green" ? blueGreen : threshold;
+  return RolloutSpecSchema.parse({
+    name,
+    revision: "74a0fb7474",
+    source: "native",
+    strategy: script === "blue-green" ? "blueGreen" : "canary",
+    trafficRouting: true,
+    steps,
+  });
+}
+
+/** Answers each rollout's metrics from the version its router runs as candidate. */
+class FleetProvider implements MetricProvider {
+  constructor(readonly routers: Map<string, FakeTraffic>) {}
+
+  async measure(m: { name: string }) {
+    const rollout = m.name.replace(/-[ab]$/, "");
+    const router = this.routers.get(rollout);
+    if (router === undefined) return { ok: false as const, message: `no rollout for metric ${m.name}` };
+    const v = router.candidate === BAD_VERSION ? 0.5 : 0.99;
+    return { ok: true as const, result: [v], value: `[${v}]` };
+  }
+}
+
+interface Action {
+  at: number;
+  rollout: SoakRollout;
+  run: () => Promise<"done" | "again">;
+  attempt: number;
+}
+
+/**
+ * Runs `count` rollouts of mixed scripts in one embedded runtime (one store, one façade, one
+ * clock in virtual time): the shipped handlers over the store in memory, task tokens, executions
+ * and lifecycle events through the real SDK clients and adapters against the façade, the Timer on
+ * the runtime's in-process timer, each rollout's traffic in a `FakeTraffic`; faults from `plan`.
+ * Pushes go through the trigger's domain (`startRollout`), promotions and aborts through the
+ * CLI's (`promoteRollout`, `abortRollout`), concurrently with the executions.
+ */
+export async function runSoak(options: SoakOptions): Promise<SoakRun> {
+  const clock = new ManualClock(T0);
+  const plan = new FaultPlan({
+    seed: options.seed ?? 1,
+    rate: options.rate ?? 0,
+    kinds: options.faults ?? [],
+    now: () => clock.now(),
+  });
+  const memory = new MemoryRolloutStore({ clock });
+  const store = plan.store(memory);
+  const routers = new Map<string, FakeTraffic>();
+  const rollouts: SoakRollout[] = [];
+  const specs: RolloutSpec[] = [];
+  for (let i = 0; i < options.count; i++) {
+    const script = SCRIPTS[i % SCRIPTS.length] as Script;
+    const name = `svc-${String(i).padStart(4, "0")}`;
+    const router = new FakeTraffic();
+    routers.set(name, router);
+    rollouts.push({ name, script, router, executions: [], retried: [], operations: [] });
+    specs.push(soakSpec(name, script));
+  }
+  const resumeErrors: string[] = [];
+  let runtime!: Runtime;
+  const deps = {
+    store,
+    clock,
+    metrics: new RecordingMetricsSink(),
+    providers: plan.provider(new FleetProvider(routers)),
+    targetFor: (settings: unknown) => {
+      const name = (settings as { name?: string }).name ?? "";
+      const router = routers.get(name);
+      if (router === undefined) throw new Error(`no router for target ${JSON.stringify(settings)}`);
+      return router;
+    },
+  } as Partial<WorkflowDeps> as WorkflowDeps;
+  const handlerDeps: HandlerDeps = { workflow: () => deps, trigger: () => triggerDeps };
+  const functions: Record<string, RuntimeFunction> = {};
+  const roles = [
+    ...(Object.keys(FUNCTION_PLACEHOLDERS) as Array<keyof typeof FUNCTION_PLACEHOLDERS>),
+    "resume" as const,
+  ];
+  for (const role of roles)
+    functions[role] = { handler: plan.handler(role, handlerFactories[role](handlerDeps)) };
+  // The Timer's target is invoked asynchronously: Lambda tries a failed event twice more, 1 and 2
+  // minutes later, before it gives up on it.
+  const deliver = async (firing: TimerFiring) => {
+    const retry = /^soak-async-retry-(\d)\//.exec(firing.key);
+    const attempt = retry ? Number(retry[1]) : 0;
+    const original = retry ? (firing.payload as TimerFiring) : firing;
+    const outcome = await runtime.lambda.invoke(localFunctionArn("resume"), original);
+    if (outcome.ok) return;
+    resumeErrors.push(`${original.key}: ${outcome.error.errorType}: ${outcome.error.errorMessage}`);
+    if (attempt < 2)
+      await runtime.timer.schedule({
+        key: `soak-async-retry-${attempt + 1}/${original.key}`,
+        at: clock.now() + (attempt + 1) * 60_000,
+        payload: original,
+      });
+  };
+  runtime = await startRuntime({
+    clock,
+    definitions: specs.map((spec) => ({
+      name: spec.name,
+      definition: compile(spec, { target: { type: "fake", name: spec.name } }) as never,
+      substitutions: functionSubstitutions(),
+    })),
+    functions,
+    intercept: plan.interceptor(),
+    onTimerFiring: (firing) => plan.firings(runtime.timer, deliver)(firing),
+  });
+  const config = {
+    ...clientConfig(),
+    region: "us-east-1",
+    endpoint: runtime.facadeUrl,
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+  };
+  const sfnClient = new SFNClient(config);
+  const eventsClient = new EventBridgeClient(config);
+  const tokens = new SfnTaskTokens(sfnClient);
+  deps.tokens = tokens;
+  deps.timer = plan.timer(runtime.timer);
+  deps.events = new EventBridgePublisher({ client: eventsClient });
+  const executions = new SfnExecutions(sfnClient);
+  const triggerDeps: TriggerDeps = {
+    store,
+    executions,
+    tokens,
+    clock,
+    events: deps.events,
+    routes: specs.map((spec) => ({
+      rollout: spec.name,
+      repository: spec.name,
+      stateMachineArn: runtime.stateMachineArn(spec.name),
+    })),
+  };
+  const operate: OperateDeps = { store, tokens, executions, clock };
+
+  let pushes = 0;
+  const push = (r: SoakRollout, n: number, tag: string) => async (): Promise<"done" | "again"> => {
+    const id = ++pushes;
+    try {
+      const result = await startRollout(
+        triggerDeps,
+        ecrPush({
+          id: `push-${id}`,
+          time: new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
+          repository: r.name,
+          digest: digest(n),
+          tag,
+        }),
+      );
+      const outcome =
+        result.kind === "handled" ? (result.rollouts[0] as RolloutTriggerOutcome | undefined) : undefined;
+      if (outcome?.outcome === "started") r.executions.push({ tag, arn: outcome.executionArn });
+      else if (outcome?.outcome !== "duplicate")
+        throw new Error(`push ${tag} not started: ${JSON.stringify(result)}`);
+      return "done";
+    } catch (error) {
+      // EventBridge delivers the push to the trigger Lambda again when it fails.
+      r.retried.push(`push ${tag}: ${(error as Error).name}: ${(error as Error).message}`);
+      return "again";
+    }
+  };
+  const operator = (r: SoakRollout, what: "promote" | "abort") => async (): Promise<"done" | "again"> => {
+    try {
+      const outcome =
+        what === "promote"
+          ? await promoteRollout(operate, r.name, false)
+          : await abortRollout(operate, r.name, "stopped by the soak's operator");
+      r.operations.push(`${what}: ${outcome.message}`);
+      return outcome.ok ? "done" : "again";
+    } catch (error) {
+      r.retried.push(`${what}: ${(error as Error).name}: ${(error as Error).message}`);
+      return "again";
+    }
+  };
+
+  const spacing = 60_000 / (options.pushesPerMinute ?? 60);
+  const actions: Action[] = [];
+  rollouts.forEach((r, i) => {
+    const start = T0 + Math.round(i * spacing);
+    const second = start + SECOND_PUSH_MS;
+    actions.push({ at: start, rollout: r, run: push(r, 1, "v1"), attempt: 1 });
+    actions.push({
+      at: second,
+      rollout: r,
+      run: push(r, 2, r.script === "bad" ? BAD_VERSION : "v2"),
+      attempt: 1,
+    });
+    if (r.script === "superseded")
+      actions.push({ at: second + SUPERSEDE_AFTER_MS, rollout: r, run: push(r, 3, "v3"), attempt: 1 });
+    if (r.script === "promoted")
+      actions.push({ at: second + OPERATOR_AFTER_MS, rollout: r, run: operator(r, "promote"), attempt: 1 });
+    if (r.script === "aborted")
+      actions.push({ at: second + OPERATOR_AFTER_MS, rollout: r, run: operator(r, "abort"), attempt: 1 });
+  });
+
+  const running = () =>
+    specs.some((spec) =>
+      runtime.sfn
+        .listExecutions({ stateMachineArn: runtime.stateMachineArn(spec.name) })
+        .some((e) => e.status === "RUNNING"),
+    );
+  const byTime = (a: Action, b: Action) => a.at - b.at;
+  actions.sort(byTime);
+  let ended: number | undefined;
+  for (let steps = 0; ; steps++) {
+    if (steps > 1_000_000) throw new Error("the soak does not come to an end");
+    await runtime.settle();
+    const nextAction = actions[0]?.at;
+    const nextTimer = runtime.timer.nextDueAt();
+    if (nextAction === undefined && !running()) {
+      // Every execution has ended: what they left on the Timer (a scale-down after a promotion)
+      // fires now; a firing due long after is left behind, and the checker names it.
+      ended ??= clock.now();
+      if (nextTimer === undefined || nextTimer > ended + LEFT_BEHIND_MS) break;
+    }
+    if (nextAction !== undefined && (nextTimer === undefined || nextAction <= nextTimer)) {
+      if (nextAction > clock.now()) await runtime.advanceTo(nextAction);
+      const due = actions.filter((a) => a.at <= clock.now());
+      actions.splice(0, due.length);
+      const results = await Promise.all(due.map(async (a) => ({ a, result: await a.run() })));
+      for (const { a, result } of results) {
+        if (result !== "again") continue;
+        if (a.attempt >= MAX_ATTEMPTS) a.rollout.retried.push(`gave up after ${MAX_ATTEMPTS} attempts`);
+        else actions.push({ ...a, at: clock.now() + OPERATOR_RETRY_MS / 2, attempt: a.attempt + 1 });
+      }
+      actions.sort(byTime);
+      continue;
+    }
+    if (nextTimer === undefined) break; // executions wait on something nothing will answer: the checker says which
+    await runtime.advanceTo(nextTimer);
+  }
+  return {
+    runtime,
+    clock,
+    store: memory,
+    plan,
+    rollouts,
+    virtualMs: (ended ?? clock.now()) - T0,
+    resumeErrors,
+    close: async () => {
+      sfnClient.destroy();
+      eventsClient.destroy();
+      await runtime.close();
+    },
+  };
+}
+
+/** The end a script calls for. */
+export function expectedEnd(script: Script): {
+  phase: "Healthy" | "Degraded";
+  stable: string;
+  lastExecution: string;
+} {
+  switch (script) {
+    case "good":
+    case "promoted":
+    case "blue-green":
+      return { phase: "Healthy", stable: "v2", lastExecution: "SUCCEEDED" };
+    case "superseded":
+      return { phase: "Healthy", stable: "v3", lastExecution: "SUCCEEDED" };
+    case "bad":
+      return { phase: "Degraded", stable: "v1", lastExecution: "RolloutAborted" };
+    case "aborted":
+      return { phase: "Degraded", stable: "v1", lastExecution: "RolloutAborted" };
+  }
+}
+
+/** How an execution ended: `SUCCEEDED`, its error (`RolloutAborted`, `ExecutionSuperseded`, …) or `RUNNING`. */
+export function endOf(runtime: Runtime, arn: string): string {
+  const d = runtime.sfn.describeExecution(arn);
+  if (d.status === "SUCCEEDED" || d.status === "RUNNING") return d.status;
+  return d.error ?? d.status;
+}
+
+/**
+ * Every difference between how each rollout ended and what its script calls for: the rollout's
+ * phase, stable revision and traffic, how each of its executions ended, no task token stored, no
+ * execution running, no firing of its own left on the Timer, its events in time order.
+ */
+export async function checkSoak(run: SoakRun): Promise<string[]> {
+  const out: string[] = [];
+  const pending = run.runtime.timer.pending();
+  for (const r of run.rollouts) {
+    const bad = (what: string) => out.push(`${r.name} (${r.script}): ${what}`);
+    const expected = expectedEnd(r.script);
+    const item: RolloutItem | undefined = await run.store.get(r.name);
+    if (item === undefined) {
+      bad("no rollout item");
+      continue;
+    }
+    if (item.phase !== expected.phase)
+      bad(`phase ${item.phase}, expected ${expected.phase} (${item.message})`);
+    if (item.stableRevision?.tag !== expected.stable)
+      bad(`stable revision ${item.stableRevision?.tag ?? "none"}, expected ${expected.stable}`);
+    if (r.router.stable !== expected.stable)
+      bad(`traffic's stable side runs ${r.router.stable}, expected ${expected.stable}`);
+    if (r.router.canary !== 0) bad(`${r.router.canary}% of traffic still on the candidate`);
+    if (item.currentTaskToken !== null) bad(`a task token is still stored (waiting for ${item.waitingFor})`);
+    const tags = r.executions.map((e) => e.tag);
+    const wantTags =
+      r.script === "superseded" ? ["v1", "v2", "v3"] : ["v1", r.script === "bad" ? BAD_VERSION : "v2"];
+    if (tags.join() !== wantTags.join())
+      bad(`executions started for ${tags.join(", ")}, expected ${wantTags.join(", ")}`);
+    r.executions.forEach((e, i) => {
+      const end = endOf(run.runtime, e.arn);
+      const want =
+        i === r.executions.length - 1
+          ? expected.lastExecution
+          : r.script === "superseded" && i === 1
+            ? "ExecutionSuperseded"
+            : "SUCCEEDED";
+      if (end !== want) bad(`execution of ${e.tag} ended ${end}, expected ${want}`);
+    });
+    for (const e of run.runtime.sfn.listExecutions({ stateMachineArn: run.runtime.stateMachineArn(r.name) }))
+      if (e.status === "RUNNING") bad(`execution ${e.name} still running`);
+    const left = pending.filter((f) => JSON.stringify(f.payload ?? null).includes(`"${r.name}"`));
+    if (left.length > 0) bad(`${left.length} timer firing(s) left: ${left.map((f) => f.key).join(", ")}`);
+    for (let i = 1; i < item.events.length; i++) {
+      const [a, b] = [item.events[i - 1], item.events[i]];
+      if (a !== undefined && b !== undefined && b.at < a.at)
+        bad(`event ${i} (${b.type}) is older than the one before (${a.type})`);
+    }
+  }
+  return out;
+}
