@@ -8,6 +8,7 @@ import {
   responseShapeProblem,
   snippet,
 } from "./http.ts";
+import { insecureFetch } from "./insecure-fetch.ts";
 import { formatFloat, type MeasureContext, type MetricProvider, type ProviderResult } from "./port.ts";
 
 /**
@@ -37,6 +38,8 @@ export interface SignableRequest {
 
 export interface PrometheusProviderOptions {
   fetch?: Fetch;
+  /** The client of `insecure: true` metrics on https (default: certificates not verified). */
+  insecureFetch?: Fetch;
   /**
    * Builds the signer for a metric's `authentication.sigv4` (the composition root uses
    * `@smithy/signature-v4` with the default credential chain). Without it, sigv4 metrics fail
@@ -152,6 +155,7 @@ export function convertQueryData(data: PromResponse["data"]): ProviderResult {
 /** The adapter; one instance serves every Prometheus metric. */
 export class PrometheusMetricProvider implements MetricProvider {
   private readonly fetch: Fetch;
+  private readonly insecureFetch: Fetch;
   private readonly signerFor: PrometheusProviderOptions["signerFor"];
   private readonly method: "GET" | "POST";
   private readonly defaultAddress: PrometheusProviderOptions["defaultAddress"];
@@ -160,6 +164,7 @@ export class PrometheusMetricProvider implements MetricProvider {
   constructor(options: PrometheusProviderOptions = {}) {
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.insecureFetch = options.insecureFetch ?? insecureFetch;
     this.signerFor = options.signerFor;
     this.method = options.method ?? "POST";
     this.defaultAddress = options.defaultAddress;
@@ -246,7 +251,9 @@ export class PrometheusMetricProvider implements MetricProvider {
       }
     }
     try {
-      const res = await this.fetch(target.toString(), { method, headers, body, signal });
+      // As Argo's insecure transport: the certificate of an https address is not verified.
+      const fetcher = spec.insecure && target.protocol === "https:" ? this.insecureFetch : this.fetch;
+      const res = await fetcher(target.toString(), { method, headers, body, signal });
       const read = await readBody(res, this.maxBodyBytes);
       if ("error" in read) return { ok: false, message: read.error };
       return { status: res.status, text: read.text };
