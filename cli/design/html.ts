@@ -17,7 +17,11 @@ export function exposurePoints(series: readonly SecondRecord[]): Point[] {
   const points: Point[] = [{ x: 0, y: 0 }];
   for (const s of series) {
     total += s.newRequests;
-    points.push({ x: (s.t + 1) * 1000, y: total, label: `${formatDuration(s.t + 1)}: ${total.toLocaleString("en-US")} requests` });
+    points.push({
+      x: (s.t + 1) * 1000,
+      y: total,
+      label: `${formatDuration(s.t + 1)}: ${total.toLocaleString("en-US")} requests`,
+    });
   }
   return points;
 }

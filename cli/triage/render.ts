@@ -126,8 +126,12 @@ function exposure(x: Exposure): string[] {
     lines.push(`  ${full}; --rps R (and --error-rate E) turn it into requests`);
   } else {
     const bad =
-      x.badRequests === null ? "" : `, of which ${count(x.badRequests)} failed at an error rate of ${x.errorRate}`;
-    lines.push(`  ${full}: at ${count(x.rps)} rps, ${count(x.requests ?? 0)} requests reached the candidate${bad}`);
+      x.badRequests === null
+        ? ""
+        : `, of which ${count(x.badRequests)} failed at an error rate of ${x.errorRate}`;
+    lines.push(
+      `  ${full}: at ${count(x.rps)} rps, ${count(x.requests ?? 0)} requests reached the candidate${bad}`,
+    );
   }
   const after = x.afterPromotion;
   if (after) {
