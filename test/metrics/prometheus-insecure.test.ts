@@ -1,9 +1,6 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { selfSignedCertificate } from "@sfn-rollouts/test-support/tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PrometheusMetricProvider } from "../../functions/metrics/prometheus.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
@@ -15,64 +12,39 @@ import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
  * without it the certificate is verified and the measurement is an Error naming why.
  */
 
-const dir = mkdtempSync(join(tmpdir(), "prom-tls-"));
-execFileSync(
-  "openssl",
-  [
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "1",
-    "-keyout",
-    join(dir, "key.pem"),
-    "-out",
-    join(dir, "cert.pem"),
-    "-subj",
-    "/CN=local-prometheus",
-    "-addext",
-    "subjectAltName=IP:127.0.0.1",
-  ],
-  { stdio: "ignore" },
-);
+const tls = selfSignedCertificate("local-prometheus");
 let server: https.Server;
 let url = "";
 const seen: { method?: string; path?: string; body: string; orgId?: string }[] = [];
 
 beforeAll(async () => {
-  server = https.createServer(
-    { cert: readFileSync(join(dir, "cert.pem")), key: readFileSync(join(dir, "key.pem")) },
-    (req, res) => {
-      let body = "";
-      req.on("data", (c) => {
-        body += c;
+  server = https.createServer(tls, (req, res) => {
+    let body = "";
+    req.on("data", (c) => {
+      body += c;
+    });
+    req.on("end", () => {
+      seen.push({
+        method: req.method,
+        path: req.url,
+        body,
+        orgId: req.headers["x-scope-orgid"] as string | undefined,
       });
-      req.on("end", () => {
-        seen.push({
-          method: req.method,
-          path: req.url,
-          body,
-          orgId: req.headers["x-scope-orgid"] as string | undefined,
-        });
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(
-          JSON.stringify({
-            status: "success",
-            data: { resultType: "vector", result: [{ metric: {}, value: [1700000000, "0.97"] }] },
-          }),
-        );
-      });
-    },
-  );
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          status: "success",
+          data: { resultType: "vector", result: [{ metric: {}, value: [1700000000, "0.97"] }] },
+        }),
+      );
+    });
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function metric(extra: Record<string, unknown>): Metric {

@@ -1,9 +1,6 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { selfSignedCertificate } from "@sfn-rollouts/test-support/tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TargetNotReadyError } from "../../functions/traffic/errors.ts";
 import { KubeClient, RESOURCES } from "../../functions/traffic/kubernetes/client.ts";
@@ -13,35 +10,13 @@ import { KubeClient, RESOURCES } from "../../functions/traffic/kubernetes/client
  * 127.0.0.1 when the test starts) is trusted when its certificate is given as the CA, and refused otherwise; the
  * bearer token is sent; an answer that never comes is a named error within the timeout.
  */
-const dir = mkdtempSync(join(tmpdir(), "kube-tls-"));
-execFileSync(
-  "openssl",
-  [
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "1",
-    "-keyout",
-    join(dir, "key.pem"),
-    "-out",
-    join(dir, "cert.pem"),
-    "-subj",
-    "/CN=local-kube-test-ca",
-    "-addext",
-    "subjectAltName=IP:127.0.0.1",
-  ],
-  { stdio: "ignore" },
-);
-const cert = readFileSync(join(dir, "cert.pem"), "utf8");
+const { cert, key } = selfSignedCertificate("local-kube-test-ca");
 let server: https.Server;
 let url = "";
 const seen: { authorization?: string; path?: string }[] = [];
 
 beforeAll(async () => {
-  server = https.createServer({ cert, key: readFileSync(join(dir, "key.pem")) }, (req, res) => {
+  server = https.createServer({ cert, key }, (req, res) => {
     seen.push({ authorization: req.headers.authorization, path: req.url });
     if (req.url?.endsWith("/slow")) return; // never answers
     res.writeHead(200, { "content-type": "application/json" });
