@@ -259,7 +259,7 @@ class DefinitionBuilder {
           ...(customTriggersOf(spec) ? { customTriggers: customTriggersOf(spec) } : {}),
           ...this.#target,
         },
-        "FirstRevision?",
+        "Candidate-CheckReady",
       ),
       ResultSelector: { "context.$": "$.Payload.context", "firstRevision.$": "$.Payload.firstRevision" },
       ResultPath: "$.begin",
@@ -271,19 +271,20 @@ class DefinitionBuilder {
         : this.#stepStart(0);
     // Every target deploys the candidate asynchronously (ECS tasks, a Lambda version, an upstream
     // that must answer): Begin starts it, this loop waits until it is ready or its deadline passes.
-    const afterBegin = this.#readiness("Candidate", "FirstRevision?", null);
-    this.states.Begin.Next = afterBegin;
-    this.states["FirstRevision?"] = {
-      Type: "Choice",
-      Comment: "The first revision of a rollout skips the steps: there is nothing to compare it with.",
-      Choices: [{ Variable: "$.begin.firstRevision", BooleanEquals: true, Next: "Promote" }],
-      Default: this.#hookBefore(
+    // The first revision of a rollout skips the steps (there is nothing to compare it with): a
+    // rule of the readiness Choice rather than a Choice of its own, one state transition less.
+    const afterBegin = this.#readiness(
+      "Candidate",
+      this.#hookBefore(
         "beforeTraffic",
         "Hook-BeforeTraffic",
         spec.steps.length > 0 ? this.#entryOf(0) : firstStep,
         null,
       ),
-    };
+      null,
+      { rule: { Variable: "$.begin.firstRevision", BooleanEquals: true }, next: "Promote" },
+    );
+    this.states.Begin.Next = afterBegin;
   }
 
   /** The states of step `i`: its background analysis start, the step, and its hold. */
@@ -443,9 +444,15 @@ class DefinitionBuilder {
     this.states[stem] = this.#wait("startAnalysis", this.#body(step, i), `${stem}-Phase?`, timeout);
     this.states[`${stem}-Phase?`] = {
       Type: "Choice",
-      Comment: "Successful: next step. Inconclusive: a person decides. Failed or Error: abort.",
+      Comment:
+        "Successful: next step (promote --full: Promote). Inconclusive: a person decides. Failed or Error: abort.",
+      // The Successful rules are `${stem}-Next`'s, here rather than one Choice more on the way.
       Choices: [
-        { Variable: "$.last.phase", StringEquals: "Successful", Next: `${stem}-Next` },
+        ...(this.#fullChoice(stem, next).Choices as Array<{ And: unknown[]; Next: string }>).map((rule) => ({
+          ...rule,
+          And: [{ Variable: "$.last.phase", StringEquals: "Successful" }, ...rule.And],
+        })),
+        { Variable: "$.last.phase", StringEquals: "Successful", Next: next },
         { Variable: "$.last.phase", StringEquals: "Inconclusive", Next: `${stem}-Inconclusive` },
       ],
       Default: `${stem}-Failed`,
@@ -633,8 +640,17 @@ class DefinitionBuilder {
     };
   }
 
-  /** The readiness loop of `stem`: check, a Choice, a Wait and back; returns its entry. */
-  #readiness(stem: string, next: string, stepIndex: number | null): string {
+  /**
+   * The readiness loop of `stem`: check, a Choice, a Wait and back; returns its entry. `before`
+   * is a rule the Choice applies first once the candidate is ready (its condition and target).
+   */
+  #readiness(
+    stem: string,
+    next: string,
+    stepIndex: number | null,
+    before?: { rule: Record<string, unknown>; next: string },
+  ): string {
+    const ready = { Variable: "$.last.value.ready", BooleanEquals: true };
     this.states[`${stem}-CheckReady`] = this.#invoke(
       "checkReady",
       this.#payload({ stepIndex, ...this.#target }),
@@ -642,7 +658,11 @@ class DefinitionBuilder {
     );
     this.states[`${stem}-Ready?`] = {
       Type: "Choice",
-      Choices: [{ Variable: "$.last.value.ready", BooleanEquals: true, Next: next }],
+      Choices: [
+        // A rule that applies once ready goes first, its own condition joined to readiness.
+        ...(before ? [{ And: [ready, before.rule], Next: before.next }] : []),
+        { ...ready, Next: next },
+      ],
       Default: `${stem}-WaitReady`,
     };
     this.states[`${stem}-WaitReady`] = {

@@ -148,10 +148,21 @@ describe("compile", () => {
     const d = compile(await seed());
     expect(d.StartAt).toBe("Begin");
     expect(states(d).Begin?.Next).toBe("Candidate-CheckReady");
-    expect(states(d)["FirstRevision?"]).toMatchObject({
+    // A rule of the readiness Choice, not a Choice of its own: one state transition less.
+    expect(states(d)["FirstRevision?"]).toBeUndefined();
+    expect(states(d)["Candidate-Ready?"]).toMatchObject({
       Type: "Choice",
-      Choices: [{ Variable: "$.begin.firstRevision", BooleanEquals: true, Next: "Promote" }],
-      Default: "Step01-SetWeight-25",
+      Choices: [
+        {
+          And: [
+            { Variable: "$.last.value.ready", BooleanEquals: true },
+            { Variable: "$.begin.firstRevision", BooleanEquals: true },
+          ],
+          Next: "Promote",
+        },
+        { Variable: "$.last.value.ready", BooleanEquals: true, Next: "Step01-SetWeight-25" },
+      ],
+      Default: "Candidate-WaitReady",
     });
   });
 
@@ -169,9 +180,19 @@ describe("compile", () => {
       Resource: "arn:aws:states:::lambda:invoke.waitForTaskToken",
       Parameters: { FunctionName: "${StartAnalysisFunctionArn}" },
     });
+    // Successful goes on to the next step (promote --full: to Promote) without passing through
+    // Step02-Analysis-Next, which only the Inconclusive approval goes through.
     expect(s["Step02-Analysis-Phase?"]).toMatchObject({
       Choices: [
-        { Variable: "$.last.phase", StringEquals: "Successful", Next: "Step02-Analysis-Next" },
+        {
+          And: [
+            { Variable: "$.last.phase", StringEquals: "Successful" },
+            { Variable: "$.last.outcome", IsPresent: true },
+            { Variable: "$.last.outcome", StringEquals: "full" },
+          ],
+          Next: "Promote",
+        },
+        { Variable: "$.last.phase", StringEquals: "Successful", Next: "Step03-SetWeight-50" },
         { Variable: "$.last.phase", StringEquals: "Inconclusive", Next: "Step02-Analysis-Inconclusive" },
       ],
       Default: "Step02-Analysis-Failed",
@@ -218,7 +239,10 @@ describe("compile", () => {
     const plain = states(compile(spec));
     expect(plain.Begin?.Next).toBe("Candidate-CheckReady");
     expect(plain["Candidate-Ready?"]).toMatchObject({
-      Choices: [{ Variable: "$.last.value.ready", BooleanEquals: true, Next: "FirstRevision?" }],
+      Choices: [
+        { And: [{ Variable: "$.last.value.ready", BooleanEquals: true }, {}], Next: "Promote" },
+        { Variable: "$.last.value.ready", BooleanEquals: true, Next: "Step01-SetWeight-25" },
+      ],
       Default: "Candidate-WaitReady",
     });
     expect(Object.keys(plain).filter((n) => n.includes("CheckReady"))).toEqual(["Candidate-CheckReady"]);

@@ -44,9 +44,12 @@ function mainPath(d: StateMachineDefinition, firstRevision = false): string[] {
   while (name && path.length < 200) {
     path.push(name);
     const s: State = states(d)[name] as State;
-    if (name === "FirstRevision?") name = firstRevision ? "Promote" : s.Default;
-    else if (name.endsWith("Ready?")) name = (s.Choices as Array<{ Next: string }>)[0]?.Next;
-    else if (name.endsWith("-Phase?")) name = (s.Choices as Array<{ Next: string }>)[0]?.Next;
+    const rules = (s.Choices ?? []) as Array<{ Next: string; And?: unknown[] }>;
+    // The candidate's readiness Choice sends a first revision to Promote (its first rule), any
+    // other to the first step (its last); an analysis's sends Successful on (its first plain rule).
+    if (name === "Candidate-Ready?") name = firstRevision ? rules[0]?.Next : rules.at(-1)?.Next;
+    else if (name.endsWith("Ready?")) name = rules[0]?.Next;
+    else if (name.endsWith("-Phase?")) name = rules.find((r) => r.And === undefined)?.Next;
     else name = s.Next ?? s.Default;
   }
   return path;
@@ -134,7 +137,6 @@ hooks:
       "Begin",
       "Candidate-CheckReady",
       "Candidate-Ready?",
-      "FirstRevision?",
       "Hook-BeforeTraffic",
       "Step01-SetWeight-25-CheckAlarms",
       "Step01-SetWeight-25",
@@ -154,7 +156,6 @@ hooks:
       "Begin",
       "Candidate-CheckReady",
       "Candidate-Ready?",
-      "FirstRevision?",
       "Promote",
       "Healthy",
     ]);

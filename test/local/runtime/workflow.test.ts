@@ -99,9 +99,7 @@ describe("the compiled canary on the embedded runtime", () => {
       "ExecutionStarted",
       ...task, // Begin
       ...task, // Candidate-CheckReady
-      "ChoiceStateEntered", // Candidate-Ready?
-      "ChoiceStateExited",
-      "ChoiceStateEntered", // FirstRevision?
+      "ChoiceStateEntered", // Candidate-Ready?: ready, and the first revision goes to Promote
       "ChoiceStateExited",
       "TaskStateEntered",
       "TaskScheduled",
@@ -115,7 +113,7 @@ describe("the compiled canary on the embedded runtime", () => {
     const first = history.events?.[0];
     expect(first?.timestamp).toEqual(new Date(START));
     expect(history.events?.[1]?.stateEnteredEventDetails?.name).toBe("Begin");
-    expect(history.events?.at(-1)?.id).toBe(23);
+    expect(history.events?.at(-1)?.id).toBe(21);
     const described = await sfn.send(new DescribeExecutionCommand({ executionArn }));
     expect(described.status).toBe("SUCCEEDED");
   });
