@@ -1,3 +1,4 @@
+import { gunzipSync, gzipSync } from "node:zlib";
 import { ConditionalCheckFailedException, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   DynamoDBDocumentClient,
@@ -197,10 +198,36 @@ describe("DynamoRolloutStore calls", () => {
       at: T0 + 1500,
       ttlSeconds: 60,
     });
-    expect(doc.commandCalls(PutCommand)[0]?.args[0].input).toMatchObject({
+    const input = doc.commandCalls(PutCommand)[0]?.args[0].input;
+    expect(input).toMatchObject({
       ConditionExpression: "attribute_not_exists(#pk)",
-      Item: { pk: "ROLLOUT#web", sk: "MEAS#r1#m#000001", expiresAt: T0 / 1000 + 1 + 60, value: 0.99 },
+      Item: { pk: "ROLLOUT#web", sk: "MEAS#r1#m#000001", expiresAt: T0 / 1000 + 1 + 60 },
     });
+    // The value is gzipped JSON in one binary attribute, as a run is.
+    const packed = input?.Item?.value;
+    expect(packed).toBeInstanceOf(Uint8Array);
+    expect(JSON.parse(gunzipSync(packed as Uint8Array).toString("utf8"))).toBe(0.99);
+  });
+
+  it("reads a measurement's value gzipped or, written before values were compressed, as a map", async () => {
+    const item = (value: unknown, n: number) => ({
+      pk: "ROLLOUT#web",
+      sk: `MEAS#r1#m#00000${n}`,
+      measurementId: `m#00000${n}`,
+      at: T0,
+      expiresAt: T0 / 1000 + 60,
+      value,
+    });
+    const look = { metric: "m", phase: "Successful", value: "0.99" };
+    doc.on(QueryCommand).resolves({
+      Items: [item(look, 1), item(new Uint8Array(gzipSync(JSON.stringify(look))), 2)],
+    });
+    const read = await store().listMeasurements("web", "r1", z.unknown());
+    expect(read.map((m) => m.value)).toEqual([look, look]);
+    doc.on(QueryCommand).resolves({ Items: [item(new Uint8Array([1, 2, 3]), 3)] });
+    await expect(store().listMeasurements("web", "r1", z.unknown())).rejects.toThrow(
+      /measurement is not gzipped JSON/,
+    );
   });
 
   it("update() re-reads and re-applies the mutation after a conflict, then gives up after maxAttempts", async () => {
