@@ -286,7 +286,8 @@ export class DynamoRolloutStore implements RolloutStore {
   }
 
   async #getRaw(key: Key, fields?: readonly string[]): Promise<Record<string, unknown> | undefined> {
-    // A projection reads only the attributes named (and bills only their size).
+    // A projection returns only the attributes named: less to transfer and parse. DynamoDB still
+    // bills the read by the whole item's size.
     const projection =
       fields === undefined
         ? {}
