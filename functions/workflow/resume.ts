@@ -1,4 +1,6 @@
+import { isDeepStrictEqual } from "node:util";
 import { lifecycleEvent } from "../events/port.ts";
+import { toJson } from "../store/keys.ts";
 import type { RolloutItem } from "../store/schema.ts";
 import { update } from "../store/update.ts";
 import type { TargetState } from "../traffic/port.ts";
@@ -169,17 +171,20 @@ async function skip(
   );
 }
 
-/** The target's state after delayed work, written only if nothing else wrote the item meanwhile. */
+/**
+ * The target's state after delayed work, written only if nothing else wrote the item meanwhile,
+ * and only if it changed (a scale-down that left nothing to record rewrites no item).
+ */
 async function saveTargetState(
   deps: WorkflowDeps,
   name: string,
   version: number,
   state: unknown,
 ): Promise<void> {
-  await update(deps.store, name, version, (latest) => ({ ...latest, targetState: state })).catch(
-    (error: unknown) => {
-      // A newer step wrote the item: its target state wins, this delayed work's is dropped.
-      if ((error as Error).name !== "ConcurrentUpdateError") throw error;
-    },
-  );
+  await update(deps.store, name, version, (latest) =>
+    isDeepStrictEqual(latest.targetState, toJson(state)) ? null : { ...latest, targetState: state },
+  ).catch((error: unknown) => {
+    // A newer step wrote the item: its target state wins, this delayed work's is dropped.
+    if ((error as Error).name !== "ConcurrentUpdateError") throw error;
+  });
 }

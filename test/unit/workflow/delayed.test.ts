@@ -256,9 +256,30 @@ describe("delayed work scheduled before the upgrade", () => {
       }),
     ]);
     d.target.calls.length = 0;
+    const before = await itemOf(d);
     await d.timer.runUntilIdle();
     expect(d.target.calls).toEqual(["scaleDown v2"]);
     expect(d.events.ofType("RolloutDelayedActionSkipped")).toEqual([]);
+    // The target's state came back as it was: nothing to record, so the item is not rewritten.
+    expect((await itemOf(d)).version).toBe(before.version);
+  });
+
+  it("a scale-down that changes the target's state records it", async () => {
+    const d = direct();
+    await stableRevision1(d);
+    const r2 = await startRevision(d, 2);
+    await promote(d.deps, { ...base(r2), scaleDownDelaySeconds: 30 });
+    await asPreviousRelease(d);
+    const scaleDown = d.target.scaleDown.bind(d.target);
+    d.target.scaleDown = async (state) => ({
+      ...(await scaleDown(state)),
+      state: { ...state, scaledDown: true },
+    });
+    const before = await itemOf(d);
+    await d.timer.runUntilIdle();
+    const after = await itemOf(d);
+    expect(after.version).toBe(before.version + 1);
+    expect(after.targetState).toMatchObject({ scaledDown: true });
   });
 
   it("an abort continues, then the candidate is scaled down", async () => {
