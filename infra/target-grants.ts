@@ -124,24 +124,36 @@ function sageMakerGrants(scope: Construct, target: SageMakerTarget): TargetGrant
       actions: ["sagemaker:UpdateEndpoint", "sagemaker:UpdateEndpointWeightsAndCapacities"],
       resources: [endpoint],
     }),
-    // Reading the config that serves before the rollout (the user's, any name) and moving the
-    // endpoint back to it on an abort after promotion.
-    statement(CALLERS.traffic, {
+    // The config that serves before the rollout (the user's, any name) is read when it begins.
+    statement(CALLERS.deploy, {
       sid: "SageMakerEndpointConfigs",
-      actions: ["sagemaker:DescribeEndpointConfig", "sagemaker:UpdateEndpoint"],
+      actions: ["sagemaker:DescribeEndpointConfig"],
       resources: [configs],
     }),
-    // Created to deploy, mirror, promote and scale down; the scale-down deletes the leftovers.
+    // UpdateEndpoint is authorized on the config too: the target's own, or the user's one on an
+    // abort after promotion.
+    statement(CALLERS.traffic, {
+      sid: "SageMakerEndpointConfigUpdates",
+      actions: ["sagemaker:UpdateEndpoint"],
+      resources: [configs],
+    }),
+    // Created to deploy, mirror, promote and scale down.
     statement(["begin", "setWeight", "promote", "resume"], {
       sid: "SageMakerCreatedConfigs",
-      actions: ["sagemaker:CreateEndpointConfig", "sagemaker:DeleteEndpointConfig"],
+      actions: ["sagemaker:CreateEndpointConfig"],
       resources: [created.configs],
     }),
-    // The candidate's model is created by begin and deleted with the leftovers by the scale-down.
-    statement(["begin", "resume"], {
+    // The candidate's model, created when it begins.
+    statement(CALLERS.deploy, {
       sid: "SageMakerCreatedModels",
-      actions: ["sagemaker:CreateModel", "sagemaker:DeleteModel"],
+      actions: ["sagemaker:CreateModel"],
       resources: [created.models],
+    }),
+    // The scale-down deletes the configs and models the rollout left behind.
+    statement(["resume"], {
+      sid: "SageMakerDeleteLeftovers",
+      actions: ["sagemaker:DeleteEndpointConfig", "sagemaker:DeleteModel"],
+      resources: [created.configs, created.models],
     }),
     statement(CALLERS.deploy, {
       sid: "SageMakerPassExecutionRole",

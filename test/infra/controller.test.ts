@@ -880,9 +880,11 @@ describe("a SageMaker endpoint target", () => {
     const expected: Record<string, HandlerName[]> = {
       SageMakerEndpoint: movers,
       SageMakerEndpointUpdates: TRAFFIC,
-      SageMakerEndpointConfigs: TRAFFIC,
+      SageMakerEndpointConfigs: ["begin"],
+      SageMakerEndpointConfigUpdates: TRAFFIC,
       SageMakerCreatedConfigs: ["begin", "setWeight", "promote", "resume"],
-      SageMakerCreatedModels: ["begin", "resume"],
+      SageMakerCreatedModels: ["begin"],
+      SageMakerDeleteLeftovers: ["resume"],
       SageMakerPassExecutionRole: ["begin"],
       SageMakerModelPackages: movers,
       SageMakerModelPackageGroup: movers,
@@ -893,7 +895,7 @@ describe("a SageMaker endpoint target", () => {
     const created = statementsOfRole(template, roleOfFunction(template, "begin")).find(
       (s) => s.Sid === "SageMakerCreatedModels",
     );
-    expect(actionsOf(created as Statement)).toEqual(["sagemaker:CreateModel", "sagemaker:DeleteModel"]);
+    expect(actionsOf(created as Statement)).toEqual(["sagemaker:CreateModel"]);
   });
 
   it("scopes the target's grants to the endpoint, the configs and models it creates, the package group and the execution role", () => {

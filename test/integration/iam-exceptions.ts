@@ -113,6 +113,24 @@ export const IAM_UNUSED_EXCEPTIONS: readonly UnusedException[] = [
     reason:
       "the trigger stops an older execution it supersedes only when its wait cannot be ended through the abort channel",
   },
+  {
+    action: "sagemaker:UpdateEndpointWeightsAndCapacities",
+    functions: ["begin", "resume"],
+    reason:
+      "begin puts the weight back to 0 only when it takes over a superseded candidate that had traffic; resume only when an abort it polls still has weight to move back",
+  },
+  {
+    action: "sagemaker:UpdateEndpoint",
+    functions: ["promote", "abort"],
+    reason:
+      "promote replaces the config only for a candidate promoted straight from a mirror step (a shadow); abort moves the endpoint back to an earlier config only after a promotion or a mirror",
+  },
+  {
+    action: "sagemaker:CreateEndpointConfig",
+    functions: ["promote"],
+    reason:
+      "the config with the candidate alone, for a candidate promoted straight from a mirror step (a shadow)",
+  },
 ];
 
 /** Whether an exception explains an unused grant. */

@@ -1,4 +1,8 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { SendTaskSuccessCommand } from "@aws-sdk/client-sfn";
+import { runWithEnv } from "@sfn-rollouts/test-support/cli";
 import { type IamCall, IamCallRecorder } from "@sfn-rollouts/test-support/iam-calls";
 import {
   denials,
@@ -8,9 +12,15 @@ import {
   grantUse,
 } from "@sfn-rollouts/test-support/iam-policies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ManualClock } from "../../functions/clock.ts";
 import type { HookEvent } from "../../functions/hooks/payload.ts";
-import { localFunctionArn } from "../../local/asl/intrinsics.ts";
+import { registryHost } from "../../functions/trigger/event.ts";
+import { LOCAL_ACCOUNT, LOCAL_REGION, localFunctionArn } from "../../local/asl/intrinsics.ts";
+import { type ModelServer, startModel } from "../../local/demo/model.ts";
+import { MODEL_VERSIONS } from "../../local/demo/model-rollout.ts";
+import { finished } from "../../local/demo/model-stack.ts";
 import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
+import { CLI_ENV_KEYS, startEmbeddedStack } from "../../local/stack.ts";
 import { type LocalScenario, startScenario } from "./harness.ts";
 import { covers, IAM_UNUSED_EXCEPTIONS } from "./iam-exceptions.ts";
 import { at, done, type ScenarioOptions } from "./scenario.ts";
@@ -100,6 +110,85 @@ describe("IAM of every call the functions make on the embedded runtime", () => {
     );
   });
 
+  it("a SageMaker endpoint: a shadow, 50%, promoted by hand, the old side scaled down; the next one aborted", async () => {
+    const clock = new ManualClock(Date.parse("2026-12-01T12:00:00Z"));
+    const models: ModelServer[] = [];
+    for (const m of MODEL_VERSIONS.slice(0, 3)) models.push(await startModel(m));
+    const stack = await startEmbeddedStack({
+      specFiles: [sageMakerSpec()],
+      target: {
+        type: "sagemaker",
+        endpointName: "fraud",
+        executionRoleArn: "arn:aws:iam::000000000000:role/sagemaker-execution",
+        pollSeconds: 10,
+      } as never,
+      clock,
+      dynamo,
+      tableName: `rollouts-iam-${++n}`,
+    });
+    try {
+      const sagemaker = stack.runtime.sagemaker;
+      models.forEach((m, i) => {
+        sagemaker.serve(modelImage(i + 1), m.url);
+      });
+      // The endpoint as CloudFormation creates it before any rollout: the first image, v1.
+      sagemaker.createModel({ ModelName: "fraud-v1", PrimaryContainer: { Image: modelImage(1) } });
+      sagemaker.createEndpointConfig({
+        EndpointConfigName: "fraud-initial",
+        ProductionVariants: [{ VariantName: "initial", ModelName: "fraud-v1", InitialVariantWeight: 1 }],
+      });
+      sagemaker.createEndpoint({ EndpointName: "fraud", EndpointConfigName: "fraud-initial" });
+      await stack.runtime.advanceBy(60_000);
+      recorder.take();
+      const until = async (tag: string) => {
+        for (let s = 0; s < 1800 && !finished(tag)(await stack.item()); s++)
+          await stack.runtime.advanceBy(1000);
+        return stack.item();
+      };
+      await stack.push("v1", modelDigest(1));
+      const first = await until("v1");
+      expect(first?.phase, first?.message).toBe("Healthy");
+      const inService = async () => {
+        for (let s = 0; s < 600 && sagemaker.describeEndpoint("fraud").status !== "InService"; s++) {
+          await stack.runtime.advanceBy(1000);
+        }
+      };
+      const cli = (...argv: string[]) =>
+        runWithEnv(Object.fromEntries(CLI_ENV_KEYS.map((k) => [k, stack.env[k]])), ...argv);
+      const paused = async (tag: string) => {
+        for (let s = 0; s < 1800; s++) {
+          const item = await stack.item();
+          if (item?.currentRevision?.tag === tag && item.phase === "Paused") return item;
+          await stack.runtime.advanceBy(1000);
+        }
+        throw new Error(`${tag} never paused`);
+      };
+      await inService();
+      await stack.push("v2", modelDigest(2));
+      expect((await paused("v2")).weight).toBe(50);
+      expect((await cli("promote", stack.rollout)).code).toBe(0);
+      const second = await until("v2");
+      expect(second?.phase, second?.message).toBe("Healthy");
+      // The old side's scale-down, then the leftovers deleted.
+      for (let s = 0; s < 600 && sagemaker.describeEndpoint("fraud").variants.length > 1; s++) {
+        await stack.runtime.advanceBy(1000);
+      }
+      await stack.runtime.advanceBy(300_000);
+      await inService();
+      await stack.push("v3", modelDigest(3));
+      await paused("v3");
+      expect((await cli("abort", stack.rollout)).code).toBe(0);
+      const third = await until("v3");
+      expect(third?.phase, third?.message).toBe("Degraded");
+      await inService();
+      await stack.runtime.advanceBy(300_000);
+      runs.push({ roles: functionRoles(stack.template), calls: recorder.take() });
+    } finally {
+      await stack.close();
+      for (const m of models) await m.close();
+    }
+  });
+
   it("every call was allowed by the calling function's role", async () => {
     expect(recorder.unmapped).toEqual([]);
     expect(runs.flatMap((r) => r.calls).length).toBeGreaterThan(0);
@@ -124,3 +213,33 @@ describe("IAM of every call the functions make on the embedded runtime", () => {
 
 const describeUnused = (u: GrantUse) =>
   `${u.label}: ${u.action} on ${u.resources.join(", ")} (${u.statement})`;
+
+const modelDigest = (n: number) => `sha256:${String(n).repeat(64)}`;
+/** The image the trigger hands the target for a push of `modelDigest(n)` to the `demo` repository. */
+const modelImage = (n: number) => `${registryHost(LOCAL_ACCOUNT, LOCAL_REGION)}/demo@${modelDigest(n)}`;
+
+/** A model rollout with no analysis: a full shadow, the shadow removed, 50%, a pause for a person. */
+function sageMakerSpec(): string {
+  const file = join(mkdtempSync(join(tmpdir(), "sfn-rollouts-iam-")), "rollout.yaml");
+  writeFileSync(
+    file,
+    `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: model
+spec:
+  replicas: 2
+  template:
+    spec:
+      containers: [{name: model, image: model}]
+  strategy:
+    canary:
+      steps:
+        - setMirrorRoute: {name: shadow, percentage: 100}
+        - setMirrorRoute: {name: shadow}
+        - setWeight: 50
+        - pause: {}
+`,
+  );
+  return file;
+}
