@@ -178,12 +178,28 @@ function sageMakerGrants(scope: Construct, target: SageMakerTarget): TargetGrant
     },
   ];
   if (target.modelPackageGroupName !== undefined) {
-    const group = target.modelPackageGroupName;
-    const packages = arn("model-package", `${Token.isUnresolved(group) ? group : group.toLowerCase()}/*`);
-    statements.push(
+    const registry = modelPackageGrants(arn, target.modelPackageGroupName);
+    statements.push(...registry.statements);
+    wildcards.push(...registry.wildcards);
+  }
+  return { statements, wildcards, callers };
+}
+
+/**
+ * The model registry of a SageMaker target: CreateModel from a package of the group reads it, and
+ * the release's outcome is recorded on the package and the group (every function that moves
+ * traffic may record it: the effect is flushed by whichever handler runs next).
+ */
+function modelPackageGrants(
+  arn: (resource: string, name: string) => string,
+  group: string,
+): Pick<TargetGrants, "statements" | "wildcards"> {
+  const name = Token.isUnresolved(group) ? group : group.toLowerCase();
+  const packages = arn("model-package", `${name}/*`);
+  return {
+    statements: [
       new iam.PolicyStatement({
         sid: "SageMakerModelPackages",
-        // CreateModel from a package of the group reads it; the release's outcome is recorded on it.
         actions: ["sagemaker:DescribeModelPackage", "sagemaker:UpdateModelPackage", "sagemaker:AddTags"],
         resources: [packages],
       }),
@@ -191,15 +207,16 @@ function sageMakerGrants(scope: Construct, target: SageMakerTarget): TargetGrant
         sid: "SageMakerModelPackageGroup",
         // The group's `production` tag names the version that serves.
         actions: ["sagemaker:AddTags"],
-        resources: [arn("model-package-group", Token.isUnresolved(group) ? group : group.toLowerCase())],
+        resources: [arn("model-package-group", name)],
       }),
-    );
-    wildcards.push({
-      resource: packages,
-      reason: "the versions of the model package group are registered after deployment",
-    });
-  }
-  return { statements, wildcards, callers };
+    ],
+    wildcards: [
+      {
+        resource: packages,
+        reason: "the versions of the model package group are registered after deployment",
+      },
+    ],
+  };
 }
 
 function albEcsGrants(scope: Construct, target: AlbEcsTarget): TargetGrants {
