@@ -59,9 +59,10 @@ export type Need = "target" | "timer" | "tokens" | "metrics" | "events" | "execu
 export const FUNCTION_NEEDS: Readonly<Record<HandlerName, readonly Need[]>> = {
   // Starts the execution; supersedes an older running revision through the abort channel.
   trigger: ["executions", "tokens", "events"],
-  // Reads the target and deploys the candidate; records the revision (no event, no wait); ends
-  // the wait of the execution it takes over (a release in waves has no trigger to supersede it).
-  begin: ["target", "tokens"],
+  // Reads the target and deploys the candidate; records the revision and announces it
+  // (`RolloutUpdated`); ends the wait of the execution it takes over (a release in waves has no
+  // trigger to supersede it).
+  begin: ["target", "tokens", "events"],
   setWeight: ["target", "events"],
   checkReady: ["target"],
   // A pause with a duration schedules its own resumption.

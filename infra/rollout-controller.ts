@@ -553,17 +553,33 @@ export class RolloutController extends Construct {
     const movers = (Object.keys(FUNCTION_NEEDS) as HandlerName[]).filter((n) =>
       FUNCTION_NEEDS[n].includes("target"),
     );
-    if (grants.statements.length > 0) {
-      const targetPolicy = new iam.Policy(scope, "TargetPolicy", {
-        statements: grants.statements,
-        roles: movers.map((n) => this.#roles[n]),
+    // One policy per set of functions that call its statements: `TargetPolicy` for every function
+    // that moves traffic, `TargetPolicy<Begin…>` for a statement only some of them call.
+    const groups = new Map<string, { handlers: readonly HandlerName[]; statements: iam.PolicyStatement[] }>();
+    for (const statement of grants.statements) {
+      const handlers = movers.filter((n) => (grants.callers?.get(statement) ?? movers).includes(n));
+      const key =
+        handlers.length === movers.length
+          ? ""
+          : handlers.map((n) => n[0]?.toUpperCase() + n.slice(1)).join("");
+      const group = groups.get(key) ?? { handlers, statements: [] };
+      group.statements.push(statement);
+      groups.set(key, group);
+    }
+    for (const [key, group] of groups) {
+      const targetPolicy = new iam.Policy(scope, `TargetPolicy${key}`, {
+        statements: group.statements,
+        roles: group.handlers.map((n) => this.#roles[n]),
       });
-      for (const w of grants.wildcards) acknowledgeWildcards(targetPolicy, [w.resource], w.reason);
-      // The workflow moves traffic from its first state: the target's policy must exist before it.
+      const resources = new Set(group.statements.flatMap((s) => s.resources));
+      for (const w of grants.wildcards) {
+        if (resources.has(w.resource)) acknowledgeWildcards(targetPolicy, [w.resource], w.reason);
+      }
+      // The workflow moves traffic from its first state: the target's policies must exist before it.
       stateMachine.node.addDependency(targetPolicy);
       // A function in a VPC needs its network interface permissions before it is created.
       if (options.target.type === "kubernetes" && options.target.vpc) {
-        for (const n of movers) this.functions[n].node.addDependency(targetPolicy);
+        for (const n of group.handlers) this.functions[n].node.addDependency(targetPolicy);
       }
     }
     if (options.target.type === "kubernetes") {

@@ -2,6 +2,7 @@ import { ArnFormat, Fn, Stack, Token } from "aws-cdk-lib";
 import type * as ecr from "aws-cdk-lib/aws-ecr";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type { Construct } from "constructs";
+import type { HandlerName } from "../functions/config.ts";
 import { kubernetesGrants } from "./kubernetes.ts";
 import type {
   AlbEcsTarget,
@@ -20,6 +21,36 @@ export interface TargetGrants {
   readonly statements: iam.PolicyStatement[];
   /** `*` or ARN patterns with `*` used in `statements`, each with why (for the cdk-nag acknowledgement). */
   readonly wildcards: { readonly resource: string; readonly reason: string }[];
+  /**
+   * The functions that call a statement's actions, for a statement only some of them call (which
+   * port methods each handler calls, and which requests each method makes); a statement not in
+   * here is granted to every function that moves traffic.
+   */
+  readonly callers?: ReadonlyMap<iam.PolicyStatement, readonly HandlerName[]>;
+}
+
+/** The handlers that call each port method of `TrafficTarget` (`functions/workflow/`). */
+const CALLERS = {
+  /** `prepare`, `deployCandidate` (and `setWeight(0)` when it takes over a superseded candidate). */
+  deploy: ["begin"],
+  /** `checkReadiness`. */
+  readiness: ["checkReady"],
+  /** What moves traffic or scales a side: `setWeight`, `promote`, `abort` and the Timer's `abort`/`scaleDown`. */
+  traffic: ["begin", "setWeight", "promote", "abort", "resume"],
+  /** `setHeaderRoute` (the testers' rule). */
+  testers: ["setWeight"],
+  /** The services' side (ECS): deploying, readiness, rolling back and the delayed scale-down. */
+  services: ["begin", "checkReady", "abort", "resume"],
+} as const satisfies Record<string, readonly HandlerName[]>;
+
+/** Records which functions call a statement; answers the statement. */
+function calledBy(
+  callers: Map<iam.PolicyStatement, readonly HandlerName[]>,
+  statement: iam.PolicyStatement,
+  handlers: readonly HandlerName[],
+): iam.PolicyStatement {
+  callers.set(statement, handlers);
+  return statement;
 }
 
 /** The statements for a target; `Resource::*` only for actions that have no resource-level permissions. */
@@ -78,34 +109,53 @@ function sageMakerGrants(scope: Construct, target: SageMakerTarget): TargetGrant
   const endpoint = arn("endpoint", endpointName);
   const configs = arn("endpoint-config", "*");
   const created = { configs: arn("endpoint-config", prefix), models: arn("model", prefix) };
+  const callers = new Map<iam.PolicyStatement, readonly HandlerName[]>();
+  const statement = (handlers: readonly HandlerName[], props: iam.PolicyStatementProps) =>
+    calledBy(callers, new iam.PolicyStatement(props), handlers);
   const statements = [
+    // Every function that moves traffic reads the endpoint (readiness only reads it).
     new iam.PolicyStatement({
       sid: "SageMakerEndpoint",
-      actions: [
-        "sagemaker:DescribeEndpoint",
-        "sagemaker:UpdateEndpoint",
-        "sagemaker:UpdateEndpointWeightsAndCapacities",
-      ],
+      actions: ["sagemaker:DescribeEndpoint"],
       resources: [endpoint],
     }),
-    new iam.PolicyStatement({
+    statement(CALLERS.traffic, {
+      sid: "SageMakerEndpointUpdates",
+      actions: ["sagemaker:UpdateEndpoint", "sagemaker:UpdateEndpointWeightsAndCapacities"],
+      resources: [endpoint],
+    }),
+    // The config that serves before the rollout (the user's, any name) is read when it begins.
+    statement(CALLERS.deploy, {
       sid: "SageMakerEndpointConfigs",
-      // Reading the config that serves before the rollout (the user's, any name) and moving the
-      // endpoint back to it on an abort after promotion.
-      actions: ["sagemaker:DescribeEndpointConfig", "sagemaker:UpdateEndpoint"],
+      actions: ["sagemaker:DescribeEndpointConfig"],
       resources: [configs],
     }),
-    new iam.PolicyStatement({
+    // UpdateEndpoint is authorized on the config too: the target's own, or the user's one on an
+    // abort after promotion.
+    statement(CALLERS.traffic, {
+      sid: "SageMakerEndpointConfigUpdates",
+      actions: ["sagemaker:UpdateEndpoint"],
+      resources: [configs],
+    }),
+    // Created to deploy, mirror, promote and scale down.
+    statement(["begin", "setWeight", "promote", "resume"], {
       sid: "SageMakerCreatedConfigs",
-      actions: ["sagemaker:CreateEndpointConfig", "sagemaker:DeleteEndpointConfig"],
+      actions: ["sagemaker:CreateEndpointConfig"],
       resources: [created.configs],
     }),
-    new iam.PolicyStatement({
+    // The candidate's model, created when it begins.
+    statement(CALLERS.deploy, {
       sid: "SageMakerCreatedModels",
-      actions: ["sagemaker:CreateModel", "sagemaker:DescribeModel", "sagemaker:DeleteModel"],
+      actions: ["sagemaker:CreateModel"],
       resources: [created.models],
     }),
-    new iam.PolicyStatement({
+    // The scale-down deletes the configs and models the rollout left behind.
+    statement(["resume"], {
+      sid: "SageMakerDeleteLeftovers",
+      actions: ["sagemaker:DeleteEndpointConfig", "sagemaker:DeleteModel"],
+      resources: [created.configs, created.models],
+    }),
+    statement(CALLERS.deploy, {
       sid: "SageMakerPassExecutionRole",
       actions: ["iam:PassRole"],
       resources: [target.executionRoleArn],
@@ -128,12 +178,28 @@ function sageMakerGrants(scope: Construct, target: SageMakerTarget): TargetGrant
     },
   ];
   if (target.modelPackageGroupName !== undefined) {
-    const group = target.modelPackageGroupName;
-    const packages = arn("model-package", `${Token.isUnresolved(group) ? group : group.toLowerCase()}/*`);
-    statements.push(
+    const registry = modelPackageGrants(arn, target.modelPackageGroupName);
+    statements.push(...registry.statements);
+    wildcards.push(...registry.wildcards);
+  }
+  return { statements, wildcards, callers };
+}
+
+/**
+ * The model registry of a SageMaker target: CreateModel from a package of the group reads it, and
+ * the release's outcome is recorded on the package and the group (every function that moves
+ * traffic may record it: the effect is flushed by whichever handler runs next).
+ */
+function modelPackageGrants(
+  arn: (resource: string, name: string) => string,
+  group: string,
+): Pick<TargetGrants, "statements" | "wildcards"> {
+  const name = Token.isUnresolved(group) ? group : group.toLowerCase();
+  const packages = arn("model-package", `${name}/*`);
+  return {
+    statements: [
       new iam.PolicyStatement({
         sid: "SageMakerModelPackages",
-        // CreateModel from a package of the group reads it; the release's outcome is recorded on it.
         actions: ["sagemaker:DescribeModelPackage", "sagemaker:UpdateModelPackage", "sagemaker:AddTags"],
         resources: [packages],
       }),
@@ -141,56 +207,67 @@ function sageMakerGrants(scope: Construct, target: SageMakerTarget): TargetGrant
         sid: "SageMakerModelPackageGroup",
         // The group's `production` tag names the version that serves.
         actions: ["sagemaker:AddTags"],
-        resources: [arn("model-package-group", Token.isUnresolved(group) ? group : group.toLowerCase())],
+        resources: [arn("model-package-group", name)],
       }),
-    );
-    wildcards.push({
-      resource: packages,
-      reason: "the versions of the model package group are registered after deployment",
-    });
-  }
-  return { statements, wildcards };
+    ],
+    wildcards: [
+      {
+        resource: packages,
+        reason: "the versions of the model package group are registered after deployment",
+      },
+    ],
+  };
 }
 
 function albEcsGrants(scope: Construct, target: AlbEcsTarget): TargetGrants {
   const stack = Stack.of(scope);
   const { listener, rules } = albArns(target.listenerArn ?? target.ruleArn ?? "");
   const taskDefinitions = stack.formatArn({ service: "ecs", resource: "task-definition", resourceName: "*" });
+  const services = [target.serviceA, target.serviceB].map((s) => serviceArn(stack, target.cluster, s));
+  const callers = new Map<iam.PolicyStatement, readonly HandlerName[]>();
+  const statement = (handlers: readonly HandlerName[], props: iam.PolicyStatementProps) =>
+    calledBy(callers, new iam.PolicyStatement(props), handlers);
   const statements = [
-    new iam.PolicyStatement({
+    statement(CALLERS.traffic, {
       sid: "TrafficDescribe",
       actions: ["elasticloadbalancing:DescribeRules", "elasticloadbalancing:DescribeListeners"],
       resources: ["*"],
     }),
-    new iam.PolicyStatement({
+    statement(CALLERS.traffic, {
       sid: "TrafficModifyRules",
       // The forward rule, the testers' rule (given or created by the target) — all under this listener.
       actions: ["elasticloadbalancing:ModifyRule", "elasticloadbalancing:DeleteRule"],
       resources: [rules],
     }),
-    new iam.PolicyStatement({
+    statement(CALLERS.testers, {
       sid: "TrafficCreateTestersRule",
       actions: ["elasticloadbalancing:CreateRule"],
       resources: [listener, rules],
     }),
-    new iam.PolicyStatement({
+    statement(CALLERS.testers, {
       sid: "TrafficTagTestersRule",
       // CreateRule tags the rule it creates.
       actions: ["elasticloadbalancing:AddTags"],
       resources: [rules],
       conditions: { StringEquals: { "elasticloadbalancing:CreateAction": "CreateRule" } },
     }),
-    new iam.PolicyStatement({
+    statement(CALLERS.services, {
       sid: "EcsServices",
-      actions: ["ecs:DescribeServices", "ecs:UpdateService"],
-      resources: [target.serviceA, target.serviceB].map((s) => serviceArn(stack, target.cluster, s)),
+      // Readiness polls the services; deploying, rolling back and scaling down also update them.
+      actions: ["ecs:DescribeServices"],
+      resources: services,
     }),
-    new iam.PolicyStatement({
+    statement(["begin", "abort", "resume"], {
+      sid: "EcsUpdateServices",
+      actions: ["ecs:UpdateService"],
+      resources: services,
+    }),
+    statement(CALLERS.deploy, {
       sid: "EcsTaskDefinitions",
       actions: ["ecs:RegisterTaskDefinition", "ecs:DescribeTaskDefinition"],
       resources: ["*"],
     }),
-    new iam.PolicyStatement({
+    statement(CALLERS.deploy, {
       sid: "EcsTagTaskDefinitions",
       // The candidate's task definition copies the stable one's tags, which needs TagResource on create.
       actions: ["ecs:TagResource"],
@@ -200,7 +277,7 @@ function albEcsGrants(scope: Construct, target: AlbEcsTarget): TargetGrants {
   ];
   if (target.listenerArn !== undefined) {
     statements.push(
-      new iam.PolicyStatement({
+      statement(CALLERS.traffic, {
         sid: "TrafficModifyListener",
         actions: ["elasticloadbalancing:ModifyListener"],
         resources: [listener],
@@ -210,7 +287,7 @@ function albEcsGrants(scope: Construct, target: AlbEcsTarget): TargetGrants {
   const roles = target.passRoles ?? [];
   if (roles.length > 0) {
     statements.push(
-      new iam.PolicyStatement({
+      statement(CALLERS.deploy, {
         sid: "EcsPassTaskRoles",
         actions: ["iam:PassRole"],
         resources: roles.map((r) => r.roleArn),
@@ -220,6 +297,7 @@ function albEcsGrants(scope: Construct, target: AlbEcsTarget): TargetGrants {
   }
   return {
     statements,
+    callers,
     wildcards: [
       {
         resource: "*",
@@ -247,24 +325,28 @@ function lambdaAliasGrants(
 ): TargetGrants {
   const stack = Stack.of(scope);
   const fn = functionArn(stack, target.functionName);
+  const callers = new Map<iam.PolicyStatement, readonly HandlerName[]>();
+  const statement = (handlers: readonly HandlerName[], props: iam.PolicyStatementProps) =>
+    calledBy(callers, new iam.PolicyStatement(props), handlers);
   const statements = [
-    new iam.PolicyStatement({
+    statement(CALLERS.deploy, {
       sid: "LambdaCode",
-      actions: [
-        "lambda:GetFunction",
-        "lambda:GetFunctionConfiguration",
-        "lambda:UpdateFunctionCode",
-        "lambda:PublishVersion",
-      ],
+      actions: ["lambda:UpdateFunctionCode"],
       resources: [fn],
     }),
-    new iam.PolicyStatement({
+    statement(CALLERS.readiness, {
+      sid: "LambdaPublish",
+      // Readiness waits for the code update, then publishes the version.
+      actions: ["lambda:GetFunctionConfiguration", "lambda:PublishVersion"],
+      resources: [fn],
+    }),
+    statement(CALLERS.readiness, {
       sid: "LambdaVersions",
       // Readiness polls the published version's configuration (`Qualifier: <version>`).
       actions: ["lambda:GetFunctionConfiguration"],
       resources: [`${fn}:*`],
     }),
-    new iam.PolicyStatement({
+    statement(CALLERS.traffic, {
       sid: "LambdaAlias",
       // The Service Authorization Reference: both authorize against the `function` resource type,
       // the unqualified ARN; a `function:NAME:ALIAS` resource matches no request and denies them.
@@ -280,7 +362,7 @@ function lambdaAliasGrants(
   ];
   if ((target.packageType ?? "Image") === "Image") {
     statements.push(
-      new iam.PolicyStatement({
+      statement(CALLERS.deploy, {
         sid: "LambdaImage",
         // UpdateFunctionCode with an image URI: the caller must be able to read the pushed image.
         actions: ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
@@ -291,7 +373,7 @@ function lambdaAliasGrants(
   if (target.s3Bucket !== undefined) {
     const objects = `arn:${stack.partition}:s3:::${target.s3Bucket}/*`;
     statements.push(
-      new iam.PolicyStatement({
+      statement(CALLERS.deploy, {
         sid: "LambdaZipArtifacts",
         actions: ["s3:GetObject", "s3:GetObjectVersion"],
         resources: [objects],
@@ -302,7 +384,7 @@ function lambdaAliasGrants(
       reason: "UpdateFunctionCode reads the pushed zip, whose key is only known when it is pushed",
     });
   }
-  return { statements, wildcards };
+  return { statements, wildcards, callers };
 }
 
 /**

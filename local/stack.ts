@@ -83,6 +83,8 @@ export interface EmbeddedStack {
    * as the embedded runtime serves it, with the trailing slash, what `{{rollout.modelRouter}}` reads.
    */
   modelRouterUrl?: string;
+  /** The synthesized CloudFormation template the runtime runs (its roles and policies included). */
+  template: unknown;
   close(): Promise<void>;
 }
 
@@ -118,6 +120,7 @@ export async function startEmbeddedStack(options: EmbeddedStackOptions): Promise
   return {
     ...(modelRouterUrl ? { modelRouterUrl } : {}),
     runtime,
+    template,
     dynamo: controller.dynamo,
     rollout,
     stateMachineArn,

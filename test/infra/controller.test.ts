@@ -93,6 +93,20 @@ function roleOfFunction(template: Template, handler: HandlerName): string {
   return (fn.Properties.Role["Fn::GetAtt"] as string[])[0] as string;
 }
 
+/** The functions whose roles hold a statement with this Sid, in `HANDLERS` order. */
+function holdersOf(template: Template, sid: string): HandlerName[] {
+  return (Object.keys(FUNCTION_NEEDS) as HandlerName[]).filter((h) =>
+    statementsOfRole(template, roleOfFunction(template, h)).some((s) => s.Sid === sid),
+  );
+}
+
+/** Traffic moves (and sides scale) in these; `checkReady` only reads. */
+const TRAFFIC: HandlerName[] = ["begin", "setWeight", "promote", "abort", "resume"];
+
+/** Handlers in `FUNCTION_NEEDS` order, as `holdersOf` lists them. */
+const TRAFFIC_ORDER = (handlers: readonly HandlerName[]): HandlerName[] =>
+  (Object.keys(FUNCTION_NEEDS) as HandlerName[]).filter((h) => handlers.includes(h));
+
 function actionsOfFunction(template: Template, handler: HandlerName): Set<string> {
   return new Set(statementsOfRole(template, roleOfFunction(template, handler)).flatMap(actionsOf));
 }
@@ -142,6 +156,24 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
     );
     expect(definition.States["Candidate-CheckReady"]).toBeDefined();
     expect(JSON.stringify(definition.States["Step01-SetWeight-25"])).toContain(EXAMPLE_CONTEXT.listenerArn);
+  });
+
+  it("grants each target statement only to the functions that call it", () => {
+    const expected: Record<string, HandlerName[]> = {
+      TrafficDescribe: TRAFFIC,
+      TrafficModifyRules: TRAFFIC,
+      TrafficModifyListener: TRAFFIC,
+      TrafficCreateTestersRule: ["setWeight"],
+      TrafficTagTestersRule: ["setWeight"],
+      EcsServices: ["begin", "checkReady", "abort", "resume"],
+      EcsUpdateServices: ["begin", "abort", "resume"],
+      EcsTaskDefinitions: ["begin"],
+      EcsTagTaskDefinitions: ["begin"],
+      EcsPassTaskRoles: ["begin"],
+    };
+    for (const [sid, handlers] of Object.entries(expected)) {
+      expect(holdersOf(template, sid), sid).toEqual(TRAFFIC_ORDER(handlers));
+    }
   });
 
   it("deploys a function only for what something invokes: the workflow's Tasks, the Timer (resume), the push rules (trigger)", () => {
@@ -306,8 +338,12 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
       expect(has(name, "states:SendTaskSuccess"), name).toBe(needs.includes("tokens"));
       expect(has(name, "scheduler:CreateSchedule"), name).toBe(needs.includes("timer"));
       expect(has(name, "iam:PassRole") && needs.includes("timer"), name).toBe(needs.includes("timer"));
-      expect(has(name, "elasticloadbalancing:ModifyListener"), name).toBe(needs.includes("target"));
-      expect(has(name, "ecs:UpdateService"), name).toBe(needs.includes("target"));
+      // Of the target, each function gets what the port methods it calls send (readiness only reads).
+      expect(has(name, "elasticloadbalancing:ModifyListener"), name).toBe(TRAFFIC.includes(name));
+      expect(has(name, "ecs:UpdateService"), name).toBe(["begin", "abort", "resume"].includes(name));
+      expect(has(name, "ecs:DescribeServices"), name).toBe(
+        needs.includes("target") && name !== "setWeight" && name !== "promote",
+      );
       expect(has(name, "events:PutEvents"), name).toBe(needs.includes("events"));
       expect(has(name, "states:StartExecution"), name).toBe(
         needs.includes("executions") || needs.includes("timer"),
@@ -335,13 +371,15 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
   });
 
   it("scopes the target's grants to the listener, its rules, the two services and the passed roles", () => {
-    const statements = statementsOfRole(template, roleOfFunction(template, "setWeight"));
+    const statements = (["begin", "setWeight"] as const).flatMap((h) =>
+      statementsOfRole(template, roleOfFunction(template, h)),
+    );
     const find = (action: string) =>
       statements.filter((s) => actionsOf(s).includes(action)).flatMap(resourcesOf);
     const listener = EXAMPLE_CONTEXT.listenerArn;
     const rules = `${listener.replace(":listener/", ":listener-rule/")}/*`;
-    expect(find("elasticloadbalancing:ModifyListener")).toEqual([listener]);
-    expect(find("elasticloadbalancing:ModifyRule")).toEqual([rules]);
+    expect(find("elasticloadbalancing:ModifyListener")).toEqual([listener, listener]);
+    expect(find("elasticloadbalancing:ModifyRule")).toEqual([rules, rules]);
     expect(find("elasticloadbalancing:CreateRule")).toEqual([listener, rules]);
     expect(find("ecs:UpdateService")).toEqual([
       "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:service/demo/demo-a",
@@ -698,7 +736,9 @@ describe("a Lambda alias target, an AMP workspace, CloudWatch metrics and a cust
   });
 
   it("grants the alias's function and its versions, the pushed image, and nothing of ELB or ECS", () => {
-    const actions = actionsOfFunction(template, "promote");
+    const actions = new Set(
+      (["begin", "checkReady", "promote"] as const).flatMap((h) => [...actionsOfFunction(template, h)]),
+    );
     for (const a of [
       "lambda:UpdateAlias",
       "lambda:UpdateFunctionCode",
@@ -707,6 +747,8 @@ describe("a Lambda alias target, an AMP workspace, CloudWatch metrics and a cust
     ]) {
       expect(actions.has(a), a).toBe(true);
     }
+    // No code path reads the function itself (GetFunction): readiness reads its configuration.
+    expect(actions.has("lambda:GetFunction")).toBe(false);
     expect([...actions].some((a) => a.startsWith("elasticloadbalancing:") || a.startsWith("ecs:"))).toBe(
       false,
     );
@@ -718,6 +760,19 @@ describe("a Lambda alias target, an AMP workspace, CloudWatch metrics and a cust
     expect(resourcesOf(alias as Statement)).toEqual([
       "arn:<AWS::Partition>:lambda:eu-west-1:111122223333:function:api",
     ]);
+  });
+
+  it("grants each target statement only to the functions that call it", () => {
+    const expected: Record<string, HandlerName[]> = {
+      LambdaCode: ["begin"],
+      LambdaImage: ["begin"],
+      LambdaPublish: ["checkReady"],
+      LambdaVersions: ["checkReady"],
+      LambdaAlias: TRAFFIC,
+    };
+    for (const [sid, handlers] of Object.entries(expected)) {
+      expect(holdersOf(template, sid), sid).toEqual(TRAFFIC_ORDER(handlers));
+    }
   });
 
   it("signs for the workspace: its URL and region in the environment, aps:QueryMetrics on it for the analysis functions", () => {
@@ -820,8 +875,31 @@ describe("a SageMaker endpoint target", () => {
     );
   });
 
+  it("grants each target statement only to the functions that call it", () => {
+    const movers = TRAFFIC_ORDER([...TRAFFIC, "checkReady"]);
+    const expected: Record<string, HandlerName[]> = {
+      SageMakerEndpoint: movers,
+      SageMakerEndpointUpdates: TRAFFIC,
+      SageMakerEndpointConfigs: ["begin"],
+      SageMakerEndpointConfigUpdates: TRAFFIC,
+      SageMakerCreatedConfigs: ["begin", "setWeight", "promote", "resume"],
+      SageMakerCreatedModels: ["begin"],
+      SageMakerDeleteLeftovers: ["resume"],
+      SageMakerPassExecutionRole: ["begin"],
+      SageMakerModelPackages: movers,
+      SageMakerModelPackageGroup: movers,
+    };
+    for (const [sid, handlers] of Object.entries(expected)) {
+      expect(holdersOf(template, sid), sid).toEqual(TRAFFIC_ORDER(handlers));
+    }
+    const created = statementsOfRole(template, roleOfFunction(template, "begin")).find(
+      (s) => s.Sid === "SageMakerCreatedModels",
+    );
+    expect(actionsOf(created as Statement)).toEqual(["sagemaker:CreateModel"]);
+  });
+
   it("scopes the target's grants to the endpoint, the configs and models it creates, the package group and the execution role", () => {
-    const statements = statementsOfRole(template, roleOfFunction(template, "setWeight"));
+    const statements = statementsOfRole(template, roleOfFunction(template, "begin"));
     const bySid = (sid: string) => resourcesOf(statements.find((s) => s.Sid === sid) as Statement);
     const arn = "arn:<AWS::Partition>:sagemaker:eu-west-1:111122223333";
     expect(bySid("SageMakerEndpoint")).toEqual([`${arn}:endpoint/ranker-prod`]);
@@ -833,6 +911,7 @@ describe("a SageMaker endpoint target", () => {
     expect(pass?.Condition).toEqual({ StringEquals: { "iam:PassedToService": "sagemaker.amazonaws.com" } });
     const actions = actionsOfFunction(template, "setWeight");
     expect(actions.has("sagemaker:UpdateEndpointWeightsAndCapacities")).toBe(true);
+    expect(actions.has("sagemaker:CreateModel")).toBe(false);
     expect(
       [...actions].some((a) => a.startsWith("elasticloadbalancing:") || a.startsWith("lambda:Update")),
     ).toBe(false);
