@@ -1,8 +1,13 @@
 import type { z } from "zod";
-import type { ArgoDatadogSchema, ArgoNewRelicSchema } from "./argo-schema.ts";
+import type { ArgoDatadogSchema, ArgoGraphiteSchema, ArgoNewRelicSchema } from "./argo-schema.ts";
 import { parseDuration } from "./duration.ts";
 import { MAX_PROVIDER_TIMEOUT_SECONDS } from "./limits.ts";
-import type { DatadogProviderSchema, NewRelicProviderSchema } from "./providers.ts";
+import {
+  type DatadogProviderSchema,
+  type GraphiteProviderSchema,
+  HTTP_URL,
+  type NewRelicProviderSchema,
+} from "./providers.ts";
 
 /**
  * Argo's `datadog` and `newRelic` providers as the normalized spec holds them, with the checks
@@ -124,4 +129,26 @@ export function newRelicOf(
     ...(nr.timeout !== undefined ? { timeout: nr.timeout } : {}),
     ...(profile !== "" && profile !== ARGO_SECRET_NAMES.newRelic ? { profile } : {}),
   };
+}
+
+/**
+ * A Graphite metric normalized, or undefined with its problem reported. Argo's `NewAPIClient`
+ * refuses an address that is empty or does not parse (`Graphite address … is not a valid URL`);
+ * here that is said when the template is loaded, and so is a scheme other than http or https,
+ * which Go's client could not request either.
+ */
+export function graphiteOf(
+  g: z.infer<typeof ArgoGraphiteSchema>,
+  report: Report,
+  at: string,
+): z.input<typeof GraphiteProviderSchema> | undefined {
+  const address = g.address ?? "";
+  if (!HTTP_URL.test(address)) {
+    report(
+      `${at}.address`,
+      `Graphite address ${address} is not a valid URL (an http:// or https:// address is needed)`,
+    );
+    return undefined;
+  }
+  return { address, ...(g.query !== undefined ? { query: g.query } : {}) };
 }

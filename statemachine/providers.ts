@@ -238,6 +238,19 @@ export const NewRelicProviderSchema = z
   })
   .strict();
 
+/**
+ * A Graphite render query (Argo's `graphite` provider): `GET {address}/render?{query}&format=json`.
+ * Graphite has no key here, as in Argo.
+ */
+export const GraphiteProviderSchema = z
+  .object({
+    /** The Graphite server, `http://` or `https://` (a path is kept: `http://host/graphite`). */
+    address: z.string().regex(HTTP_URL, "must be an http:// or https:// URL"),
+    /** The render API's parameters, `target=…&from=-5min` (whitespace is removed, as Argo does). */
+    query: z.string().default(""),
+  })
+  .strict();
+
 /** The providers that read a value from a system, one key each; a judge reads versions through them. */
 export const ReadingProviderFields = {
   prometheus: PrometheusProviderSchema.optional(),
@@ -247,6 +260,7 @@ export const ReadingProviderFields = {
   lambda: LambdaProviderSchema.optional(),
   datadog: DatadogProviderSchema.optional(),
   newRelic: NewRelicProviderSchema.optional(),
+  graphite: GraphiteProviderSchema.optional(),
 };
 
 /** True when exactly one provider key is set. */
@@ -254,7 +268,8 @@ export const exactlyOneProvider = (p: Record<string, unknown>) =>
   Object.values(p).filter((v) => v !== undefined).length === 1;
 
 export const ProviderSchema = z.object(ReadingProviderFields).strict().refine(exactlyOneProvider, {
-  message: "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog or newRelic)",
+  message:
+    "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic or graphite)",
 });
 
 export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
@@ -264,4 +279,5 @@ export type SamplesProvider = z.infer<typeof SamplesProviderSchema>;
 export type LambdaProvider = z.infer<typeof LambdaProviderSchema>;
 export type DatadogProvider = z.infer<typeof DatadogProviderSchema>;
 export type NewRelicProvider = z.infer<typeof NewRelicProviderSchema>;
+export type GraphiteProvider = z.infer<typeof GraphiteProviderSchema>;
 export type Provider = z.infer<typeof ProviderSchema>;

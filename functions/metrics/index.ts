@@ -8,6 +8,7 @@ import { type ClientConfig, clientConfig } from "../aws-clients.ts";
 import { ENV } from "../config.ts";
 import { CloudWatchMetricProvider } from "./cloudwatch.ts";
 import { DatadogMetricProvider } from "./datadog.ts";
+import { GraphiteMetricProvider } from "./graphite.ts";
 import type { Fetch } from "./http.ts";
 import { JudgeMetricProvider } from "./judge-readings.ts";
 import { LambdaMetricProvider } from "./lambda.ts";
@@ -38,6 +39,7 @@ export interface ProviderSet {
   lambda?: MetricProvider;
   datadog?: MetricProvider;
   newRelic?: MetricProvider;
+  graphite?: MetricProvider;
 }
 
 /**
@@ -54,7 +56,17 @@ export class MetricProviders implements MetricProvider {
 
   measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
     const kind = (
-      ["prometheus", "web", "cloudWatch", "samples", "lambda", "datadog", "newRelic", "judge"] as const
+      [
+        "prometheus",
+        "web",
+        "cloudWatch",
+        "samples",
+        "lambda",
+        "datadog",
+        "newRelic",
+        "graphite",
+        "judge",
+      ] as const
     ).find((k) => metric.provider[k] !== undefined);
     const provider = kind ? this.providers[kind] : undefined;
     if (!kind || !provider) {
@@ -226,6 +238,7 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
       ...(options.prometheus ? { defaultAddress: options.prometheus } : {}),
     }),
     web: new WebMetricProvider(http),
+    graphite: new GraphiteMetricProvider(http),
     cloudWatch: lazyCloudWatch,
     samples: new SamplesMetricProvider({ ...http, signerFor: lambdaSigner }),
     lambda: lazyLambda,
