@@ -158,6 +158,14 @@ export const ArgoGraphiteSchema = z
   })
   .strict();
 
+/** Argo's `influxdb` provider (`InfluxdbMetric`): a Flux query and the secret of the server. */
+export const ArgoInfluxdbSchema = z
+  .object({
+    profile: z.string().optional(),
+    query: z.string().optional(),
+  })
+  .strict();
+
 /** The providers that read one system, as Argo writes them: what a judge reads each version with. */
 export const ArgoReadingProviderFields = {
   prometheus: ArgoPrometheusSchema.optional(),
@@ -167,11 +175,12 @@ export const ArgoReadingProviderFields = {
   datadog: ArgoDatadogSchema.optional(),
   newRelic: ArgoNewRelicSchema.optional(),
   graphite: ArgoGraphiteSchema.optional(),
+  influxdb: ArgoInfluxdbSchema.optional(),
 };
 export const ArgoReadingProviderSchema = z.object(ArgoReadingProviderFields).strict();
 
 /** Providers Argo has that we do not run: named so the message can say so. */
-export const UNSUPPORTED_PROVIDERS = ["job", "kayenta", "wavefront", "influxdb", "skywalking"] as const;
+export const UNSUPPORTED_PROVIDERS = ["job", "kayenta", "wavefront", "skywalking"] as const;
 
 export const ArgoMetricSchema = z
   .object({

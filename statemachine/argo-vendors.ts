@@ -1,11 +1,17 @@
 import type { z } from "zod";
-import type { ArgoDatadogSchema, ArgoGraphiteSchema, ArgoNewRelicSchema } from "./argo-schema.ts";
+import type {
+  ArgoDatadogSchema,
+  ArgoGraphiteSchema,
+  ArgoInfluxdbSchema,
+  ArgoNewRelicSchema,
+} from "./argo-schema.ts";
 import { parseDuration } from "./duration.ts";
 import { MAX_PROVIDER_TIMEOUT_SECONDS } from "./limits.ts";
 import {
   type DatadogProviderSchema,
   type GraphiteProviderSchema,
   HTTP_URL,
+  type InfluxdbProviderSchema,
   type NewRelicProviderSchema,
 } from "./providers.ts";
 
@@ -24,7 +30,7 @@ import {
 type Report = (field: string, message: string) => void;
 
 /** Argo's Kubernetes Secret names, which the controller's one secret per provider stands for. */
-export const ARGO_SECRET_NAMES = { datadog: "datadog", newRelic: "newrelic" } as const;
+export const ARGO_SECRET_NAMES = { datadog: "datadog", newRelic: "newrelic", influxdb: "influxdb" } as const;
 
 /** Argo's checks of a Datadog metric, first failing one's message (Argo reports one). */
 export function datadogProblem(dd: z.infer<typeof ArgoDatadogSchema>): string | undefined {
@@ -151,4 +157,16 @@ export function graphiteOf(
     return undefined;
   }
   return { address, ...(g.query !== undefined ? { query: g.query } : {}) };
+}
+
+/**
+ * An InfluxDB metric normalized: Argo's default `profile` (`influxdb`, or none) is the controller's
+ * InfluxDB secret, any other names one of `metricSecrets.named`.
+ */
+export function influxdbOf(i: z.infer<typeof ArgoInfluxdbSchema>): z.input<typeof InfluxdbProviderSchema> {
+  const profile = i.profile ?? "";
+  return {
+    query: i.query ?? "",
+    ...(profile !== "" && profile !== ARGO_SECRET_NAMES.influxdb ? { profile } : {}),
+  };
 }

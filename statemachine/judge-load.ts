@@ -95,6 +95,7 @@ const OTHER_PROVIDERS: readonly string[] = [
   "datadog",
   "newRelic",
   "graphite",
+  "influxdb",
   "plugin",
 ];
 

@@ -251,6 +251,19 @@ export const GraphiteProviderSchema = z
   })
   .strict();
 
+/**
+ * A Flux query through InfluxDB's v2 API (Argo's `influxdb` provider). The server's address, the
+ * organization and the token come from the controller's InfluxDB secret.
+ */
+export const InfluxdbProviderSchema = z
+  .object({
+    /** The Flux query, sent as written. */
+    query: z.string().default(""),
+    /** Argo's `profile`: the controller's secret of that name (`metricSecrets.named`); absent, its InfluxDB secret. */
+    profile: z.string().min(1).optional(),
+  })
+  .strict();
+
 /** The providers that read a value from a system, one key each; a judge reads versions through them. */
 export const ReadingProviderFields = {
   prometheus: PrometheusProviderSchema.optional(),
@@ -261,6 +274,7 @@ export const ReadingProviderFields = {
   datadog: DatadogProviderSchema.optional(),
   newRelic: NewRelicProviderSchema.optional(),
   graphite: GraphiteProviderSchema.optional(),
+  influxdb: InfluxdbProviderSchema.optional(),
 };
 
 /** True when exactly one provider key is set. */
@@ -269,7 +283,7 @@ export const exactlyOneProvider = (p: Record<string, unknown>) =>
 
 export const ProviderSchema = z.object(ReadingProviderFields).strict().refine(exactlyOneProvider, {
   message:
-    "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic or graphite)",
+    "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic, graphite or influxdb)",
 });
 
 export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
@@ -280,4 +294,5 @@ export type LambdaProvider = z.infer<typeof LambdaProviderSchema>;
 export type DatadogProvider = z.infer<typeof DatadogProviderSchema>;
 export type NewRelicProvider = z.infer<typeof NewRelicProviderSchema>;
 export type GraphiteProvider = z.infer<typeof GraphiteProviderSchema>;
+export type InfluxdbProvider = z.infer<typeof InfluxdbProviderSchema>;
 export type Provider = z.infer<typeof ProviderSchema>;

@@ -10,6 +10,7 @@ import { CloudWatchMetricProvider } from "./cloudwatch.ts";
 import { DatadogMetricProvider } from "./datadog.ts";
 import { GraphiteMetricProvider } from "./graphite.ts";
 import type { Fetch } from "./http.ts";
+import { InfluxdbMetricProvider } from "./influxdb.ts";
 import { JudgeMetricProvider } from "./judge-readings.ts";
 import { LambdaMetricProvider } from "./lambda.ts";
 import { NewRelicMetricProvider } from "./newrelic.ts";
@@ -40,6 +41,7 @@ export interface ProviderSet {
   datadog?: MetricProvider;
   newRelic?: MetricProvider;
   graphite?: MetricProvider;
+  influxdb?: MetricProvider;
 }
 
 /**
@@ -65,6 +67,7 @@ export class MetricProviders implements MetricProvider {
         "datadog",
         "newRelic",
         "graphite",
+        "influxdb",
         "judge",
       ] as const
     ).find((k) => metric.provider[k] !== undefined);
@@ -127,13 +130,14 @@ export interface DefaultProviderOptions {
   /** Most bytes of an HTTP provider's response read (`ROLLOUTS_METRIC_MAX_BODY_BYTES`); default 1 MiB. */
   maxBodyBytes?: number;
   /**
-   * The Secrets Manager secrets (ARN or name) holding the Datadog and New Relic keys
-   * (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`), and where they are read (default
+   * The Secrets Manager secrets (ARN or name) holding the Datadog, New Relic and InfluxDB keys
+   * (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`, `ROLLOUTS_INFLUXDB_SECRET`), and where they are read (default
    * Secrets Manager with the default credential chain).
    */
   metricSecrets?: {
     datadog?: string;
     newRelic?: string;
+    influxdb?: string;
     /** Secrets by the names templates give them (`secretRef.name`, `profile`): `ROLLOUTS_METRIC_SECRETS`. */
     named?: Readonly<Record<string, string>>;
     source?: SecretSource;
@@ -141,20 +145,27 @@ export interface DefaultProviderOptions {
 }
 
 /**
- * The Datadog and New Relic secrets the environment names (`ROLLOUTS_DATADOG_SECRET`,
- * `ROLLOUTS_NEWRELIC_SECRET`, and `ROLLOUTS_METRIC_SECRETS`: a JSON object of secrets by name).
+ * The Datadog, New Relic and InfluxDB secrets the environment names (`ROLLOUTS_DATADOG_SECRET`,
+ * `ROLLOUTS_NEWRELIC_SECRET`, `ROLLOUTS_INFLUXDB_SECRET`, and `ROLLOUTS_METRIC_SECRETS`: a JSON object of secrets by name).
  * A `ROLLOUTS_METRIC_SECRETS` that is not such an object fails the start with its name.
  */
 export function metricSecretsFrom(env: Record<string, string | undefined>): {
   datadog?: string;
   newRelic?: string;
+  influxdb?: string;
   named?: Record<string, string>;
 } {
   const datadog = env[ENV.datadogSecret];
   const newRelic = env[ENV.newRelicSecret];
+  const influxdb = env[ENV.influxdbSecret];
   const namedText = env[ENV.metricSecrets];
   const named = namedText ? namedSecrets(namedText) : undefined;
-  return { ...(datadog ? { datadog } : {}), ...(newRelic ? { newRelic } : {}), ...(named ? { named } : {}) };
+  return {
+    ...(datadog ? { datadog } : {}),
+    ...(newRelic ? { newRelic } : {}),
+    ...(influxdb ? { influxdb } : {}),
+    ...(named ? { named } : {}),
+  };
 }
 
 function namedSecrets(text: string): Record<string, string> {
@@ -218,6 +229,7 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
   const secrets = options.metricSecrets?.source ?? new SecretsManagerSource();
   const datadogSecret = options.metricSecrets?.datadog;
   const newRelicSecret = options.metricSecrets?.newRelic;
+  const influxdbSecret = options.metricSecrets?.influxdb;
   const named = options.metricSecrets?.named ? { named: options.metricSecrets.named } : {};
   return new MetricProviders({
     datadog: new DatadogMetricProvider({
@@ -239,6 +251,12 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
     }),
     web: new WebMetricProvider(http),
     graphite: new GraphiteMetricProvider(http),
+    influxdb: new InfluxdbMetricProvider({
+      ...http,
+      secrets,
+      ...(influxdbSecret ? { secretId: influxdbSecret } : {}),
+      ...named,
+    }),
     cloudWatch: lazyCloudWatch,
     samples: new SamplesMetricProvider({ ...http, signerFor: lambdaSigner }),
     lambda: lazyLambda,
