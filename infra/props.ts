@@ -40,7 +40,7 @@ export interface PrometheusWorkspaceProps {
 export type PrometheusProps = PrometheusUrlProps | PrometheusWorkspaceProps;
 
 /**
- * The Secrets Manager secrets of the Datadog, New Relic and InfluxDB metric providers: each a JSON object
+ * The Secrets Manager secrets of the Datadog, New Relic, InfluxDB and Wavefront metric providers: each a JSON object
  * with the keys of Argo's Kubernetes Secret of that provider. The measuring functions may read
  * exactly these secrets.
  */
@@ -54,6 +54,11 @@ export interface MetricSecretsProps {
   readonly newRelic?: secretsmanager.ISecret;
   /** `{"address": "https://…:8086", "authToken": …, "org": …}` (Argo's `influxdb` Secret). */
   readonly influxdb?: secretsmanager.ISecret;
+  /**
+   * `{"example.wavefront.com": "<token>", …}`: an API token by Wavefront address (Argo's
+   * `wavefront-api-tokens` Secret).
+   */
+  readonly wavefront?: secretsmanager.ISecret;
   /**
    * Secrets by the name of the Kubernetes Secret an Argo template names: a Datadog
    * `secretRef.name`, a New Relic or InfluxDB `profile` (each with that provider's keys).
@@ -85,9 +90,9 @@ export interface RolloutControllerProps {
    */
   readonly cloudWatchMetrics?: boolean;
   /**
-   * The keys of the `datadog`, `newRelic` and `influxdb` analysis providers, in Secrets Manager
+   * The keys of the `datadog`, `newRelic`, `influxdb` and `wavefront` analysis providers, in Secrets Manager
    * (where Argo reads a Kubernetes Secret). A rollout whose analysis uses one without its secret is refused.
-   * @default none: the datadog, newRelic and influxdb providers cannot be used
+   * @default none: the datadog, newRelic, influxdb and wavefront providers cannot be used
    */
   readonly metricSecrets?: MetricSecretsProps;
   /**

@@ -166,6 +166,14 @@ export const ArgoInfluxdbSchema = z
   })
   .strict();
 
+/** Argo's `wavefront` provider (`WavefrontMetric`): the Wavefront host and a query. */
+export const ArgoWavefrontSchema = z
+  .object({
+    address: z.string().optional(),
+    query: z.string().optional(),
+  })
+  .strict();
+
 /** The providers that read one system, as Argo writes them: what a judge reads each version with. */
 export const ArgoReadingProviderFields = {
   prometheus: ArgoPrometheusSchema.optional(),
@@ -176,11 +184,12 @@ export const ArgoReadingProviderFields = {
   newRelic: ArgoNewRelicSchema.optional(),
   graphite: ArgoGraphiteSchema.optional(),
   influxdb: ArgoInfluxdbSchema.optional(),
+  wavefront: ArgoWavefrontSchema.optional(),
 };
 export const ArgoReadingProviderSchema = z.object(ArgoReadingProviderFields).strict();
 
 /** Providers Argo has that we do not run: named so the message can say so. */
-export const UNSUPPORTED_PROVIDERS = ["job", "kayenta", "wavefront", "skywalking"] as const;
+export const UNSUPPORTED_PROVIDERS = ["job", "kayenta", "skywalking"] as const;
 
 export const ArgoMetricSchema = z
   .object({

@@ -4,6 +4,7 @@ import type {
   ArgoGraphiteSchema,
   ArgoInfluxdbSchema,
   ArgoNewRelicSchema,
+  ArgoWavefrontSchema,
 } from "./argo-schema.ts";
 import { parseDuration } from "./duration.ts";
 import { MAX_PROVIDER_TIMEOUT_SECONDS } from "./limits.ts";
@@ -13,6 +14,7 @@ import {
   HTTP_URL,
   type InfluxdbProviderSchema,
   type NewRelicProviderSchema,
+  type WavefrontProviderSchema,
 } from "./providers.ts";
 
 /**
@@ -169,4 +171,32 @@ export function influxdbOf(i: z.infer<typeof ArgoInfluxdbSchema>): z.input<typeo
     query: i.query ?? "",
     ...(profile !== "" && profile !== ARGO_SECRET_NAMES.influxdb ? { profile } : {}),
   };
+}
+
+/**
+ * A Wavefront metric normalized, or undefined with its problem reported. Argo's client reads
+ * `https://{address}/api/v2/`, so the address is a host (and port), never a URL; with none, Argo
+ * finds no token for it (`API token not found`), which is said here when the template is loaded.
+ */
+export function wavefrontOf(
+  w: z.infer<typeof ArgoWavefrontSchema>,
+  report: Report,
+  at: string,
+): z.input<typeof WavefrontProviderSchema> | undefined {
+  const address = w.address ?? "";
+  if (address === "") {
+    report(
+      `${at}.address`,
+      "the Wavefront address is needed (example.wavefront.com): its API token is found by it",
+    );
+    return undefined;
+  }
+  if (!/^[^\s/?#@]+$/.test(address)) {
+    report(
+      `${at}.address`,
+      `the Wavefront address ${JSON.stringify(address)} must be a host (example.wavefront.com), without a scheme or a path: it is read as https://{address}/api/v2/`,
+    );
+    return undefined;
+  }
+  return { address, ...(w.query !== undefined ? { query: w.query } : {}) };
 }

@@ -96,6 +96,7 @@ const OTHER_PROVIDERS: readonly string[] = [
   "newRelic",
   "graphite",
   "influxdb",
+  "wavefront",
   "plugin",
 ];
 

@@ -264,6 +264,22 @@ export const InfluxdbProviderSchema = z
   })
   .strict();
 
+/**
+ * A Wavefront query at the measurement's instant (Argo's `wavefront` provider):
+ * `GET https://{address}/api/v2/chart/api`. The token comes from the controller's Wavefront
+ * secret, by address.
+ */
+export const WavefrontProviderSchema = z
+  .object({
+    /** The Wavefront host, without a scheme (`example.wavefront.com`), read over https. */
+    address: z
+      .string()
+      .regex(/^[^\s/?#@]+$/, "must be a host (example.wavefront.com), without a scheme or a path"),
+    /** The query, in Wavefront's query language. */
+    query: z.string().default(""),
+  })
+  .strict();
+
 /** The providers that read a value from a system, one key each; a judge reads versions through them. */
 export const ReadingProviderFields = {
   prometheus: PrometheusProviderSchema.optional(),
@@ -275,6 +291,7 @@ export const ReadingProviderFields = {
   newRelic: NewRelicProviderSchema.optional(),
   graphite: GraphiteProviderSchema.optional(),
   influxdb: InfluxdbProviderSchema.optional(),
+  wavefront: WavefrontProviderSchema.optional(),
 };
 
 /** True when exactly one provider key is set. */
@@ -283,7 +300,7 @@ export const exactlyOneProvider = (p: Record<string, unknown>) =>
 
 export const ProviderSchema = z.object(ReadingProviderFields).strict().refine(exactlyOneProvider, {
   message:
-    "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic, graphite or influxdb)",
+    "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb or wavefront)",
 });
 
 export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
@@ -295,4 +312,5 @@ export type DatadogProvider = z.infer<typeof DatadogProviderSchema>;
 export type NewRelicProvider = z.infer<typeof NewRelicProviderSchema>;
 export type GraphiteProvider = z.infer<typeof GraphiteProviderSchema>;
 export type InfluxdbProvider = z.infer<typeof InfluxdbProviderSchema>;
+export type WavefrontProvider = z.infer<typeof WavefrontProviderSchema>;
 export type Provider = z.infer<typeof ProviderSchema>;

@@ -23,6 +23,7 @@ import {
 import { PrometheusMetricProvider, type RequestSigner } from "./prometheus.ts";
 import { SamplesMetricProvider } from "./samples.ts";
 import { type SecretSource, SecretsManagerSource } from "./secrets.ts";
+import { WavefrontMetricProvider } from "./wavefront.ts";
 import { WebMetricProvider } from "./web.ts";
 
 export { type Fetch, maxBodyBytesFrom } from "./http.ts";
@@ -42,6 +43,7 @@ export interface ProviderSet {
   newRelic?: MetricProvider;
   graphite?: MetricProvider;
   influxdb?: MetricProvider;
+  wavefront?: MetricProvider;
 }
 
 /**
@@ -68,6 +70,7 @@ export class MetricProviders implements MetricProvider {
         "newRelic",
         "graphite",
         "influxdb",
+        "wavefront",
         "judge",
       ] as const
     ).find((k) => metric.provider[k] !== undefined);
@@ -130,14 +133,15 @@ export interface DefaultProviderOptions {
   /** Most bytes of an HTTP provider's response read (`ROLLOUTS_METRIC_MAX_BODY_BYTES`); default 1 MiB. */
   maxBodyBytes?: number;
   /**
-   * The Secrets Manager secrets (ARN or name) holding the Datadog, New Relic and InfluxDB keys
-   * (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`, `ROLLOUTS_INFLUXDB_SECRET`), and where they are read (default
+   * The Secrets Manager secrets (ARN or name) holding the Datadog, New Relic, InfluxDB and Wavefront keys
+   * (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`, `ROLLOUTS_INFLUXDB_SECRET`, `ROLLOUTS_WAVEFRONT_SECRET`), and where they are read (default
    * Secrets Manager with the default credential chain).
    */
   metricSecrets?: {
     datadog?: string;
     newRelic?: string;
     influxdb?: string;
+    wavefront?: string;
     /** Secrets by the names templates give them (`secretRef.name`, `profile`): `ROLLOUTS_METRIC_SECRETS`. */
     named?: Readonly<Record<string, string>>;
     source?: SecretSource;
@@ -145,25 +149,28 @@ export interface DefaultProviderOptions {
 }
 
 /**
- * The Datadog, New Relic and InfluxDB secrets the environment names (`ROLLOUTS_DATADOG_SECRET`,
- * `ROLLOUTS_NEWRELIC_SECRET`, `ROLLOUTS_INFLUXDB_SECRET`, and `ROLLOUTS_METRIC_SECRETS`: a JSON object of secrets by name).
+ * The Datadog, New Relic, InfluxDB and Wavefront secrets the environment names (`ROLLOUTS_DATADOG_SECRET`,
+ * `ROLLOUTS_NEWRELIC_SECRET`, `ROLLOUTS_INFLUXDB_SECRET`, `ROLLOUTS_WAVEFRONT_SECRET`, and `ROLLOUTS_METRIC_SECRETS`: a JSON object of secrets by name).
  * A `ROLLOUTS_METRIC_SECRETS` that is not such an object fails the start with its name.
  */
 export function metricSecretsFrom(env: Record<string, string | undefined>): {
   datadog?: string;
   newRelic?: string;
   influxdb?: string;
+  wavefront?: string;
   named?: Record<string, string>;
 } {
   const datadog = env[ENV.datadogSecret];
   const newRelic = env[ENV.newRelicSecret];
   const influxdb = env[ENV.influxdbSecret];
+  const wavefront = env[ENV.wavefrontSecret];
   const namedText = env[ENV.metricSecrets];
   const named = namedText ? namedSecrets(namedText) : undefined;
   return {
     ...(datadog ? { datadog } : {}),
     ...(newRelic ? { newRelic } : {}),
     ...(influxdb ? { influxdb } : {}),
+    ...(wavefront ? { wavefront } : {}),
     ...(named ? { named } : {}),
   };
 }
@@ -230,6 +237,7 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
   const datadogSecret = options.metricSecrets?.datadog;
   const newRelicSecret = options.metricSecrets?.newRelic;
   const influxdbSecret = options.metricSecrets?.influxdb;
+  const wavefrontSecret = options.metricSecrets?.wavefront;
   const named = options.metricSecrets?.named ? { named: options.metricSecrets.named } : {};
   return new MetricProviders({
     datadog: new DatadogMetricProvider({
@@ -251,6 +259,11 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
     }),
     web: new WebMetricProvider(http),
     graphite: new GraphiteMetricProvider(http),
+    wavefront: new WavefrontMetricProvider({
+      ...http,
+      secrets,
+      ...(wavefrontSecret ? { secretId: wavefrontSecret } : {}),
+    }),
     influxdb: new InfluxdbMetricProvider({
       ...http,
       secrets,

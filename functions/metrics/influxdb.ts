@@ -1,3 +1,4 @@
+import { STATUS_CODES } from "node:http";
 import type { Metric } from "../../statemachine/spec.ts";
 import { goParse, isObject } from "./go-json.ts";
 import { queryEscape } from "./go-url.ts";
@@ -134,7 +135,7 @@ export function queryUrl(address: string, org: string): { url: string } | { erro
 
 /** The client's `parseHTTPError`: InfluxDB's JSON `{code, message}`, or the body, or the status. */
 export function httpError(res: Response, text: string): string {
-  const status = `${res.status} ${res.statusText}`.trim();
+  const status = `${res.status} ${res.statusText || (STATUS_CODES[res.status] ?? "")}`.trim();
   const type = (res.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
   let code = "";
   let message = "";

@@ -14,7 +14,6 @@ spec:
 
 describe("Argo's providers that are refused", () => {
   it.each([
-    ["wavefront: {address: w.example, query: x}", "wavefront", "Wavefront's query API"],
     ["skywalking: {address: 'http://s', query: x}", "skywalking", "SkyWalking"],
     ["kayenta: {address: 'http://k', application: a}", "kayenta", "sfn-rollouts/judge plugin's kayenta test"],
     ["job: {spec: {}}", "job", "sfn-rollouts/lambda plugin"],
@@ -26,7 +25,8 @@ describe("Argo's providers that are refused", () => {
     expect(problems[0]).toContain(reason);
   });
 
-  it("datadog, newRelic, graphite and influxdb load", async () => {
+  it("datadog, newRelic, graphite, influxdb and wavefront load", async () => {
+    expect(await templateProblems(template("wavefront: {address: w.example, query: x}"))).toEqual([]);
     expect(await templateProblems(template("influxdb: {profile: p, query: x}"))).toEqual([]);
     expect(
       await templateProblems(template("graphite: {address: 'http://graphite:8080', query: 'target=x'}")),
