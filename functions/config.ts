@@ -67,6 +67,10 @@ export const ENV = {
   datadogSecret: "ROLLOUTS_DATADOG_SECRET",
   /** The Secrets Manager secret (ARN) of the New Relic provider's account: `personal-api-key`, `account-id`, `region`. */
   newRelicSecret: "ROLLOUTS_NEWRELIC_SECRET",
+  /** The Secrets Manager secret (ARN) of the InfluxDB provider's server: `address`, `authToken`, `org`. */
+  influxdbSecret: "ROLLOUTS_INFLUXDB_SECRET",
+  /** The Secrets Manager secret (ARN) of the Wavefront provider's API tokens, by Wavefront address. */
+  wavefrontSecret: "ROLLOUTS_WAVEFRONT_SECRET",
   /** JSON: the metric secrets by the names templates give them (`secretRef.name`, `profile`), `{"name": "arn"}`. */
   metricSecrets: "ROLLOUTS_METRIC_SECRETS",
   /** The router function's name (its target's endpoint): its configuration and observations are `MODEL#<name>` items. */

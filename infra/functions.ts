@@ -48,7 +48,7 @@ export function prebuiltBundle(
  * - `timer`: Scheduler schedules in the group, `iam:PassRole` on the Scheduler role, the ticker
  * - `tokens`: `SendTaskSuccess`/`SendTaskFailure` (the abort channel and the waits' results)
  * - `metrics`: CloudWatch `GetMetricData` and/or AMP `QueryMetrics` when configured, and the
- *   Datadog and New Relic secrets (`metricSecrets`) when given
+ *   Datadog, New Relic, InfluxDB and Wavefront secrets (`metricSecrets`) when given
  * - `events`: `PutEvents` on the lifecycle bus
  * - `executions`: start (and stop) the rollouts' executions
  * - `alarms`: `cloudwatch:DescribeAlarms` on the alarms the rollouts watch

@@ -7,8 +7,9 @@ import { providersRead, type RolloutSpec } from "../statemachine/spec.ts";
 import type { MetricSecretsProps } from "./props.ts";
 
 /**
- * The secrets of the Datadog and New Relic metric providers: each named to the measuring functions
- * in their environment (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`, and the secrets
+ * The secrets of the Datadog, New Relic, InfluxDB and Wavefront metric providers: each named to the measuring
+ * functions in their environment (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`,
+ * `ROLLOUTS_INFLUXDB_SECRET`, `ROLLOUTS_WAVEFRONT_SECRET`, and the secrets
  * templates name, `ROLLOUTS_METRIC_SECRETS`), and `secretsmanager:GetSecretValue` on exactly those
  * secrets (and their keys' decrypt, through Secrets Manager only).
  */
@@ -16,6 +17,8 @@ import type { MetricSecretsProps } from "./props.ts";
 const PROVIDERS = [
   { key: "datadog", env: ENV.datadogSecret, sid: "DatadogSecret", argoName: "datadog" },
   { key: "newRelic", env: ENV.newRelicSecret, sid: "NewRelicSecret", argoName: "newrelic" },
+  { key: "influxdb", env: ENV.influxdbSecret, sid: "InfluxdbSecret", argoName: "influxdb" },
+  { key: "wavefront", env: ENV.wavefrontSecret, sid: "WavefrontSecret", argoName: "wavefront-api-tokens" },
 ] as const;
 
 /** The measuring functions' environment entries naming the secrets. */
@@ -81,7 +84,7 @@ export function metricSecretsStatements(
 }
 
 /**
- * A rollout whose analyses read Datadog or New Relic through a secret the controller was not
+ * A rollout whose analyses read Datadog, New Relic, InfluxDB or Wavefront through a secret the controller was not
  * given: the provider's own, or the one a template names (`secretRef.name`, `profile`).
  */
 export function metricSecretsProblems(spec: RolloutSpec, props: MetricSecretsProps | undefined): string[] {
@@ -97,7 +100,14 @@ export function metricSecretsProblems(spec: RolloutSpec, props: MetricSecretsPro
     for (const r of read) {
       const provider = r[p.key];
       if (!provider) continue;
-      const name = p.key === "datadog" ? r.datadog?.secret : r.newRelic?.profile;
+      const name =
+        p.key === "datadog"
+          ? r.datadog?.secret
+          : p.key === "newRelic"
+            ? r.newRelic?.profile
+            : p.key === "influxdb"
+              ? r.influxdb?.profile
+              : undefined;
       const found =
         name === undefined
           ? props?.[p.key]

@@ -40,7 +40,7 @@ export interface PrometheusWorkspaceProps {
 export type PrometheusProps = PrometheusUrlProps | PrometheusWorkspaceProps;
 
 /**
- * The Secrets Manager secrets of the Datadog and New Relic metric providers: each a JSON object
+ * The Secrets Manager secrets of the Datadog, New Relic, InfluxDB and Wavefront metric providers: each a JSON object
  * with the keys of Argo's Kubernetes Secret of that provider. The measuring functions may read
  * exactly these secrets.
  */
@@ -52,9 +52,16 @@ export interface MetricSecretsProps {
    * `newrelic` Secret).
    */
   readonly newRelic?: secretsmanager.ISecret;
+  /** `{"address": "https://…:8086", "authToken": …, "org": …}` (Argo's `influxdb` Secret). */
+  readonly influxdb?: secretsmanager.ISecret;
+  /**
+   * `{"example.wavefront.com": "<token>", …}`: an API token by Wavefront address (Argo's
+   * `wavefront-api-tokens` Secret).
+   */
+  readonly wavefront?: secretsmanager.ISecret;
   /**
    * Secrets by the name of the Kubernetes Secret an Argo template names: a Datadog
-   * `secretRef.name` or a New Relic `profile` (each with that provider's keys).
+   * `secretRef.name`, a New Relic or InfluxDB `profile` (each with that provider's keys).
    * @default none: a template naming a secret other than Argo's default is refused
    */
   readonly named?: Readonly<Record<string, secretsmanager.ISecret>>;
@@ -83,9 +90,9 @@ export interface RolloutControllerProps {
    */
   readonly cloudWatchMetrics?: boolean;
   /**
-   * The keys of the `datadog` and `newRelic` analysis providers, in Secrets Manager (where Argo
-   * reads a Kubernetes Secret). A rollout whose analysis uses one without its secret is refused.
-   * @default none: the datadog and newRelic providers cannot be used
+   * The keys of the `datadog`, `newRelic`, `influxdb` and `wavefront` analysis providers, in Secrets Manager
+   * (where Argo reads a Kubernetes Secret). A rollout whose analysis uses one without its secret is refused.
+   * @default none: the datadog, newRelic, influxdb and wavefront providers cannot be used
    */
   readonly metricSecrets?: MetricSecretsProps;
   /**

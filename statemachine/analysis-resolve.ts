@@ -7,7 +7,7 @@ import {
   ArgoReadingProviderSchema,
   UNSUPPORTED_PROVIDERS,
 } from "./argo-schema.ts";
-import { datadogOf, newRelicOf } from "./argo-vendors.ts";
+import { datadogOf, graphiteOf, influxdbOf, newRelicOf, wavefrontOf } from "./argo-vendors.ts";
 import { metricUpperBoundSeconds } from "./compile.ts";
 import { compileCondition } from "./conditions.ts";
 import { ARGO_DEFAULTS } from "./defaults.ts";
@@ -334,14 +334,11 @@ function resolveMetric(
 const UNSUPPORTED_REASONS: Record<string, string> = {
   job: `run the check as a Lambda function with the ${LAMBDA_PLUGIN} plugin (provider: {plugin: {${LAMBDA_PLUGIN}: {function, payload}}}), whose returned JSON is the measurement`,
   kayenta: `it needs a Kayenta service and its canary configs; the ${JUDGE_PLUGIN} plugin's kayenta test scores both versions the same way from prometheus or cloudWatch readings`,
-  graphite: "no adapter reads Graphite's render API yet: expose the series through the web provider",
-  influxdb: "no adapter runs Flux queries yet: expose the result through the web provider",
-  wavefront: "no adapter reads Wavefront's query API yet: expose the series through the web provider",
   skywalking: "no adapter runs SkyWalking GraphQL queries yet: expose the result through the web provider",
 };
 
 function unsupportedProviderMessage(name: string): string {
-  const use = `use prometheus, web, cloudWatch, samples, datadog, newRelic, the ${LAMBDA_PLUGIN} plugin or the ${JUDGE_PLUGIN} plugin`;
+  const use = `use prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb, wavefront, the ${LAMBDA_PLUGIN} plugin or the ${JUDGE_PLUGIN} plugin`;
   return `the ${name} provider is not supported: ${UNSUPPORTED_REASONS[name] ?? use}`;
 }
 
@@ -661,6 +658,15 @@ function readingProviderOf(
   if (p.newRelic) {
     const newRelic = newRelicOf(p.newRelic, report, `${at}.newRelic`);
     return newRelic ? { newRelic } : undefined;
+  }
+  if (p.graphite) {
+    const graphite = graphiteOf(p.graphite, report, `${at}.graphite`);
+    return graphite ? { graphite } : undefined;
+  }
+  if (p.influxdb) return { influxdb: influxdbOf(p.influxdb) };
+  if (p.wavefront) {
+    const wavefront = wavefrontOf(p.wavefront, report, `${at}.wavefront`);
+    return wavefront ? { wavefront } : undefined;
   }
   if (p.samples) {
     const window = p.samples.window === undefined ? undefined : parseDuration(p.samples.window);

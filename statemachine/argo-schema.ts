@@ -150,6 +150,30 @@ export const ArgoNewRelicSchema = z
   })
   .strict();
 
+/** Argo's `graphite` provider (`GraphiteMetric`): the render API's address and query. */
+export const ArgoGraphiteSchema = z
+  .object({
+    address: z.string().optional(),
+    query: z.string().optional(),
+  })
+  .strict();
+
+/** Argo's `influxdb` provider (`InfluxdbMetric`): a Flux query and the secret of the server. */
+export const ArgoInfluxdbSchema = z
+  .object({
+    profile: z.string().optional(),
+    query: z.string().optional(),
+  })
+  .strict();
+
+/** Argo's `wavefront` provider (`WavefrontMetric`): the Wavefront host and a query. */
+export const ArgoWavefrontSchema = z
+  .object({
+    address: z.string().optional(),
+    query: z.string().optional(),
+  })
+  .strict();
+
 /** The providers that read one system, as Argo writes them: what a judge reads each version with. */
 export const ArgoReadingProviderFields = {
   prometheus: ArgoPrometheusSchema.optional(),
@@ -158,18 +182,14 @@ export const ArgoReadingProviderFields = {
   samples: ArgoSamplesSchema.optional(),
   datadog: ArgoDatadogSchema.optional(),
   newRelic: ArgoNewRelicSchema.optional(),
+  graphite: ArgoGraphiteSchema.optional(),
+  influxdb: ArgoInfluxdbSchema.optional(),
+  wavefront: ArgoWavefrontSchema.optional(),
 };
 export const ArgoReadingProviderSchema = z.object(ArgoReadingProviderFields).strict();
 
 /** Providers Argo has that we do not run: named so the message can say so. */
-export const UNSUPPORTED_PROVIDERS = [
-  "job",
-  "kayenta",
-  "wavefront",
-  "graphite",
-  "influxdb",
-  "skywalking",
-] as const;
+export const UNSUPPORTED_PROVIDERS = ["job", "kayenta", "skywalking"] as const;
 
 export const ArgoMetricSchema = z
   .object({

@@ -1,8 +1,21 @@
 import type { z } from "zod";
-import type { ArgoDatadogSchema, ArgoNewRelicSchema } from "./argo-schema.ts";
+import type {
+  ArgoDatadogSchema,
+  ArgoGraphiteSchema,
+  ArgoInfluxdbSchema,
+  ArgoNewRelicSchema,
+  ArgoWavefrontSchema,
+} from "./argo-schema.ts";
 import { parseDuration } from "./duration.ts";
 import { MAX_PROVIDER_TIMEOUT_SECONDS } from "./limits.ts";
-import type { DatadogProviderSchema, NewRelicProviderSchema } from "./providers.ts";
+import {
+  type DatadogProviderSchema,
+  type GraphiteProviderSchema,
+  HTTP_URL,
+  type InfluxdbProviderSchema,
+  type NewRelicProviderSchema,
+  type WavefrontProviderSchema,
+} from "./providers.ts";
 
 /**
  * Argo's `datadog` and `newRelic` providers as the normalized spec holds them, with the checks
@@ -19,7 +32,7 @@ import type { DatadogProviderSchema, NewRelicProviderSchema } from "./providers.
 type Report = (field: string, message: string) => void;
 
 /** Argo's Kubernetes Secret names, which the controller's one secret per provider stands for. */
-export const ARGO_SECRET_NAMES = { datadog: "datadog", newRelic: "newrelic" } as const;
+export const ARGO_SECRET_NAMES = { datadog: "datadog", newRelic: "newrelic", influxdb: "influxdb" } as const;
 
 /** Argo's checks of a Datadog metric, first failing one's message (Argo reports one). */
 export function datadogProblem(dd: z.infer<typeof ArgoDatadogSchema>): string | undefined {
@@ -124,4 +137,66 @@ export function newRelicOf(
     ...(nr.timeout !== undefined ? { timeout: nr.timeout } : {}),
     ...(profile !== "" && profile !== ARGO_SECRET_NAMES.newRelic ? { profile } : {}),
   };
+}
+
+/**
+ * A Graphite metric normalized, or undefined with its problem reported. Argo's `NewAPIClient`
+ * refuses an address that is empty or does not parse (`Graphite address … is not a valid URL`);
+ * here that is said when the template is loaded, and so is a scheme other than http or https,
+ * which Go's client could not request either.
+ */
+export function graphiteOf(
+  g: z.infer<typeof ArgoGraphiteSchema>,
+  report: Report,
+  at: string,
+): z.input<typeof GraphiteProviderSchema> | undefined {
+  const address = g.address ?? "";
+  if (!HTTP_URL.test(address)) {
+    report(
+      `${at}.address`,
+      `Graphite address ${address} is not a valid URL (an http:// or https:// address is needed)`,
+    );
+    return undefined;
+  }
+  return { address, ...(g.query !== undefined ? { query: g.query } : {}) };
+}
+
+/**
+ * An InfluxDB metric normalized: Argo's default `profile` (`influxdb`, or none) is the controller's
+ * InfluxDB secret, any other names one of `metricSecrets.named`.
+ */
+export function influxdbOf(i: z.infer<typeof ArgoInfluxdbSchema>): z.input<typeof InfluxdbProviderSchema> {
+  const profile = i.profile ?? "";
+  return {
+    query: i.query ?? "",
+    ...(profile !== "" && profile !== ARGO_SECRET_NAMES.influxdb ? { profile } : {}),
+  };
+}
+
+/**
+ * A Wavefront metric normalized, or undefined with its problem reported. Argo's client reads
+ * `https://{address}/api/v2/`, so the address is a host (and port), never a URL; with none, Argo
+ * finds no token for it (`API token not found`), which is said here when the template is loaded.
+ */
+export function wavefrontOf(
+  w: z.infer<typeof ArgoWavefrontSchema>,
+  report: Report,
+  at: string,
+): z.input<typeof WavefrontProviderSchema> | undefined {
+  const address = w.address ?? "";
+  if (address === "") {
+    report(
+      `${at}.address`,
+      "the Wavefront address is needed (example.wavefront.com): its API token is found by it",
+    );
+    return undefined;
+  }
+  if (!/^[^\s/?#@]+$/.test(address)) {
+    report(
+      `${at}.address`,
+      `the Wavefront address ${JSON.stringify(address)} must be a host (example.wavefront.com), without a scheme or a path: it is read as https://{address}/api/v2/`,
+    );
+    return undefined;
+  }
+  return { address, ...(w.query !== undefined ? { query: w.query } : {}) };
 }

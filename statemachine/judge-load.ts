@@ -90,7 +90,15 @@ export interface JudgeLoadContext {
 
 const READING_PROVIDERS = ["prometheus", "web", "cloudWatch", "samples"] as const;
 /** Providers a reading cannot use, recognised so the message can name them. */
-const OTHER_PROVIDERS: readonly string[] = [...UNSUPPORTED_PROVIDERS, "datadog", "newRelic", "plugin"];
+const OTHER_PROVIDERS: readonly string[] = [
+  ...UNSUPPORTED_PROVIDERS,
+  "datadog",
+  "newRelic",
+  "graphite",
+  "influxdb",
+  "wavefront",
+  "plugin",
+];
 
 const InputSchema = z
   .object({

@@ -238,6 +238,48 @@ export const NewRelicProviderSchema = z
   })
   .strict();
 
+/**
+ * A Graphite render query (Argo's `graphite` provider): `GET {address}/render?{query}&format=json`.
+ * Graphite has no key here, as in Argo.
+ */
+export const GraphiteProviderSchema = z
+  .object({
+    /** The Graphite server, `http://` or `https://` (a path is kept: `http://host/graphite`). */
+    address: z.string().regex(HTTP_URL, "must be an http:// or https:// URL"),
+    /** The render API's parameters, `target=…&from=-5min` (whitespace is removed, as Argo does). */
+    query: z.string().default(""),
+  })
+  .strict();
+
+/**
+ * A Flux query through InfluxDB's v2 API (Argo's `influxdb` provider). The server's address, the
+ * organization and the token come from the controller's InfluxDB secret.
+ */
+export const InfluxdbProviderSchema = z
+  .object({
+    /** The Flux query, sent as written. */
+    query: z.string().default(""),
+    /** Argo's `profile`: the controller's secret of that name (`metricSecrets.named`); absent, its InfluxDB secret. */
+    profile: z.string().min(1).optional(),
+  })
+  .strict();
+
+/**
+ * A Wavefront query at the measurement's instant (Argo's `wavefront` provider):
+ * `GET https://{address}/api/v2/chart/api`. The token comes from the controller's Wavefront
+ * secret, by address.
+ */
+export const WavefrontProviderSchema = z
+  .object({
+    /** The Wavefront host, without a scheme (`example.wavefront.com`), read over https. */
+    address: z
+      .string()
+      .regex(/^[^\s/?#@]+$/, "must be a host (example.wavefront.com), without a scheme or a path"),
+    /** The query, in Wavefront's query language. */
+    query: z.string().default(""),
+  })
+  .strict();
+
 /** The providers that read a value from a system, one key each; a judge reads versions through them. */
 export const ReadingProviderFields = {
   prometheus: PrometheusProviderSchema.optional(),
@@ -247,6 +289,9 @@ export const ReadingProviderFields = {
   lambda: LambdaProviderSchema.optional(),
   datadog: DatadogProviderSchema.optional(),
   newRelic: NewRelicProviderSchema.optional(),
+  graphite: GraphiteProviderSchema.optional(),
+  influxdb: InfluxdbProviderSchema.optional(),
+  wavefront: WavefrontProviderSchema.optional(),
 };
 
 /** True when exactly one provider key is set. */
@@ -254,7 +299,8 @@ export const exactlyOneProvider = (p: Record<string, unknown>) =>
   Object.values(p).filter((v) => v !== undefined).length === 1;
 
 export const ProviderSchema = z.object(ReadingProviderFields).strict().refine(exactlyOneProvider, {
-  message: "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog or newRelic)",
+  message:
+    "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb or wavefront)",
 });
 
 export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
@@ -264,4 +310,7 @@ export type SamplesProvider = z.infer<typeof SamplesProviderSchema>;
 export type LambdaProvider = z.infer<typeof LambdaProviderSchema>;
 export type DatadogProvider = z.infer<typeof DatadogProviderSchema>;
 export type NewRelicProvider = z.infer<typeof NewRelicProviderSchema>;
+export type GraphiteProvider = z.infer<typeof GraphiteProviderSchema>;
+export type InfluxdbProvider = z.infer<typeof InfluxdbProviderSchema>;
+export type WavefrontProvider = z.infer<typeof WavefrontProviderSchema>;
 export type Provider = z.infer<typeof ProviderSchema>;

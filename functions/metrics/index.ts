@@ -8,7 +8,9 @@ import { type ClientConfig, clientConfig } from "../aws-clients.ts";
 import { ENV } from "../config.ts";
 import { CloudWatchMetricProvider } from "./cloudwatch.ts";
 import { DatadogMetricProvider } from "./datadog.ts";
+import { GraphiteMetricProvider } from "./graphite.ts";
 import type { Fetch } from "./http.ts";
+import { InfluxdbMetricProvider } from "./influxdb.ts";
 import { JudgeMetricProvider } from "./judge-readings.ts";
 import { LambdaMetricProvider } from "./lambda.ts";
 import { NewRelicMetricProvider } from "./newrelic.ts";
@@ -21,6 +23,7 @@ import {
 import { PrometheusMetricProvider, type RequestSigner } from "./prometheus.ts";
 import { SamplesMetricProvider } from "./samples.ts";
 import { type SecretSource, SecretsManagerSource } from "./secrets.ts";
+import { WavefrontMetricProvider } from "./wavefront.ts";
 import { WebMetricProvider } from "./web.ts";
 
 export { type Fetch, maxBodyBytesFrom } from "./http.ts";
@@ -38,6 +41,9 @@ export interface ProviderSet {
   lambda?: MetricProvider;
   datadog?: MetricProvider;
   newRelic?: MetricProvider;
+  graphite?: MetricProvider;
+  influxdb?: MetricProvider;
+  wavefront?: MetricProvider;
 }
 
 /**
@@ -54,7 +60,19 @@ export class MetricProviders implements MetricProvider {
 
   measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
     const kind = (
-      ["prometheus", "web", "cloudWatch", "samples", "lambda", "datadog", "newRelic", "judge"] as const
+      [
+        "prometheus",
+        "web",
+        "cloudWatch",
+        "samples",
+        "lambda",
+        "datadog",
+        "newRelic",
+        "graphite",
+        "influxdb",
+        "wavefront",
+        "judge",
+      ] as const
     ).find((k) => metric.provider[k] !== undefined);
     const provider = kind ? this.providers[kind] : undefined;
     if (!kind || !provider) {
@@ -115,13 +133,15 @@ export interface DefaultProviderOptions {
   /** Most bytes of an HTTP provider's response read (`ROLLOUTS_METRIC_MAX_BODY_BYTES`); default 1 MiB. */
   maxBodyBytes?: number;
   /**
-   * The Secrets Manager secrets (ARN or name) holding the Datadog and New Relic keys
-   * (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`), and where they are read (default
+   * The Secrets Manager secrets (ARN or name) holding the Datadog, New Relic, InfluxDB and Wavefront keys
+   * (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`, `ROLLOUTS_INFLUXDB_SECRET`, `ROLLOUTS_WAVEFRONT_SECRET`), and where they are read (default
    * Secrets Manager with the default credential chain).
    */
   metricSecrets?: {
     datadog?: string;
     newRelic?: string;
+    influxdb?: string;
+    wavefront?: string;
     /** Secrets by the names templates give them (`secretRef.name`, `profile`): `ROLLOUTS_METRIC_SECRETS`. */
     named?: Readonly<Record<string, string>>;
     source?: SecretSource;
@@ -129,20 +149,30 @@ export interface DefaultProviderOptions {
 }
 
 /**
- * The Datadog and New Relic secrets the environment names (`ROLLOUTS_DATADOG_SECRET`,
- * `ROLLOUTS_NEWRELIC_SECRET`, and `ROLLOUTS_METRIC_SECRETS`: a JSON object of secrets by name).
+ * The Datadog, New Relic, InfluxDB and Wavefront secrets the environment names (`ROLLOUTS_DATADOG_SECRET`,
+ * `ROLLOUTS_NEWRELIC_SECRET`, `ROLLOUTS_INFLUXDB_SECRET`, `ROLLOUTS_WAVEFRONT_SECRET`, and `ROLLOUTS_METRIC_SECRETS`: a JSON object of secrets by name).
  * A `ROLLOUTS_METRIC_SECRETS` that is not such an object fails the start with its name.
  */
 export function metricSecretsFrom(env: Record<string, string | undefined>): {
   datadog?: string;
   newRelic?: string;
+  influxdb?: string;
+  wavefront?: string;
   named?: Record<string, string>;
 } {
   const datadog = env[ENV.datadogSecret];
   const newRelic = env[ENV.newRelicSecret];
+  const influxdb = env[ENV.influxdbSecret];
+  const wavefront = env[ENV.wavefrontSecret];
   const namedText = env[ENV.metricSecrets];
   const named = namedText ? namedSecrets(namedText) : undefined;
-  return { ...(datadog ? { datadog } : {}), ...(newRelic ? { newRelic } : {}), ...(named ? { named } : {}) };
+  return {
+    ...(datadog ? { datadog } : {}),
+    ...(newRelic ? { newRelic } : {}),
+    ...(influxdb ? { influxdb } : {}),
+    ...(wavefront ? { wavefront } : {}),
+    ...(named ? { named } : {}),
+  };
 }
 
 function namedSecrets(text: string): Record<string, string> {
@@ -206,6 +236,8 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
   const secrets = options.metricSecrets?.source ?? new SecretsManagerSource();
   const datadogSecret = options.metricSecrets?.datadog;
   const newRelicSecret = options.metricSecrets?.newRelic;
+  const influxdbSecret = options.metricSecrets?.influxdb;
+  const wavefrontSecret = options.metricSecrets?.wavefront;
   const named = options.metricSecrets?.named ? { named: options.metricSecrets.named } : {};
   return new MetricProviders({
     datadog: new DatadogMetricProvider({
@@ -226,6 +258,18 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
       ...(options.prometheus ? { defaultAddress: options.prometheus } : {}),
     }),
     web: new WebMetricProvider(http),
+    graphite: new GraphiteMetricProvider(http),
+    wavefront: new WavefrontMetricProvider({
+      ...http,
+      secrets,
+      ...(wavefrontSecret ? { secretId: wavefrontSecret } : {}),
+    }),
+    influxdb: new InfluxdbMetricProvider({
+      ...http,
+      secrets,
+      ...(influxdbSecret ? { secretId: influxdbSecret } : {}),
+      ...named,
+    }),
     cloudWatch: lazyCloudWatch,
     samples: new SamplesMetricProvider({ ...http, signerFor: lambdaSigner }),
     lambda: lazyLambda,

@@ -98,6 +98,30 @@ describe("the Datadog and New Relic secrets", () => {
     ).toEqual([]);
   });
 
+  it.each([
+    ["influxdb", "examples/analysis-influxdb.yaml", ENV.influxdbSecret, "InfluxdbSecret"],
+    ["wavefront", "examples/analysis-wavefront.yaml", ENV.wavefrontSecret, "WavefrontSecret"],
+  ] as const)(
+    "the %s secret is named to the measuring functions and granted, as Datadog's is",
+    (key, example, variable, sid) => {
+      const ARN = `arn:aws:secretsmanager:eu-west-1:111122223333:secret:${key}-StUvWx`;
+      const { template: stack } = controllerStack(example, (s) => ({
+        [key]: secretsmanager.Secret.fromSecretCompleteArn(s, "Vendor", ARN),
+      }));
+      for (const n of Object.keys(HANDLERS) as HandlerName[]) {
+        const env = ((functionOf(stack, n).Environment as Json | undefined)?.Variables ?? {}) as Json;
+        const granted = statementsOf(stack, n).filter((s) => s.Action === "secretsmanager:GetSecretValue");
+        if (MEASURING.includes(n)) {
+          expect(env[variable], n).toBe(ARN);
+          expect(granted, n).toEqual([expect.objectContaining({ Sid: sid, Resource: ARN })]);
+        } else {
+          expect(env[variable], n).toBeUndefined();
+          expect(granted, n).toEqual([]);
+        }
+      }
+    },
+  );
+
   it("a secret imported by name is granted with Secrets Manager's six-character suffix", () => {
     const { template: byName } = controllerStack("examples/analysis-datadog.yaml", (s) => ({
       datadog: secretsmanager.Secret.fromSecretNameV2(s, "Datadog", "datadog"),
@@ -138,6 +162,8 @@ describe("the Datadog and New Relic secrets", () => {
   it.each([
     ["examples/analysis-datadog.yaml", "datadog"],
     ["examples/analysis-newrelic.yaml", "newRelic"],
+    ["examples/analysis-influxdb.yaml", "influxdb"],
+    ["examples/analysis-wavefront.yaml", "wavefront"],
   ])("a rollout reading %s without its secret is refused", (template, provider) => {
     let error: unknown;
     try {

@@ -9,22 +9,31 @@ import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
 import { parseRollout } from "../../statemachine/index.ts";
 
 /**
- * Argo's datadog and newRelic providers deciding a rollout: the compiled workflow in the embedded
- * runtime, the shipped handlers, the providers as `defaultProviders` composes them, their keys
- * read from a local Secrets Manager, and local servers speaking Datadog's v2 scalar query API and
- * New Relic's NerdGraph. Each answers a version's success rate from the version named in the query
+ * Argo's datadog, newRelic, graphite and influxdb providers deciding a rollout: the compiled
+ * workflow in the embedded runtime, the shipped handlers, the providers as `defaultProviders`
+ * composes them, their keys read from a local Secrets Manager, and local servers speaking
+ * Datadog's v2 scalar query API, New Relic's NerdGraph, Graphite's render API and InfluxDB's v2
+ * query API. Each answers a version's success rate from the version named in the query
  * (`{{args.version}}`, the pushed tag): v2 serves 99.5%, v3 90%.
  */
 
 const DATADOG_SECRET = "arn:aws:secretsmanager:local:123456789012:secret:datadog-AbCdEf";
 const NEW_RELIC_SECRET = "arn:aws:secretsmanager:local:123456789012:secret:newrelic-GhIjKl";
+const INFLUXDB_SECRET = "arn:aws:secretsmanager:local:123456789012:secret:influxdb-MnOpQr";
 const RATES: Record<string, number> = { v2: 0.995, v3: 0.9 };
 
 const rateOf = (text: string) =>
-  RATES[/version:(v\d+)|version = '(v\d+)'/.exec(text)?.slice(1).find(Boolean) ?? ""];
+  RATES[
+    /version:(v\d+)|version = '(v\d+)'|app\.(v\d+)\.|"version"\] == "(v\d+)"/
+      .exec(text)
+      ?.slice(1)
+      .find(Boolean) ?? ""
+  ];
 
 let datadog: Awaited<ReturnType<typeof startServer>>;
 let nerdGraph: Awaited<ReturnType<typeof startServer>>;
+let graphite: Awaited<ReturnType<typeof startServer>>;
+let influx: Awaited<ReturnType<typeof startServer>>;
 let secrets: Awaited<ReturnType<typeof startSecretsManager>>;
 
 beforeAll(async () => {
@@ -64,7 +73,43 @@ beforeAll(async () => {
       ),
     );
   });
+  graphite = await startServer((req, res) => {
+    const target = new URL(req.url, "http://x").searchParams.get("target") ?? "";
+    const rate = rateOf(target);
+    res.writeHead(200, { "content-type": "application/json" });
+    // Graphite's latest point is often still null: the condition reads the last one with data.
+    res.end(
+      JSON.stringify(
+        rate === undefined
+          ? []
+          : [
+              {
+                target,
+                datapoints: [
+                  [rate, 60],
+                  [null, 120],
+                ],
+              },
+            ],
+      ),
+    );
+  });
+  influx = await startServer((req, res) => {
+    if (req.headers.authorization !== "Token influx-token" || req.url !== "/api/v2/query?org=shop") {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(`{"code":"unauthorized","message":"unauthorized access"}`);
+      return;
+    }
+    const rate = rateOf((JSON.parse(req.body) as { query: string }).query);
+    res.writeHead(200, { "content-type": "text/csv; charset=utf-8" });
+    res.end(
+      `#datatype,string,long,double\n#group,false,false,false\n#default,_result,,\n,result,table,_value\n${
+        rate === undefined ? "" : `,,0,${rate}\n`
+      }`,
+    );
+  });
   secrets = await startSecretsManager({
+    [INFLUXDB_SECRET]: JSON.stringify({ address: influx.url, authToken: "influx-token", org: "shop" }),
     [DATADOG_SECRET]: JSON.stringify({ "api-key": "dd-api", "app-key": "dd-app", address: datadog.url }),
     [NEW_RELIC_SECRET]: JSON.stringify({
       "personal-api-key": "NRAK-LOCAL",
@@ -76,6 +121,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await datadog?.close();
   await nerdGraph?.close();
+  await graphite?.close();
+  await influx?.close();
   await secrets?.close();
 });
 
@@ -129,13 +176,29 @@ spec:
       provider:
         newRelic:
           query: FROM Transaction SELECT percentage(count(*), WHERE httpResponseCode < 500) AS successRate WHERE tags.version = '{{args.version}}'
+    - name: graphite-success
+      interval: 1m
+      count: 2
+      successCondition: result[len(result)-1] >= 0.99
+      provider:
+        graphite:
+          address: GRAPHITE_URL
+          query: target=app.{{args.version}}.success_rate&from=-5min
+    - name: influxdb-success
+      interval: 1m
+      count: 2
+      successCondition: result[0] >= 0.99
+      provider:
+        influxdb:
+          query: |
+            from(bucket: "shop") |> range(start: -5m) |> filter(fn: (r) => r["version"] == "{{args.version}}") |> last()
 `;
 
-describe("the datadog and newRelic providers decide a rollout on the embedded runtime", () => {
-  it("promotes v2 (99.5%) and aborts v3 (90%) on both providers' readings", async () => {
+describe("the datadog, newRelic, graphite and influxdb providers decide a rollout on the embedded runtime", () => {
+  it("promotes v2 (99.5%) and aborts v3 (90%) on every provider's readings", async () => {
     const { spec } = parseRollout([
       { file: "rollout.yaml", text: ROLLOUT },
-      { file: "template.yaml", text: TEMPLATE },
+      { file: "template.yaml", text: TEMPLATE.replace("GRAPHITE_URL", graphite.url) },
     ]);
     rollout = await startEmbeddedRollout({
       spec,
@@ -144,6 +207,7 @@ describe("the datadog and newRelic providers decide a rollout on the embedded ru
         metricSecrets: {
           datadog: DATADOG_SECRET,
           newRelic: NEW_RELIC_SECRET,
+          influxdb: INFLUXDB_SECRET,
           source: new SecretsManagerSource({ endpoint: secrets.url, credentials: SECRETS_CREDENTIALS }),
         },
       }),
@@ -152,7 +216,9 @@ describe("the datadog and newRelic providers decide a rollout on the embedded ru
     expect(await rollout.rollOut({ digest: digest(2), tag: "v2" })).toEqual({ state: "Healthy" });
     const bad = await rollout.rollOut({ digest: digest(3), tag: "v3" });
     expect(bad.state).toBe("Aborted");
-    expect((await rollout.item()).message).toMatch(/Metric "(datadog|newrelic)-success" assessed Failed/);
+    expect((await rollout.item()).message).toMatch(
+      /Metric "(datadog|newrelic|graphite|influxdb)-success" assessed Failed/,
+    );
 
     const runs = (await rollout.store.listRuns(spec.name, StoredAnalysisSchema))
       .map((r) => r.run.run)
@@ -168,9 +234,14 @@ describe("the datadog and newRelic providers decide a rollout on the embedded ru
     ]);
     expect(values(failed, "datadog-success")).toEqual(["Failed 0.9"]);
     expect(values(failed, "newrelic-success")).toEqual(['Failed {"successRate":90}']);
+    expect(values(good, "graphite-success")).toEqual(["Successful [0.995000]", "Successful [0.995000]"]);
+    expect(values(failed, "graphite-success")).toEqual(["Failed [0.900000]"]);
+    expect(values(good, "influxdb-success")).toEqual(["Successful [0.995]", "Successful [0.995]"]);
+    expect(values(failed, "influxdb-success")).toEqual(["Failed [0.9]"]);
     // The keys were read from Secrets Manager once per secret for the whole process.
     expect(secrets.requests.map((r) => JSON.parse(r.body).SecretId).sort()).toEqual([
       DATADOG_SECRET,
+      INFLUXDB_SECRET,
       NEW_RELIC_SECRET,
     ]);
   });

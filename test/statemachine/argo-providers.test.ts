@@ -14,9 +14,6 @@ spec:
 
 describe("Argo's providers that are refused", () => {
   it.each([
-    ["graphite: {address: 'http://graphite:8080', query: x}", "graphite", "Graphite's render API"],
-    ["influxdb: {profile: p, query: x}", "influxdb", "Flux queries"],
-    ["wavefront: {address: w.example, query: x}", "wavefront", "Wavefront's query API"],
     ["skywalking: {address: 'http://s', query: x}", "skywalking", "SkyWalking"],
     ["kayenta: {address: 'http://k', application: a}", "kayenta", "sfn-rollouts/judge plugin's kayenta test"],
     ["job: {spec: {}}", "job", "sfn-rollouts/lambda plugin"],
@@ -28,7 +25,12 @@ describe("Argo's providers that are refused", () => {
     expect(problems[0]).toContain(reason);
   });
 
-  it("datadog and newRelic load", async () => {
+  it("datadog, newRelic, graphite, influxdb and wavefront load", async () => {
+    expect(await templateProblems(template("wavefront: {address: w.example, query: x}"))).toEqual([]);
+    expect(await templateProblems(template("influxdb: {profile: p, query: x}"))).toEqual([]);
+    expect(
+      await templateProblems(template("graphite: {address: 'http://graphite:8080', query: 'target=x'}")),
+    ).toEqual([]);
     expect(await templateProblems(template("datadog: {query: 'avg:cpu{*}'}"))).toEqual([]);
     expect(await templateProblems(template("newRelic: {query: 'SELECT count(*) FROM Transaction'}"))).toEqual(
       [],
