@@ -112,7 +112,7 @@ export async function motoCall(
           method: "POST",
           headers: {
             authorization,
-            "content-type": "application/x-amz-json-1.1",
+            "content-type": `application/x-amz-json-${request.json ?? "1.1"}`,
             "x-amz-target": request.target,
           },
           body: JSON.stringify(request.body),
