@@ -65,7 +65,11 @@ beforeEach(async () => {
 async function delivered(): Promise<Record<string, unknown>[]> {
   const events: Record<string, unknown>[] = [];
   for (;;) {
-    const out = await sqs("ReceiveMessage", { QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 });
+    const out = await sqs("ReceiveMessage", {
+      QueueUrl: queueUrl,
+      MaxNumberOfMessages: 10,
+      WaitTimeSeconds: 0,
+    });
     const messages = (out.Messages ?? []) as { Body: string }[];
     if (messages.length === 0) return events;
     events.push(...messages.map((m) => JSON.parse(m.Body) as Record<string, unknown>));
