@@ -101,7 +101,7 @@ export async function motoCall(
   moto: Moto,
   service: string,
   request:
-    | { target: string; body: unknown }
+    | { target: string; body: unknown; json?: "1.0" | "1.1" }
     | { action: string; version: string; params: Record<string, string> },
 ): Promise<unknown> {
   const scope = `Credential=testing/20260101/${MOTO_REGION}/${service}/aws4_request`;
