@@ -44,12 +44,18 @@ export async function startMoto(): Promise<Moto> {
     env: { ...process.env, PYTHONUNBUFFERED: "1" },
   });
   let log = "";
+  let listening = false;
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const endpoint = await new Promise<string>((resolve, reject) => {
+    // It logs every request afterwards: kept until it listens (for an error), then only drained.
     const read = (chunk: Buffer) => {
+      if (listening) return;
       log += chunk.toString("utf8");
       const match = LISTENING.exec(log);
-      if (match) resolve(match[1] as string);
+      if (match) {
+        listening = true;
+        resolve(match[1] as string);
+      }
     };
     child.stdout?.on("data", read);
     child.stderr?.on("data", read);
