@@ -129,12 +129,12 @@ beforeEach(async () => {
   }
 });
 
-function target(): AlbEcsTraffic {
+function target(where: Record<string, string> = { listenerArn: world.listenerArn }): AlbEcsTraffic {
   return new AlbEcsTraffic(
     { elbv2, ecs },
     {
       type: "alb-ecs",
-      listenerArn: world.listenerArn,
+      ...where,
       targetGroupA: world.tgA,
       targetGroupB: world.tgB,
       cluster: "shop",
@@ -256,5 +256,51 @@ describe("alb-ecs against moto", () => {
     );
     await expect(t.setWeight(state, 30)).rejects.toThrow(ListenerChangedError);
     expect(await listenerWeights()).toEqual({ a: 90, b: 10 });
+  });
+
+  it("moves the weights of a listener rule, and points the user's testers' rule at the candidate and back", async () => {
+    const forward = (weightA: number, weightB: number) => ({
+      Type: "forward" as const,
+      ForwardConfig: {
+        TargetGroups: [
+          { TargetGroupArn: world.tgA, Weight: weightA },
+          { TargetGroupArn: world.tgB, Weight: weightB },
+        ],
+      },
+    });
+    const rule = async (priority: number, path: string, weights: [number, number]) =>
+      (
+        await elbv2.send(
+          new CreateRuleCommand({
+            ListenerArn: world.listenerArn,
+            Priority: priority,
+            Conditions: [{ Field: "path-pattern", PathPatternConfig: { Values: [path] } }],
+            Actions: [forward(...weights)],
+          }),
+        )
+      ).Rules?.[0]?.RuleArn as string;
+    const apiRule = await rule(10, "/api/*", [100, 0]);
+    const testerRule = await rule(5, "/api/test/*", [1, 0]);
+    const t = target({ ruleArn: apiRule, testerRuleArn: testerRule });
+    const groupsOf = async (arn: string) => {
+      const { Rules } = await elbv2.send(new DescribeRulesCommand({ RuleArns: [arn] }));
+      return Object.fromEntries(
+        (Rules?.[0]?.Actions?.[0]?.ForwardConfig?.TargetGroups ?? []).map((g) => [
+          g.TargetGroupArn === world.tgA ? "a" : "b",
+          g.Weight,
+        ]),
+      );
+    };
+    const { state } = await t.setWeight(await deployed(t), 20);
+    expect(await groupsOf(apiRule)).toEqual({ a: 80, b: 20 });
+    expect(await listenerWeights()).toEqual({ a: 100, b: 0 });
+
+    const route = await t.setHeaderRoute(state, {
+      name: "qa",
+      match: [{ headerName: "X-Team", headerValue: { exact: "qa" } }],
+    });
+    expect(await groupsOf(testerRule)).toEqual({ b: 1 });
+    await t.removeHeaderRoute(route.state, "qa");
+    expect(await groupsOf(testerRule)).toEqual({ a: 1 });
   });
 });
