@@ -5,11 +5,13 @@ import { configDefaults, defineConfig } from "vitest/config";
 
 /**
  * The tests that start real programs or take minutes: integration on the embedded runtime, the
- * demo, real Prometheus, Chromium, kubectl, the package's tarball, the API reference (typedoc) and
- * the handlers' bundling (esbuild). `npm run test:all` runs them with the rest; `npm test` does not.
+ * demo, real Prometheus, Chromium, kubectl, moto's server (the adapters against an AWS peer,
+ * `test/aws/`), the package's tarball, the API reference (typedoc) and the handlers' bundling
+ * (esbuild). `npm run test:all` runs them with the rest; `npm test` does not.
  */
 const FULL = [
   "test/integration/**",
+  "test/aws/**",
   "test/package/**",
   "test/docs/api.test.ts",
   "test/cli/dashboard-browser.test.ts",

@@ -2,9 +2,10 @@
 // `npm run test:all`'s first step: the system programs the tests start (Prometheus for the PromQL
 // provider and the demo, Java 17 for DynamoDB Local, Chromium for the dashboard's browser tests,
 // driven by puppeteer-core, which downloads no browser of its own, kubectl against the local
-// Kubernetes API, and AWS's cfn-lint on the synthesized templates) are there, or are installed now when this
-// machine can (root with apt-get, as on Debian), or the run stops at once with one line naming
-// the command to run (cfn-lint, a Python program, comes from pip instead). Plain JavaScript: it
+// Kubernetes API, AWS's cfn-lint on the synthesized templates, and moto's server as the adapters'
+// AWS peer) are there, or are installed now when this machine can (root with apt-get, as on
+// Debian), or the run stops at once with one line naming the command to run (cfn-lint and moto,
+// Python programs, come from pip instead). Plain JavaScript: it
 // runs before anything is type-checked.
 import { spawnSync } from "node:child_process";
 
@@ -86,6 +87,26 @@ if ((majorVersion(CFN_LINT) ?? -1) < CFN_LINT.minimum) {
   if (run.status !== 0 || (majorVersion(CFN_LINT) ?? -1) < CFN_LINT.minimum) {
     console.error(
       `npm run test:all needs cfn-lint ${CFN_LINT.minimum}+ on the PATH: run \`${install}\` (or pip install cfn-lint), then npm run test:all again`,
+    );
+    process.exit(1);
+  }
+}
+
+/**
+ * moto's server, the AWS peer of the adapter tests (`test/aws/`). It prints no version: it is
+ * there when `moto_server --help` runs (0 for "runs, no version read").
+ */
+const MOTO = { command: "moto_server", args: ["--help"], minimum: 0 };
+
+if ((majorVersion(MOTO) ?? -1) < MOTO.minimum) {
+  const install = "python3 -m pip install --user 'moto[server]'";
+  console.error("preflight: installing moto[server] with pip");
+  const run = spawnSync("python3", ["-m", "pip", "install", "--user", "-q", "moto[server]"], {
+    stdio: "inherit",
+  });
+  if (run.status !== 0 || (majorVersion(MOTO) ?? -1) < MOTO.minimum) {
+    console.error(
+      `npm run test:all needs moto_server on the PATH: run \`${install}\`, then npm run test:all again`,
     );
     process.exit(1);
   }

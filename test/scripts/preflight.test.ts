@@ -24,7 +24,7 @@ function preflight(path: string) {
 const CHROMIUM = "Chromium 156.0.8078.114 built on Debian GNU/Linux 12 (bookworm)";
 
 describe("npm run test:all's preflight", () => {
-  it("passes when Prometheus 2+, Java 17+, Chromium 120+ and kubectl are there", () => {
+  it("passes when Prometheus 2+, Java 17+, Chromium 120+, kubectl, cfn-lint and moto_server are there", () => {
     const out = preflight(
       pathWith({
         prometheus: "prometheus, version 2.42.0",
@@ -32,6 +32,7 @@ describe("npm run test:all's preflight", () => {
         chromium: CHROMIUM,
         kubectl: "Client Version: v1.32.4",
         "cfn-lint": "cfn-lint 1.51.0",
+        moto_server: "usage: moto_server [-h] [-H HOST] [-p PORT]",
       }),
     );
     expect(out.stderr).toBe("");
@@ -91,6 +92,23 @@ describe("npm run test:all's preflight", () => {
     expect(out.stderr.trim().split("\n")).toEqual([
       "preflight: installing cfn-lint with pip",
       "npm run test:all needs cfn-lint 1+ on the PATH: run `python3 -m pip install --user --upgrade cfn-lint` (or pip install cfn-lint), then npm run test:all again",
+    ]);
+  });
+
+  it("asks for moto's server with pip's command once the rest is there, when pip cannot install it", () => {
+    const out = preflight(
+      pathWith({
+        prometheus: "prometheus, version 2.42.0",
+        java: 'openjdk version "17.0.21"',
+        chromium: CHROMIUM,
+        kubectl: "Client Version: v1.32.4",
+        "cfn-lint": "cfn-lint 1.51.0",
+      }),
+    );
+    expect(out.status).toBe(1);
+    expect(out.stderr.trim().split("\n")).toEqual([
+      "preflight: installing moto[server] with pip",
+      "npm run test:all needs moto_server on the PATH: run `python3 -m pip install --user 'moto[server]'`, then npm run test:all again",
     ]);
   });
 });
