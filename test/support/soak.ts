@@ -26,6 +26,7 @@ import { ecrPush } from "./ecr.ts";
 import { functionSubstitutions, T0 } from "./embedded-rollout.ts";
 import { digest } from "./fake-rollout.ts";
 import { analysisSpec, metric } from "./rollout-spec.ts";
+import { AsyncDelivery } from "./async-delivery.ts";
 import { type FaultKind, FaultPlan } from "./soak-faults.ts";
 import { FakeTraffic } from "./traffic.ts";
 
@@ -87,8 +88,11 @@ export interface SoakRun {
   rollouts: SoakRollout[];
   /** Virtual ms from the first push to the last decision. */
   virtualMs: number;
-  /** Resume results that were errors, by text (a firing nobody could deliver is a finding). */
-  resumeErrors: string[];
+  /**
+   * How the Timer's firings reached resume: every failed attempt (Lambda's async ones and the
+   * redelivery queue's), the firings redelivered, and the ones lost to the dead-letter queue.
+   */
+  delivery: AsyncDelivery;
   close(): Promise<void>;
 }
 
@@ -183,7 +187,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     rollouts.push({ name, script, router, executions: [], retried: [], operations: [] });
     specs.push(soakSpec(name, script));
   }
-  const resumeErrors: string[] = [];
   let runtime!: Runtime;
   const deps = {
     store,
@@ -206,21 +209,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   for (const role of roles)
     functions[role] = { handler: plan.handler(role, handlerFactories[role](handlerDeps)) };
   // The Timer's target is invoked asynchronously: Lambda tries a failed event twice more, 1 and 2
-  // minutes later, before it gives up on it.
-  const deliver = async (firing: TimerFiring) => {
-    const retry = /^soak-async-retry-(\d)\//.exec(firing.key);
-    const attempt = retry ? Number(retry[1]) : 0;
-    const original = retry ? (firing.payload as TimerFiring) : firing;
-    const outcome = await runtime.lambda.invoke(localFunctionArn("resume"), original);
-    if (outcome.ok) return;
-    resumeErrors.push(`${original.key}: ${outcome.error.errorType}: ${outcome.error.errorMessage}`);
-    if (attempt < 2)
-      await runtime.timer.schedule({
-        key: `soak-async-retry-${attempt + 1}/${original.key}`,
-        at: clock.now() + (attempt + 1) * 60_000,
-        payload: original,
-      });
-  };
+  // minutes later, then hands it to the redelivery queue, which gives it to resume again.
+  const delivery = new AsyncDelivery({
+    lambda: () => runtime.lambda,
+    timer: () => runtime.timer,
+    now: () => clock.now(),
+    functionArn: localFunctionArn("resume"),
+  });
+  const deliver = (firing: TimerFiring) => delivery.deliver(firing);
   runtime = await startRuntime({
     clock,
     definitions: specs.map((spec) => ({
@@ -362,7 +358,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     plan,
     rollouts,
     virtualMs: (ended ?? clock.now()) - T0,
-    resumeErrors,
+    delivery,
     close: async () => {
       sfnClient.destroy();
       eventsClient.destroy();
@@ -439,6 +435,9 @@ export async function checkSoak(run: SoakRun): Promise<string[]> {
     });
     for (const e of run.runtime.sfn.listExecutions({ stateMachineArn: run.runtime.stateMachineArn(r.name) }))
       if (e.status === "RUNNING") bad(`execution ${e.name} still running`);
+    const lost = run.delivery.lost.filter((f) => JSON.stringify(f.payload ?? null).includes(`"${r.name}"`));
+    if (lost.length > 0)
+      bad(`${lost.length} timer firing(s) lost to the dead-letter queue: ${lost.map((f) => f.key).join(", ")}`);
     const left = pending.filter((f) => JSON.stringify(f.payload ?? null).includes(`"${r.name}"`));
     if (left.length > 0) bad(`${left.length} timer firing(s) left: ${left.map((f) => f.key).join(", ")}`);
     for (let i = 1; i < item.events.length; i++) {
