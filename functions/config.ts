@@ -139,14 +139,16 @@ export const TIMER_DELIVERY = {
   /**
    * Receives of the redelivery queue before a firing moves to the dead-letter queue (its
    * `maxReceiveCount`): a tick Lambda gave up on after three failures (a few minutes of throttling)
-   * is tried three more times instead of being lost, and its analysis does not time out.
+   * is tried ten more times over ten minutes instead of being lost, and its analysis does not
+   * time out.
    */
-  redeliveryReceives: 3,
+  redeliveryReceives: 10,
   /**
-   * Seconds a received firing stays invisible (the queue's visibility timeout): twice resume's
-   * 60 s timeout, so an attempt that runs to its timeout is over before the next one starts.
+   * Seconds a received firing stays invisible (the queue's visibility timeout): resume's 60 s
+   * timeout, the least Lambda accepts for its event source. An attempt still running when the
+   * next one starts does no harm: every firing is idempotent.
    */
-  redeliveryVisibilitySeconds: 120,
+  redeliveryVisibilitySeconds: 60,
 } as const;
 
 /** The Model Registry's event that starts a model's rollout: an approved model package version. */

@@ -13,9 +13,9 @@ import { type AnalysisRun, isCompleted } from "./types.ts";
  * marked Successful at promotion.
  *
  * A metric is **stale** when it has had no measurement for longer than
- * `max(3 × spacing, spacing + 22 minutes)`, where `spacing` is the time from its last measurement
+ * `max(3 × spacing, spacing + 27 minutes)`, where `spacing` is the time from its last measurement
  * (or the run's start) to when its next one was due: its `interval`, 10 s after an Error, or its
- * `initialDelay` before the first. The 22 minutes (`WATCHDOG_GRACE_SECONDS`) cover a firing the
+ * `initialDelay` before the first. The 27 minutes (`WATCHDOG_GRACE_SECONDS`) cover a firing the
  * Timer delivers late but delivers. Pure: the workflow applies it wherever it reads a run.
  */
 
@@ -39,8 +39,8 @@ const REDELIVERY_SECONDS =
  * - through Scheduler (delays of a minute and more): it fires within 60 s of `at`, retries a
  *   failed invoke while the firing is under 300 s old, and Lambda then retries a throwing function
  *   twice while the event is under 600 s old, the last attempt running up to the function's 60 s
- *   timeout: 60 + 300 + 600 + 60 = 1020 s; then the redelivery queue hands it to resume three
- *   more times, 120 s apart: 2 × 120 + 60 = 300 s more, 1320 s (22 minutes). Past that the
+ *   timeout: 60 + 300 + 600 + 60 = 1020 s; then the redelivery queue hands it to resume ten
+ *   more times, 60 s apart: 9 × 60 + 60 = 600 s more, 1620 s (27 minutes). Past that the
  *   firing is in the dead-letter queue.
  * - through the ticker (under a minute): four attempts of 60 s with 2, 4 and 8 s between them,
  *   254 s, then Lambda's and the queue's retries as above, well within.
