@@ -1,11 +1,6 @@
 import { logged } from "../observability/logging.ts";
 import { TimerFiringSchema } from "../timer/port.ts";
-import {
-  type BatchResponse,
-  isSqsBatch,
-  redeliveredFirings,
-  SqsBatchSchema,
-} from "../timer/redelivery.ts";
+import { type BatchResponse, isSqsBatch, redeliveredFirings, SqsBatchSchema } from "../timer/redelivery.ts";
 import type { WorkflowDeps } from "../workflow/deps.ts";
 import { ResumePayloadSchema } from "../workflow/payloads.ts";
 import { resume } from "../workflow/resume.ts";

@@ -42,9 +42,7 @@ export function isSqsBatch(event: unknown): boolean {
 }
 
 /** One redelivered message: the firing it carries, or why it carries none. */
-export type Redelivered =
-  | { messageId: string; firing: TimerFiring }
-  | { messageId: string; problem: string };
+export type Redelivered = { messageId: string; firing: TimerFiring } | { messageId: string; problem: string };
 
 /** The firings of a batch, in order; a message that is not an invocation record says why. */
 export function redeliveredFirings(batch: SqsBatch): Redelivered[] {

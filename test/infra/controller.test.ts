@@ -557,10 +557,9 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
   });
 
   it("hands a firing resume failed on every async attempt back to resume from a queue, then to the dead letters", () => {
-    const [timerDeadLetters, redeliveryQueue] = Object.keys(template.findResources("AWS::SQS::Queue")).sort() as [
-      string,
-      string,
-    ];
+    const [timerDeadLetters, redeliveryQueue] = Object.keys(
+      template.findResources("AWS::SQS::Queue"),
+    ).sort() as [string, string];
     expect(redeliveryQueue).toMatch(/^ControllerTimerRedelivery/);
     const queue = template.findResources("AWS::SQS::Queue")[redeliveryQueue];
     expect(queue?.Properties).toMatchObject({
@@ -573,7 +572,9 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
     });
     // Lambda refuses an event source whose queue hides a message for less than the function's timeout.
     const resumeId = Object.keys(
-      template.findResources("AWS::Lambda::Function", { Properties: { Description: "sfn-rollouts: resume" } }),
+      template.findResources("AWS::Lambda::Function", {
+        Properties: { Description: "sfn-rollouts: resume" },
+      }),
     )[0] as string;
     const resume = template.findResources("AWS::Lambda::Function")[resumeId];
     expect(TIMER_DELIVERY.redeliveryVisibilitySeconds).toBeGreaterThanOrEqual(resume?.Properties.Timeout);

@@ -22,11 +22,11 @@ import { type HandlerDeps, handlerFactories } from "../../local/handler-factorie
 import { type Runtime, type RuntimeFunction, startRuntime } from "../../local/runtime.ts";
 import { FUNCTION_PLACEHOLDERS } from "../../statemachine/compile.ts";
 import { compile, type RolloutSpec, RolloutSpecSchema, type Step } from "../../statemachine/index.ts";
+import { AsyncDelivery } from "./async-delivery.ts";
 import { ecrPush } from "./ecr.ts";
 import { functionSubstitutions, T0 } from "./embedded-rollout.ts";
 import { digest } from "./fake-rollout.ts";
 import { analysisSpec, metric } from "./rollout-spec.ts";
-import { AsyncDelivery } from "./async-delivery.ts";
 import { type FaultKind, FaultPlan } from "./soak-faults.ts";
 import { FakeTraffic } from "./traffic.ts";
 
