@@ -42,7 +42,13 @@ export async function soakFigures(run: SoakRun, wallMs: number, peakRss: number)
   lines.push(
     `pushes and operator commands tried again: ${retried.length} (${countBy(retried.map((t) => t.split(":")[0] ?? ""))})`,
   );
-  lines.push(`Timer firings whose resume failed: ${run.resumeErrors.length}`);
+  const { failures, redelivered, lost } = run.delivery;
+  lines.push(
+    `Timer firings whose resume failed: ${new Set(failures.map((f) => f.firing.key)).size} (failed attempts: ${countBy(failures.map((f) => f.stage))})`,
+  );
+  lines.push(
+    `Timer firings redelivered from the queue after Lambda's async retries: ${redelivered.length}; lost to the dead-letter queue: ${lost.length}`,
+  );
   const tasks = taskRetries(run);
   lines.push(
     `Task attempts that failed and were retried by Step Functions: ${tasks.retried} (${countBy(tasks.errors)})`,

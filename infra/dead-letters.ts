@@ -2,9 +2,11 @@ import { Duration, type RemovalPolicy } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
+import * as lambdaEvents from "aws-cdk-lib/aws-lambda-event-sources";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { TIMER_DELIVERY } from "../functions/config.ts";
+import { ANALYSIS_FUNCTION_TIMEOUT_SECONDS } from "../statemachine/limits.ts";
 import { acknowledge } from "./nag.ts";
 
 /** A dead-letter queue and the alarm that says something landed in it. */
@@ -72,4 +74,39 @@ export function onAsyncFailure(fn: lambda.Function, role: iam.IRole, queue: sqs.
     retryAttempts: TIMER_DELIVERY.asyncRetryAttempts,
     maxEventAge: Duration.seconds(TIMER_DELIVERY.asyncMaximumEventAgeSeconds),
   });
+}
+
+/**
+ * The resume function's on-failure destination, instead of the dead-letter queue: a firing resume
+ * failed on every asynchronous attempt (three, over about 3 minutes: a burst of DynamoDB
+ * throttling is enough) would be lost there, and an analysis waiting on that tick would time out
+ * and abort a good rollout. This queue hands the invocation record back to resume through an SQS
+ * event source (synchronous invokes, `ReportBatchItemFailures`), up to
+ * `TIMER_DELIVERY.redeliveryReceives` times, `redeliveryVisibilitySeconds` apart; then SQS moves
+ * it to `deadLetters` (its redrive policy), where it is the lost firing it used to be. The firings
+ * are idempotent (docs/state.md, "The Timer"), so one taken twice does nothing the second time. An
+ * empty queue costs the event source's long polls (a few hundred thousand requests a month, within
+ * SQS's free tier), nothing per rollout.
+ */
+export function redeliverAsyncFailures(
+  scope: Construct,
+  id: string,
+  options: { fn: lambda.Function; role: iam.IRole; deadLetters: sqs.IQueue; removalPolicy: RemovalPolicy },
+): sqs.Queue {
+  const queue = new sqs.Queue(scope, id, {
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    // Lambda requires at least the function's timeout; the dead-letter queue keeps 14 days, longer.
+    visibilityTimeout: Duration.seconds(
+      Math.max(TIMER_DELIVERY.redeliveryVisibilitySeconds, ANALYSIS_FUNCTION_TIMEOUT_SECONDS),
+    ),
+    retentionPeriod: Duration.days(4),
+    deadLetterQueue: { queue: options.deadLetters, maxReceiveCount: TIMER_DELIVERY.redeliveryReceives },
+    removalPolicy: options.removalPolicy,
+  });
+  onAsyncFailure(options.fn, options.role, queue);
+  options.fn.addEventSource(
+    new lambdaEvents.SqsEventSource(queue, { batchSize: 10, reportBatchItemFailures: true }),
+  );
+  return queue;
 }

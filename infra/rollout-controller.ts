@@ -8,6 +8,7 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as scheduler from "aws-cdk-lib/aws-scheduler";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { Construct } from "constructs";
 import {
@@ -33,7 +34,7 @@ import { mergeCatalogs } from "../statemachine/notification-catalog.ts";
 import { NotificationSubscriptionSchema } from "../statemachine/notifications.ts";
 import { MODEL_ROUTER_URL } from "../statemachine/providers.ts";
 import { rolloutDashboard } from "./dashboard.ts";
-import { type DeadLetters, deadLetters, onAsyncFailure } from "./dead-letters.ts";
+import { type DeadLetters, deadLetters, onAsyncFailure, redeliverAsyncFailures } from "./dead-letters.ts";
 import {
   BUNDLING,
   FUNCTION_DEFAULTS,
@@ -138,10 +139,16 @@ export class RolloutController extends Construct {
   /** Where the lifecycle events go. */
   readonly eventBus: events.IEventBus;
   /**
-   * Timer firings lost after every retry: Scheduler's (`DeadLetterConfig` of each schedule) and
-   * the ticker's (its Catch). Each message is a rollout step that did not happen.
+   * Timer firings lost after every retry: Scheduler's (`DeadLetterConfig` of each schedule), the
+   * ticker's (its Catch) and the redelivery queue's (its redrive policy). Each message is a
+   * rollout step that did not happen.
    */
   readonly timerDeadLetters: DeadLetters;
+  /**
+   * The resume function's on-failure destination: firings it failed on every asynchronous
+   * attempt, handed back to it by an SQS event source before they go to `timerDeadLetters`.
+   */
+  readonly timerRedelivery: sqs.Queue;
   /** ECR push events the trigger function could not take after the rules' retries. */
   readonly triggerDeadLetters: DeadLetters;
   /** The notification services and their dead letters, when `notifications` is given. */
@@ -189,9 +196,15 @@ export class RolloutController extends Construct {
     this.schedulerRole = schedulerRole(this, timer, this.timerDeadLetters.queue);
 
     this.functions = this.#createFunctions(timer, scheduleGroup);
-    // What resume and trigger throw after Lambda's async retries goes to the same queues as what
-    // Scheduler, the ticker and the push rules could not deliver.
-    onAsyncFailure(this.functions.resume, this.#roles.resume, this.timerDeadLetters.queue);
+    // What resume throws after Lambda's async retries is handed to it again from a queue, and
+    // then goes where Scheduler and the ticker put what they could not deliver; what trigger
+    // throws goes to the same queue as what the push rules could not deliver.
+    this.timerRedelivery = redeliverAsyncFailures(this, "TimerRedelivery", {
+      fn: this.functions.resume,
+      role: this.#roles.resume,
+      deadLetters: this.timerDeadLetters.queue,
+      removalPolicy: this.#removalPolicy,
+    });
     onAsyncFailure(this.functions.trigger, this.#roles.trigger, this.triggerDeadLetters.queue);
     this.tickerStateMachine = tickerStateMachine(this, {
       name: timer.tickerName,

@@ -77,12 +77,18 @@ export const HANDLER_FAULT_ERRORS = [
   "Sandbox.Timedout",
 ];
 
-/** The retrier of {@link HANDLER_FAULT_ERRORS}: 1, 2, 4, 8, 16, 32 s at most, each jittered. */
+/**
+ * The retrier of {@link HANDLER_FAULT_ERRORS}: 1, 2, 4, 8, 16, 32, then 60 s at most, each
+ * jittered, 10 times (about 5 minutes at most): an attempt makes a dozen calls, so a few percent of
+ * throttling past the SDK fails a third of the attempts, and 6 retries left a step in a few
+ * thousand failed for good.
+ */
 export const HANDLER_FAULT_RETRY = {
   ErrorEquals: HANDLER_FAULT_ERRORS,
   IntervalSeconds: 1,
-  MaxAttempts: 6,
+  MaxAttempts: 10,
   BackoffRate: 2,
+  MaxDelaySeconds: 60,
   JitterStrategy: "FULL",
 };
 

@@ -13,14 +13,24 @@ import { type AnalysisRun, isCompleted } from "./types.ts";
  * marked Successful at promotion.
  *
  * A metric is **stale** when it has had no measurement for longer than
- * `max(3 × spacing, spacing + 17 minutes)`, where `spacing` is the time from its last measurement
+ * `max(3 × spacing, spacing + 27 minutes)`, where `spacing` is the time from its last measurement
  * (or the run's start) to when its next one was due: its `interval`, 10 s after an Error, or its
- * `initialDelay` before the first. The 17 minutes (`WATCHDOG_GRACE_SECONDS`) cover a firing the
+ * `initialDelay` before the first. The 27 minutes (`WATCHDOG_GRACE_SECONDS`) cover a firing the
  * Timer delivers late but delivers. Pure: the workflow applies it wherever it reads a run.
  */
 
 /** Measurement intervals without a measurement before a run is stale. */
 export const WATCHDOG_INTERVALS = 3;
+
+/**
+ * Seconds after the asynchronous path gives a firing up that the redelivery queue may still
+ * deliver it (`TIMER_DELIVERY`, infra/dead-letters.ts): received at once, then again one
+ * visibility timeout after each failed receive, the last attempt running up to the function's
+ * timeout.
+ */
+const REDELIVERY_SECONDS =
+  (TIMER_DELIVERY.redeliveryReceives - 1) * TIMER_DELIVERY.redeliveryVisibilitySeconds +
+  ANALYSIS_FUNCTION_TIMEOUT_SECONDS;
 
 /**
  * Seconds a firing may be late, beyond one interval, and still not be lost: the latest a firing
@@ -29,17 +39,25 @@ export const WATCHDOG_INTERVALS = 3;
  * - through Scheduler (delays of a minute and more): it fires within 60 s of `at`, retries a
  *   failed invoke while the firing is under 300 s old, and Lambda then retries a throwing function
  *   twice while the event is under 600 s old, the last attempt running up to the function's 60 s
- *   timeout: 60 + 300 + 600 + 60 = 1020 s. Past those ages the firing is in the dead-letter queue.
+ *   timeout: 60 + 300 + 600 + 60 = 1020 s; then the redelivery queue hands it to resume ten
+ *   more times, 60 s apart: 9 × 60 + 60 = 600 s more, 1620 s (27 minutes). Past that the
+ *   firing is in the dead-letter queue.
  * - through the ticker (under a minute): four attempts of 60 s with 2, 4 and 8 s between them,
- *   254 s, well within.
+ *   254 s, then Lambda's and the queue's retries as above, well within.
  */
-export const WATCHDOG_GRACE_SECONDS = Math.max(
-  TIMER_DELIVERY.schedulerLatenessSeconds +
-    TIMER_DELIVERY.schedulerMaximumEventAgeSeconds +
-    TIMER_DELIVERY.asyncMaximumEventAgeSeconds +
-    ANALYSIS_FUNCTION_TIMEOUT_SECONDS,
-  4 * ANALYSIS_FUNCTION_TIMEOUT_SECONDS + 2 + 4 + 8,
-);
+export const WATCHDOG_GRACE_SECONDS =
+  Math.max(
+    TIMER_DELIVERY.schedulerLatenessSeconds +
+      TIMER_DELIVERY.schedulerMaximumEventAgeSeconds +
+      TIMER_DELIVERY.asyncMaximumEventAgeSeconds +
+      ANALYSIS_FUNCTION_TIMEOUT_SECONDS,
+    4 * ANALYSIS_FUNCTION_TIMEOUT_SECONDS +
+      2 +
+      4 +
+      8 +
+      TIMER_DELIVERY.asyncMaximumEventAgeSeconds +
+      ANALYSIS_FUNCTION_TIMEOUT_SECONDS,
+  ) + REDELIVERY_SECONDS;
 
 export interface Staleness {
   /** The metric whose measurements stopped. */

@@ -563,7 +563,7 @@ async function terminateRun(deps: WorkflowDeps, rollout: string, runId: string):
 
 /**
  * The watchdog (`functions/analysis/watchdog.ts`) applied to a stored run: a run whose timer
- * firings were lost — no measurement for `max(3 intervals, interval + 17 minutes)` — ends in
+ * firings were lost — no measurement for `max(3 intervals, interval + 27 minutes)` — ends in
  * Error, and its outcome is delivered as a tick's would be (a step's token is answered; a
  * background analysis aborts the rollout). A run that ended but whose outcome was never
  * delivered (the firing that would have retried it was lost too) is delivered. Returns true when

@@ -95,7 +95,7 @@ describe("a rollout whose analysis timer firing was lost", () => {
     const since = new Date(started).toISOString().replace(".000Z", "Z");
     const due = new Date(started + 5_000).toISOString().replace(".000Z", "Z");
     expect(report.verdict.line).toBe(
-      `Hung: waiting for the analysis of step 1 since ${since}; timer overdue: the analysis of step 1 (demo-222222222222222222222222-g2.step01) was due to measure success-rate at ${due}, 2m ago; a late firing may still come until ${new Date(started + 5_000 + 1_020_000).toISOString().replace(".000Z", "Z")} (the Timer's retries); after that it is lost`,
+      `Hung: waiting for the analysis of step 1 since ${since}; timer overdue: the analysis of step 1 (demo-222222222222222222222222-g2.step01) was due to measure success-rate at ${due}, 2m ago; a late firing may still come until ${new Date(started + 5_000 + 1_620_000).toISOString().replace(".000Z", "Z")} (the Timer's retries); after that it is lost`,
     );
     expect(report.execution.stepFunctions).toMatchObject({
       status: "RUNNING",

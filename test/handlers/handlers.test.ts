@@ -350,6 +350,34 @@ describe("a rollout through the handlers, on the real adapters", () => {
     // Delivered again (at least once): nothing is sent twice.
     expect(await resumeHandler(deps())(tickerInput.payload)).toEqual({ result: "pause already ended" });
     expect(sfn.commandCalls(SendTaskSuccessCommand)).toHaveLength(1);
+    // Redelivered from the queue (Lambda's invocation record of a firing that failed every async
+    // attempt), next to a message that is no such record: only that one goes back to the queue.
+    const sqsMessage = (messageId: string, body: string) => ({
+      messageId,
+      receiptHandle: `${messageId}-1`,
+      body,
+      attributes: { ApproximateReceiveCount: "1" },
+      messageAttributes: {},
+      eventSource: "aws:sqs",
+      eventSourceARN: `arn:aws:sqs:us-east-1:${ACCOUNT}:rollouts-timer-redelivery`,
+      awsRegion: "us-east-1",
+    });
+    const record = {
+      version: "1.0",
+      requestContext: { condition: "RetriesExhausted", approximateInvokeCount: 3 },
+      requestPayload: tickerInput.payload,
+      responsePayload: { errorType: "StoreUnavailableError", errorMessage: "GetItem failed" },
+    };
+    expect(
+      await resumeHandler(deps())({
+        Records: [
+          sqsMessage("m-record", JSON.stringify(record)),
+          sqsMessage("m-other", JSON.stringify({ hello: "world" })),
+          sqsMessage("m-text", "not json"),
+        ],
+      }),
+    ).toEqual({ batchItemFailures: [{ itemIdentifier: "m-other" }, { itemIdentifier: "m-text" }] });
+    expect(sfn.commandCalls(SendTaskSuccessCommand)).toHaveLength(1);
 
     // A 5 m pause: an EventBridge Scheduler one-time schedule.
     await awaitHandler(deps())({

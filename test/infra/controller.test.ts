@@ -460,11 +460,13 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
   });
 
   it("keeps what the Timer and the trigger could not deliver in encrypted dead-letter queues, with an alarm each", () => {
-    const queues = template.findResources("AWS::SQS::Queue");
-    expect(Object.keys(queues).sort()).toEqual([
+    const all = template.findResources("AWS::SQS::Queue");
+    expect(Object.keys(all).sort()).toEqual([
       expect.stringMatching(/^ControllerTimerDeadLetters[0-9A-F]{8}$/),
+      expect.stringMatching(/^ControllerTimerRedelivery[0-9A-F]{8}$/),
       expect.stringMatching(/^ControllerTriggerDeadLetters[0-9A-F]{8}$/),
     ]);
+    const queues = Object.fromEntries(Object.entries(all).filter(([id]) => id.includes("DeadLetters")));
     const [timerQueue, triggerQueue] = Object.keys(queues).sort() as [string, string];
     for (const queue of Object.values(queues)) {
       expect(queue.Properties).toMatchObject({
@@ -539,11 +541,10 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
     ]);
   });
 
-  it("sends what the resume and trigger functions throw, after Lambda's async retries, to the same queues", () => {
-    const [timerQueue, triggerQueue] = Object.keys(template.findResources("AWS::SQS::Queue")).sort() as [
-      string,
-      string,
-    ];
+  it("sends what resume throws, after Lambda's async retries, to its redelivery queue, and what trigger throws to its dead letters", () => {
+    const [timerDeadLetters, redeliveryQueue, triggerQueue] = Object.keys(
+      template.findResources("AWS::SQS::Queue"),
+    ).sort() as [string, string, string];
     const functionId = (name: string) =>
       Object.keys(
         template.findResources("AWS::Lambda::Function", {
@@ -554,7 +555,7 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
     const configOf = (id: string | undefined) =>
       configs.find((c) => JSON.stringify(c.Properties.FunctionName).includes(`"${id}"`))?.Properties;
     for (const [name, queue] of [
-      ["resume", timerQueue],
+      ["resume", redeliveryQueue],
       ["trigger", triggerQueue],
     ] as const) {
       const config = configOf(functionId(name));
@@ -575,15 +576,59 @@ describe("the example stack (the reference canary on ALB + ECS)", () => {
       )
         .flatMap((p) => p.Properties.PolicyDocument.Statement)
         .filter((st) => actionsOf(st).some((a) => a.startsWith("sqs:")));
-    expect(sends("resume")).toEqual([
-      expect.objectContaining({ Action: "sqs:SendMessage", Resource: { "Fn::GetAtt": [timerQueue, "Arn"] } }),
-    ]);
+    expect(sends("resume")).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          Action: "sqs:SendMessage",
+          Resource: { "Fn::GetAtt": [redeliveryQueue, "Arn"] },
+        }),
+      ]),
+    );
+    // Resume sends nothing to the dead-letter queue itself: SQS moves what it still fails there.
+    expect(JSON.stringify(sends("resume"))).not.toContain(timerDeadLetters);
     expect(sends("trigger")).toEqual([
       expect.objectContaining({
         Action: "sqs:SendMessage",
         Resource: { "Fn::GetAtt": [triggerQueue, "Arn"] },
       }),
     ]);
+  });
+
+  it("hands a firing resume failed on every async attempt back to resume from a queue, then to the dead letters", () => {
+    const [timerDeadLetters, redeliveryQueue] = Object.keys(
+      template.findResources("AWS::SQS::Queue"),
+    ).sort() as [string, string];
+    expect(redeliveryQueue).toMatch(/^ControllerTimerRedelivery/);
+    const queue = template.findResources("AWS::SQS::Queue")[redeliveryQueue];
+    expect(queue?.Properties).toMatchObject({
+      SqsManagedSseEnabled: true,
+      VisibilityTimeout: TIMER_DELIVERY.redeliveryVisibilitySeconds,
+      RedrivePolicy: {
+        deadLetterTargetArn: { "Fn::GetAtt": [timerDeadLetters, "Arn"] },
+        maxReceiveCount: TIMER_DELIVERY.redeliveryReceives,
+      },
+    });
+    // Lambda refuses an event source whose queue hides a message for less than the function's timeout.
+    const resumeId = Object.keys(
+      template.findResources("AWS::Lambda::Function", {
+        Properties: { Description: "sfn-rollouts: resume" },
+      }),
+    )[0] as string;
+    const resume = template.findResources("AWS::Lambda::Function")[resumeId];
+    expect(TIMER_DELIVERY.redeliveryVisibilitySeconds).toBeGreaterThanOrEqual(resume?.Properties.Timeout);
+    const mappings = Object.values(template.findResources("AWS::Lambda::EventSourceMapping"));
+    expect(mappings.map((m) => m.Properties)).toEqual([
+      expect.objectContaining({
+        EventSourceArn: { "Fn::GetAtt": [redeliveryQueue, "Arn"] },
+        FunctionName: { Ref: resumeId },
+        FunctionResponseTypes: ["ReportBatchItemFailures"],
+      }),
+    ]);
+    // The event source reads with resume's role, on that queue only.
+    const consumes = Object.values(template.findResources("AWS::IAM::Policy"))
+      .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement)
+      .filter((st) => actionsOf(st).includes("sqs:ReceiveMessage"));
+    expect(consumes.map((st) => st.Resource)).toEqual([{ "Fn::GetAtt": [redeliveryQueue, "Arn"] }]);
   });
 
   it("has a dashboard of weight, analysis runs and measurements by phase, executions, and an alarm on failures", () => {

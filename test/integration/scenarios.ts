@@ -530,8 +530,8 @@ export const SCENARIOS: ScenarioCase[] = [
       await s.push("v2");
       const paused = await s.drive(at("v2", ["Paused"]));
       expect(paused).toMatchObject({ waitingFor: "pause", weight: 50 });
-      // A person comes back after twenty minutes (past the watchdog's 17-minute grace) and promotes.
-      await s.idle(1_200_000);
+      // A person comes back after 35 minutes (past the watchdog's 27-minute grace) and promotes.
+      await s.idle(2_100_000);
       // The background run was due again meanwhile, and its firing was lost.
       expect(backgroundTicks).toBeGreaterThan(2);
       expect((await s.cli("promote", s.name)).code).toBe(0);

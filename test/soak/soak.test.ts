@@ -2,11 +2,8 @@ import { checkSoak, runSoak, type SoakRun } from "@sfn-rollouts/test-support/soa
 import { FAULT_KINDS, type FaultKind, parseFaultKinds } from "@sfn-rollouts/test-support/soak-faults";
 import { afterAll, describe, expect, it } from "vitest";
 
-/**
- * Every fault kind the soak injects, but DynamoDB throttling past the SDK's retries: at 5% per
- * call it still loses analysis ticks (docs/architecture.md "Retries" says what is open).
- */
-const FAULTS: FaultKind[] = FAULT_KINDS.filter((k) => k !== "throttle-dynamodb");
+/** Every fault kind the soak injects. */
+const FAULTS: FaultKind[] = [...FAULT_KINDS];
 
 describe("soak: 20 rollouts at once with faults at 5% per call", () => {
   let run: SoakRun | undefined;
@@ -18,7 +15,7 @@ describe("soak: 20 rollouts at once with faults at 5% per call", () => {
     // The faults were really there: every enabled kind that has a place in 20 rollouts was injected.
     const kinds = new Set(run.plan.injected.map((f) => f.kind));
     expect([...kinds].sort()).toEqual(
-      expect.arrayContaining(["crash-after", "race", "throttle-sfn", "timer-duplicate"]),
+      expect.arrayContaining(["crash-after", "race", "throttle-dynamodb", "throttle-sfn", "timer-duplicate"]),
     );
     expect(run.plan.injected.length).toBeGreaterThan(50);
   });

@@ -30,6 +30,7 @@ import {
   type RolloutSpec,
   type StateMachineDefinition,
 } from "../../statemachine/index.ts";
+import { AsyncDelivery } from "./async-delivery.ts";
 import { ecrPush } from "./ecr.ts";
 
 /** The functions a compiled rollout calls, plus `resume` (the Timer's target). */
@@ -99,6 +100,12 @@ export interface EmbeddedRolloutOptions {
   repository?: string;
   /** Wraps a function's handler (to inject a failure, a duplicate delivery, a race). */
   wrap?: (name: RolloutFunction, handler: LambdaHandler) => LambdaHandler;
+  /**
+   * How a Timer firing reaches resume: `once` (the default: one invocation, its result in
+   * `resumed`), or `async`, as on AWS (Lambda's asynchronous retries, then the redelivery queue:
+   * `test/support/async-delivery.ts`, its record in `delivery`).
+   */
+  delivery?: "once" | "async";
   /** The CloudWatch alarms the step boundaries read (the spec's `alarms`). */
   alarms?: AlarmReader;
   /**
@@ -124,8 +131,10 @@ export interface EmbeddedRollout {
   tokens: RecordedTaskTokens;
   events: RecordingEventPublisher;
   metrics: RecordingMetricsSink;
-  /** Each Timer firing's `resume` result (or `error: …`), in order. */
+  /** Each Timer firing's `resume` result (or `error: …`), in order, when delivered `once`. */
   resumed: string[];
+  /** The asynchronous delivery's record (failed attempts, redelivered and lost firings), when `async`. */
+  delivery: AsyncDelivery;
   /** Every target settings object the functions were given. */
   targets: unknown[];
   /** What the trigger Lambda does with an ECR push of this image (records it, starts the execution). */
@@ -218,6 +227,12 @@ export async function startEmbeddedRollout(options: EmbeddedRolloutOptions): Pro
     const handler = handlerFactories[name](handlerDeps);
     functions[name] = { handler: options.wrap ? options.wrap(name, handler) : handler };
   }
+  const delivery = new AsyncDelivery({
+    lambda: () => runtime.lambda,
+    timer: () => runtime.timer,
+    now: () => clock.now(),
+    functionArn: localFunctionArn("resume"),
+  });
   runtime = await startRuntime({
     clock,
     definitions: [
@@ -225,6 +240,7 @@ export async function startEmbeddedRollout(options: EmbeddedRolloutOptions): Pro
     ],
     functions,
     onTimerFiring: async (firing) => {
+      if (options.delivery === "async") return delivery.deliver(firing);
       const outcome = await runtime.lambda.invoke(localFunctionArn("resume"), firing);
       resumed.push(
         outcome.ok
@@ -361,6 +377,7 @@ export async function startEmbeddedRollout(options: EmbeddedRolloutOptions): Pro
     events,
     metrics,
     resumed,
+    delivery,
     targets,
     push,
     executionArnOf,

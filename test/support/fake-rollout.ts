@@ -22,6 +22,8 @@ export interface FakeRolloutOptions {
   /** Each metric's answers (numbers, or `"E"` for a failed query), then 1. */
   scripts?: Record<string, Array<number | "E">>;
   wrap?: (name: RolloutFunction, handler: LambdaHandler) => LambdaHandler;
+  /** How Timer firings reach resume (`EmbeddedRolloutOptions.delivery`). */
+  delivery?: "once" | "async";
   /** The target settings the Tasks carry (the fake router serves them all); default `FAKE_TARGET`. */
   target?: Record<string, unknown>;
 }
@@ -35,6 +37,7 @@ export async function startFakeRollout(options: FakeRolloutOptions = {}): Promis
     router,
     providers: provider,
     ...(options.wrap ? { wrap: options.wrap } : {}),
+    ...(options.delivery ? { delivery: options.delivery } : {}),
     ...(options.target ? { target: options.target } : {}),
   });
   return Object.assign(rollout, { router, provider });

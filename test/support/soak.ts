@@ -22,6 +22,7 @@ import { type HandlerDeps, handlerFactories } from "../../local/handler-factorie
 import { type Runtime, type RuntimeFunction, startRuntime } from "../../local/runtime.ts";
 import { FUNCTION_PLACEHOLDERS } from "../../statemachine/compile.ts";
 import { compile, type RolloutSpec, RolloutSpecSchema, type Step } from "../../statemachine/index.ts";
+import { AsyncDelivery } from "./async-delivery.ts";
 import { ecrPush } from "./ecr.ts";
 import { functionSubstitutions, T0 } from "./embedded-rollout.ts";
 import { digest } from "./fake-rollout.ts";
@@ -87,8 +88,11 @@ export interface SoakRun {
   rollouts: SoakRollout[];
   /** Virtual ms from the first push to the last decision. */
   virtualMs: number;
-  /** Resume results that were errors, by text (a firing nobody could deliver is a finding). */
-  resumeErrors: string[];
+  /**
+   * How the Timer's firings reached resume: every failed attempt (Lambda's async ones and the
+   * redelivery queue's), the firings redelivered, and the ones lost to the dead-letter queue.
+   */
+  delivery: AsyncDelivery;
   close(): Promise<void>;
 }
 
@@ -183,7 +187,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     rollouts.push({ name, script, router, executions: [], retried: [], operations: [] });
     specs.push(soakSpec(name, script));
   }
-  const resumeErrors: string[] = [];
   let runtime!: Runtime;
   const deps = {
     store,
@@ -206,21 +209,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   for (const role of roles)
     functions[role] = { handler: plan.handler(role, handlerFactories[role](handlerDeps)) };
   // The Timer's target is invoked asynchronously: Lambda tries a failed event twice more, 1 and 2
-  // minutes later, before it gives up on it.
-  const deliver = async (firing: TimerFiring) => {
-    const retry = /^soak-async-retry-(\d)\//.exec(firing.key);
-    const attempt = retry ? Number(retry[1]) : 0;
-    const original = retry ? (firing.payload as TimerFiring) : firing;
-    const outcome = await runtime.lambda.invoke(localFunctionArn("resume"), original);
-    if (outcome.ok) return;
-    resumeErrors.push(`${original.key}: ${outcome.error.errorType}: ${outcome.error.errorMessage}`);
-    if (attempt < 2)
-      await runtime.timer.schedule({
-        key: `soak-async-retry-${attempt + 1}/${original.key}`,
-        at: clock.now() + (attempt + 1) * 60_000,
-        payload: original,
-      });
-  };
+  // minutes later, then hands it to the redelivery queue, which gives it to resume again.
+  const delivery = new AsyncDelivery({
+    lambda: () => runtime.lambda,
+    timer: () => runtime.timer,
+    now: () => clock.now(),
+    functionArn: localFunctionArn("resume"),
+  });
+  const deliver = (firing: TimerFiring) => delivery.deliver(firing);
   runtime = await startRuntime({
     clock,
     definitions: specs.map((spec) => ({
@@ -362,7 +358,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     plan,
     rollouts,
     virtualMs: (ended ?? clock.now()) - T0,
-    resumeErrors,
+    delivery,
     close: async () => {
       sfnClient.destroy();
       eventsClient.destroy();

@@ -321,7 +321,7 @@ describe("hung", () => {
     const report = diagnose({ view: await waitingForAnalysis(), now: at(60 + 150), execution: running });
     expect(report.verdict.kind).toBe("hung");
     expect(report.verdict.line).toBe(
-      `Hung: waiting for the analysis of step 1 since 2026-11-30T12:00:00Z; timer overdue: the analysis of step 1 (${runId(2, 1)}) was due to measure success-rate at 2026-11-30T12:01:00Z, 2m30s ago; a late firing may still come until 2026-11-30T12:18:00Z (the Timer's retries); after that it is lost`,
+      `Hung: waiting for the analysis of step 1 since 2026-11-30T12:00:00Z; timer overdue: the analysis of step 1 (${runId(2, 1)}) was due to measure success-rate at 2026-11-30T12:01:00Z, 2m30s ago; a late firing may still come until 2026-11-30T12:28:00Z (the Timer's retries); after that it is lost`,
     );
     expect(causeOf(report, "timer-overdue")).toMatchObject({
       runId: runId(2, 1),
@@ -343,9 +343,9 @@ describe("hung", () => {
   });
 
   it("past the watchdog's limit, the watchdog's words: the firings were lost", async () => {
-    const report = diagnose({ view: await waitingForAnalysis(), now: at(19 * 60), execution: running });
+    const report = diagnose({ view: await waitingForAnalysis(), now: at(29 * 60), execution: running });
     expect(causeOf(report, "timer-overdue")?.message).toContain(
-      "the watchdog's words: no measurement for 19m (19 intervals): its timer firings were lost",
+      "the watchdog's words: no measurement for 29m (29 intervals): its timer firings were lost",
     );
   });
 

@@ -222,7 +222,7 @@ describe("the watchdog: a background analysis whose timer firings were lost", ()
     await current.timer.advanceTo(T0 + 120_000);
     // The Timer's retries are exhausted from here on: no tick is delivered any more.
     current.deliverTicks = false;
-    await current.timer.advanceTo(T0 + 120_000 + 19 * 60_000);
+    await current.timer.advanceTo(T0 + 120_000 + 29 * 60_000);
     return runIdFor(CONTEXT, 0, true);
   }
 
@@ -234,7 +234,7 @@ describe("the watchdog: a background analysis whose timer firings were lost", ()
     const { run } = await storedRun(current, runId);
     expect(run.run.phase).toBe("Error");
     expect(run.run.message).toBe(
-      'Metric "success-rate" assessed Error due to no measurement for 19m (19 intervals): its timer firings were lost',
+      'Metric "success-rate" assessed Error due to no measurement for 29m (29 intervals): its timer firings were lost',
     );
     const item = await current.store.get(NAME);
     expect(item).toMatchObject({ abortRequested: true, phase: "Progressing" });
@@ -255,12 +255,12 @@ describe("the watchdog: a background analysis whose timer firings were lost", ()
     expect((await storedRun(current, runId)).run.run.phase).toBe("Error");
   });
 
-  it("is left alone while its firings are only late: within max(3 intervals, interval + 17 minutes)", async () => {
+  it("is left alone while its firings are only late: within max(3 intervals, interval + 27 minutes)", async () => {
     current = await world(answering(10));
     await background(analysis({ interval: 60 }));
     current.deliverTicks = false;
-    // Last measurement at T0; due at +60 s; the watchdog allows 18 minutes of quiet.
-    current.clock.set(T0 + 18 * 60_000);
+    // Last measurement at T0; due at +60 s; the watchdog allows 28 minutes of quiet.
+    current.clock.set(T0 + 28 * 60_000);
     await expect(
       setWeight(current.deps, {
         context: CONTEXT,
@@ -271,7 +271,7 @@ describe("the watchdog: a background analysis whose timer firings were lost", ()
     ).rejects.toThrow(/no traffic change is expected here/);
     const runId = runIdFor(CONTEXT, 0, true);
     expect((await storedRun(current, runId)).run.run.phase).toBe("Running");
-    current.clock.set(T0 + 18 * 60_000 + 1000);
+    current.clock.set(T0 + 28 * 60_000 + 1000);
     await expect(
       setWeight(current.deps, {
         context: CONTEXT,
@@ -302,10 +302,10 @@ describe("the watchdog: a background analysis whose timer firings were lost", ()
       stepIndex: 2,
       step: { kind: "setWeight" as const, weight: 50 },
     };
-    // The tick's own retries (Lambda's async ones included) may still deliver it for 17 minutes.
-    current.clock.set(T0 + 16 * 60_000);
+    // The tick's own retries (Lambda's async ones and the redelivery queue's) may still deliver it for 27 minutes.
+    current.clock.set(T0 + 26 * 60_000);
     await expect(setWeight(current.deps, step)).rejects.toThrow(/no traffic change is expected here/);
-    current.clock.set(T0 + 18 * 60_000);
+    current.clock.set(T0 + 28 * 60_000);
     await expect(setWeight(current.deps, step)).rejects.toMatchObject({ name: "RolloutAborted" });
     expect((await current.store.get(NAME))?.abortReason).toBe(
       'Metric "success-rate" assessed Failed due to failed (1) > failureLimit (0)',
