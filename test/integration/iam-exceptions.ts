@@ -25,6 +25,10 @@ const NOT_ANALYSIS: readonly string[] = [
   "hook",
 ];
 
+/** Why resume's role may read the Timer's redelivery queue though its code never does. */
+const REDELIVERY_POLL =
+  "Lambda's event source mapping polls the Timer's redelivery queue (TimerRedelivery) with resume's role and deletes what resume took; the handler's code never calls SQS";
+
 export const IAM_UNUSED_EXCEPTIONS: readonly UnusedException[] = [
   {
     action: "logs:CreateLogStream",
@@ -47,6 +51,31 @@ export const IAM_UNUSED_EXCEPTIONS: readonly UnusedException[] = [
     functions: ["trigger", "resume"],
     reason:
       "Lambda itself sends a failed asynchronous invocation to the OnFailure dead-letter queue with the function's role",
+  },
+  {
+    action: "sqs:ReceiveMessage",
+    functions: ["resume"],
+    reason: REDELIVERY_POLL,
+  },
+  {
+    action: "sqs:DeleteMessage",
+    functions: ["resume"],
+    reason: REDELIVERY_POLL,
+  },
+  {
+    action: "sqs:ChangeMessageVisibility",
+    functions: ["resume"],
+    reason: REDELIVERY_POLL,
+  },
+  {
+    action: "sqs:GetQueueAttributes",
+    functions: ["resume"],
+    reason: REDELIVERY_POLL,
+  },
+  {
+    action: "sqs:GetQueueUrl",
+    functions: ["resume"],
+    reason: REDELIVERY_POLL,
   },
   {
     action: "dynamodb:UpdateItem",
