@@ -121,5 +121,31 @@ export function secretIdFor(
   defaultName: string,
 ): string | undefined {
   if (name === undefined) return secrets.own;
-  return secrets.named?.[name] ?? (name === defaultName ? secrets.own : undefined);
+  // Own keys only: a name such as `constructor` must not find what every object inherits.
+  const named = secrets.named && Object.hasOwn(secrets.named, name) ? secrets.named[name] : undefined;
+  return named ?? (name === defaultName ? secrets.own : undefined);
+}
+
+/**
+ * The values of the secret a template's `profile` names (`secretIdFor`), as Argo's New Relic and
+ * InfluxDB providers read theirs: `noOwnSecret` when no profile is given and the controller holds
+ * no secret for the provider, Argo's `secrets "NAME" not found` for an unknown profile.
+ */
+export function readProfileSecret(
+  options: { secrets?: SecretSource; secretId?: string; named?: Readonly<Record<string, string>> },
+  profile: string | undefined,
+  defaultName: string,
+  noOwnSecret: string,
+  ctx: { now: Date; signal?: AbortSignal },
+): Promise<SecretValues | SecretFailure> {
+  const secretId = secretIdFor({ own: options.secretId, named: options.named }, profile, defaultName);
+  if (!secretId || !options.secrets) {
+    return Promise.resolve({
+      error:
+        profile === undefined
+          ? noOwnSecret
+          : `secrets "${profile}" not found: the controller has no secret named "${profile}" (RolloutController's metricSecrets.named)`,
+    });
+  }
+  return options.secrets.read(secretId, ctx.now, ctx.signal);
 }

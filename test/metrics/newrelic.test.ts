@@ -241,6 +241,11 @@ describe("a profile (TestNewNewRelicAPIClient: when secretName is specified by t
         ok: false,
         message: expect.stringContaining('secrets "unknown" not found'),
       });
+      // A name every object inherits is not a secret the controller holds.
+      expect(await p.measure(await profiled("constructor"), { now: NOW })).toMatchObject({
+        ok: false,
+        message: expect.stringContaining('secrets "constructor" not found'),
+      });
     } finally {
       await other.close();
     }
