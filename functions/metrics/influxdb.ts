@@ -12,7 +12,7 @@ import {
 } from "./http.ts";
 import { fluxValues } from "./influxdb-csv.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
-import { type SecretSource, secretIdFor } from "./secrets.ts";
+import { readProfileSecret, type SecretSource } from "./secrets.ts";
 
 /**
  * The InfluxDB provider, as Argo's `metricproviders/influxdb/influxdb.go` queries through
@@ -91,20 +91,13 @@ export class InfluxdbMetricProvider implements MetricProvider {
     profile: string | undefined,
     ctx: MeasureContext,
   ): Promise<{ address: string; authToken: string; org: string } | { error: string }> {
-    const secretId = secretIdFor(
-      { own: this.options.secretId, named: this.options.named },
+    const secret = await readProfileSecret(
+      this.options,
       profile,
       "influxdb",
+      "authToken, org, or address not found: the controller has no InfluxDB secret (RolloutController's metricSecrets.influxdb; ROLLOUTS_INFLUXDB_SECRET for rollouts analyze)",
+      ctx,
     );
-    if (!secretId || !this.options.secrets) {
-      return {
-        error:
-          profile === undefined
-            ? "authToken, org, or address not found: the controller has no InfluxDB secret (RolloutController's metricSecrets.influxdb; ROLLOUTS_INFLUXDB_SECRET for rollouts analyze)"
-            : `secrets "${profile}" not found: the controller has no secret named "${profile}" (RolloutController's metricSecrets.named)`,
-      };
-    }
-    const secret = await this.options.secrets.read(secretId, ctx.now, ctx.signal);
     if ("error" in secret) return secret;
     const { address = "", authToken = "", org = "" } = secret.values;
     if (address === "" || authToken === "" || org === "")

@@ -9,7 +9,7 @@ import {
   schemeProblem,
 } from "./http.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
-import { type SecretSource, secretIdFor } from "./secrets.ts";
+import { readProfileSecret, type SecretSource } from "./secrets.ts";
 
 /**
  * The New Relic provider, as Argo's `metricproviders/newrelic/newrelic.go` queries through
@@ -63,20 +63,13 @@ export class NewRelicMetricProvider implements MetricProvider {
     profile: string | undefined,
     ctx: MeasureContext,
   ): Promise<NerdGraphAccount | { error: string }> {
-    const secretId = secretIdFor(
-      { own: this.options.secretId, named: this.options.named },
+    const secret = await readProfileSecret(
+      this.options,
       profile,
       "newrelic",
+      "account ID or personal API key not found: the controller has no New Relic secret (RolloutController's metricSecrets.newRelic; ROLLOUTS_NEWRELIC_SECRET for rollouts analyze)",
+      ctx,
     );
-    if (!secretId || !this.options.secrets) {
-      return {
-        error:
-          profile === undefined
-            ? "account ID or personal API key not found: the controller has no New Relic secret (RolloutController's metricSecrets.newRelic; ROLLOUTS_NEWRELIC_SECRET for rollouts analyze)"
-            : `secrets "${profile}" not found: the controller has no secret named "${profile}" (RolloutController's metricSecrets.named)`,
-      };
-    }
-    const secret = await this.options.secrets.read(secretId, ctx.now, ctx.signal);
     if ("error" in secret) return secret;
     const v = secret.values;
     const apiKey = v["personal-api-key"] ?? "";
