@@ -5,7 +5,8 @@ import {
   type StandardUnit,
 } from "@aws-sdk/client-cloudwatch";
 import type { CloudWatchProvider as CloudWatchSpec, Metric } from "../../statemachine/spec.ts";
-import { formatFloat, type MeasureContext, type MetricProvider, type ProviderResult } from "./port.ts";
+import { goFloatV } from "./go-fmt.ts";
+import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
 
 /**
  * The CloudWatch provider: one `GetMetricData` call over the last `interval` (default 5 minutes),
@@ -91,17 +92,4 @@ export function toQueries(spec: CloudWatchSpec): MetricDataQuery[] {
         }
       : {}),
   }));
-}
-
-/** Go's `%v` for a float64 (`%g` with shortest digits), as Argo prints CloudWatch values. */
-export function goFloatV(v: number): string {
-  if (!Number.isFinite(v)) return formatFloat(v);
-  if (v === 0) return Object.is(v, -0) ? "-0" : "0";
-  const [mantissa = "", expText = "0"] = v.toExponential().split("e");
-  const exp = Number(expText);
-  if (exp < -4 || exp >= 6) {
-    const sign = exp < 0 ? "-" : "+";
-    return `${mantissa}e${sign}${String(Math.abs(exp)).padStart(2, "0")}`;
-  }
-  return formatFloat(v);
 }

@@ -1,5 +1,5 @@
 import { goQuote } from "../../statemachine/expr/errors.ts";
-import { goFloatV } from "./cloudwatch.ts";
+import { formatFloat } from "./port.ts";
 
 /**
  * What Go's `fmt` prints for the values Argo's Graphite, InfluxDB and Wavefront providers store as
@@ -61,4 +61,17 @@ export function goV(value: unknown): string {
 /** Go's `url.Error` message: `parse "./render?x": invalid URL escape "%^&"`. */
 export function goUrlError(op: string, url: string, message: string): string {
   return `${op} ${goQuote(url)}: ${message}`;
+}
+
+/** Go's `%v` for a float64 (`%g` with shortest digits), as Argo prints CloudWatch and InfluxDB values. */
+export function goFloatV(v: number): string {
+  if (!Number.isFinite(v)) return formatFloat(v);
+  if (v === 0) return Object.is(v, -0) ? "-0" : "0";
+  const [mantissa = "", expText = "0"] = v.toExponential().split("e");
+  const exp = Number(expText);
+  if (exp < -4 || exp >= 6) {
+    const sign = exp < 0 ? "-" : "+";
+    return `${mantissa}e${sign}${String(Math.abs(exp)).padStart(2, "0")}`;
+  }
+  return formatFloat(v);
 }

@@ -1,7 +1,7 @@
 import { parseGoDuration } from "../../statemachine/duration.ts";
 import { goParseFloat, goParseInt } from "../../statemachine/expr/builtins.ts";
 import { parseTime } from "../../statemachine/expr/time.ts";
-import { goFloatV } from "./cloudwatch.ts";
+import { goFloatV } from "./go-fmt.ts";
 
 /**
  * InfluxDB's annotated CSV (the v2 query API's answer with the `datatype`, `group` and `default`

@@ -2,7 +2,8 @@ import { CloudWatchClient, GetMetricDataCommand } from "@aws-sdk/client-cloudwat
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createRun, tick } from "../../functions/analysis/index.ts";
-import { CloudWatchMetricProvider, goFloatV, toQueries } from "../../functions/metrics/cloudwatch.ts";
+import { CloudWatchMetricProvider, toQueries } from "../../functions/metrics/cloudwatch.ts";
+import { goFloatV } from "../../functions/metrics/go-fmt.ts";
 import { type Metric, MetricSchema } from "../../statemachine/spec.ts";
 
 const cw = mockClient(CloudWatchClient);
