@@ -1,6 +1,6 @@
 import { logged } from "../observability/logging.ts";
 import { TimerFiringSchema } from "../timer/port.ts";
-import { type BatchResponse, isSqsBatch, redeliveredFirings, SqsBatchSchema } from "../timer/redelivery.ts";
+import { type BatchResponse, isSqsBatch, redeliver, SqsBatchSchema } from "../timer/redelivery.ts";
 import type { WorkflowDeps } from "../workflow/deps.ts";
 import { ResumePayloadSchema } from "../workflow/payloads.ts";
 import { resume } from "../workflow/resume.ts";
@@ -16,18 +16,7 @@ import { rootDeps } from "./root.ts";
 export function createHandler(deps: () => WorkflowDeps): Handler<{ result: string } | BatchResponse> {
   return logged("resume", async (event, log) => {
     if (isSqsBatch(event)) {
-      const failures: BatchResponse["batchItemFailures"] = [];
-      for (const message of redeliveredFirings(parsePayload(SqsBatchSchema, event, "resume"))) {
-        try {
-          if ("problem" in message) throw new Error(message.problem);
-          const result = await fire(deps(), message.firing);
-          log.info("redelivered", { key: message.firing.key, result });
-        } catch (error) {
-          log.error("redelivery failed", { messageId: message.messageId, error: error as Error });
-          failures.push({ itemIdentifier: message.messageId });
-        }
-      }
-      return { batchItemFailures: failures };
+      return redeliver(parsePayload(SqsBatchSchema, event, "resume"), (firing) => fire(deps(), firing), log);
     }
     return { result: await fire(deps(), event) };
   });

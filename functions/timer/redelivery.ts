@@ -67,3 +67,32 @@ export function redeliveredFirings(batch: SqsBatch): Redelivered[] {
 export interface BatchResponse {
   batchItemFailures: Array<{ itemIdentifier: string }>;
 }
+
+/** Where `redeliver` says what became of each message (the handler's logger). */
+export interface RedeliveryLog {
+  info(message: string, extra: Record<string, unknown>): void;
+  error(message: string, extra: Record<string, unknown>): void;
+}
+
+/**
+ * Fires each firing of a redelivery batch in order; a message that carries none, or whose firing
+ * fails again, is reported back to the queue.
+ */
+export async function redeliver(
+  batch: SqsBatch,
+  fire: (firing: TimerFiring) => Promise<string>,
+  log: RedeliveryLog,
+): Promise<BatchResponse> {
+  const failures: BatchResponse["batchItemFailures"] = [];
+  for (const message of redeliveredFirings(batch)) {
+    try {
+      if ("problem" in message) throw new Error(message.problem);
+      const result = await fire(message.firing);
+      log.info("redelivered", { key: message.firing.key, result });
+    } catch (error) {
+      log.error("redelivery failed", { messageId: message.messageId, error: error as Error });
+      failures.push({ itemIdentifier: message.messageId });
+    }
+  }
+  return { batchItemFailures: failures };
+}
