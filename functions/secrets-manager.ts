@@ -32,7 +32,6 @@ export type GetSecretValueAnswer =
   | { failure: "no-string" };
 
 export async function getSecretValue(options: GetSecretValueOptions): Promise<GetSecretValueAnswer> {
-  const hostname = `secretsmanager.${options.region}.amazonaws.com`;
   const body = JSON.stringify({ SecretId: options.secretId });
   const signer = new SignatureV4({
     service: "secretsmanager",
@@ -40,21 +39,26 @@ export async function getSecretValue(options: GetSecretValueOptions): Promise<Ge
     sha256: Sha256,
     credentials: options.credentials,
   });
-  const endpoint = (
+  const address =
     options.endpoint ??
     process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER ??
-    `https://${hostname}`
-  ).replace(/\/$/, "");
-  const url = `${endpoint}/`;
+    `https://secretsmanager.${options.region}.amazonaws.com`;
+  const endpoint = URL.parse(address);
+  if (!endpoint)
+    return { failure: "unreachable", url: address, error: new TypeError(`invalid URL ${address}`) };
+  const path = endpoint.pathname.endsWith("/") ? endpoint.pathname : `${endpoint.pathname}/`;
+  const url = `${endpoint.origin}${path}`;
   let res: Response;
   try {
     const signed = await signer.sign({
       method: "POST",
-      protocol: "https:",
-      hostname,
-      path: "/",
+      protocol: endpoint.protocol,
+      hostname: endpoint.hostname,
+      path,
       headers: {
-        host: hostname,
+        // Signed for the host the request goes to (a VPC endpoint, LocalStack): fetch sends the
+        // URL's host, and AWS checks the signature against the Host header it received.
+        host: endpoint.host,
         "content-type": "application/x-amz-json-1.1",
         "x-amz-target": "secretsmanager.GetSecretValue",
       },

@@ -23,7 +23,7 @@ const AUTHORIZATION =
  * Returns what is wrong, or undefined when the request is signed right.
  */
 export async function sigv4Problem(
-  req: http.IncomingMessage,
+  req: Pick<http.IncomingMessage, "method" | "url" | "headers">,
   body: Buffer,
   expected: { credentials: LocalCredentials; region: string; service: string },
   now = new Date(),
