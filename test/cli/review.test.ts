@@ -158,7 +158,18 @@ describe("rollouts review on Argo Rollouts' own examples", () => {
   });
 
   it("appmesh: the success rate's envoy cluster argument has no value, so whether it selects the canary is unknown", async () => {
-    const { code, findings } = await idsOf(`${ARGO}/appmesh/canary-rollout.yaml`);
+    // The example's Rollout routes with App Mesh, which is refused; its AnalysisTemplate (the
+    // file's first document, as written) is reviewed next to the plain canary example.
+    const example = `${ARGO}/appmesh/canary-rollout.yaml`;
+    const refused = await run("review", example);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain(
+      "spec.strategy.canary.trafficRouting.appMesh: AWS App Mesh is not a traffic router",
+    );
+    const dir = await mkdtemp(join(tmpdir(), "review-appmesh-"));
+    const template = join(dir, "success-rate.yaml");
+    await writeFile(template, readFileSync(example, "utf8").split("\n---\n")[0] as string);
+    const { code, findings } = await idsOf(template, `${ARGO}/rollout-canary.yaml`);
     expect(code).toBe(0);
     const unknown = findings.find((f) => f.id === "query-candidate-unknown");
     expect(unknown).toMatchObject({
