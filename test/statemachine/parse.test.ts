@@ -356,6 +356,34 @@ describe("bad input: one message per problem, naming the place", () => {
     ]);
   });
 
+  it("a Secret is refused where it is named: the template's declaration, or the step's args", () => {
+    const fromSecret = "valueFrom: {secretKeyRef: {name: s, key: k}}";
+    const declared = problemsOf([
+      {
+        file: "r.yaml",
+        text: rollout(
+          "        - analysis: {templates: [{templateName: success-rate}], args: [{name: version, value: v2}]}",
+        ),
+      },
+      { file: "t.yaml", text: TEMPLATE.replace("      value: http://prom:9090", `      ${fromSecret}`) },
+    ]);
+    expect(declared).toEqual([
+      't.yaml: document 1 (AnalysisTemplate success-rate): spec.args[1].valueFrom.secretKeyRef: template "success-rate": args.address: secretKeyRef is not supported; keep secrets in AWS Secrets Manager and give the provider a role',
+    ]);
+    const given = problemsOf([
+      {
+        file: "r.yaml",
+        text: rollout(
+          `        - analysis: {templates: [{templateName: success-rate}], args: [{name: address, value: a}, {name: version, ${fromSecret}}]}`,
+        ),
+      },
+      { file: "t.yaml", text: TEMPLATE },
+    ]);
+    expect(given).toEqual([
+      'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].analysis.args[1].valueFrom.secretKeyRef (step 1): template "success-rate": args.version: secretKeyRef is not supported; keep secrets in AWS Secrets Manager and give the provider a role',
+    ]);
+  });
+
   it.each(["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"])(
     "an arg named as what every object inherits (%s) is one the template does not declare",
     (name) => {
