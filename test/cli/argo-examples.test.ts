@@ -366,6 +366,16 @@ describe("Argo Rollouts' example manifests through rollouts plan", () => {
     ).toEqual(plans.steps);
   });
 
+  it("a canary without steps says it is promoted once ready, as Argo's rolling update", async () => {
+    const { code, out } = await run("plan", join(DIR, "rollout-rolling-update.yaml"));
+    expect(code).toBe(0);
+    expect(out).toContain(
+      "no steps: the candidate is promoted once it is ready (Argo's rolling update: a canary without steps)",
+    );
+    const stepped = await run("plan", join(DIR, "rollout-canary.yaml"));
+    expect(stepped.out).not.toContain("no steps");
+  });
+
   it.each(refused)("%s is refused, naming what is not supported", async (example, { refused: expected }) => {
     const { code, out, err } = await run("plan", ...filesOf(example).map((f) => join(DIR, f)));
     expect(code).toBe(2);
