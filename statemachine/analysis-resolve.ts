@@ -216,11 +216,18 @@ function mergeArgs(
   problems: Problem[],
 ): Record<string, string> | undefined {
   const merged = new Map<string, ArgoArgument>(template.args.map((a) => [a.name, { ...a }]));
-  for (const arg of incoming) {
+  // Where each argument's valueFrom is written: the template's declaration or the step's args.
+  const written = new Map<string, Origin & { path: string; step?: number }>(
+    template.args.map((a, i) => [a.name, { ...template.origin, path: `${template.basePath}.args[${i}]` }]),
+  );
+  for (const [i, arg] of incoming.entries()) {
     const declared = merged.get(arg.name);
     if (!declared) continue; // Argo ignores arguments a template does not declare.
     if (arg.value !== undefined) merged.set(arg.name, { name: arg.name, value: arg.value });
-    else if (arg.valueFrom) merged.set(arg.name, { name: arg.name, valueFrom: arg.valueFrom });
+    else if (arg.valueFrom) {
+      merged.set(arg.name, { name: arg.name, valueFrom: arg.valueFrom });
+      written.set(arg.name, { ...where, path: `${where.path}.args[${i}]` });
+    }
   }
   const values: Record<string, string> = {};
   let ok = true;
@@ -228,11 +235,17 @@ function mergeArgs(
     const value = resolveArgValue(arg, context);
     if ("error" in value) {
       ok = false;
-      problems.push({
-        ...where,
-        path: `${where.path}.args`,
-        message: `template "${template.name}": ${value.error}`,
-      });
+      // A Secret is refused where it is named; a missing value is given in the step's args.
+      const at = arg.valueFrom?.secretKeyRef ? written.get(arg.name) : undefined;
+      problems.push(
+        at
+          ? {
+              ...at,
+              path: `${at.path}.valueFrom.secretKeyRef`,
+              message: `template "${template.name}": ${value.error}`,
+            }
+          : { ...where, path: `${where.path}.args`, message: `template "${template.name}": ${value.error}` },
+      );
       continue;
     }
     values[arg.name] = value.value;

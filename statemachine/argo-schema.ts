@@ -286,6 +286,27 @@ export const REJECTED_STEPS: Record<string, string> = {
   plugin: "plugin steps are not supported",
 };
 
+/**
+ * Argo's traffic routers that no target drives, by their `trafficRouting` field, with what each
+ * is. The Kubernetes target routes with the Gateway API, Istio and NGINX, the AWS targets with
+ * their own load balancer or alias; a router of one's own is a target plugin.
+ */
+export const REJECTED_ROUTERS: Record<string, string> = {
+  smi: "SMI (the Service Mesh Interface's TrafficSplit, as Linkerd routes)",
+  appMesh: "AWS App Mesh",
+  ambassador: "Ambassador (Emissary-ingress)",
+  apisix: "Apache APISIX",
+  traefik: "Traefik",
+};
+
+/** Why a rejected router is refused, and what to route with instead. */
+export const REJECTED_ROUTER_FIX =
+  'route with alb, istio, nginx or the Gateway API (plugins: argoproj-labs/gatewayAPI), or drive it from a target plugin (docs/traffic.md, "Target plugins") with a trafficRouting.plugins entry';
+
+/** Istio's subset-level split, which the istio router (host-level) does not do. */
+export const ISTIO_SUBSET_SPLIT =
+  "Istio subset-level traffic splitting (a DestinationRule's canary and stable subsets) is not supported: the istio router splits by host, between the VirtualService's destinations canaryService and stableService; remove destinationRule and name the two Services";
+
 export const ArgoCanarySchema = z
   .object({
     steps: z.array(z.unknown()).optional(),

@@ -12,7 +12,10 @@ import {
   type ArgoRolloutSpec,
   ArgoRolloutSpecSchema,
   ArgoStepSchemas,
+  ISTIO_SUBSET_SPLIT,
   type KubeObject,
+  REJECTED_ROUTER_FIX,
+  REJECTED_ROUTERS,
   REJECTED_STEPS,
 } from "./argo-schema.ts";
 import { ARGO_DEFAULTS } from "./defaults.ts";
@@ -149,6 +152,7 @@ function canaryStrategy(
   }
   common.maxSurge = maxSurge ?? 1;
   common.trafficRouting = canary.trafficRouting !== undefined;
+  if (canary.trafficRouting) routerProblems(canary.trafficRouting, origin, problems);
   if (canary.canaryService) common.canaryService = canary.canaryService;
   if (canary.stableService) common.stableService = canary.stableService;
   if (canary.scaleDownDelaySeconds !== undefined) common.scaleDownDelaySeconds = canary.scaleDownDelaySeconds;
@@ -189,6 +193,29 @@ function canaryStrategy(
     if (analysis) backgroundAnalysis = { startingStep, analysis };
   }
   return { common, steps, ...(backgroundAnalysis ? { backgroundAnalysis } : {}) };
+}
+
+/**
+ * The routers of `trafficRouting` that no target drives (a service mesh or an ingress of its own),
+ * each refused at its field with its name, and Istio's subset-level split, which the istio router
+ * does not do.
+ */
+function routerProblems(routing: Record<string, unknown>, origin: Origin, problems: Problem[]): void {
+  const path = "spec.strategy.canary.trafficRouting";
+  for (const key of Object.keys(routing)) {
+    const router = Object.hasOwn(REJECTED_ROUTERS, key) ? REJECTED_ROUTERS[key] : undefined;
+    if (router) {
+      problems.push({
+        ...origin,
+        path: `${path}.${key}`,
+        message: `${router} is not a traffic router sfn-rollouts drives: ${REJECTED_ROUTER_FIX}`,
+      });
+    }
+  }
+  const istio = routing.istio;
+  if (istio !== null && typeof istio === "object" && Object.hasOwn(istio, "destinationRule")) {
+    problems.push({ ...origin, path: `${path}.istio.destinationRule`, message: ISTIO_SUBSET_SPLIT });
+  }
 }
 
 /**
@@ -264,6 +291,17 @@ export function normalizeStep(
     return undefined;
   }
   const keys = Object.keys(raw);
+  // A step Argo accepts may pair setCanaryScale with a route (Argo's one-of holds setWeight,
+  // pause, experiment and analysis only): what is not supported is named before the count.
+  const rejectedKey = keys.length > 1 ? keys.find((k) => Object.hasOwn(REJECTED_STEPS, k)) : undefined;
+  if (rejectedKey !== undefined) {
+    problems.push({
+      ...at,
+      path: `${path}.${rejectedKey}`,
+      message: `step ${step} of ${count}: ${REJECTED_STEPS[rejectedKey]}`,
+    });
+    return undefined;
+  }
   if (keys.length !== 1) {
     problems.push({
       ...at,

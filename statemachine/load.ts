@@ -497,6 +497,7 @@ export function parseSources(sources: readonly Source[], initialProblems: Proble
       } else if (argo && ["Experiment", "AnalysisRun"].includes(object.kind as string)) {
         problems.push({
           ...origin,
+          path: "kind",
           message: `${object.kind} objects are not supported: give a Rollout and its templates`,
         });
       } else {

@@ -69,6 +69,11 @@ export async function planAction(io: Io, files: string[], opts: PlanOptions): Pr
   );
   // Details quote the files (queries, names): printed without their control characters.
   io.out(printable(table(result.steps, opts.rps !== undefined, exposure), { multiline: true }));
+  if (result.steps.length === 0) {
+    io.out(
+      "no steps: the candidate is promoted once it is ready (Argo's rolling update: a canary without steps)",
+    );
+  }
   if (result.backgroundAnalysis) {
     io.out(`background analysis from step ${result.backgroundAnalysis.startingStep}:`);
     for (const line of result.backgroundAnalysis.analysis) io.out(printable(`    ${line}`));

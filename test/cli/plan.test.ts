@@ -27,8 +27,8 @@ describe("rollouts plan", () => {
   });
 
   it("plans Argo's notification example; a subscription to a trigger nobody defines is a warning", async () => {
-    const rollout = "test/fixtures/argo-notifications/rollout-canary.yaml";
-    const withConfig = await run("plan", rollout, "test/fixtures/argo-notifications/configmap.yaml");
+    const rollout = "test/fixtures/argo-examples/notifications/rollout-canary.yaml";
+    const withConfig = await run("plan", rollout, "test/fixtures/argo-examples/notifications/configmap.yaml");
     expect(withConfig.code).toBe(0);
     expect(withConfig.err).not.toContain("warning:");
     expect(withConfig.out).toMatch(/^rollout rollout-canary /);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHECKS } from "../../statemachine/review/index.ts";
 
 const SEED = ["examples/rollout.yaml", "examples/analysis-success-rate.yaml"];
-const ARGO = "test/fixtures/review/argo";
+const ARGO = "test/fixtures/argo-examples";
 
 describe("rollouts review", () => {
   it("prints each finding as a linter does, grouped by file, and exits 1 at warning", async () => {
@@ -32,7 +32,7 @@ describe("rollouts review", () => {
   });
 
   it("warns of a subscription to a trigger neither built in nor in the notification ConfigMap, with the fix", async () => {
-    const rollout = "test/fixtures/argo-notifications/rollout-canary.yaml";
+    const rollout = "test/fixtures/argo-examples/notifications/rollout-canary.yaml";
     const { out } = await run("review", rollout, "--json");
     const found = JSON.parse(out).findings.filter(
       (f: { id: string }) => f.id === "notification-unknown-trigger",
@@ -54,7 +54,7 @@ describe("rollouts review", () => {
     const withConfig = await run(
       "review",
       rollout,
-      "test/fixtures/argo-notifications/configmap.yaml",
+      "test/fixtures/argo-examples/notifications/configmap.yaml",
       "--json",
     );
     expect(JSON.parse(withConfig.out).findings.map((f: { id: string }) => f.id)).not.toContain(
@@ -158,7 +158,18 @@ describe("rollouts review on Argo Rollouts' own examples", () => {
   });
 
   it("appmesh: the success rate's envoy cluster argument has no value, so whether it selects the canary is unknown", async () => {
-    const { code, findings } = await idsOf(`${ARGO}/appmesh-canary-rollout.yaml`);
+    // The example's Rollout routes with App Mesh, which is refused; its AnalysisTemplate (the
+    // file's first document, as written) is reviewed next to the plain canary example.
+    const example = `${ARGO}/appmesh/canary-rollout.yaml`;
+    const refused = await run("review", example);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain(
+      "spec.strategy.canary.trafficRouting.appMesh: AWS App Mesh is not a traffic router",
+    );
+    const dir = await mkdtemp(join(tmpdir(), "review-appmesh-"));
+    const template = join(dir, "success-rate.yaml");
+    await writeFile(template, readFileSync(example, "utf8").split("\n---\n")[0] as string);
+    const { code, findings } = await idsOf(template, `${ARGO}/rollout-canary.yaml`);
     expect(code).toBe(0);
     const unknown = findings.find((f) => f.id === "query-candidate-unknown");
     expect(unknown).toMatchObject({

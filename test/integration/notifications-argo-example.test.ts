@@ -8,7 +8,7 @@ import { type LocalDynamo, startDynamo } from "../../local/dynamo.ts";
 import { type LocalScenario, startScenario } from "./harness.ts";
 import { DIGESTS, done } from "./scenario.ts";
 
-const FIXTURES = new URL("../fixtures/argo-notifications/", import.meta.url);
+const FIXTURES = new URL("../fixtures/argo-examples/notifications/", import.meta.url);
 const CHANNEL = "argoproj-deployments-notifications";
 
 /** The subscriptions of Argo's example Rollout, exactly as it writes them. */

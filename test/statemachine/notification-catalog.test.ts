@@ -7,7 +7,7 @@ import { NOTIFICATION_TRIGGERS } from "../../statemachine/notifications.ts";
 
 const fixture = (name: string) => ({
   file: name,
-  text: readFileSync(new URL(`../fixtures/argo-notifications/${name}`, import.meta.url), "utf8"),
+  text: readFileSync(new URL(`../fixtures/argo-examples/notifications/${name}`, import.meta.url), "utf8"),
 });
 
 const configMap = (data: string) => `
@@ -96,7 +96,7 @@ describe("the nine built-in triggers", () => {
 
 describe("the notification ConfigMap", () => {
   const rollout = readFileSync(
-    new URL("../fixtures/argo-notifications/rollout-canary.yaml", import.meta.url),
+    new URL("../fixtures/argo-examples/notifications/rollout-canary.yaml", import.meta.url),
     "utf8",
   );
 

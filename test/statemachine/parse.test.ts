@@ -356,6 +356,34 @@ describe("bad input: one message per problem, naming the place", () => {
     ]);
   });
 
+  it("a Secret is refused where it is named: the template's declaration, or the step's args", () => {
+    const fromSecret = "valueFrom: {secretKeyRef: {name: s, key: k}}";
+    const declared = problemsOf([
+      {
+        file: "r.yaml",
+        text: rollout(
+          "        - analysis: {templates: [{templateName: success-rate}], args: [{name: version, value: v2}]}",
+        ),
+      },
+      { file: "t.yaml", text: TEMPLATE.replace("      value: http://prom:9090", `      ${fromSecret}`) },
+    ]);
+    expect(declared).toEqual([
+      't.yaml: document 1 (AnalysisTemplate success-rate): spec.args[1].valueFrom.secretKeyRef: template "success-rate": args.address: secretKeyRef is not supported; keep secrets in AWS Secrets Manager and give the provider a role',
+    ]);
+    const given = problemsOf([
+      {
+        file: "r.yaml",
+        text: rollout(
+          `        - analysis: {templates: [{templateName: success-rate}], args: [{name: address, value: a}, {name: version, ${fromSecret}}]}`,
+        ),
+      },
+      { file: "t.yaml", text: TEMPLATE },
+    ]);
+    expect(given).toEqual([
+      'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].analysis.args[1].valueFrom.secretKeyRef (step 1): template "success-rate": args.version: secretKeyRef is not supported; keep secrets in AWS Secrets Manager and give the provider a role',
+    ]);
+  });
+
   it.each(["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"])(
     "an arg named as what every object inherits (%s) is one the template does not declare",
     (name) => {
@@ -396,6 +424,61 @@ describe("bad input: one message per problem, naming the place", () => {
     expect(lines[1]).toContain(
       "spec.strategy.canary.steps[2].setCanaryScale (step 3): step 3 of 3: setCanaryScale steps are not supported",
     );
+  });
+
+  it("a rejected action paired with a route in one step (as Argo allows) is named, not counted", () => {
+    const lines = problemsOf([
+      {
+        file: "r.yaml",
+        text: rollout(
+          "        - setCanaryScale: {replicas: 1}\n          setHeaderRoute: {name: h}\n        - pause: {}",
+          "      trafficRouting: {managedRoutes: [{name: h}], istio: {virtualService: {name: v}}}\n",
+        ),
+      },
+    ]);
+    expect(lines).toEqual([
+      "r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].setCanaryScale (step 1): step 1 of 2: setCanaryScale steps are not supported: AWS targets scale the candidate with the weight; set replicas on the target instead",
+    ]);
+  });
+
+  it("traffic routers no target drives are refused at their field, by name; Istio's subset split too", () => {
+    const routed = (routing: string) =>
+      problemsOf([
+        { file: "r.yaml", text: rollout("        - setWeight: 5", `      trafficRouting: ${routing}\n`) },
+      ]);
+    const names: Array<[string, string]> = [
+      ["smi: {rootService: root}", "smi: SMI (the Service Mesh Interface's TrafficSplit, as Linkerd routes)"],
+      ["appMesh: {virtualService: {name: v}}", "appMesh: AWS App Mesh"],
+      ["ambassador: {mappings: [m]}", "ambassador: Ambassador (Emissary-ingress)"],
+      ["apisix: {route: {name: r}}", "apisix: Apache APISIX"],
+      ["traefik: {weightedTraefikServiceName: t}", "traefik: Traefik"],
+    ];
+    for (const [routing, named] of names) {
+      expect(routed(`{${routing}}`)).toEqual([
+        `r.yaml: document 1 (Rollout demo): spec.strategy.canary.trafficRouting.${named} is not a traffic router sfn-rollouts drives: route with alb, istio, nginx or the Gateway API (plugins: argoproj-labs/gatewayAPI), or drive it from a target plugin (docs/traffic.md, "Target plugins") with a trafficRouting.plugins entry`,
+      ]);
+    }
+    expect(
+      routed(
+        "{istio: {virtualService: {name: v}, destinationRule: {name: d, canarySubsetName: c, stableSubsetName: s}}}",
+      ),
+    ).toEqual([
+      expect.stringContaining(
+        "spec.strategy.canary.trafficRouting.istio.destinationRule: Istio subset-level traffic splitting (a DestinationRule's canary and stable subsets) is not supported",
+      ),
+    ]);
+    // The routers a target drives load, with exact weights.
+    for (const routing of [
+      "{istio: {virtualService: {name: v}}}",
+      "{nginx: {stableIngress: i}}",
+      "{alb: {ingress: i, servicePort: 80}}",
+      '{plugins: {"argoproj-labs/gatewayAPI": {httpRoute: r}}}',
+    ]) {
+      const { spec } = parseRollout([
+        { file: "r.yaml", text: rollout("        - setWeight: 5", `      trafficRouting: ${routing}\n`) },
+      ]);
+      expect(spec.trafficRouting).toBe(true);
+    }
   });
 
   it("unknown fields in a step and unknown steps", () => {

@@ -1,0 +1,429 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { run } from "@sfn-rollouts/test-support/cli";
+import { describe, expect, it } from "vitest";
+
+/**
+ * Every YAML manifest under Argo Rollouts' `examples/` (test/fixtures/argo-examples/, copied
+ * unchanged, README.md there) through `rollouts plan`, with one expected outcome per file:
+ *
+ * - `plans`: the plan Argo Rollouts runs. Pod counts are Argo's: a basic canary (no
+ *   trafficRouting) gives the candidate `replicas × weight / 100` whole pods and the stable
+ *   version the rest, as `CalculateReplicaCountsForBasicCanary` in Argo's
+ *   `utils/replicaset/canary.go` does when the weight is a whole number of pods (5 replicas at
+ *   20/40/60/80% are 1+4, 2+3, 3+2, 4+1); a blue/green preview is the full `replicas` with no
+ *   traffic until promotion (`previewReplicaCount` unset), the old pods kept for
+ *   `scaleDownDelaySeconds` after the switch; a canary with no steps is Argo's rolling update,
+ *   promoted at once (`examples/rollout-rolling-update.yaml`'s own comment).
+ * - `refused`: every problem `rollouts plan` reports, by file and field path, each naming what is
+ *   not supported. A problem marked `pending` names a feature being added (the `job` provider,
+ *   `setCanaryScale` and `experiment` steps); an example whose problems are all pending flips to
+ *   `plans` when they land.
+ * - `usedBy`: a file with no Rollout, loaded alongside the examples that use it (their templates,
+ *   Services, routes, the notification ConfigMap), as Argo's docs apply them together.
+ * - `alone`: a file no example Rollout uses.
+ */
+
+const DIR = "test/fixtures/argo-examples";
+
+/** A plan row: what the step does, the weight after it, candidate pods, stable pods. */
+type Row = [detail: string, weight: number, canaryPods: number, stablePods: number];
+
+interface Plans {
+  plans: { strategy: "canary" | "blueGreen"; replicas: number; trafficRouting: boolean; steps: Row[] };
+}
+interface Refusal {
+  /** The file the problem is in (a template's problem is in the template's file). */
+  file: string;
+  path: string;
+  /** What the message names: the router, the provider, the step, the field. */
+  names: string;
+  /** The feature being added that will lift this refusal. */
+  pending?: "job provider" | "setCanaryScale step" | "experiment step";
+}
+interface Refused {
+  refused: Refusal[];
+}
+interface UsedBy {
+  usedBy: string[];
+}
+interface Alone {
+  alone: string;
+}
+type Outcome = Plans | Refused | UsedBy | Alone;
+
+const ROUTER_FIX = "is not a traffic router sfn-rollouts drives";
+
+/** Argo's basic canary of 5 replicas, with these pauses after 20, 40, 60 and 80%. */
+const fiveReplicaCanary = (pauses: string[]): Row[] =>
+  [20, 40, 60, 80].flatMap((w, i): Row[] => [
+    [`setWeight: ${w}`, w, w / 20, 5 - w / 20],
+    [`pause: ${pauses[i]}`, w, w / 20, 5 - w / 20],
+  ]);
+
+const EXAMPLES: Record<string, Outcome> = {
+  "ambassador/echo-mapping.yaml": { usedBy: ["ambassador/rollout.yaml"] },
+  "ambassador/echo-service.yaml": { usedBy: ["ambassador/rollout.yaml"] },
+  "ambassador/resolver.yaml": { usedBy: ["ambassador/rollout.yaml"] },
+  "ambassador/rollout.yaml": {
+    refused: [
+      {
+        file: "ambassador/rollout.yaml",
+        path: "spec.strategy.canary.trafficRouting.ambassador",
+        names: `Ambassador (Emissary-ingress) ${ROUTER_FIX}`,
+      },
+    ],
+  },
+  "analysis-templates.yaml": {
+    usedBy: [
+      "rollout-analysis-step.yaml",
+      "rollout-background-analysis.yaml",
+      "rollout-experiment-step.yaml",
+      "experiment-with-analysis.yaml",
+    ],
+  },
+  "apisix/route.yaml": { usedBy: ["apisix/rollout.yaml"] },
+  "apisix/services.yaml": { usedBy: ["apisix/rollout.yaml"] },
+  "apisix/rollout.yaml": {
+    refused: [
+      {
+        file: "apisix/rollout.yaml",
+        path: "spec.strategy.canary.trafficRouting.apisix",
+        names: `Apache APISIX ${ROUTER_FIX}`,
+      },
+      {
+        file: "apisix/rollout.yaml",
+        path: "spec.strategy.canary.steps[0].setCanaryScale",
+        names: "setCanaryScale steps are not supported",
+        pending: "setCanaryScale step",
+      },
+    ],
+  },
+  "appmesh/canary-service.yaml": { usedBy: ["appmesh/canary-rollout.yaml"] },
+  "appmesh/canary-rollout.yaml": {
+    refused: [
+      {
+        file: "appmesh/canary-rollout.yaml",
+        path: "spec.strategy.canary.trafficRouting.appMesh",
+        names: `AWS App Mesh ${ROUTER_FIX}`,
+      },
+    ],
+  },
+  "cluster-analysis-templates.yaml": { usedBy: ["rollout-analysis-step.yaml"] },
+  "experiment-with-analysis.yaml": {
+    refused: [
+      { file: "experiment-with-analysis.yaml", path: "kind", names: "Experiment objects are not supported" },
+    ],
+  },
+  "istio/istio-mirror.yaml": {
+    refused: [
+      {
+        file: "istio/istio-mirror.yaml",
+        path: "spec.strategy.canary.steps[0].setCanaryScale",
+        names: "setCanaryScale steps are not supported",
+        pending: "setCanaryScale step",
+      },
+    ],
+  },
+  "istio/istio-subset-split.yaml": {
+    refused: [
+      {
+        file: "istio/istio-subset-split.yaml",
+        path: "spec.strategy.canary.trafficRouting.istio.destinationRule",
+        names:
+          "Istio subset-level traffic splitting (a DestinationRule's canary and stable subsets) is not supported",
+      },
+    ],
+  },
+  "notifications/configmap.yaml": { usedBy: ["notifications/rollout-canary.yaml"] },
+  "notifications/kustomization.yaml": { usedBy: ["notifications/rollout-canary.yaml"] },
+  "notifications/rollout-canary.yaml": {
+    plans: {
+      strategy: "canary",
+      replicas: 5,
+      trafficRouting: false,
+      steps: fiveReplicaCanary(["until rollouts promote", "10s", "10s", "10s"]),
+    },
+  },
+  "rollout-analysis-step.yaml": {
+    refused: [
+      {
+        file: "analysis-templates.yaml",
+        path: "spec.metrics[0].provider.job",
+        names: "the job provider is not supported",
+        pending: "job provider",
+      },
+      {
+        file: "cluster-analysis-templates.yaml",
+        path: "spec.metrics[0].provider.job",
+        names: "the job provider is not supported",
+        pending: "job provider",
+      },
+    ],
+  },
+  "rollout-background-analysis.yaml": {
+    refused: [
+      {
+        file: "analysis-templates.yaml",
+        path: "spec.metrics[0].provider.job",
+        names: "the job provider is not supported",
+        pending: "job provider",
+      },
+    ],
+  },
+  "rollout-baseline-vs-canary.yaml": {
+    refused: [
+      {
+        file: "rollout-baseline-vs-canary.yaml",
+        path: "spec.strategy.canary.steps[0].experiment",
+        names: "experiment steps are not supported",
+        pending: "experiment step",
+      },
+    ],
+  },
+  "rollout-bluegreen.yaml": {
+    plans: {
+      strategy: "blueGreen",
+      replicas: 2,
+      trafficRouting: true,
+      steps: [
+        ["preview: 2 new pods, no live traffic", 0, 2, 2],
+        ["pause: until rollouts promote", 0, 2, 2],
+        ["setWeight: 100", 100, 2, 2],
+      ],
+    },
+  },
+  "rollout-canary-preview.yaml": {
+    refused: [
+      {
+        file: "rollout-canary-preview.yaml",
+        path: "spec.strategy.canary.steps[0].experiment",
+        names: "experiment steps are not supported",
+        pending: "experiment step",
+      },
+    ],
+  },
+  "rollout-canary.yaml": {
+    plans: {
+      strategy: "canary",
+      replicas: 5,
+      trafficRouting: false,
+      steps: fiveReplicaCanary(["until rollouts promote", "40s", "20s", "20s"]),
+    },
+  },
+  "rollout-experiment-step.yaml": {
+    // Its experiment's analysis runs random-fail, a job-provider template: refused in turn once
+    // experiment steps load, until the job provider does too.
+    refused: [
+      {
+        file: "rollout-experiment-step.yaml",
+        path: "spec.strategy.canary.steps[1].experiment",
+        names: "experiment steps are not supported",
+        pending: "experiment step",
+      },
+    ],
+  },
+  "rollout-rolling-update.yaml": {
+    plans: { strategy: "canary", replicas: 5, trafficRouting: false, steps: [] },
+  },
+  "rollout-secret.yaml": {
+    refused: [
+      {
+        file: "rollout-secret.yaml",
+        path: "spec.args[0].valueFrom.secretKeyRef",
+        names: "args.secret-url: secretKeyRef is not supported; keep secrets in AWS Secrets Manager",
+      },
+    ],
+  },
+  "rollout-template-ref.yaml": {
+    plans: {
+      strategy: "canary",
+      replicas: 5,
+      trafficRouting: false,
+      steps: [
+        ["setWeight: 20", 20, 1, 4],
+        ["pause: 10s", 20, 1, 4],
+      ],
+    },
+  },
+  // An alternative to the load-test template rollout-linkerd.yaml carries itself, which no
+  // example Rollout names: loaded with it, one template would be defined twice.
+  "traffic-management/job.yaml": { alone: "no rollout found" },
+  "traffic-management/rollout-linkerd.yaml": {
+    refused: [
+      {
+        file: "traffic-management/rollout-linkerd.yaml",
+        path: "spec.strategy.canary.trafficRouting.smi",
+        names: `SMI (the Service Mesh Interface's TrafficSplit, as Linkerd routes) ${ROUTER_FIX}`,
+      },
+    ],
+  },
+  "traffic-routing-experiment-step/istio-host-split-experiment-step.yaml": {
+    refused: [
+      {
+        file: "traffic-routing-experiment-step/istio-host-split-experiment-step.yaml",
+        path: "spec.strategy.canary.steps[1].experiment",
+        names: "experiment steps are not supported",
+        pending: "experiment step",
+      },
+    ],
+  },
+  "traffic-routing-experiment-step/rollout-alb-experiment-step.yaml": {
+    refused: [
+      {
+        file: "traffic-routing-experiment-step/rollout-alb-experiment-step.yaml",
+        path: "spec.strategy.canary.steps[1].experiment",
+        names: "experiment steps are not supported",
+        pending: "experiment step",
+      },
+    ],
+  },
+  "traffic-routing-experiment-step/rollout-smi-experiment-step.yaml": {
+    refused: [
+      {
+        file: "traffic-routing-experiment-step/rollout-smi-experiment-step.yaml",
+        path: "spec.strategy.canary.trafficRouting.smi",
+        names: `SMI (the Service Mesh Interface's TrafficSplit, as Linkerd routes) ${ROUTER_FIX}`,
+      },
+      {
+        file: "traffic-routing-experiment-step/rollout-smi-experiment-step.yaml",
+        path: "spec.strategy.canary.steps[1].experiment",
+        names: "experiment steps are not supported",
+        pending: "experiment step",
+      },
+    ],
+  },
+  "workload-ref/workload-ref.yaml": {
+    plans: {
+      strategy: "canary",
+      replicas: 5,
+      trafficRouting: false,
+      steps: [
+        ["setWeight: 20", 20, 1, 4],
+        ["pause: 10s", 20, 1, 4],
+      ],
+    },
+  },
+};
+
+/** The files planned with an example: itself, then every file used by it. */
+const filesOf = (example: string): string[] => [
+  example,
+  ...Object.entries(EXAMPLES)
+    .filter(([, o]) => "usedBy" in o && o.usedBy.includes(example))
+    .map(([f]) => f),
+];
+
+/** `file: document N (Kind name): path (step k): message` as its parts. */
+function problemsIn(err: string): Array<{ file: string; path: string; message: string }> {
+  return err
+    .split("\n")
+    .filter((l) => l.startsWith(`${DIR}/`))
+    .map((line) => {
+      const m = /^(.+?): document \d+ \([^)]*\): (\S+?)(?: \(step \d+\))?: (.*)$/.exec(line);
+      if (!m) throw new Error(`not a located problem: ${line}`);
+      return { file: (m[1] as string).slice(DIR.length + 1), path: m[2] as string, message: m[3] as string };
+    });
+}
+
+const entries = Object.entries(EXAMPLES);
+const planned = entries.filter((e): e is [string, Plans] => "plans" in e[1]);
+const refused = entries.filter((e): e is [string, Refused] => "refused" in e[1]);
+const pendingOnly = refused.filter(([, o]) => o.refused.every((r) => r.pending !== undefined));
+
+describe("Argo Rollouts' example manifests through rollouts plan", () => {
+  it("the table has one outcome for every YAML file copied from examples/, and pairs only with examples", () => {
+    const files = readdirSync(DIR, { recursive: true, encoding: "utf8" })
+      .filter((f) => f.endsWith(".yaml"))
+      .map((f) => f.split("\\").join("/"))
+      .sort();
+    expect(Object.keys(EXAMPLES).sort()).toEqual(files);
+    for (const [, outcome] of entries) {
+      if (!("usedBy" in outcome)) continue;
+      for (const user of outcome.usedBy) expect(EXAMPLES[user], user).not.toHaveProperty("usedBy");
+    }
+  });
+
+  it.each(planned)("%s plans as Argo runs it", async (example, { plans }) => {
+    const { code, out, err } = await run("plan", ...filesOf(example).map((f) => join(DIR, f)), "--json");
+    expect(err).not.toMatch(/^error/m);
+    expect(code).toBe(0);
+    const plan = JSON.parse(out);
+    expect({ strategy: plan.strategy, replicas: plan.replicas, trafficRouting: plan.trafficRouting }).toEqual(
+      {
+        strategy: plans.strategy,
+        replicas: plans.replicas,
+        trafficRouting: plans.trafficRouting,
+      },
+    );
+    expect(
+      plan.steps.map((s: { detail: string; weight: number; canaryPods: number; stablePods: number }) => [
+        s.detail,
+        s.weight,
+        s.canaryPods,
+        s.stablePods,
+      ]),
+    ).toEqual(plans.steps);
+  });
+
+  it("a canary without steps says it is promoted once ready, as Argo's rolling update", async () => {
+    const { code, out } = await run("plan", join(DIR, "rollout-rolling-update.yaml"));
+    expect(code).toBe(0);
+    expect(out).toContain(
+      "no steps: the candidate is promoted once it is ready (Argo's rolling update: a canary without steps)",
+    );
+    const stepped = await run("plan", join(DIR, "rollout-canary.yaml"));
+    expect(stepped.out).not.toContain("no steps");
+  });
+
+  it.each(refused)("%s is refused, naming what is not supported", async (example, { refused: expected }) => {
+    const { code, out, err } = await run("plan", ...filesOf(example).map((f) => join(DIR, f)));
+    expect(code).toBe(2);
+    expect(out).toBe("");
+    const problems = problemsIn(err);
+    expect(problems.map(({ file, path }) => ({ file, path }))).toEqual(
+      expected.map(({ file, path }) => ({ file, path })),
+    );
+    for (const [i, { names }] of expected.entries()) expect(problems[i]?.message).toContain(names);
+  });
+
+  it("a file with no Rollout is used by the examples it is planned with; one used by none plans nothing alone", async () => {
+    for (const [file, outcome] of entries) {
+      if ("usedBy" in outcome) {
+        // Alone it is no rollout; with its examples it is read, not refused for itself.
+        const alone = await run("plan", join(DIR, file));
+        expect(alone.code, file).toBe(2);
+        expect(alone.err, file).toContain(`${DIR}/${file}: no rollout found`);
+      } else if ("alone" in outcome) {
+        const alone = await run("plan", join(DIR, file));
+        expect(alone.code, file).toBe(2);
+        expect(alone.err, file).toContain(`${DIR}/${file}: ${outcome.alone}`);
+        expect(entries.some(([, o]) => "usedBy" in o && o.usedBy.includes(file))).toBe(false);
+      }
+    }
+    // Read beside the Rollout: the ConfigMap defines the on-purple trigger the Rollout subscribes
+    // to (no warning with it), and the Kustomization is skipped with a note.
+    const notified = await run(
+      "plan",
+      ...filesOf("notifications/rollout-canary.yaml").map((f) => join(DIR, f)),
+    );
+    expect(notified.err).not.toContain("warning:");
+    expect(notified.err).toContain(
+      `note: ${DIR}/notifications/kustomization.yaml: document 1: skipped Kustomization (not a rollout object)`,
+    );
+  });
+
+  it("README.md gives the count the table gives", () => {
+    const readme = readFileSync("README.md", "utf8");
+    const rollouts = planned.length + refused.length;
+    const pending = [
+      ...new Set(refused.flatMap(([, o]) => o.refused.flatMap((r) => (r.pending ? [r.pending] : [])))),
+    ];
+    expect(readme).toContain(
+      `**${planned.length} of the ${rollouts} examples plan as Argo runs them** (of the ${entries.length} YAML manifests under Argo Rollouts' \`examples/\`, the other ${entries.length - rollouts} are the templates, Services, routes and ConfigMaps they load)`,
+    );
+    expect(readme).toContain(
+      `${refused.length} are refused, each naming what is not supported: ${pendingOnly.length} only for features being added (${pending.sort().join(", ")})`,
+    );
+  });
+});
