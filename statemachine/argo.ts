@@ -159,8 +159,9 @@ function canaryStrategy(
   if (canary.abortScaleDownDelaySeconds !== undefined) {
     common.abortScaleDownDelaySeconds = canary.abortScaleDownDelaySeconds;
   }
-  const rawSteps = canary.steps ?? [];
+  const rawSteps = inPercents(canary.steps ?? [], canary.trafficRouting, origin, problems);
   rawSteps.forEach((raw, i) => {
+    if (raw === REFUSED_WEIGHT) return;
     const step = normalizeStep(
       raw,
       i,
@@ -193,6 +194,53 @@ function canaryStrategy(
     if (analysis) backgroundAnalysis = { startingStep, analysis };
   }
   return { common, steps, ...(backgroundAnalysis ? { backgroundAnalysis } : {}) };
+}
+
+/**
+ * The steps with each `setWeight` counted in percents. With a router, Argo counts weights in units
+ * of `trafficRouting.maxTrafficWeight` (100 unless set): `setWeight: 100` of 1000 sends 10% and
+ * scales 10% of the pods. Targets here take whole percents, so a weight that is not a whole
+ * percent of the total is refused at its step, as is one outside 0..maxTrafficWeight (Argo's check).
+ */
+function inPercents(
+  steps: readonly unknown[],
+  routing: Record<string, unknown> | undefined,
+  origin: Origin,
+  problems: Problem[],
+): unknown[] {
+  const total = routing?.maxTrafficWeight ?? ARGO_DEFAULTS.maxTrafficWeight;
+  if (typeof total !== "number" || !Number.isInteger(total) || total < 1) {
+    problems.push({
+      ...origin,
+      path: "spec.strategy.canary.trafficRouting.maxTrafficWeight",
+      message: `maxTrafficWeight must be a whole number of at least 1, got ${JSON.stringify(total)}`,
+    });
+    return [...steps];
+  }
+  if (total === ARGO_DEFAULTS.maxTrafficWeight) return [...steps];
+  return steps.map((raw, i) => {
+    const weight =
+      raw !== null && typeof raw === "object" ? (raw as { setWeight?: unknown }).setWeight : undefined;
+    if (typeof weight !== "number" || !Number.isInteger(weight)) return raw;
+    const at = { ...origin, path: `spec.strategy.canary.steps[${i}].setWeight`, step: i + 1 };
+    const percent = (weight * 100) / total;
+    if (weight < 0 || weight > total) {
+      problems.push({ ...at, message: `SetWeight needs to be between 0 and ${total} (maxTrafficWeight)` });
+    } else if (!Number.isInteger(percent)) {
+      problems.push({
+        ...at,
+        message: `setWeight ${weight} of maxTrafficWeight ${total} is ${percent}% of the traffic: targets take whole percents, so use a multiple of ${total / gcd(total, 100)}`,
+      });
+    } else return { ...(raw as object), setWeight: percent };
+    return REFUSED_WEIGHT;
+  });
+}
+
+/** A step whose weight `inPercents` refused: its problem is said, the step is not read again. */
+const REFUSED_WEIGHT = Symbol("refused weight");
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
 }
 
 /**

@@ -11,6 +11,8 @@
 export const ARGO_DEFAULTS = {
   /** `spec.replicas`. */
   replicas: 1,
+  /** `canary.trafficRouting.maxTrafficWeight`: what a `setWeight` counts in (100: percents). */
+  maxTrafficWeight: 100,
   /** `canary.maxSurge`: a percent of the replicas, rounded up. */
   maxSurge: "25%",
   /** `canary.maxUnavailable`: accepted in a Rollout; the plan's pod rounding follows maxSurge only. */

@@ -481,6 +481,41 @@ describe("bad input: one message per problem, naming the place", () => {
     }
   });
 
+  it("maxTrafficWeight: setWeight counts in its units, read as percents; out of range or not a whole percent is refused", () => {
+    const routed = (total: string, steps: string) =>
+      `      trafficRouting: {maxTrafficWeight: ${total}, nginx: {stableIngress: i}}\n${steps}`;
+    const weights = (total: string, steps: string) => {
+      const { spec } = parseRollout([
+        { file: "r.yaml", text: rollout(steps, routed(total, "").trimEnd().concat("\n")) },
+      ]);
+      return spec.steps.flatMap((s) => (s.kind === "setWeight" ? [s.weight] : []));
+    };
+    // Argo: setWeight 100 of 1000 sends 10% (and scales 10% of the pods).
+    expect(
+      weights("1000", "        - setWeight: 100\n        - pause: {}\n        - setWeight: 550"),
+    ).toEqual([10, 55]);
+    expect(weights("50", "        - setWeight: 25\n        - setWeight: 50")).toEqual([50, 100]);
+    expect(weights("100", "        - setWeight: 7")).toEqual([7]);
+    const lines = problemsOf([
+      {
+        file: "r.yaml",
+        text: rollout(
+          "        - setWeight: 15\n        - setWeight: 1001\n        - setWeight: 20",
+          routed("1000", ""),
+        ),
+      },
+    ]);
+    expect(lines).toEqual([
+      "r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].setWeight (step 1): setWeight 15 of maxTrafficWeight 1000 is 1.5% of the traffic: targets take whole percents, so use a multiple of 10",
+      "r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[1].setWeight (step 2): SetWeight needs to be between 0 and 1000 (maxTrafficWeight)",
+    ]);
+    expect(
+      problemsOf([{ file: "r.yaml", text: rollout("        - setWeight: 5", routed("0", "")) }]),
+    ).toEqual([
+      "r.yaml: document 1 (Rollout demo): spec.strategy.canary.trafficRouting.maxTrafficWeight: maxTrafficWeight must be a whole number of at least 1, got 0",
+    ]);
+  });
+
   it("unknown fields in a step and unknown steps", () => {
     const lines = problemsOf([
       {
