@@ -1,25 +1,31 @@
+import { createServer, type Server } from "node:https";
+import type { AddressInfo } from "node:net";
 import { type EmbeddedRollout, startEmbeddedRollout } from "@sfn-rollouts/test-support/embedded-rollout";
 import { digest } from "@sfn-rollouts/test-support/fake-rollout";
 import { startServer } from "@sfn-rollouts/test-support/http-server";
 import { SECRETS_CREDENTIALS, startSecretsManager } from "@sfn-rollouts/test-support/secrets-manager";
+import { selfSignedCertificate } from "@sfn-rollouts/test-support/tls";
 import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultProviders, SecretsManagerSource } from "../../functions/metrics/index.ts";
+import { insecureFetch } from "../../functions/metrics/insecure-fetch.ts";
 import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
 import { parseRollout } from "../../statemachine/index.ts";
 
 /**
- * Argo's datadog, newRelic, graphite and influxdb providers deciding a rollout: the compiled
- * workflow in the embedded runtime, the shipped handlers, the providers as `defaultProviders`
- * composes them, their keys read from a local Secrets Manager, and local servers speaking
- * Datadog's v2 scalar query API, New Relic's NerdGraph, Graphite's render API and InfluxDB's v2
- * query API. Each answers a version's success rate from the version named in the query
+ * Argo's datadog, newRelic, graphite, influxdb and wavefront providers deciding a rollout: the
+ * compiled workflow in the embedded runtime, the shipped handlers, the providers as
+ * `defaultProviders` composes them, their keys read from a local Secrets Manager, and local servers
+ * speaking Datadog's v2 scalar query API, New Relic's NerdGraph, Graphite's render API, InfluxDB's
+ * v2 query API and Wavefront's chart API (over https, as go-wavefront always reads it: the
+ * providers are given the fetch that does not verify the test's certificate). Each answers a version's success rate from the version named in the query
  * (`{{args.version}}`, the pushed tag): v2 serves 99.5%, v3 90%.
  */
 
 const DATADOG_SECRET = "arn:aws:secretsmanager:local:123456789012:secret:datadog-AbCdEf";
 const NEW_RELIC_SECRET = "arn:aws:secretsmanager:local:123456789012:secret:newrelic-GhIjKl";
 const INFLUXDB_SECRET = "arn:aws:secretsmanager:local:123456789012:secret:influxdb-MnOpQr";
+const WAVEFRONT_SECRET = "arn:aws:secretsmanager:local:123456789012:secret:wavefront-StUvWx";
 const RATES: Record<string, number> = { v2: 0.995, v3: 0.9 };
 
 const rateOf = (text: string) =>
@@ -34,6 +40,8 @@ let datadog: Awaited<ReturnType<typeof startServer>>;
 let nerdGraph: Awaited<ReturnType<typeof startServer>>;
 let graphite: Awaited<ReturnType<typeof startServer>>;
 let influx: Awaited<ReturnType<typeof startServer>>;
+let wavefront: Server;
+let wavefrontAddress: string;
 let secrets: Awaited<ReturnType<typeof startSecretsManager>>;
 
 beforeAll(async () => {
@@ -108,7 +116,28 @@ beforeAll(async () => {
       }`,
     );
   });
+  wavefront = createServer(selfSignedCertificate("local-wavefront"), (req, res) => {
+    const url = new URL(req.url ?? "/", "https://x");
+    const rate = rateOf(url.searchParams.get("q") ?? "");
+    const ok = req.headers.authorization === "Bearer wf-token" && url.pathname === "/api/v2/chart/api";
+    res.writeHead(ok ? 200 : 401, { "content-type": "application/json" });
+    // One series whose point is the query's instant (`s`, in milliseconds; points are in seconds).
+    const at = Number(url.searchParams.get("s")) / 1000;
+    res.end(
+      JSON.stringify(
+        ok
+          ? {
+              query: url.searchParams.get("q"),
+              timeseries: rate === undefined ? [] : [{ label: "x", data: [[at, rate]] }],
+            }
+          : { message: "unauthorized" },
+      ),
+    );
+  });
+  await new Promise<void>((resolve) => wavefront.listen(0, "127.0.0.1", resolve));
+  wavefrontAddress = `127.0.0.1:${(wavefront.address() as AddressInfo).port}`;
   secrets = await startSecretsManager({
+    [WAVEFRONT_SECRET]: JSON.stringify({ [wavefrontAddress]: "wf-token" }),
     [INFLUXDB_SECRET]: JSON.stringify({ address: influx.url, authToken: "influx-token", org: "shop" }),
     [DATADOG_SECRET]: JSON.stringify({ "api-key": "dd-api", "app-key": "dd-app", address: datadog.url }),
     [NEW_RELIC_SECRET]: JSON.stringify({
@@ -123,6 +152,7 @@ afterAll(async () => {
   await nerdGraph?.close();
   await graphite?.close();
   await influx?.close();
+  await new Promise<void>((resolve) => (wavefront ? wavefront.close(() => resolve()) : resolve()));
   await secrets?.close();
 });
 
@@ -192,19 +222,33 @@ spec:
         influxdb:
           query: |
             from(bucket: "shop") |> range(start: -5m) |> filter(fn: (r) => r["version"] == "{{args.version}}") |> last()
+    - name: wavefront-success
+      interval: 1m
+      count: 2
+      successCondition: result >= 0.99
+      provider:
+        wavefront:
+          address: WAVEFRONT_ADDRESS
+          query: ts(app.{{args.version}}.success_rate)
 `;
 
-describe("the datadog, newRelic, graphite and influxdb providers decide a rollout on the embedded runtime", () => {
+describe("the datadog, newRelic, graphite, influxdb and wavefront providers decide a rollout on the embedded runtime", () => {
   it("promotes v2 (99.5%) and aborts v3 (90%) on every provider's readings", async () => {
     const { spec } = parseRollout([
       { file: "rollout.yaml", text: ROLLOUT },
-      { file: "template.yaml", text: TEMPLATE.replace("GRAPHITE_URL", graphite.url) },
+      {
+        file: "template.yaml",
+        text: TEMPLATE.replace("GRAPHITE_URL", graphite.url).replace("WAVEFRONT_ADDRESS", wavefrontAddress),
+      },
     ]);
     rollout = await startEmbeddedRollout({
       spec,
       router: new FakeTraffic(),
       providers: defaultProviders({
+        fetch: (input, init) =>
+          input.startsWith("https:") ? insecureFetch(input, init) : fetch(input, init),
         metricSecrets: {
+          wavefront: WAVEFRONT_SECRET,
           datadog: DATADOG_SECRET,
           newRelic: NEW_RELIC_SECRET,
           influxdb: INFLUXDB_SECRET,
@@ -217,7 +261,7 @@ describe("the datadog, newRelic, graphite and influxdb providers decide a rollou
     const bad = await rollout.rollOut({ digest: digest(3), tag: "v3" });
     expect(bad.state).toBe("Aborted");
     expect((await rollout.item()).message).toMatch(
-      /Metric "(datadog|newrelic|graphite|influxdb)-success" assessed Failed/,
+      /Metric "(datadog|newrelic|graphite|influxdb|wavefront)-success" assessed Failed/,
     );
 
     const runs = (await rollout.store.listRuns(spec.name, StoredAnalysisSchema))
@@ -238,11 +282,15 @@ describe("the datadog, newRelic, graphite and influxdb providers decide a rollou
     expect(values(failed, "graphite-success")).toEqual(["Failed [0.900000]"]);
     expect(values(good, "influxdb-success")).toEqual(["Successful [0.995]", "Successful [0.995]"]);
     expect(values(failed, "influxdb-success")).toEqual(["Failed [0.9]"]);
+    // %.2f of 0.995, which is 0.99499999999999999555… as a float64: Go prints 0.99.
+    expect(values(good, "wavefront-success")).toEqual(["Successful 0.99", "Successful 0.99"]);
+    expect(values(failed, "wavefront-success")).toEqual(["Failed 0.90"]);
     // The keys were read from Secrets Manager once per secret for the whole process.
     expect(secrets.requests.map((r) => JSON.parse(r.body).SecretId).sort()).toEqual([
       DATADOG_SECRET,
       INFLUXDB_SECRET,
       NEW_RELIC_SECRET,
+      WAVEFRONT_SECRET,
     ]);
   });
 });
