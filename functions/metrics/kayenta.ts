@@ -137,8 +137,7 @@ export function scored(
   threshold: { pass: number; marginal: number },
   metadata?: Record<string, string>,
 ): ProviderResult {
-  const phase =
-    score >= threshold.pass ? "Successful" : score >= threshold.marginal ? "Inconclusive" : "Failed";
+  const phase = kayentaPhase(score, threshold);
   return {
     ok: true,
     result: score,

@@ -6,6 +6,7 @@ import { createRun, nextTickAt, terminate, tick } from "../../functions/analysis
 import { defaultProviders } from "../../functions/metrics/index.ts";
 import { KAYENTA_RESUME_SECONDS, KayentaMetricProvider } from "../../functions/metrics/kayenta.ts";
 import type { ProviderAnswer } from "../../functions/metrics/port.ts";
+import { metricUpperBoundSeconds } from "../../statemachine/compile.ts";
 import type { Metric } from "../../statemachine/spec.ts";
 
 /**
@@ -536,6 +537,20 @@ describe("loading", () => {
         },
       ],
     });
+  });
+
+  it("an analysis step's bound allows each attempt its 600 s of running", async () => {
+    const metric = await metricOf(template("http://kayenta.example.com"));
+    // One measurement, up to 5 attempts (consecutiveErrorLimit 4), each retried 10 s after an Error.
+    const withoutRunning = 5 * 10;
+    expect(metricUpperBoundSeconds(metric)).toBe(withoutRunning + (5 + 1) * 600);
+    const { kayenta: _kayenta, ...others } = metric.provider;
+    expect(
+      metricUpperBoundSeconds({
+        ...metric,
+        provider: { ...others, web: { url: "http://x" } } as Metric["provider"],
+      }),
+    ).toBe(withoutRunning);
   });
 
   it("refuses an address that is not an http(s) URL, at its path", async () => {
