@@ -7,7 +7,7 @@ import {
   ArgoReadingProviderSchema,
   UNSUPPORTED_PROVIDERS,
 } from "./argo-schema.ts";
-import { datadogOf, graphiteOf, influxdbOf, newRelicOf, wavefrontOf } from "./argo-vendors.ts";
+import { datadogOf, graphiteOf, influxdbOf, kayentaOf, newRelicOf, wavefrontOf } from "./argo-vendors.ts";
 import { metricUpperBoundSeconds } from "./compile.ts";
 import { compileCondition } from "./conditions.ts";
 import { ARGO_DEFAULTS } from "./defaults.ts";
@@ -346,12 +346,11 @@ function resolveMetric(
 /** Why an Argo provider this controller does not run is refused, and what to use instead. */
 const UNSUPPORTED_REASONS: Record<string, string> = {
   job: `run the check as a Lambda function with the ${LAMBDA_PLUGIN} plugin (provider: {plugin: {${LAMBDA_PLUGIN}: {function, payload}}}), whose returned JSON is the measurement`,
-  kayenta: `it needs a Kayenta service and its canary configs; the ${JUDGE_PLUGIN} plugin's kayenta test scores both versions the same way from prometheus or cloudWatch readings`,
   skywalking: "no adapter runs SkyWalking GraphQL queries yet: expose the result through the web provider",
 };
 
 function unsupportedProviderMessage(name: string): string {
-  const use = `use prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb, wavefront, the ${LAMBDA_PLUGIN} plugin or the ${JUDGE_PLUGIN} plugin`;
+  const use = `use prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb, wavefront, kayenta, the ${LAMBDA_PLUGIN} plugin or the ${JUDGE_PLUGIN} plugin`;
   return `the ${name} provider is not supported: ${UNSUPPORTED_REASONS[name] ?? use}`;
 }
 
@@ -680,6 +679,10 @@ function readingProviderOf(
   if (p.wavefront) {
     const wavefront = wavefrontOf(p.wavefront, report, `${at}.wavefront`);
     return wavefront ? { wavefront } : undefined;
+  }
+  if (p.kayenta) {
+    const kayenta = kayentaOf(p.kayenta, report, `${at}.kayenta`);
+    return kayenta ? { kayenta } : undefined;
   }
   if (p.samples) {
     const window = p.samples.window === undefined ? undefined : parseDuration(p.samples.window);

@@ -174,6 +174,48 @@ export const ArgoWavefrontSchema = z
   })
   .strict();
 
+/** One side of a Kayenta scope (`ScopeDetail`): what Kayenta reads for the control or the experiment. */
+const ArgoKayentaScopeDetailSchema = z
+  .object({
+    scope: z.string().optional(),
+    region: z.string().optional(),
+    step: z.number().int().optional(),
+    start: z.string().optional(),
+    end: z.string().optional(),
+  })
+  .strict();
+
+/**
+ * Argo's `kayenta` provider (`KayentaMetric`): the Kayenta service, the canary config by name, the
+ * accounts, the score's thresholds and the scopes.
+ */
+export const ArgoKayentaSchema = z
+  .object({
+    address: z.string().optional(),
+    application: z.string().optional(),
+    canaryConfigName: z.string().optional(),
+    metricsAccountName: z.string().optional(),
+    configurationAccountName: z.string().optional(),
+    storageAccountName: z.string().optional(),
+    threshold: z
+      .object({ pass: z.number().int().optional(), marginal: z.number().int().optional() })
+      .strict()
+      .optional(),
+    scopes: z
+      .array(
+        z
+          .object({
+            name: z.string().optional(),
+            controlScope: ArgoKayentaScopeDetailSchema.optional(),
+            experimentScope: ArgoKayentaScopeDetailSchema.optional(),
+          })
+          .strict(),
+      )
+      .optional(),
+    lookback: z.boolean().optional(),
+  })
+  .strict();
+
 /** The providers that read one system, as Argo writes them: what a judge reads each version with. */
 export const ArgoReadingProviderFields = {
   prometheus: ArgoPrometheusSchema.optional(),
@@ -185,11 +227,12 @@ export const ArgoReadingProviderFields = {
   graphite: ArgoGraphiteSchema.optional(),
   influxdb: ArgoInfluxdbSchema.optional(),
   wavefront: ArgoWavefrontSchema.optional(),
+  kayenta: ArgoKayentaSchema.optional(),
 };
 export const ArgoReadingProviderSchema = z.object(ArgoReadingProviderFields).strict();
 
 /** Providers Argo has that we do not run: named so the message can say so. */
-export const UNSUPPORTED_PROVIDERS = ["job", "kayenta", "skywalking"] as const;
+export const UNSUPPORTED_PROVIDERS = ["job", "skywalking"] as const;
 
 export const ArgoMetricSchema = z
   .object({

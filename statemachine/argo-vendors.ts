@@ -3,6 +3,7 @@ import type {
   ArgoDatadogSchema,
   ArgoGraphiteSchema,
   ArgoInfluxdbSchema,
+  ArgoKayentaSchema,
   ArgoNewRelicSchema,
   ArgoWavefrontSchema,
 } from "./argo-schema.ts";
@@ -13,6 +14,7 @@ import {
   type GraphiteProviderSchema,
   HTTP_URL,
   type InfluxdbProviderSchema,
+  type KayentaProviderSchema,
   type NewRelicProviderSchema,
   type WavefrontProviderSchema,
 } from "./providers.ts";
@@ -199,4 +201,35 @@ export function wavefrontOf(
     return undefined;
   }
   return { address, ...(w.query !== undefined ? { query: w.query } : {}) };
+}
+
+/**
+ * A Kayenta metric normalized, or undefined with its problem reported: the address must be an
+ * http:// or https:// URL (Argo's client could request nothing else), and a scope's two starts,
+ * and its two ends, must both be set or both be empty (Argo's measurement errors say so; here the
+ * template is refused when it is loaded, with Argo's words).
+ */
+export function kayentaOf(
+  k: z.infer<typeof ArgoKayentaSchema>,
+  report: Report,
+  at: string,
+): z.input<typeof KayentaProviderSchema> | undefined {
+  const address = k.address ?? "";
+  let ok = true;
+  if (!HTTP_URL.test(address)) {
+    report(`${at}.address`, `Kayenta address ${JSON.stringify(address)} is not an http:// or https:// URL`);
+    ok = false;
+  }
+  for (const [i, scope] of (k.scopes ?? []).entries()) {
+    for (const edge of ["start", "end"] as const) {
+      if (!scope.controlScope?.[edge] !== !scope.experimentScope?.[edge]) {
+        report(
+          `${at}.scopes[${i}]`,
+          `controlScope.${edge} and experimentScope.${edge} must both be set or be empty`,
+        );
+        ok = false;
+      }
+    }
+  }
+  return ok ? { ...k, address } : undefined;
 }

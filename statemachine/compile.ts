@@ -1,5 +1,10 @@
 import { formatDuration } from "./duration.ts";
-import { DEFINITION_MAX_CHARS, FUNCTION_ARN_MAX_CHARS, TIMEOUT_SECONDS_MAX } from "./limits.ts";
+import {
+  DEFINITION_MAX_CHARS,
+  FUNCTION_ARN_MAX_CHARS,
+  MAX_RUNNING_MEASUREMENT_SECONDS,
+  TIMEOUT_SECONDS_MAX,
+} from "./limits.ts";
 import { customTriggersOf } from "./notification-object.ts";
 import { plan } from "./plan.ts";
 import { type Problem, SpecError } from "./problems.ts";
@@ -172,8 +177,11 @@ export function analysisUpperBoundSeconds(analysis: AnalysisSpec): number | unde
 export function metricUpperBoundSeconds(m: Metric): number | undefined {
   if (m.count === undefined && m.interval !== undefined) return undefined;
   const count = Math.max(1, m.count ?? 1);
-  const errorRetries = (m.consecutiveErrorLimit + 1) * 10 * count;
-  return m.initialDelay + (m.interval ?? 0) * count + errorRetries;
+  const attempts = (m.consecutiveErrorLimit + 1) * count;
+  const errorRetries = attempts * 10;
+  // A Kayenta measurement may stay Running up to its limit before it completes or errors.
+  const running = m.provider.kayenta ? (attempts + count) * MAX_RUNNING_MEASUREMENT_SECONDS : 0;
+  return m.initialDelay + (m.interval ?? 0) * count + errorRetries + running;
 }
 
 /**

@@ -97,6 +97,7 @@ const OTHER_PROVIDERS: readonly string[] = [
   "graphite",
   "influxdb",
   "wavefront",
+  "kayenta",
   "plugin",
 ];
 

@@ -100,6 +100,13 @@ export const ANALYSIS_FUNCTION_TIMEOUT_SECONDS = 60;
 export const MAX_PROVIDER_TIMEOUT_SECONDS = ANALYSIS_FUNCTION_TIMEOUT_SECONDS - 10;
 
 /**
+ * The longest a provider's measurement may stay Running (a Kayenta canary execution not yet
+ * complete): Argo resumes it for as long as it runs; here it is then an Error, so an analysis
+ * step's wait has a bound a never-finishing execution cannot pass.
+ */
+export const MAX_RUNNING_MEASUREMENT_SECONDS = 600;
+
+/**
  * Seconds of history a CloudWatch query may read: CloudWatch keeps metrics for 15 months (455
  * days), so a longer window reads nothing more.
  */

@@ -280,6 +280,54 @@ export const WavefrontProviderSchema = z
   })
   .strict();
 
+/** One side of a Kayenta scope, as Kayenta's canary request names it (`region` is sent as `location`). */
+const KayentaScopeDetailSchema = z
+  .object({
+    scope: z.string().default(""),
+    region: z.string().default(""),
+    step: z.number().int().default(0),
+    /** RFC 3339; empty: the measurement's window (`interval` before it, or since the run began with `lookback`). */
+    start: z.string().default(""),
+    /** RFC 3339; empty: the measurement's time. */
+    end: z.string().default(""),
+  })
+  .strict();
+
+/**
+ * A Kayenta canary analysis (Argo's `kayenta` provider): the config found by name in
+ * `GET {address}/canaryConfig`, a canary execution started with `POST {address}/canary/{id}`, and
+ * its score read with `GET {address}/canary/{executionId}` at later ticks until it is complete.
+ */
+export const KayentaProviderSchema = z
+  .object({
+    /** The Kayenta service, `http://` or `https://`. */
+    address: z.string().regex(HTTP_URL, "must be an http:// or https:// URL"),
+    application: z.string().default(""),
+    canaryConfigName: z.string().default(""),
+    metricsAccountName: z.string().default(""),
+    configurationAccountName: z.string().default(""),
+    storageAccountName: z.string().default(""),
+    /** A score at or above `pass` is Successful, at or above `marginal` Inconclusive, below it Failed. */
+    threshold: z
+      .object({ pass: z.number().int().default(0), marginal: z.number().int().default(0) })
+      .strict()
+      .default({ pass: 0, marginal: 0 }),
+    scopes: z
+      .array(
+        z
+          .object({
+            name: z.string().default(""),
+            controlScope: KayentaScopeDetailSchema.prefault({}),
+            experimentScope: KayentaScopeDetailSchema.prefault({}),
+          })
+          .strict(),
+      )
+      .default([]),
+    /** An empty start is the analysis run's start rather than one `interval` before the measurement. */
+    lookback: z.boolean().default(false),
+  })
+  .strict();
+
 /** The providers that read a value from a system, one key each; a judge reads versions through them. */
 export const ReadingProviderFields = {
   prometheus: PrometheusProviderSchema.optional(),
@@ -292,6 +340,7 @@ export const ReadingProviderFields = {
   graphite: GraphiteProviderSchema.optional(),
   influxdb: InfluxdbProviderSchema.optional(),
   wavefront: WavefrontProviderSchema.optional(),
+  kayenta: KayentaProviderSchema.optional(),
 };
 
 /** True when exactly one provider key is set. */
@@ -300,7 +349,7 @@ export const exactlyOneProvider = (p: Record<string, unknown>) =>
 
 export const ProviderSchema = z.object(ReadingProviderFields).strict().refine(exactlyOneProvider, {
   message:
-    "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb or wavefront)",
+    "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb, wavefront or kayenta)",
 });
 
 export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
@@ -313,4 +362,5 @@ export type NewRelicProvider = z.infer<typeof NewRelicProviderSchema>;
 export type GraphiteProvider = z.infer<typeof GraphiteProviderSchema>;
 export type InfluxdbProvider = z.infer<typeof InfluxdbProviderSchema>;
 export type WavefrontProvider = z.infer<typeof WavefrontProviderSchema>;
+export type KayentaProvider = z.infer<typeof KayentaProviderSchema>;
 export type Provider = z.infer<typeof ProviderSchema>;

@@ -433,7 +433,7 @@ function measurementsTable(list: Array<{ at: number; m: Measurement }>): Html | 
   const shown = list.slice(-10).reverse();
   return html`<details class="measurements"><summary>${list.length} measurement${list.length === 1 ? "" : "s"}</summary><table><thead><tr><th>Time</th><th>Phase</th><th>Value</th><th>Message</th></tr></thead><tbody>${shown.map(
     ({ at, m }) =>
-      html`<tr><td>${isoSeconds(at)}</td><td><span class="phase ${m.phase}">${m.phase === "Running" ? "hold" : m.phase}</span></td><td>${m.value ?? ""}</td><td>${m.message ?? m.judge?.reason ?? ""}</td></tr>`,
+      html`<tr><td>${isoSeconds(at)}</td><td><span class="phase ${m.phase}">${m.phase !== "Running" ? m.phase : m.resumeAt ? "running" : "hold"}</span></td><td>${m.value ?? ""}</td><td>${m.message ?? m.judge?.reason ?? ""}</td></tr>`,
   )}</tbody></table></details>`;
 }
 

@@ -64,7 +64,8 @@ function measurementsOf(
 
 const shown = (m: Measurement): TriageMeasurement => ({
   at: m.finishedAt,
-  phase: m.phase === "Running" ? "Running (hold)" : m.phase,
+  // A judge's hold, or a provider's measurement still running (it has a time to be resumed at).
+  phase: m.phase !== "Running" ? m.phase : m.resumeAt ? "Running" : "Running (hold)",
   value: m.value ?? null,
   message: m.message ?? null,
 });

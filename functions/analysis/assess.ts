@@ -3,6 +3,7 @@ import {
   type AnalysisPhase,
   type AnalysisRun,
   isCompleted,
+  type Measurement,
   type MetricResult,
   type RunSummary,
 } from "./types.ts";
@@ -12,6 +13,11 @@ import {
  * ends, and how the metrics decide the run. Kept apart from scheduling so table tests can drive it
  * with hand-made counters.
  */
+
+/** True for a provider's measurement that is still running (it has a time to be resumed at). */
+export function isInFlight(measurement: Pick<Measurement, "resumeAt"> | undefined): boolean {
+  return measurement?.resumeAt !== undefined;
+}
 
 /** Best to worst, as Argo's `analysisStatusOrder`: the worst metric decides the run. */
 export const PHASE_ORDER: readonly AnalysisPhase[] = [
@@ -69,6 +75,8 @@ export function assessLimits(
 export function assessMetric(metric: Metric, result: MetricResult, terminating: boolean): AnalysisPhase {
   if (isCompleted(result.phase)) return result.phase;
   if (result.measurements.length === 0) return terminating ? "Successful" : "Pending";
+  // A measurement still in flight: the metric runs on, even while the run terminates (Argo).
+  if (isInFlight(result.measurements.at(-1))) return "Running";
   const limits = assessLimits(metric, result);
   if (limits) return limits.phase;
   const streak = metric.consecutiveSuccessLimit;

@@ -1,5 +1,6 @@
 import { RolloutsError } from "../../statemachine/errors.ts";
 import type { Metric } from "../../statemachine/spec.ts";
+import { kayentaPhase } from "../metrics/kayenta.ts";
 import { evaluateResult } from "./evaluate.ts";
 import { decisionFigures, JudgeChain, type JudgeDecisionFigures } from "./replay-judge.ts";
 import type { Measurement, MeasurementPhase } from "./types.ts";
@@ -99,6 +100,9 @@ function replayOne(
     // The provider failed or answered nothing: no result to put through the conditions.
     return { replayed: m.phase, ...(m.message ? { note: m.message } : {}) };
   }
+  const kayenta = metric.provider.kayenta;
+  // Kayenta's score is judged against the thresholds, not the conditions.
+  if (kayenta) return { replayed: kayentaPhase(Number(m.value), kayenta.threshold) };
   const verdict = evaluateResult(resultOf(m.value), metric);
   return { replayed: verdict.phase, ...(verdict.message ? { note: verdict.message } : {}) };
 }

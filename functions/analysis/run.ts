@@ -1,6 +1,7 @@
+import { MAX_RUNNING_MEASUREMENT_SECONDS } from "../../statemachine/limits.ts";
 import type { AnalysisSpec, JudgeSpec, Metric } from "../../statemachine/spec.ts";
-import type { MetricProvider, ProviderResult } from "../metrics/port.ts";
-import { assessRun, effectiveCount, isTerminating } from "./assess.ts";
+import type { MetricProvider, ProviderAnswer, ProviderResult } from "../metrics/port.ts";
+import { assessRun, effectiveCount, isInFlight, isTerminating } from "./assess.ts";
 import { boundJudgeState, boundMeasurement, trimMeasurements, truncateText } from "./bounds.ts";
 import { evaluateResult } from "./evaluate.ts";
 import { judgeLook } from "./judge-look.ts";
@@ -90,6 +91,8 @@ export function metricDueAt(run: AnalysisRun, metric: Metric): Date | undefined 
   if (!last || !result) {
     return new Date(Date.parse(run.startedAt) + metric.initialDelay * 1000);
   }
+  // A measurement still running is resumed when it asked to be.
+  if (last.resumeAt !== undefined) return new Date(last.resumeAt);
   const count = effectiveCount(metric);
   if (count !== undefined && result.count >= count) return undefined;
   let interval: number | undefined;
@@ -126,14 +129,49 @@ export function dueMetrics(run: AnalysisRun, now: Date): Metric[] {
 
 function toMeasurement(
   metric: Metric,
-  answer: ProviderResult,
+  answer: ProviderAnswer,
   now: Date,
   result: MetricResult | undefined,
 ): { measurement: Measurement; judge?: JudgeState } {
   const at = now.toISOString();
   const judge = metric.provider.judge;
+  const inFlight = result?.measurements.at(-1);
+  const resumed = isInFlight(inFlight) ? inFlight : undefined;
+  if (answer.ok === "running") return { measurement: runningMeasurement(answer, now, resumed) };
   if (judge) return judgeMeasurement(metric, judge, answer, result?.judge, result?.count ?? 0, at);
-  return { measurement: plainMeasurement(metric, answer, at) };
+  const measurement = plainMeasurement(metric, answer, at);
+  return { measurement: resumed ? { ...measurement, startedAt: resumed.startedAt } : measurement };
+}
+
+/**
+ * A provider's measurement that is still running: Running, to be resumed when the provider asked,
+ * with the metadata it resumes from. Past {@link MAX_RUNNING_MEASUREMENT_SECONDS} since it started
+ * it is an Error instead, so that no measurement runs without end.
+ */
+function runningMeasurement(
+  answer: Extract<ProviderAnswer, { ok: "running" }>,
+  now: Date,
+  resumed: Measurement | undefined,
+): Measurement {
+  const startedAt = resumed?.startedAt ?? now.toISOString();
+  const at = now.toISOString();
+  const ran = (now.getTime() - Date.parse(startedAt)) / 1000;
+  if (ran >= MAX_RUNNING_MEASUREMENT_SECONDS) {
+    return {
+      phase: "Error",
+      message: `the measurement is still running after ${Math.round(ran)}s, the most one may run (${MAX_RUNNING_MEASUREMENT_SECONDS}s)`,
+      startedAt,
+      finishedAt: at,
+      metadata: answer.metadata,
+    };
+  }
+  return {
+    phase: "Running",
+    startedAt,
+    finishedAt: at,
+    resumeAt: new Date(now.getTime() + answer.resumeAfterSeconds * 1000).toISOString(),
+    metadata: answer.metadata,
+  };
 }
 
 /**
@@ -186,7 +224,10 @@ function plainMeasurement(metric: Metric, answer: ProviderResult, at: string): M
       ...(answer.metadata ? { metadata: answer.metadata } : {}),
     };
   }
-  const verdict = evaluateResult(answer.result, metric, answer.resultType);
+  // A provider that judges (Kayenta's score against its thresholds) gives the verdict itself.
+  const verdict = answer.phase
+    ? { phase: answer.phase }
+    : evaluateResult(answer.result, metric, answer.resultType);
   return {
     phase: verdict.phase,
     value: answer.value,
@@ -218,6 +259,8 @@ export function newMetricResult(name: string, dryRun: boolean, phase: MetricResu
 /**
  * Records a measurement on its metric's counters, exactly as Argo's `runMeasurements` does; the
  * measurement is kept within its bound (`boundMeasurement`: a large answer is cut and flagged).
+ * It replaces the metric's last measurement when that one was still running; one still running
+ * touches no counter.
  */
 export function recordMeasurement(run: AnalysisRun, metric: Metric, taken: Measurement): void {
   const measurement = boundMeasurement(taken);
@@ -225,6 +268,11 @@ export function recordMeasurement(run: AnalysisRun, metric: Metric, taken: Measu
   if (!result) {
     result = newMetricResult(metric.name, metric.dryRun, "Running");
     run.metricResults.push(result);
+  }
+  if (isInFlight(result.measurements.at(-1))) result.measurements.pop();
+  if (isInFlight(measurement)) {
+    result.measurements.push(measurement);
+    return;
   }
   switch (measurement.phase) {
     case "Successful":
@@ -270,9 +318,17 @@ async function measureSafely(
   provider: MetricProvider,
   metric: Metric,
   now: Date,
-  startedAt: Date,
-): Promise<ProviderResult> {
+  run: AnalysisRun,
+): Promise<ProviderAnswer> {
+  const startedAt = new Date(run.startedAt);
+  const last = resultOf(run, metric.name)?.measurements.at(-1);
   try {
+    if (last && isInFlight(last)) {
+      if (!provider.resume)
+        return { ok: false, message: `metric "${metric.name}": its provider cannot resume a measurement` };
+      const running = { metadata: last.metadata ?? {}, startedAt: new Date(last.startedAt) };
+      return await provider.resume(metric, running, { now, startedAt });
+    }
     return await provider.measure(metric, { now, startedAt });
   } catch (e) {
     // Argo records a provider it cannot build or a query that throws as an Error measurement.
@@ -302,11 +358,10 @@ export async function tickTaking(
   const readings = new Map<string, RecordedReadings>();
   if (isCompleted(next.phase)) return { run: next, readings };
   const due = dueMetrics(next, now);
-  const startedAt = new Date(next.startedAt);
-  const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now, startedAt)));
+  const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now, next)));
   due.forEach((metric, i) => {
     const before = resultOf(next, metric.name);
-    const { measurement, judge } = toMeasurement(metric, answers[i] as ProviderResult, now, before);
+    const { measurement, judge } = toMeasurement(metric, answers[i] as ProviderAnswer, now, before);
     if (measurement.readings) readings.set(metric.name, measurement.readings);
     recordMeasurement(next, metric, measurement);
     const after = resultOf(next, metric.name);

@@ -20,9 +20,11 @@ export const AnalysisPhaseSchema = z.enum([
 export type AnalysisPhase = z.infer<typeof AnalysisPhaseSchema>;
 
 /**
- * Phases a measurement ends in. Measurements complete within one tick, so never Pending; `Running`
- * is a judge's look that decided nothing yet (a hold: too few samples, no evidence either way, a
- * reading that failed): it counts towards `count` and towards no limit, and the metric goes on.
+ * Phases a measurement ends in; never Pending. `Running` is either a judge's look that decided
+ * nothing yet (a hold: too few samples, no evidence either way, a reading that failed), which
+ * counts towards `count` and towards no limit, and the metric goes on; or a provider's measurement
+ * still being taken (Kayenta's canary execution), which has a `resumeAt`, counts towards nothing
+ * and is resumed at that time, as Argo's Running measurement is.
  */
 export const MeasurementPhaseSchema = z.enum(["Successful", "Failed", "Error", "Inconclusive", "Running"]);
 export type MeasurementPhase = z.infer<typeof MeasurementPhaseSchema>;
@@ -141,7 +143,13 @@ export const MeasurementSchema = z
     value: z.string().optional(),
     message: z.string().optional(),
     startedAt: z.string(),
+    /** When it completed; for a measurement still running, when it was last started or resumed. */
     finishedAt: z.string(),
+    /**
+     * Set while a provider's measurement is still running (Argo's `resumeAt`): when the next tick
+     * resumes it with its `metadata`. Absent once it completes.
+     */
+    resumeAt: z.string().optional(),
     metadata: z.record(z.string(), z.string()).optional(),
     /** A judge's decision at this look. */
     judge: GateFiguresSchema.optional(),

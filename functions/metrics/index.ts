@@ -12,12 +12,14 @@ import { GraphiteMetricProvider } from "./graphite.ts";
 import type { Fetch } from "./http.ts";
 import { InfluxdbMetricProvider } from "./influxdb.ts";
 import { JudgeMetricProvider } from "./judge-readings.ts";
+import { KayentaMetricProvider } from "./kayenta.ts";
 import { LambdaMetricProvider } from "./lambda.ts";
 import { NewRelicMetricProvider } from "./newrelic.ts";
 import {
   type MeasureContext,
   type MetricProvider,
-  type ProviderResult,
+  type ProviderAnswer,
+  type RunningMeasurement,
   UnsupportedProviderError,
 } from "./port.ts";
 import { PrometheusMetricProvider, type RequestSigner } from "./prometheus.ts";
@@ -44,6 +46,7 @@ export interface ProviderSet {
   graphite?: MetricProvider;
   influxdb?: MetricProvider;
   wavefront?: MetricProvider;
+  kayenta?: MetricProvider;
 }
 
 /**
@@ -58,7 +61,21 @@ export class MetricProviders implements MetricProvider {
     this.providers = { ...providers, judge: new JudgeMetricProvider(this) };
   }
 
-  measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
+  measure(metric: Metric, ctx: MeasureContext): Promise<ProviderAnswer> {
+    return this.providerFor(metric).measure(metric, ctx);
+  }
+
+  resume(metric: Metric, running: RunningMeasurement, ctx: MeasureContext): Promise<ProviderAnswer> {
+    const provider = this.providerFor(metric);
+    if (!provider.resume) {
+      throw new UnsupportedProviderError(
+        `metric "${metric.name}": its provider has no running measurements to resume`,
+      );
+    }
+    return provider.resume(metric, running, ctx);
+  }
+
+  private providerFor(metric: Metric): MetricProvider {
     const kind = (
       [
         "prometheus",
@@ -71,6 +88,7 @@ export class MetricProviders implements MetricProvider {
         "graphite",
         "influxdb",
         "wavefront",
+        "kayenta",
         "judge",
       ] as const
     ).find((k) => metric.provider[k] !== undefined);
@@ -80,7 +98,7 @@ export class MetricProviders implements MetricProvider {
         `metric "${metric.name}": no ${kind ?? "known"} provider is configured in this process`,
       );
     }
-    return provider.measure(metric, ctx);
+    return provider;
   }
 }
 
@@ -259,6 +277,7 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
     }),
     web: new WebMetricProvider(http),
     graphite: new GraphiteMetricProvider(http),
+    kayenta: new KayentaMetricProvider(http),
     wavefront: new WavefrontMetricProvider({
       ...http,
       secrets,

@@ -105,7 +105,11 @@ export class JudgeMetricProvider implements MetricProvider {
 
   private async call(metric: Metric, ctx: MeasureContext): Promise<ProviderResult> {
     try {
-      return await this.providers.measure(metric, ctx);
+      const answer = await this.providers.measure(metric, ctx);
+      // A reading is one call: a provider that answers later (Kayenta) is refused when loaded.
+      if (answer.ok === "running")
+        return { ok: false, message: "the provider's measurement is still running" };
+      return answer;
     } catch (error) {
       return { ok: false, message: error instanceof Error ? error.message : String(error) };
     }

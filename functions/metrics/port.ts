@@ -3,8 +3,11 @@ import { RolloutsError } from "../../statemachine/errors.ts";
 import type { Metric } from "../../statemachine/spec.ts";
 
 /**
- * The metric provider port (Argo's `metric/provider.go`, narrowed to what a stateless Lambda needs:
- * every measurement completes within one call, so there is no Resume/Terminate).
+ * The metric provider port (Argo's `metric/provider.go`, narrowed to what a stateless Lambda needs).
+ * Most measurements complete within one call. A provider whose system takes longer (Kayenta's
+ * canary execution) answers {@link ProviderRunning} with what it needs to ask again: the analysis
+ * stores it as a Running measurement and calls `resume` at a later tick, as Argo's controller calls
+ * Resume on a later reconciliation, until the answer is a value or a failure.
  *
  * A query that fails is data, not an exception: adapters resolve to `{ ok: false, message }` with
  * the server's own message, and the analysis records an Error measurement, which only fails the
@@ -13,7 +16,16 @@ import type { Metric } from "../../statemachine/spec.ts";
  * measurement, as Argo does when it cannot build a provider.
  */
 export interface MetricProvider {
-  measure(metric: Metric, ctx: MeasureContext): Promise<ProviderResult>;
+  measure(metric: Metric, ctx: MeasureContext): Promise<ProviderAnswer>;
+  /** Argo's Resume: asks again about a measurement still running, with the metadata it stored. */
+  resume?(metric: Metric, running: RunningMeasurement, ctx: MeasureContext): Promise<ProviderAnswer>;
+}
+
+/** A measurement still running, as the run stored it. */
+export interface RunningMeasurement {
+  metadata: Record<string, string>;
+  /** When it was started (its first call). */
+  startedAt: Date;
 }
 
 /** What a provider may know about the measurement it takes. */
@@ -29,6 +41,21 @@ export interface MeasureContext {
 /** One provider answer: the value conditions see, and its display form stored on the measurement. */
 export type ProviderResult = ProviderValue | ProviderFailure;
 
+/** What a provider may answer: a result, or a measurement that is still running. */
+export type ProviderAnswer = ProviderResult | ProviderRunning;
+
+/**
+ * A measurement the outside system is still taking (Argo's Running measurement with its
+ * `resumeAt`): `metadata` is what `resume` needs (Kayenta's `canaryExecutionId`), kept on the
+ * measurement and shown with it.
+ */
+export interface ProviderRunning {
+  ok: "running";
+  metadata: Record<string, string>;
+  /** How long to wait before resuming (Argo's `resumeDelay`). */
+  resumeAfterSeconds: number;
+}
+
 export interface ProviderValue {
   ok: true;
   /** What `result` is in successCondition/failureCondition: number[] for a vector, a number, JSON... */
@@ -41,6 +68,11 @@ export interface ProviderValue {
   /** The measurement's `value` as Argo prints it (`[0.5]`, `0.97`, the JSON of a web jsonPath). */
   value: string;
   metadata?: Record<string, string>;
+  /**
+   * The provider's own verdict, when its system judges (Kayenta's score against its thresholds):
+   * the measurement takes it and the metric's conditions are not evaluated, as in Argo.
+   */
+  phase?: "Successful" | "Failed" | "Inconclusive";
   /**
    * A Prometheus vector's samples with their labels, in the order of `result` (conditions see only
    * the values, as in Argo; a judge reads histogram buckets by their `le` label).

@@ -15,7 +15,6 @@ spec:
 describe("Argo's providers that are refused", () => {
   it.each([
     ["skywalking: {address: 'http://s', query: x}", "skywalking", "SkyWalking"],
-    ["kayenta: {address: 'http://k', application: a}", "kayenta", "sfn-rollouts/judge plugin's kayenta test"],
     ["job: {spec: {}}", "job", "sfn-rollouts/lambda plugin"],
   ])("%s is refused with its reason", async (provider, name, reason) => {
     const problems = await templateProblems(template(provider));
@@ -25,7 +24,8 @@ describe("Argo's providers that are refused", () => {
     expect(problems[0]).toContain(reason);
   });
 
-  it("datadog, newRelic, graphite, influxdb and wavefront load", async () => {
+  it("datadog, newRelic, graphite, influxdb, wavefront and kayenta load", async () => {
+    expect(await templateProblems(template("kayenta: {address: 'http://k', application: a}"))).toEqual([]);
     expect(await templateProblems(template("wavefront: {address: w.example, query: x}"))).toEqual([]);
     expect(await templateProblems(template("influxdb: {profile: p, query: x}"))).toEqual([]);
     expect(

@@ -1,5 +1,5 @@
 import { mulberry32, type Prng } from "../../functions/judges/simulate.ts";
-import type { MetricProvider, ProviderResult } from "../../functions/metrics/port.ts";
+import type { MetricProvider, ProviderAnswer } from "../../functions/metrics/port.ts";
 import { StoreUnavailableError } from "../../functions/store/errors.ts";
 import type { RolloutStore } from "../../functions/store/port.ts";
 import type { FiringHandler, InProcessTimer } from "../../functions/timer/in-process.ts";
@@ -224,7 +224,8 @@ export class FaultPlan {
   /** A provider answering 503, timing out or returning NaN at the plan's rate. */
   provider(inner: MetricProvider): MetricProvider {
     return {
-      measure: async (metric, ctx): Promise<ProviderResult> => {
+      ...(inner.resume ? { resume: inner.resume.bind(inner) } : {}),
+      measure: async (metric, ctx): Promise<ProviderAnswer> => {
         this.count("Provider.query");
         if (this.draw("provider-5xx", metric.name))
           return { ok: false, message: "HTTP 503 Service Unavailable: upstream overloaded" };
