@@ -427,6 +427,8 @@ export function passStepName(pass: string, step: Step): string {
         return `header@${step.name}`;
       case "preview":
         return "preview";
+      case "setCanaryScale":
+        return "scale";
     }
   })();
   return `${kind}@${pass}`;

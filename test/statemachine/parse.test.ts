@@ -394,8 +394,43 @@ describe("bad input: one message per problem, naming the place", () => {
       "spec.strategy.canary.steps[1].experiment (step 2): step 2 of 3: experiment steps are not supported",
     );
     expect(lines[1]).toContain(
-      "spec.strategy.canary.steps[2].setCanaryScale (step 3): step 3 of 3: setCanaryScale steps are not supported",
+      "spec.strategy.canary.steps[2].setCanaryScale (step 3): step 3 of 3: setCanaryScale requires trafficRouting",
     );
+  });
+
+  it("setCanaryScale steps with a traffic router, as Argo reads them", () => {
+    const { spec } = parseRollout([
+      {
+        file: "r.yaml",
+        text: rollout(
+          [
+            "        - setCanaryScale: {replicas: 2}",
+            "        - setCanaryScale: {weight: 150}",
+            "        - setCanaryScale: {matchTrafficWeight: true}",
+          ].join("\n"),
+          "      trafficRouting: {istio: {virtualService: {name: demo}}}\n",
+        ),
+      },
+    ]);
+    expect(spec.steps).toEqual([
+      { kind: "setCanaryScale", replicas: 2 },
+      { kind: "setCanaryScale", weight: 150 },
+      { kind: "setCanaryScale", matchTrafficWeight: true },
+    ]);
+  });
+
+  it("setCanaryScale's fields are checked with their path", () => {
+    const lines = problemsOf([
+      {
+        file: "r.yaml",
+        text: rollout(
+          "        - setCanaryScale: {replicas: -1, pods: 2}",
+          "      trafficRouting: {istio: {virtualService: {name: demo}}}\n",
+        ),
+      },
+    ]);
+    expect(lines.join("\n")).toContain("spec.strategy.canary.steps[0].setCanaryScale");
+    expect(lines.join("\n")).toMatch(/replicas|pods/);
   });
 
   it("unknown fields in a step and unknown steps", () => {
@@ -407,7 +442,7 @@ describe("bad input: one message per problem, naming the place", () => {
     ]);
     expect(lines).toEqual([
       'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].pause (step 1): unknown field "until"',
-      'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[1].setWieght (step 2): unknown step "setWieght": use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute',
+      'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[1].setWieght (step 2): unknown step "setWieght": use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute, setCanaryScale',
     ]);
   });
 
