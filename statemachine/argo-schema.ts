@@ -318,14 +318,19 @@ export const ArgoStepSchemas = {
       match: z.array(z.record(z.string(), z.unknown())).optional(),
     })
     .strict(),
+  setCanaryScale: z
+    .object({
+      replicas: z.number().int().nonnegative().optional(),
+      weight: z.number().int().nonnegative().optional(),
+      matchTrafficWeight: z.boolean().optional(),
+    })
+    .strict(),
 } as const;
 
 /** Steps Argo has that we reject, with the reason a user needs. */
 export const REJECTED_STEPS: Record<string, string> = {
   experiment:
     "experiment steps are not supported: run the candidate next to the stable version and compare them with an analysis step (compare: stable) instead",
-  setCanaryScale:
-    "setCanaryScale steps are not supported: AWS targets scale the candidate with the weight; set replicas on the target instead",
   plugin: "plugin steps are not supported",
 };
 

@@ -173,6 +173,14 @@ function canaryStrategy(
       problems,
     );
     if (step) steps.push(step);
+    if (step?.kind === "setCanaryScale" && canary.trafficRouting === undefined) {
+      problems.push({
+        ...origin,
+        path: `spec.strategy.canary.steps[${i}].setCanaryScale`,
+        step: i + 1,
+        message: `step ${i + 1} of ${rawSteps.length}: setCanaryScale requires trafficRouting: without a router the canary's pods are its share of the traffic (Argo: SetCanaryScale requires TrafficRouting to be set)`,
+      });
+    }
   });
   if (canary.analysis) {
     const path = "spec.strategy.canary.analysis";
@@ -355,8 +363,8 @@ export function normalizeStep(
       ...at,
       message:
         keys.length === 0
-          ? "an empty step: use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute"
-          : `a step has exactly one action, this one has ${keys.map((k) => `"${k}"`).join(", ")}`,
+          ? "an empty step: use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute, setCanaryScale"
+          : `a step has exactly one action, this one has ${keys.map((k) => `"${k}"`).join(", ")}: write each as a step of its own`,
     });
     return undefined;
   }
@@ -371,7 +379,7 @@ export function normalizeStep(
     problems.push({
       ...at,
       path: `${path}.${key}`,
-      message: `unknown step "${key}": use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute`,
+      message: `unknown step "${key}": use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute, setCanaryScale`,
     });
     return undefined;
   }
@@ -407,6 +415,15 @@ export function normalizeStep(
     case "setHeaderRoute": {
       const h = parsed.data as { name: string; match?: Extract<Step, { kind: "setHeaderRoute" }>["match"] };
       return { kind: "setHeaderRoute", name: h.name, ...(h.match ? { match: h.match } : {}) };
+    }
+    case "setCanaryScale": {
+      const c = parsed.data as { replicas?: number; weight?: number; matchTrafficWeight?: boolean };
+      return {
+        kind: "setCanaryScale",
+        ...(c.replicas !== undefined ? { replicas: c.replicas } : {}),
+        ...(c.weight !== undefined ? { weight: c.weight } : {}),
+        ...(c.matchTrafficWeight !== undefined ? { matchTrafficWeight: c.matchTrafficWeight } : {}),
+      };
     }
     default: {
       const m = parsed.data as { name: string; percentage?: number; match?: Array<Record<string, unknown>> };

@@ -7,6 +7,7 @@ import {
 } from "./limits.ts";
 import { customTriggersOf } from "./notification-object.ts";
 import { plan } from "./plan.ts";
+import { effectiveScale } from "./pods.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import { alarmNameOf, type HookPoint } from "./safety.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
@@ -150,7 +151,17 @@ function stepLabel(step: Step): string {
       return `SetMirrorRoute-${safe(step.name)}`;
     case "preview":
       return "Preview";
+    case "setCanaryScale":
+      return `SetCanaryScale-${canaryScaleLabel(step)}`;
   }
+}
+
+/** `5`, `50pct`, `MatchTrafficWeight`: what a setCanaryScale step sets, as a state name may spell it. */
+function canaryScaleLabel(step: Extract<Step, { kind: "setCanaryScale" }>): string {
+  const scale = effectiveScale(step);
+  if (scale?.replicas !== undefined) return String(scale.replicas);
+  if (scale?.weight !== undefined) return `${scale.weight}pct`;
+  return "MatchTrafficWeight";
 }
 
 const safe = (s: string) => s.replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 40);
@@ -320,6 +331,7 @@ class DefinitionBuilder {
       case "setWeight":
       case "setHeaderRoute":
       case "setMirrorRoute":
+      case "setCanaryScale":
       case "preview":
         this.#trafficStep(step, i, stem, next);
         break;
@@ -422,7 +434,10 @@ class DefinitionBuilder {
         : following;
     const settled =
       this.#options.readinessChecks &&
-      (step.kind === "setWeight" || step.kind === "preview" || step.kind === "setMirrorRoute");
+      (step.kind === "setWeight" ||
+        step.kind === "preview" ||
+        step.kind === "setMirrorRoute" ||
+        step.kind === "setCanaryScale");
     const drift = this.#spec.onDrift === "ignore" && step.kind === "setWeight" ? { onDrift: "ignore" } : {};
     this.states[stem] = this.#invoke(
       "setWeight",

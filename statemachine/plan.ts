@@ -1,7 +1,7 @@
 import { formatDuration } from "./duration.ts";
 import { describeBudget } from "./error-budget.ts";
 import { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
-import { canaryCounts, routedCanaryCounts } from "./pods.ts";
+import { type CanaryScale, canaryCounts, canaryScaleAt, effectiveScale, scaledCanaryCounts } from "./pods.ts";
 import { describeGuards } from "./safety.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
 import { describeWaves } from "./waves.ts";
@@ -150,14 +150,18 @@ export function describeAnalysis(a: AnalysisSpec): string[] {
   return a.templates.flatMap((t) => t.metrics.map(describeMetric));
 }
 
-function pods(spec: RolloutSpec, weight: number): { canary: number; stable: number } {
+function pods(
+  spec: RolloutSpec,
+  weight: number,
+  scale: CanaryScale | undefined,
+): { canary: number; stable: number } {
   if (spec.strategy === "blueGreen") {
     return weight === 100
       ? { canary: spec.replicas, stable: spec.replicas }
       : { canary: 0, stable: spec.replicas };
   }
   return spec.trafficRouting
-    ? routedCanaryCounts(spec.replicas, weight)
+    ? scaledCanaryCounts(spec.replicas, weight, scale)
     : canaryCounts(spec.replicas, weight, spec.maxSurge);
 }
 
@@ -210,7 +214,7 @@ function planStep(
   const detail = stepDetail(step, previewPods);
   const duration = step.kind === "pause" ? step.duration : undefined;
   const analysis = step.kind === "analysis" ? describeAnalysis(step.analysis) : undefined;
-  const counts = pods(spec, weight);
+  const counts = pods(spec, weight, canaryScaleAt(spec.steps, index, spec.trafficRouting));
   const canary =
     step.kind === "preview" || (spec.strategy === "blueGreen" && weight < 100) ? previewPods : counts.canary;
   const share =
@@ -225,6 +229,11 @@ function planStep(
           `${spec.replicas} pods cannot carry ${weight}% without surge: Argo's rounding gives the candidate no pod here`,
         ]
       : [];
+  if (spec.trafficRouting && spec.strategy === "canary" && weight > 0 && counts.canary === 0) {
+    warnings.push(
+      `setCanaryScale leaves the candidate no pod while the router sends it ${weight}% of the requests`,
+    );
+  }
   const mirrored = Math.min(
     100,
     [...state.mirrors.values()].reduce((a, b) => Math.max(a, b), 0),
@@ -287,6 +296,14 @@ function stepDetail(step: Step, previewPods: number): string {
         : `setMirrorRoute ${step.name}: remove`;
     case "preview":
       return `preview: ${previewPods} new pods, no live traffic`;
+    case "setCanaryScale": {
+      const scale = effectiveScale(step);
+      return scale?.replicas !== undefined
+        ? `setCanaryScale: ${scale.replicas} canary pods, whatever the weight`
+        : scale?.weight !== undefined
+          ? `setCanaryScale: canary pods for ${scale.weight}% of the replicas, whatever the weight`
+          : "setCanaryScale: canary pods follow the weight";
+    }
   }
 }
 

@@ -65,3 +65,59 @@ export function resolveMaxSurge(maxSurge: number | string | undefined, replicas:
   if (/^\d+$/.test(maxSurge.trim())) return Number(maxSurge.trim());
   return undefined;
 }
+
+/**
+ * Argo's `setCanaryScale` step: the canary's pods as an explicit count (`replicas`), as a percent
+ * of the rollout's replicas (`weight`, may exceed 100), or back to following the traffic weight
+ * (`matchTrafficWeight`). Argo reads `matchTrafficWeight` first, then `replicas`, then `weight`;
+ * a step with none of them follows the weight too.
+ */
+export interface CanaryScale {
+  readonly replicas?: number;
+  readonly weight?: number;
+  readonly matchTrafficWeight?: boolean;
+}
+
+/**
+ * The canary scale in force after the step at `index` (Argo's UseSetCanaryScale): the last
+ * `setCanaryScale` at or before it, none when that one matches the traffic weight, and none at
+ * all without a traffic router (Argo scales a basic canary with `setWeight` only).
+ */
+export function canaryScaleAt(
+  steps: readonly { readonly kind: string }[],
+  index: number,
+  trafficRouting: boolean,
+): CanaryScale | undefined {
+  if (!trafficRouting) return undefined;
+  for (let i = Math.min(index, steps.length - 1); i >= 0; i--) {
+    const step = steps[i] as { kind: string } & CanaryScale;
+    if (step.kind !== "setCanaryScale") continue;
+    return effectiveScale(step);
+  }
+  return undefined;
+}
+
+/** A scale that decouples the canary's pods from the weight, or undefined when it follows it. */
+export function effectiveScale(scale: CanaryScale): CanaryScale | undefined {
+  if (scale.matchTrafficWeight === true) return undefined;
+  if (scale.replicas !== undefined) return { replicas: scale.replicas };
+  if (scale.weight !== undefined) return { weight: scale.weight };
+  return undefined;
+}
+
+/**
+ * The pods of a canary behind a traffic router (Argo's GetCanaryReplicasOrWeight with
+ * CalculateReplicaCountsForTrafficRoutedCanary): the scale's explicit count, or
+ * `ceil(replicas × percent / 100)` of the scale's percent, else of the traffic weight; the stable
+ * side keeps all of its pods.
+ */
+export function scaledCanaryCounts(
+  replicas: number,
+  weight: number,
+  scale: CanaryScale | undefined,
+): { canary: number; stable: number } {
+  const effective = scale ? effectiveScale(scale) : undefined;
+  if (effective?.replicas !== undefined) return { canary: effective.replicas, stable: replicas };
+  if (effective?.weight !== undefined) return routedCanaryCounts(replicas, effective.weight);
+  return routedCanaryCounts(replicas, weight);
+}

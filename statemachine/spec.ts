@@ -133,6 +133,17 @@ export const StepSchema = z.discriminatedUnion("kind", [
     })
     .strict(),
   z.object({ kind: z.literal("preview") }).strict(),
+  z
+    .object({
+      kind: z.literal("setCanaryScale"),
+      /** The canary's pods, whatever the weight. */
+      replicas: z.number().int().nonnegative().optional(),
+      /** The canary's pods as a percent of the rollout's replicas, rounded up (may exceed 100). */
+      weight: z.number().int().nonnegative().optional(),
+      /** Back to pods that follow the traffic weight (read before `replicas` and `weight`, as Argo does). */
+      matchTrafficWeight: z.boolean().optional(),
+    })
+    .strict(),
 ]);
 
 export const BackgroundAnalysisSchema = z

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { Origin } from "./analysis-resolve.ts";
 import { formatDuration, parseDuration } from "./duration.ts";
 import { LIMIT_MESSAGES, MAX_WAIT_SECONDS } from "./limits.ts";
+import { effectiveScale } from "./pods.ts";
 import type { Problem } from "./problems.ts";
 import type { RolloutSpec, Step } from "./spec.ts";
 
@@ -427,6 +428,11 @@ export function passStepName(pass: string, step: Step): string {
         return `header@${step.name}`;
       case "preview":
         return "preview";
+      case "setCanaryScale": {
+        const scale = effectiveScale(step);
+        if (scale?.replicas !== undefined) return `scale@${scale.replicas}`;
+        return scale?.weight !== undefined ? `scale@${scale.weight}%` : "scale@traffic";
+      }
     }
   })();
   return `${kind}@${pass}`;

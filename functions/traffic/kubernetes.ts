@@ -1,5 +1,10 @@
 import { z } from "zod";
-import { canaryCounts, routedCanaryCounts } from "../../statemachine/pods.ts";
+import {
+  canaryCounts,
+  effectiveScale,
+  routedCanaryCounts,
+  scaledCanaryCounts,
+} from "../../statemachine/pods.ts";
 import { pushedArtifact } from "./artifact.ts";
 import { TargetConfigurationError, TargetNotReadyError, TargetStateError } from "./errors.ts";
 import { ServiceSelectors } from "./kubernetes/blue-green.ts";
@@ -14,6 +19,8 @@ import type { WeightRouter } from "./kubernetes/router.ts";
 import { type KubernetesSettings, KubernetesSettingsSchema } from "./kubernetes/settings.ts";
 import type {
   AbortOptions,
+  CanaryScale,
+  CanaryScaleChange,
   CandidateArtifact,
   Clock,
   HeaderRoute,
@@ -39,7 +46,9 @@ import { parseTargetState, requirePercent, secondsUntil } from "./state.ts";
  *   empty side).
  * - **Routers**: exact weights; the canary Deployment runs `ceil(replicas × weight / 100)` pods
  *   (at least one while the rollout runs, so a weight never lands on no pod), the stable keeps
- *   all of its own.
+ *   all of its own. A `setCanaryScale` step decouples the canary's pods from the weight (an
+ *   explicit count, or a percent of the replicas) until the next one, promotion or abort; without
+ *   a router it changes nothing, as in Argo.
  * - **Promotion** moves the candidate's image to the stable Deployment at full size; once its
  *   `scaleDownDelaySeconds` have passed and the stable Deployment runs it everywhere, the router's
  *   canary weight goes back to 0 and the canary Deployment to 0 pods.
@@ -76,6 +85,14 @@ export const KubernetesStateSchema = z
     candidate: z.object({ deployment: Name, image: z.string() }).strict().optional(),
     /** Percent of traffic this rollout last set for the candidate. */
     canaryWeight: z.number().int().min(0).max(100),
+    /** With a router: the `setCanaryScale` in force (absent: the canary's pods follow the weight). */
+    canaryScale: z
+      .object({
+        replicas: z.number().int().nonnegative().optional(),
+        weight: z.number().int().nonnegative().optional(),
+      })
+      .strict()
+      .optional(),
     /** Basic canary: the pods this rollout last set on each side (what drift is judged against). */
     pods: z
       .object({ canary: z.number().int().nonnegative(), stable: z.number().int().nonnegative() })
@@ -331,7 +348,7 @@ export class KubernetesTraffic implements TrafficTarget {
         `${counts.canary} canary and ${counts.stable} stable pods behind one Service`,
       );
     }
-    const replicas = Math.max(1, routedCanaryCounts(state.replicas, weight).canary);
+    const replicas = this.#routedCanaryPods(state, weight);
     await this.#deployments.set(candidate.deployment, { replicas });
     const written = await this.#router.write(weight, overwrite ? undefined : state.canaryWeight);
     if (written.outcome === "drift") return this.#drift(state, await this.#observe(state));
@@ -346,6 +363,59 @@ export class KubernetesTraffic implements TrafficTarget {
       },
     };
     return this.#applied(next, weight, `${written.detail}; ${replicas} canary pods`);
+  }
+
+  /**
+   * Argo's `setCanaryScale`: with a router the canary Deployment runs the scale's pods whatever
+   * the weight, until the next `setCanaryScale`; `matchTrafficWeight` goes back to the weight's.
+   * Without a router Argo ignores it (the canary's pods are its share of the traffic).
+   */
+  async setCanaryScale(input: TargetState, scale: CanaryScale): Promise<CanaryScaleChange> {
+    const state = this.#state(input);
+    if (state.phase !== "ready") {
+      throw new TargetStateError(`cannot scale the candidate in phase ${state.phase}; it must be ready`);
+    }
+    if (!this.#router) {
+      return {
+        state,
+        message:
+          this.#settings.router.type === "blue-green"
+            ? "setCanaryScale: blue/green has no canary to scale; nothing changed"
+            : "setCanaryScale: without a traffic router the canary's pods are its share of the traffic; nothing changed",
+      };
+    }
+    const candidate = this.#candidate(state);
+    const effective = effectiveScale(scale);
+    const next: KubernetesState = { ...state, canaryScale: effective };
+    const replicas = this.#routedCanaryPods(next, state.canaryWeight);
+    await this.#deployments.set(candidate.deployment, { replicas });
+    const why =
+      effective?.replicas !== undefined
+        ? "as set"
+        : effective?.weight !== undefined
+          ? `for ${effective.weight}% of ${state.replicas} replicas`
+          : `following the weight, ${state.canaryWeight}%`;
+    return {
+      state: {
+        ...next,
+        wait: {
+          deployment: candidate.deployment,
+          replicas,
+          image: candidate.image,
+          deadlineAt: this.#deadline(),
+        },
+      },
+      message: `Deployment ${this.#ns}/${candidate.deployment} runs ${replicas} canary pods (${why})`,
+    };
+  }
+
+  /**
+   * The canary's pods behind a router: the `setCanaryScale` in force, else the weight's (at least
+   * one while the rollout runs, so a weight never lands on no pod).
+   */
+  #routedCanaryPods(state: KubernetesState, weight: number): number {
+    if (state.canaryScale) return scaledCanaryCounts(state.replicas, weight, state.canaryScale).canary;
+    return Math.max(1, routedCanaryCounts(state.replicas, weight).canary);
   }
 
   async setHeaderRoute(input: TargetState, route: HeaderRoute): Promise<HeaderRouteChange> {
@@ -429,6 +499,7 @@ export class KubernetesTraffic implements TrafficTarget {
     return {
       ...cleared,
       phase: "promoted",
+      canaryScale: undefined,
       previous: state.stable,
       stable: { deployment: state.stable.deployment, image: candidate.image },
       canaryWeight: 0,
@@ -539,7 +610,14 @@ export class KubernetesTraffic implements TrafficTarget {
     const s = this.#settings;
     const at = this.clock.now() + options.abortScaleDownDelaySeconds * 1000;
     const candidate = state.candidate;
-    let next: KubernetesState = { ...state, phase: "aborted", canaryWeight: 0, wait: undefined };
+    // Argo's abort clears the setCanaryScale in force: what is left of the candidate is scaled down.
+    let next: KubernetesState = {
+      ...state,
+      phase: "aborted",
+      canaryWeight: 0,
+      wait: undefined,
+      canaryScale: undefined,
+    };
     let message: string;
     if (s.router.type === "blue-green") {
       await this.#selectors?.point(s.router.activeService, state.stable.deployment);

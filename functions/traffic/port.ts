@@ -142,6 +142,16 @@ export interface MirrorRouteChange {
   readonly message: string;
 }
 
+/** The candidate's pods after a `setCanaryScale` step, and what was done. */
+export interface CanaryScaleChange {
+  readonly state: TargetState;
+  readonly message: string;
+}
+
+import type { CanaryScale } from "../../statemachine/pods.ts";
+
+export type { CanaryScale };
+
 /** Delays of the rollout spec that the target applies (seconds). */
 export interface PromoteOptions {
   /** `scaleDownDelaySeconds`: how long the replaced side stays ready for a quick return. */
@@ -215,6 +225,12 @@ export interface TrafficTarget {
    * on a target that cannot mirror. Promote and abort remove the mirror.
    */
   setMirrorRoute?(state: TargetState, route: MirrorRoute): Promise<MirrorRouteChange>;
+
+  /**
+   * Argo's `setCanaryScale`: the candidate's pods decoupled from the weight until the next one,
+   * cleared by promote and abort; absent on a target whose candidate scales with the weight.
+   */
+  setCanaryScale?(state: TargetState, scale: CanaryScale): Promise<CanaryScaleChange>;
 
   /**
    * Makes the candidate the stable side with all the traffic (no second deployment), removes

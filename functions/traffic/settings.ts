@@ -255,6 +255,19 @@ const MIRRORS: Readonly<Record<TargetType, boolean>> = {
 export const MIRRORING_TARGETS = (Object.keys(MIRRORS) as TargetType[]).filter((t) => MIRRORS[t]);
 
 /**
+ * `setCanaryScale` needs a candidate that runs pods apart from its weight: the kubernetes target's
+ * canary Deployment. ECS tasks, a Lambda alias's versions, SageMaker variants and plugins scale
+ * the candidate with the weight.
+ */
+const SCALES_CANARY: Readonly<Record<TargetType, boolean>> = {
+  "alb-ecs": false,
+  "lambda-alias": false,
+  kubernetes: true,
+  sagemaker: false,
+  plugin: false,
+};
+
+/**
  * Whether a rollout on this target polls readiness after the candidate starts and after each
  * traffic step, as `addRollout` compiles it and `rollouts compile --target` by default: an ECS
  * deployment and pods settle after each change, a SageMaker endpoint is Updating after every
@@ -279,10 +292,17 @@ export function readinessChecksFor(type: unknown): boolean {
  * (none: it can run them all). An unknown type is left to the settings' own validation.
  */
 export function targetSpecProblems(type: unknown, spec: RolloutSpec): string[] {
-  if (typeof type !== "string" || !Object.hasOwn(MIRRORS, type) || MIRRORS[type as TargetType]) return [];
+  if (typeof type !== "string" || !Object.hasOwn(MIRRORS, type)) return [];
+  const target = type as TargetType;
   const problems: string[] = [];
   spec.steps.forEach((step, i) => {
-    if (step.kind === "setMirrorRoute") {
+    if (step.kind === "setCanaryScale" && !SCALES_CANARY[target]) {
+      problems.push(
+        `step ${i + 1}: setCanaryScale: the ${type} target scales the candidate with the weight ` +
+          `(targets that can: ${(Object.keys(SCALES_CANARY) as TargetType[]).filter((t) => SCALES_CANARY[t]).join(", ")})`,
+      );
+    }
+    if (step.kind === "setMirrorRoute" && !MIRRORS[target]) {
       problems.push(
         `step ${i + 1}: setMirrorRoute "${step.name}": the ${type} target cannot mirror requests ` +
           `(targets that can: ${MIRRORING_TARGETS.join(", ")})`,

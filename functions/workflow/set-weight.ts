@@ -17,7 +17,8 @@ export interface SetWeightResult {
 }
 
 /**
- * The traffic steps: `setWeight`, `setHeaderRoute`, `setMirrorRoute` and blue/green's `preview`.
+ * The traffic steps: `setWeight`, `setHeaderRoute`, `setMirrorRoute`, `setCanaryScale` and
+ * blue/green's `preview`.
  * Weight drift found before a change is recorded and returned instead of overwritten; after a
  * person approves it (`rollouts promote`) the same step runs again and overwrites.
  *
@@ -74,6 +75,16 @@ async function applyStep(
     }
     case "setMirrorRoute":
       return applyMirrorRoute(router, payload, state, item.weight, step);
+    case "setCanaryScale": {
+      if (!router.setCanaryScale) {
+        throw new TargetConfigurationError(
+          `step ${stepIndex + 1}: setCanaryScale is not supported by the ${router.type} target: its candidate scales with the weight`,
+        );
+      }
+      const { kind: _, ...scale } = step;
+      const change = await router.setCanaryScale(state, scale);
+      return { next: change.state, weight: item.weight, message: change.message };
+    }
     case "preview":
       return {
         next: state,

@@ -17,7 +17,7 @@ import { describe, expect, it } from "vitest";
  *   promoted at once (`examples/rollout-rolling-update.yaml`'s own comment).
  * - `refused`: every problem `rollouts plan` reports, by file and field path, each naming what is
  *   not supported. A problem marked `pending` names a feature being added (the `job` provider,
- *   `setCanaryScale` and `experiment` steps); an example whose problems are all pending flips to
+ *   `experiment` steps); an example whose problems are all pending flips to
  *   `plans` when they land.
  * - `usedBy`: a file with no Rollout, loaded alongside the examples that use it (their templates,
  *   Services, routes, the notification ConfigMap), as Argo's docs apply them together.
@@ -39,7 +39,7 @@ interface Refusal {
   /** What the message names: the router, the provider, the step, the field. */
   names: string;
   /** The feature being added that will lift this refusal. */
-  pending?: "job provider" | "setCanaryScale step" | "experiment step";
+  pending?: "job provider" | "experiment step";
 }
 interface Refused {
   refused: Refusal[];
@@ -92,10 +92,10 @@ const EXAMPLES: Record<string, Outcome> = {
         names: `Apache APISIX ${ROUTER_FIX}`,
       },
       {
+        // Argo runs both actions of this step; here each is a step of its own.
         file: "apisix/rollout.yaml",
-        path: "spec.strategy.canary.steps[0].setCanaryScale",
-        names: "setCanaryScale steps are not supported",
-        pending: "setCanaryScale step",
+        path: "spec.strategy.canary.steps[0]",
+        names: '"setCanaryScale", "setHeaderRoute": write each as a step of its own',
       },
     ],
   },
@@ -116,14 +116,18 @@ const EXAMPLES: Record<string, Outcome> = {
     ],
   },
   "istio/istio-mirror.yaml": {
-    refused: [
-      {
-        file: "istio/istio-mirror.yaml",
-        path: "spec.strategy.canary.steps[0].setCanaryScale",
-        names: "setCanaryScale steps are not supported",
-        pending: "setCanaryScale step",
-      },
-    ],
+    // setCanaryScale weight 50 of 4 replicas: ceil(4 × 50 / 100) = 2 canary pods with no traffic,
+    // the stable ReplicaSet kept whole behind the router (Argo's GetCanaryReplicasOrWeight).
+    plans: {
+      strategy: "canary",
+      replicas: 4,
+      trafficRouting: true,
+      steps: [
+        ["setCanaryScale: canary pods for 50% of the replicas, whatever the weight", 0, 2, 4],
+        ["setMirrorRoute mirror-route: mirror 50% of matching requests", 0, 2, 4],
+        ["pause: until rollouts promote", 0, 2, 4],
+      ],
+    },
   },
   "istio/istio-subset-split.yaml": {
     refused: [

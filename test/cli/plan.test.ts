@@ -87,6 +87,43 @@ describe("rollouts plan", () => {
     );
   });
 
+  it("shows the canary's pods of setCanaryScale, kept through setWeight until matchTrafficWeight", async () => {
+    const { code, out } = await run("plan", "test/fixtures/statemachine/canary-scale.yaml", "--json");
+    expect(code).toBe(0);
+    const plan = JSON.parse(out);
+    expect(
+      plan.steps.map((s: { kind: string; weight: number; canaryPods: number; stablePods: number }) => [
+        s.kind,
+        s.weight,
+        s.canaryPods,
+        s.stablePods,
+      ]),
+    ).toEqual([
+      ["setCanaryScale", 0, 2, 10],
+      ["setWeight", 5, 2, 10],
+      ["setWeight", 40, 2, 10],
+      ["setCanaryScale", 40, 0, 10],
+      ["setCanaryScale", 40, 4, 10],
+      ["setWeight", 60, 6, 10],
+    ]);
+    expect(plan.steps[3].warning).toBe(
+      "setCanaryScale leaves the candidate no pod while the router sends it 40% of the requests",
+    );
+    const text = await run("plan", "test/fixtures/statemachine/canary-scale.yaml");
+    expect(text.out).toMatch(/^0\s+setCanaryScale: 2 canary pods, whatever the weight\s+0%\s+2\s+10\s+0%$/m);
+  });
+
+  it("refuses setCanaryScale for a target whose candidate scales with the weight, naming the step and the target", async () => {
+    const file = "test/fixtures/statemachine/canary-scale.yaml";
+    const alias = { type: "lambda-alias", functionName: "api", alias: "live" };
+    const refused = await run("compile", file, "--target", JSON.stringify(alias));
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain(
+      "rollouts: --target: step 1: setCanaryScale: the lambda-alias target scales the candidate with the weight (targets that can: kubernetes)",
+    );
+    expect(refused.err).toContain("step 4: setCanaryScale");
+  });
+
   it("exits 2 with every problem for input it cannot use", async () => {
     const { code, err } = await run("plan", "examples/rollout.yaml");
     expect(code).toBe(2);

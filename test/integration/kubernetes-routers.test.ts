@@ -109,7 +109,7 @@ async function drive(
   stack: EmbeddedStack,
   tag: string,
   done: (item: RolloutItem) => boolean,
-  snapshot: (item: RolloutItem) => void = () => {},
+  snapshot: (item: RolloutItem) => unknown = () => {},
 ): Promise<RolloutItem | undefined> {
   let step = -1;
   let item: RolloutItem | undefined;
@@ -124,7 +124,7 @@ async function drive(
       item.stepIndex !== step
     ) {
       step = item.stepIndex;
-      snapshot(item);
+      await snapshot(item);
     }
     if (mine && item && done(item)) return item;
     await stack.runtime.advanceBy(1000);
@@ -409,5 +409,88 @@ describe("a blue/green rollout by Service selector on the local Kubernetes API, 
     await s.stack.runtime.settle();
     const other = active === "shop-stable" ? "shop-canary" : "shop-stable";
     expect(replicas(s.held("deployments", other))).toBe(0);
+  });
+});
+
+describe("setCanaryScale behind an Istio VirtualService on the local Kubernetes API, on the embedded runtime", () => {
+  let s: Awaited<ReturnType<typeof scenario>>;
+  /** The pods the canary Deployment's ReplicaSets are asked for, as the API server lists them. */
+  const canaryReplicaSetPods = async (): Promise<number> => {
+    const res = await fetch(`${s.kube.url}/apis/apps/v1/namespaces/${NS}/replicasets`);
+    expect(res.status).toBe(200);
+    const list = (await res.json()) as {
+      items: { metadata: { ownerReferences?: { name: string }[] }; spec: { replicas?: number } }[];
+    };
+    return list.items
+      .filter((rs) => rs.metadata.ownerReferences?.some((o) => o.name === "shop-canary"))
+      .reduce((sum, rs) => sum + (rs.spec.replicas ?? 0), 0);
+  };
+
+  beforeAll(async () => {
+    s = await scenario(
+      rolloutFile([
+        "canary:",
+        "  scaleDownDelaySeconds: 30",
+        "  trafficRouting:",
+        "    istio: { virtualService: { name: shop, routes: [primary] } }",
+        "  steps:",
+        // A pause after each change: the pods are read while it runs.
+        ...[
+          "setWeight: 25",
+          "setCanaryScale: { replicas: 3 }",
+          "setWeight: 50",
+          "setCanaryScale: { weight: 150 }",
+          "setWeight: 75",
+          "setCanaryScale: { matchTrafficWeight: true }",
+          "setWeight: 50",
+        ].flatMap((step) => [`    - ${step}`, "    - pause: { duration: 10s }"]),
+      ]),
+      { type: "istio", virtualService: "shop", stableService: "shop-stable", canaryService: "shop-canary" },
+      [
+        {
+          path: `/apis/networking.istio.io/v1/namespaces/${NS}/virtualservices`,
+          body: {
+            apiVersion: "networking.istio.io/v1",
+            kind: "VirtualService",
+            metadata: { name: "shop", namespace: NS },
+            spec: {
+              hosts: ["shop"],
+              http: [{ name: "primary", route: [{ destination: { host: "shop-stable" }, weight: 100 }] }],
+            },
+          },
+        },
+      ],
+    );
+  });
+
+  afterAll(async () => {
+    await s?.stack.close();
+    await s?.kube.close();
+  });
+
+  it("runs the scale's pods whatever the weight until matchTrafficWeight, then none once promoted", async () => {
+    await s.stack.push("v1", DIGESTS.v1);
+    expect((await drive(s.stack, "v1", healthy))?.phase).toBe("Healthy");
+    await s.stack.push("v2", DIGESTS.v2);
+    const seen = new Map<number, [number, number]>();
+    const item = await drive(s.stack, "v2", healthy, async (i) => {
+      seen.set(i.stepIndex, [i.weight, await canaryReplicaSetPods()]);
+    });
+    expect(item?.phase).toBe("Healthy");
+    // During the pause after each change: [weight, canary pods], with 4 replicas.
+    expect([1, 3, 5, 7, 9, 11, 13].map((i) => seen.get(i))).toEqual([
+      [25, 1], // ceil(4 × 25%)
+      [25, 3], // setCanaryScale replicas 3
+      [50, 3], // the scale holds through setWeight 50 (the weight alone would give 2)
+      [50, 6], // setCanaryScale weight 150: ceil(4 × 150%)
+      [75, 6],
+      [75, 3], // matchTrafficWeight: ceil(4 × 75%)
+      [50, 2],
+    ]);
+    // The promoted version runs on the stable side; the canary is scaled to 0 after the delay.
+    await s.stack.runtime.advanceBy(60_000);
+    await s.stack.runtime.settle();
+    expect(await canaryReplicaSetPods()).toBe(0);
+    expect(replicas(s.held("deployments", "shop-stable"))).toBe(4);
   });
 });

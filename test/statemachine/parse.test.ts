@@ -422,11 +422,61 @@ describe("bad input: one message per problem, naming the place", () => {
       "spec.strategy.canary.steps[1].experiment (step 2): step 2 of 3: experiment steps are not supported",
     );
     expect(lines[1]).toContain(
-      "spec.strategy.canary.steps[2].setCanaryScale (step 3): step 3 of 3: setCanaryScale steps are not supported",
+      "spec.strategy.canary.steps[2].setCanaryScale (step 3): step 3 of 3: setCanaryScale requires trafficRouting",
     );
   });
 
+  it("setCanaryScale steps with a traffic router, as Argo reads them", () => {
+    const { spec } = parseRollout([
+      {
+        file: "r.yaml",
+        text: rollout(
+          [
+            "        - setCanaryScale: {replicas: 2}",
+            "        - setCanaryScale: {weight: 150}",
+            "        - setCanaryScale: {matchTrafficWeight: true}",
+          ].join("\n"),
+          "      trafficRouting: {istio: {virtualService: {name: demo}}}\n",
+        ),
+      },
+    ]);
+    expect(spec.steps).toEqual([
+      { kind: "setCanaryScale", replicas: 2 },
+      { kind: "setCanaryScale", weight: 150 },
+      { kind: "setCanaryScale", matchTrafficWeight: true },
+    ]);
+  });
+
+  it("setCanaryScale's fields are checked with their path", () => {
+    const lines = problemsOf([
+      {
+        file: "r.yaml",
+        text: rollout(
+          "        - setCanaryScale: {replicas: -1, pods: 2}",
+          "      trafficRouting: {istio: {virtualService: {name: demo}}}\n",
+        ),
+      },
+    ]);
+    expect(lines.join("\n")).toContain("spec.strategy.canary.steps[0].setCanaryScale");
+    expect(lines.join("\n")).toMatch(/replicas|pods/);
+  });
+
   it("a rejected action paired with a route in one step (as Argo allows) is named, not counted", () => {
+    const lines = problemsOf([
+      {
+        file: "r.yaml",
+        text: rollout(
+          "        - experiment: {templates: []}\n          setHeaderRoute: {name: h}\n        - pause: {}",
+          "      trafficRouting: {managedRoutes: [{name: h}], istio: {virtualService: {name: v}}}\n",
+        ),
+      },
+    ]);
+    expect(lines).toEqual([
+      "r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].experiment (step 1): step 1 of 2: experiment steps are not supported: run the candidate next to the stable version and compare them with an analysis step (compare: stable) instead",
+    ]);
+  });
+
+  it("setCanaryScale paired with a route in one step (as Argo allows) is asked for as two steps", () => {
     const lines = problemsOf([
       {
         file: "r.yaml",
@@ -437,7 +487,7 @@ describe("bad input: one message per problem, naming the place", () => {
       },
     ]);
     expect(lines).toEqual([
-      "r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].setCanaryScale (step 1): step 1 of 2: setCanaryScale steps are not supported: AWS targets scale the candidate with the weight; set replicas on the target instead",
+      'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0] (step 1): a step has exactly one action, this one has "setCanaryScale", "setHeaderRoute": write each as a step of its own',
     ]);
   });
 
@@ -525,7 +575,7 @@ describe("bad input: one message per problem, naming the place", () => {
     ]);
     expect(lines).toEqual([
       'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].pause (step 1): unknown field "until"',
-      'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[1].setWieght (step 2): unknown step "setWieght": use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute',
+      'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[1].setWieght (step 2): unknown step "setWieght": use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute, setCanaryScale',
     ]);
   });
 

@@ -243,6 +243,11 @@ describe("resolving waves against the deployment's targets", () => {
     expect(passStepName("us", { kind: "pause", reason: "Approval" })).toBe("approval@us");
     expect(passStepName("us", { kind: "preview" })).toBe("preview@us");
     expect(passStepName("us", { kind: "setHeaderRoute", name: "testers" })).toBe("header@testers@us");
+    expect(passStepName("eu", { kind: "setCanaryScale", replicas: 3 })).toBe("scale@3@eu");
+    expect(passStepName("eu", { kind: "setCanaryScale", weight: 50 })).toBe("scale@50%@eu");
+    expect(passStepName("eu", { kind: "setCanaryScale", weight: 50, matchTrafficWeight: true })).toBe(
+      "scale@traffic@eu",
+    );
   });
 });
 

@@ -53,6 +53,21 @@ describe("kubernetes target, basic canary (pod counts behind one Service)", () =
     expect(weights).toMatchObject({ canary: 80, expectedCanary: 90, drift: false });
   });
 
+  it("leaves setCanaryScale without effect, as Argo does without a traffic router", async () => {
+    fixture = await kubeFixture({ stableReplicas: 4 });
+    const f = fixture;
+    const router = f.router({});
+    const prepared = await router.prepare();
+    let state = (await f.settle(router, await router.deployCandidate(prepared.state, { image: "shop:v2" })))
+      .state;
+    state = (await f.settle(router, (await router.setWeight(state, 50)).state)).state;
+    const change = await router.setCanaryScale?.(state, { replicas: 4 });
+    expect(change?.message).toContain("without a traffic router");
+    expect(change?.state).toEqual(state);
+    expect(await f.deployment("shop-canary")).toMatchObject({ replicas: 2 });
+    expect(await f.deployment("shop-stable")).toMatchObject({ replicas: 2 });
+  });
+
   it("promotes: the image moves to the stable Deployment at full size, the canary goes to 0 after scaleDownDelaySeconds once stable runs it", async () => {
     fixture = await kubeFixture({ stableReplicas: 3 });
     const f = fixture;

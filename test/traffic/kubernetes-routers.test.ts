@@ -252,6 +252,63 @@ describe("kubernetes target, Gateway API", () => {
     expect(await f.deployment("shop-canary")).toMatchObject({ replicas: 0 });
   });
 
+  it("setCanaryScale: the canary runs the scale's pods whatever the weight until the next one; abort clears it", async () => {
+    fixture = await kubeFixture({ stableReplicas: 4 });
+    const f = fixture;
+    await withHttpRoute(f);
+    const router = f.router(gatewaySettings);
+    if (!router.setCanaryScale) throw new Error("the kubernetes target scales the canary");
+    let state = await readyCandidate(f, router);
+    const pods = async () => (await f.deployment("shop-canary")).replicas;
+    const weights = async () =>
+      (
+        ((await f.get(`${ROUTES}/shop`)) as Obj).spec.rules as { backendRefs: { weight: number }[] }[]
+      )[0]?.backendRefs.map((b) => b.weight);
+    const seen: unknown[] = [];
+    state = (await f.settle(router, (await router.setWeight(state, 10)).state)).state;
+    seen.push(["setWeight 10", await pods(), await weights()]);
+    const scaled = await router.setCanaryScale(state, { replicas: 3 });
+    expect(scaled.message).toBe("Deployment default/shop-canary runs 3 canary pods (as set)");
+    state = (await f.settle(router, scaled.state)).state;
+    seen.push(["replicas 3", await pods(), await weights()]);
+    state = (await f.settle(router, (await router.setWeight(state, 60)).state)).state;
+    seen.push(["setWeight 60", await pods(), await weights()]);
+    state = (await f.settle(router, (await router.setCanaryScale(state, { weight: 0 })).state)).state;
+    seen.push(["weight 0", await pods(), await weights()]);
+    state = (await f.settle(router, (await router.setCanaryScale(state, { matchTrafficWeight: true })).state))
+      .state;
+    seen.push(["matchTrafficWeight", await pods(), await weights()]);
+    state = (await f.settle(router, (await router.setCanaryScale(state, { weight: 50 })).state)).state;
+    expect(seen).toEqual([
+      ["setWeight 10", 1, [90, 10]],
+      ["replicas 3", 3, [90, 10]],
+      ["setWeight 60", 3, [40, 60]],
+      ["weight 0", 0, [40, 60]],
+      ["matchTrafficWeight", 3, [40, 60]],
+    ]);
+    expect((state as KubernetesState).canaryScale).toEqual({ weight: 50 });
+    const aborted = await router.abort(state, { abortScaleDownDelaySeconds: 30 });
+    expect(aborted.ready).toBe(true);
+    expect((aborted.state as KubernetesState).canaryScale).toBeUndefined();
+    expect(await weights()).toEqual([100, 0]);
+    await until(f, router, aborted.state);
+    expect(await pods()).toBe(0);
+  });
+
+  it("setCanaryScale is cleared by promotion", async () => {
+    fixture = await kubeFixture({ stableReplicas: 2 });
+    const f = fixture;
+    await withHttpRoute(f);
+    const router = f.router(gatewaySettings);
+    let state = await readyCandidate(f, router);
+    state = (await f.settle(router, (await router.setWeight(state, 50)).state)).state;
+    state = (await f.settle(router, (await router.setCanaryScale?.(state, { replicas: 2 }))?.state ?? state))
+      .state;
+    expect((state as KubernetesState).canaryScale).toEqual({ replicas: 2 });
+    state = await router.promote(state, { scaleDownDelaySeconds: 10 });
+    expect((state as KubernetesState).canaryScale).toBeUndefined();
+  });
+
   it("refuses to start while the canary still receives traffic, naming the route", async () => {
     fixture = await kubeFixture();
     const f = fixture;
