@@ -99,7 +99,8 @@ function replayOne(
     // The provider failed or answered nothing: no result to put through the conditions.
     return { replayed: m.phase, ...(m.message ? { note: m.message } : {}) };
   }
-  const verdict = evaluateResult(resultOf(m.value), metric);
+  // Decided again at the time it was taken: now() in a condition is the measurement's time.
+  const verdict = evaluateResult(resultOf(m.value), metric, undefined, { now: new Date(m.startedAt) });
   return { replayed: verdict.phase, ...(verdict.message ? { note: verdict.message } : {}) };
 }
 

@@ -186,7 +186,8 @@ function plainMeasurement(metric: Metric, answer: ProviderResult, at: string): M
       ...(answer.metadata ? { metadata: answer.metadata } : {}),
     };
   }
-  const verdict = evaluateResult(answer.result, metric, answer.resultType);
+  // The conditions' now() is the measurement's time, the tick's (virtual in the embedded runtime).
+  const verdict = evaluateResult(answer.result, metric, answer.resultType, { now: new Date(at) });
   return {
     phase: verdict.phase,
     value: answer.value,
