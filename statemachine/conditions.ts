@@ -21,8 +21,8 @@ import {
   typedArray,
   typeOf,
 } from "./expr/index.ts";
-import { GoTime } from "./expr/time.ts";
-import { floatToInt, format, intValue, panic } from "./expr/values.ts";
+import { GoTime, parseDuration } from "./expr/time.ts";
+import { floatToInt, format, intValue, panic, RunError } from "./expr/values.ts";
 
 /**
  * `successCondition` / `failureCondition`, evaluated exactly as Argo Rollouts evaluates them
@@ -317,4 +317,30 @@ export function evaluateTime(text: string, at?: EvaluationTime): bigint {
     throw new ConditionEvaluationError(`expected time.Time, but got ${goTypeName(out)}`);
   }
   return out.ns;
+}
+
+/**
+ * Parses and checks a time expression without running it: what fails here fails at every
+ * measurement (syntax, unknown names). Throws {@link ConditionSyntaxError}.
+ */
+export function checkTimeExpression(text: string): void {
+  try {
+    compile(text, TIME_ENV);
+  } catch (e) {
+    if (e instanceof ExprError) throw new ConditionSyntaxError(e, text);
+    throw e;
+  }
+}
+
+/**
+ * Go's `time.ParseDuration` in nanoseconds, with Go's messages (`time: invalid duration "??"`, what
+ * Argo reports for a `rangeQuery.step` it cannot read). Throws {@link ConditionEvaluationError}.
+ */
+export function goDuration(text: string): bigint {
+  try {
+    return parseDuration(text).value;
+  } catch (e) {
+    if (e instanceof RunError) throw new ConditionEvaluationError(e.message);
+    throw e;
+  }
 }
