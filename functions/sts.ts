@@ -26,7 +26,7 @@ export interface AssumeRoleOptions {
   credentials: SecretsCredentials | (() => Promise<SecretsCredentials>);
   signal: AbortSignal;
   fetch?: (input: string, init?: RequestInit) => Promise<Response>;
-  /** Default `AWS_ENDPOINT_URL_STS`, else the region's endpoint. */
+  /** Default `AWS_ENDPOINT_URL_STS`, else the region's endpoint (`sts.REGION.amazonaws.com`). */
   endpoint?: string;
 }
 
@@ -53,8 +53,10 @@ export async function assumeRole(options: AssumeRoleOptions): Promise<AssumeRole
     RoleSessionName: options.sessionName,
     ...(options.durationSeconds !== undefined ? { DurationSeconds: String(options.durationSeconds) } : {}),
   }).toString();
+  // The regional endpoint (the China regions' in their own partition's domain).
+  const domain = options.region.startsWith("cn-") ? "amazonaws.com.cn" : "amazonaws.com";
   const address =
-    options.endpoint ?? process.env.AWS_ENDPOINT_URL_STS ?? `https://sts.${options.region}.amazonaws.com`;
+    options.endpoint ?? process.env.AWS_ENDPOINT_URL_STS ?? `https://sts.${options.region}.${domain}`;
   const endpoint = URL.parse(address);
   if (!endpoint)
     return { failure: "unreachable", url: address, error: new TypeError(`invalid URL ${address}`) };

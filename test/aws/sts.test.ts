@@ -159,6 +159,36 @@ describe("AssumeRole against moto", () => {
     expect(headers.authorization).not.toContain(`Credential=${moto.config.credentials.accessKeyId}/`);
   });
 
+  it("asks the region's STS endpoint, in the China partition's domain for a China region", async () => {
+    const urls: string[] = [];
+    const answer = `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials><AccessKeyId>ASIAEXAMPLE</AccessKeyId><SecretAccessKey>s&amp;k</SecretAccessKey><SessionToken>token</SessionToken><Expiration>2026-12-01T12:15:00Z</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`;
+    for (const region of ["eu-west-1", "cn-north-1"]) {
+      const out = await assumeRole({
+        roleArn: "arn:aws-cn:iam::123456789012:role/amp-query",
+        sessionName: "1",
+        region,
+        credentials: moto.config.credentials,
+        signal: AbortSignal.timeout(10_000),
+        fetch: async (url) => {
+          urls.push(url);
+          return new Response(answer, { status: 200, headers: { "content-type": "text/xml" } });
+        },
+      });
+      expect(out).toEqual({
+        credentials: {
+          accessKeyId: "ASIAEXAMPLE",
+          secretAccessKey: "s&k",
+          sessionToken: "token",
+          expiration: new Date("2026-12-01T12:15:00Z"),
+        },
+      });
+    }
+    expect(urls).toEqual([
+      "https://sts.eu-west-1.amazonaws.com/",
+      "https://sts.cn-north-1.amazonaws.com.cn/",
+    ]);
+  });
+
   it("a role STS refuses is an Error measurement with STS's code and message", async () => {
     const sts = await startServer((_req, res) => {
       res
