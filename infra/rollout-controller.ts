@@ -74,6 +74,7 @@ import { ecrPushPattern, imageTagFilter } from "./tag-pattern.ts";
 import { targetGrants } from "./target-grants.ts";
 import { schedulerRole, type TimerNames, tickerStateMachine, timerNames } from "./timer.ts";
 import {
+  assumedRoleArns,
   budgetedSpec,
   controllerProblems,
   PropsError,
@@ -357,6 +358,7 @@ export class RolloutController extends Construct {
     this.#grantTrigger(stateMachine, executions);
     this.#grantTarget(scope, options, stateMachine);
     if (usesCloudWatch(spec)) this.#grantCloudWatch();
+    this.#grantAssumeRoles(scope, assumedRoleArns(spec, []));
     const rule = options.trigger.pushRule === false ? undefined : this.#pushRule(scope, spec, options);
     const onAlarm = this.#guard(scope, spec);
     this.#modelPackageRule(scope, spec, options, stateMachine.stateMachineArn);
@@ -435,6 +437,7 @@ export class RolloutController extends Construct {
       );
     }
     if (spec) problems.push(...metricSecretsProblems(spec, this.#props.metricSecrets));
+    if (spec) assumedRoleArns(spec, problems);
     (spec?.notifications ?? []).forEach((s, i) => {
       problems.push(...subscriptionProblems(s, this.#props.notifications, `spec.notifications[${i}]`));
     });
@@ -883,6 +886,26 @@ export class RolloutController extends Construct {
       }
     }
     acknowledgeWildcards(role, ["*"], `no resource-level permissions: ${unscoped.join(", ")}`);
+  }
+
+  /**
+   * `sts:AssumeRole` on exactly the roles a rollout's Prometheus metrics name
+   * (`authentication.sigv4.roleArn`), for the functions that measure, in the rollout's own policy.
+   */
+  #grantAssumeRoles(scope: Construct, roleArns: readonly string[]): void {
+    if (roleArns.length === 0) return;
+    new iam.Policy(scope, "AssumeMetricRoles", {
+      statements: [
+        new iam.PolicyStatement({
+          sid: "AssumeMetricRoles",
+          actions: ["sts:AssumeRole"],
+          resources: [...roleArns],
+        }),
+      ],
+      roles: (Object.keys(FUNCTION_NEEDS) as HandlerName[])
+        .filter((n) => FUNCTION_NEEDS[n].includes("metrics"))
+        .map((n) => this.#roles[n]),
+    });
   }
 
   /** `cloudwatch:GetMetricData` for the functions that measure; once, in its own policy. */

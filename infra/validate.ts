@@ -186,15 +186,47 @@ export function triggerProblems(options: RolloutOptions): string[] {
 
 /** Whether any analysis of the spec (steps or background) reads CloudWatch, directly or through a judge. */
 export function usesCloudWatch(spec: RolloutSpec): boolean {
-  const analyses = [
-    ...spec.steps.flatMap((s) => (s.kind === "analysis" ? [s.analysis] : [])),
-    ...(spec.backgroundAnalysis ? [spec.backgroundAnalysis.analysis] : []),
-  ];
-  return analyses.some((a) =>
+  return analysesOf(spec).some((a) =>
     a.templates.some((t) =>
       t.metrics.some((m) => providersRead(m.provider).some((p) => p.cloudWatch !== undefined)),
     ),
   );
+}
+
+/** Every analysis of the spec (steps or background). */
+function analysesOf(spec: RolloutSpec) {
+  return [
+    ...spec.steps.flatMap((s) => (s.kind === "analysis" ? [s.analysis] : [])),
+    ...(spec.backgroundAnalysis ? [spec.backgroundAnalysis.analysis] : []),
+  ];
+}
+
+/** An IAM role's ARN, the only thing `sts:AssumeRole` can be granted on. */
+const ROLE_ARN = /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/;
+
+/**
+ * The roles the spec's Prometheus metrics assume (`authentication.sigv4.roleArn`), directly or
+ * through a judge's readings, each once in the order first named; what is not a role's ARN (an
+ * `{{args...}}` left for run time, a typo) is a problem, since the measuring functions are granted
+ * `sts:AssumeRole` on exactly these.
+ */
+export function assumedRoleArns(spec: RolloutSpec, problems: string[]): string[] {
+  const out: string[] = [];
+  for (const analysis of analysesOf(spec)) {
+    for (const template of analysis.templates) {
+      for (const metric of template.metrics) {
+        for (const provider of providersRead(metric.provider)) {
+          const roleArn = provider.prometheus?.authentication?.sigv4?.roleArn;
+          if (roleArn === undefined) continue;
+          if (!ROLE_ARN.test(roleArn)) {
+            const problem = `spec: template "${template.name}", metric "${metric.name}": authentication.sigv4.roleArn "${roleArn}" is not an IAM role's ARN (arn:aws:iam::ACCOUNT:role/NAME): the measuring functions may assume exactly the roles the spec names`;
+            if (!problems.includes(problem)) problems.push(problem);
+          } else if (!out.includes(roleArn)) out.push(roleArn);
+        }
+      }
+    }
+  }
+  return out;
 }
 
 /**

@@ -9,7 +9,7 @@ import {
 } from "./argo-schema.ts";
 import { datadogOf, graphiteOf, influxdbOf, kayentaOf, newRelicOf, wavefrontOf } from "./argo-vendors.ts";
 import { metricUpperBoundSeconds } from "./compile.ts";
-import { compileCondition } from "./conditions.ts";
+import { checkTimeExpression, compileCondition, goDuration } from "./conditions.ts";
 import { ARGO_DEFAULTS } from "./defaults.ts";
 import { formatDuration, parseDuration } from "./duration.ts";
 import { JUDGE_PLUGIN, loadJudge } from "./judge-load.ts";
@@ -388,6 +388,7 @@ function normalizeMetric(m: ArgoMetric, template: LoadedTemplate, report: Report
   if (judged) checkJudgeLimits(m, limits, report);
   validateMetric(m, limits, report);
   checkConditions(m, template, report);
+  checkRangeQuery(m, template, report);
   const provider = normalizeProvider(m.provider, report);
   if (!provider) return undefined;
   const { interval, count } = limits;
@@ -530,6 +531,36 @@ function checkConditions(m: ArgoMetric, template: LoadedTemplate, report: Report
     } catch (error) {
       report(field, `template "${template.name}", metric "${m.name}": ${(error as Error).message}`);
     }
+  }
+}
+
+/**
+ * A Prometheus `rangeQuery` that no measurement could read: `start` and `end` that do not compile
+ * as expressions, a `step` that is not a Go duration (or not positive: Prometheus refuses a zero
+ * or negative step). Argo only finds out when it measures; a field with an `{{args.…}}`
+ * placeholder is still only read then.
+ */
+function checkRangeQuery(m: ArgoMetric, template: LoadedTemplate, report: Report): void {
+  const range = m.provider.prometheus?.rangeQuery;
+  if (!range) return;
+  const at = "provider.prometheus.rangeQuery";
+  const where = `template "${template.name}", metric "${m.name}"`;
+  for (const field of ["start", "end"] as const) {
+    const text = range[field];
+    if (text.includes("{{")) continue;
+    try {
+      checkTimeExpression(text);
+    } catch (error) {
+      report(`${at}.${field}`, `${where}: ${(error as Error).message}`);
+    }
+  }
+  if (range.step.includes("{{")) return;
+  try {
+    if (goDuration(range.step) <= 0n) {
+      report(`${at}.step`, `${where}: step must be a positive duration (e.g. 30s, 1m), got "${range.step}"`);
+    }
+  } catch (error) {
+    report(`${at}.step`, `${where}: ${(error as Error).message}`);
   }
 }
 

@@ -6,7 +6,13 @@ import {
   MAX_REPLICAS,
   MAX_WAIT_SECONDS,
 } from "./limits.ts";
-import { DATADOG_AGGREGATORS, HeaderFields, SamplesSigv4Schema, Sigv4Fields } from "./providers.ts";
+import {
+  DATADOG_AGGREGATORS,
+  HeaderFields,
+  RangeQueryFields,
+  SamplesSigv4Schema,
+  Sigv4Fields,
+} from "./providers.ts";
 import { re2Problem } from "./re2.ts";
 
 /**
@@ -62,6 +68,7 @@ export const ArgoPrometheusSchema = z
       .object({ sigv4: z.object(Sigv4Fields).strict().optional() })
       .strict()
       .optional(),
+    rangeQuery: z.object(RangeQueryFields).strict().optional(),
   })
   .strict();
 

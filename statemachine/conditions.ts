@@ -13,6 +13,7 @@ import {
   type Nature,
   natureOfValue,
   type Program,
+  type RunOptions,
   T,
   TypedFloat,
   TypedInt,
@@ -20,7 +21,8 @@ import {
   typedArray,
   typeOf,
 } from "./expr/index.ts";
-import { floatToInt, format, intValue, panic } from "./expr/values.ts";
+import { GoTime, parseDuration } from "./expr/time.ts";
+import { floatToInt, format, intValue, panic, RunError } from "./expr/values.ts";
 
 /**
  * `successCondition` / `failureCondition`, evaluated exactly as Argo Rollouts evaluates them
@@ -46,14 +48,23 @@ export interface Condition {
    * True or false for this result; throws {@link ConditionEvaluationError} with Argo's message when
    * the expression cannot be compiled for this result's type or fails while running.
    */
-  evaluate(result: unknown, type?: ResultType): boolean;
+  evaluate(result: unknown, type?: ResultType, at?: EvaluationTime): boolean;
+}
+
+/**
+ * The instant an expression is evaluated for: what `now()` answers. A measurement's conditions see
+ * the measurement's time (the tick's, virtual in the embedded runtime and `rollouts simulate`);
+ * without one, the wall clock.
+ */
+export interface EvaluationTime {
+  readonly now?: Date;
 }
 
 /** An expression of the condition language whose value is any value, not only a boolean. */
 export interface Expression {
   readonly text: string;
   /** The expression's value for this result; throws {@link ConditionEvaluationError}. */
-  value(result: unknown, type?: ResultType): unknown;
+  value(result: unknown, type?: ResultType, at?: EvaluationTime): unknown;
 }
 
 /** A condition that no result can make valid; the message names the column and shows a caret. */
@@ -207,10 +218,20 @@ function programFor(text: string, result: unknown): Program {
   return p;
 }
 
-function run(text: string, result: unknown, type: ResultType | undefined): unknown {
+function runOptions(at: EvaluationTime | undefined): RunOptions {
+  const now = at?.now;
+  return now ? { now: () => now.getTime() } : {};
+}
+
+function run(
+  text: string,
+  result: unknown,
+  type: ResultType | undefined,
+  at: EvaluationTime | undefined,
+): unknown {
   const go = goResult(result, type);
   try {
-    return programFor(text, go).run(values(go));
+    return programFor(text, go).run(values(go), runOptions(at));
   } catch (e) {
     if (e instanceof ExprError) throw new ConditionEvaluationError(e.message);
     throw e;
@@ -220,16 +241,16 @@ function run(text: string, result: unknown, type: ResultType | undefined): unkno
 class CompiledExpression implements Expression {
   constructor(readonly text: string) {}
 
-  value(result: unknown, type?: ResultType): unknown {
-    return toJS(run(this.text, result, type));
+  value(result: unknown, type?: ResultType, at?: EvaluationTime): unknown {
+    return toJS(run(this.text, result, type, at));
   }
 }
 
 class CompiledCondition implements Condition {
   constructor(readonly text: string) {}
 
-  evaluate(result: unknown, type?: ResultType): boolean {
-    const out = run(this.text, result, type);
+  evaluate(result: unknown, type?: ResultType, at?: EvaluationTime): boolean {
+    const out = run(this.text, result, type, at);
     if (typeof out !== "boolean") {
       throw new ConditionEvaluationError(`expected bool, but got ${goTypeName(out)}`);
     }
@@ -263,4 +284,63 @@ export function compileCondition(text: string): Condition {
 export function compileExpression(text: string): Expression {
   checkAtLoad(text);
   return new CompiledExpression(text);
+}
+
+/** The environment Argo gives a time expression (`evaluate.EvalTime`): `isNaN` and `isInf` only. */
+const TIME_FUNCS = ["isNaN", "isInf"] as const;
+const TIME_ENV = envOf(
+  new Map<string, Nature>(TIME_FUNCS.map((name) => [name, { type: FUNCS[name]?.type as GoType }])),
+);
+const TIME_VALUES = new Map<string, unknown>(
+  TIME_FUNCS.map((name) => {
+    const f = FUNCS[name] as (typeof FUNCS)[string];
+    return [name, new GoFunc(f.type, f.make(null), f.typed)];
+  }),
+);
+
+/**
+ * An expression whose value is a time, evaluated as Argo's `evaluate.EvalTime` does (a Prometheus
+ * `rangeQuery`'s `start` and `end`: `now() - duration("10m")`), with `now()` at `at.now`. Throws
+ * {@link ConditionEvaluationError} with expr's message (`time: invalid duration "??"`), or
+ * `expected time.Time, but got <Go type>` when the value is not a time. The instant is returned in
+ * nanoseconds since the Unix epoch (Go keeps them; a query's parameters print them).
+ */
+export function evaluateTime(text: string, at?: EvaluationTime): bigint {
+  let out: unknown;
+  try {
+    out = compile(text, TIME_ENV).run(TIME_VALUES, runOptions(at));
+  } catch (e) {
+    if (e instanceof ExprError) throw new ConditionEvaluationError(e.message);
+    throw e;
+  }
+  if (!(out instanceof GoTime)) {
+    throw new ConditionEvaluationError(`expected time.Time, but got ${goTypeName(out)}`);
+  }
+  return out.ns;
+}
+
+/**
+ * Parses and checks a time expression without running it: what fails here fails at every
+ * measurement (syntax, unknown names). Throws {@link ConditionSyntaxError}.
+ */
+export function checkTimeExpression(text: string): void {
+  try {
+    compile(text, TIME_ENV);
+  } catch (e) {
+    if (e instanceof ExprError) throw new ConditionSyntaxError(e, text);
+    throw e;
+  }
+}
+
+/**
+ * Go's `time.ParseDuration` in nanoseconds, with Go's messages (`time: invalid duration "??"`, what
+ * Argo reports for a `rangeQuery.step` it cannot read). Throws {@link ConditionEvaluationError}.
+ */
+export function goDuration(text: string): bigint {
+  try {
+    return parseDuration(text).value;
+  } catch (e) {
+    if (e instanceof RunError) throw new ConditionEvaluationError(e.message);
+    throw e;
+  }
 }

@@ -18,7 +18,7 @@ import type { Problem } from "./problems.ts";
 const Duration = IntOrString;
 
 /** The Prometheus settings of the native `health` block: Argo's provider fields but the query. */
-const PrometheusSettings = ArgoPrometheusSchema.omit({ query: true, insecure: true });
+const PrometheusSettings = ArgoPrometheusSchema.omit({ query: true, insecure: true, rangeQuery: true });
 
 export const HealthSchema = z
   .object({

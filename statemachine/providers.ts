@@ -48,6 +48,14 @@ export const Sigv4Fields = {
 };
 
 /**
+ * A Prometheus range query, as Argo writes it (`PrometheusRangeQueryArgs`): `start` and `end` are
+ * expressions whose value is a time (`now() - duration("10m")`, `now()`), evaluated at the
+ * measurement's time; `step` a Go duration (`1m`). Argo reads them when it measures, so an
+ * unreadable one is an Error measurement with Argo's message.
+ */
+export const RangeQueryFields = { start: z.string(), end: z.string(), step: z.string() };
+
+/**
  * Metric providers as the normalized spec holds them: Argo's fields with Argo's defaults applied
  * (plus `samples`, our per-version summary provider). A judge reads each version through one of
  * these, so they are kept apart from the metric that may embed them.
@@ -63,6 +71,8 @@ export const PrometheusProviderSchema = z
     insecure: z.boolean().default(false),
     headers: z.array(z.object(HeaderFields)).default([]),
     authentication: z.object({ sigv4: z.object(Sigv4Fields).optional() }).optional(),
+    /** A range query (`/api/v1/query_range`) instead of an instant query. */
+    rangeQuery: z.object(RangeQueryFields).strict().optional(),
   })
   .strict();
 

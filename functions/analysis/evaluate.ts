@@ -2,6 +2,7 @@ import {
   type Condition,
   ConditionSyntaxError,
   compileCondition,
+  type EvaluationTime,
   type ResultType,
 } from "../../statemachine/conditions.ts";
 import type { Metric } from "../../statemachine/spec.ts";
@@ -44,11 +45,12 @@ function evalCondition(
   text: string,
   result: unknown,
   type: ResultType | undefined,
+  at: EvaluationTime | undefined,
 ): boolean | Verdict {
   const condition = compiled(text);
   try {
     if (condition instanceof Error) throw condition;
-    return condition.evaluate(result, type);
+    return condition.evaluate(result, type, at);
   } catch (e) {
     const reason = isNilOrEmpty(result)
       ? "metric result is nil or empty: no data returned from the metric provider"
@@ -64,22 +66,24 @@ function evalCondition(
 /**
  * The verdict for one result; never throws. `type` is how the result looks to Go (a Prometheus
  * vector is `[]float64`); without it the result is taken as decoded JSON, as a web metric's is.
+ * `at.now` is the measurement's time, what `now()` answers in the conditions (default: the wall clock).
  */
 export function evaluateResult(
   result: unknown,
   metric: Pick<Metric, "successCondition" | "failureCondition">,
   type?: ResultType,
+  at?: EvaluationTime,
 ): Verdict {
   const { successCondition: success, failureCondition: failure } = metric;
   let successOk = false;
   let failed = false;
   if (success) {
-    const v = evalCondition("successCondition", success, result, type);
+    const v = evalCondition("successCondition", success, result, type, at);
     if (typeof v !== "boolean") return v;
     successOk = v;
   }
   if (failure) {
-    const v = evalCondition("failureCondition", failure, result, type);
+    const v = evalCondition("failureCondition", failure, result, type, at);
     if (typeof v !== "boolean") return v;
     failed = v;
   }

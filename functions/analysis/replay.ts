@@ -103,7 +103,8 @@ function replayOne(
   const kayenta = metric.provider.kayenta;
   // Kayenta's score is judged against the thresholds, not the conditions.
   if (kayenta) return { replayed: kayentaPhase(Number(m.value), kayenta.threshold) };
-  const verdict = evaluateResult(resultOf(m.value), metric);
+  // Decided again at the time it was taken: now() in a condition is the measurement's time.
+  const verdict = evaluateResult(resultOf(m.value), metric, undefined, { now: new Date(m.startedAt) });
   return { replayed: verdict.phase, ...(verdict.message ? { note: verdict.message } : {}) };
 }
 

@@ -224,10 +224,11 @@ function plainMeasurement(metric: Metric, answer: ProviderResult, at: string): M
       ...(answer.metadata ? { metadata: answer.metadata } : {}),
     };
   }
-  // A provider that judges (Kayenta's score against its thresholds) gives the verdict itself.
+  // A provider that judges (Kayenta's score against its thresholds) gives the verdict itself; the
+  // conditions' now() is the measurement's time, the tick's (virtual in the embedded runtime).
   const verdict = answer.phase
     ? { phase: answer.phase }
-    : evaluateResult(answer.result, metric, answer.resultType);
+    : evaluateResult(answer.result, metric, answer.resultType, { now: new Date(at) });
   return {
     phase: verdict.phase,
     value: answer.value,

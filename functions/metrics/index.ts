@@ -6,6 +6,8 @@ import { SignatureV4 } from "@smithy/signature-v4";
 import type { Metric, PrometheusProvider } from "../../statemachine/spec.ts";
 import { type ClientConfig, clientConfig } from "../aws-clients.ts";
 import { ENV } from "../config.ts";
+import type { SecretsCredentials } from "../secrets-manager.ts";
+import { AssumedRoles } from "./assumed-roles.ts";
 import { CloudWatchMetricProvider } from "./cloudwatch.ts";
 import { DatadogMetricProvider } from "./datadog.ts";
 import { GraphiteMetricProvider } from "./graphite.ts";
@@ -106,30 +108,35 @@ type Sigv4Config = NonNullable<NonNullable<PrometheusProvider["authentication"]>
 
 /**
  * A SigV4 signer for Amazon Managed Service for Prometheus from the default credential chain
- * (environment, profile, container, instance role). `profile` picks a named profile; a `roleArn`
- * is taken through a profile's `role_arn` (name one with `profile`), so it is rejected here.
+ * (environment, profile, container, instance role). `profile` picks a named profile; `roleArn`
+ * is assumed with STS from those credentials (`roles`, kept for the process) and the query is
+ * signed with the role's.
  */
-export function awsPrometheusSigner(sigv4: Sigv4Config): RequestSigner {
-  if (sigv4.roleArn) {
-    throw new UnsupportedProviderError(
-      "sigv4.roleArn is not supported: configure a profile with role_arn and name it in sigv4.profile",
-    );
-  }
+export function awsPrometheusSigner(
+  sigv4: Sigv4Config,
+  roles: AssumedRoles = new AssumedRoles(),
+): RequestSigner {
   const region = sigv4.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
   if (!region) throw new UnsupportedProviderError("sigv4: no region (set sigv4.region or AWS_REGION)");
+  if (sigv4.roleArn) return awsSigner("aps", region, roles.provider(sigv4.roleArn, region, sigv4.profile));
   return awsSigner("aps", region, sigv4.profile);
 }
 
 /**
- * A SigV4 signer of `service` in `region` from the default credential chain (or a named profile):
- * Amazon Managed Prometheus (`aps`) and Lambda Function URLs (`lambda`, the samples provider).
+ * A SigV4 signer of `service` in `region` from the default credential chain (or a named profile,
+ * or a credential provider such as an assumed role's): Amazon Managed Prometheus (`aps`) and
+ * Lambda Function URLs (`lambda`, the samples provider).
  */
-export function awsSigner(service: string, region: string, profile?: string): RequestSigner {
+export function awsSigner(
+  service: string,
+  region: string,
+  from?: string | (() => Promise<SecretsCredentials>),
+): RequestSigner {
   const signer = new SignatureV4({
     service,
     region,
     sha256: Sha256,
-    credentials: defaultProvider(profile ? { profile } : {}),
+    credentials: typeof from === "function" ? from : defaultProvider(from ? { profile: from } : {}),
   });
   return {
     sign: async (request) => {
@@ -150,6 +157,8 @@ export interface DefaultProviderOptions {
   clientConfig?: ClientConfig;
   /** Most bytes of an HTTP provider's response read (`ROLLOUTS_METRIC_MAX_BODY_BYTES`); default 1 MiB. */
   maxBodyBytes?: number;
+  /** Where the roles of `sigv4.roleArn` are assumed (default STS with the default credential chain). */
+  assumedRoles?: AssumedRoles;
   /**
    * The Secrets Manager secrets (ARN or name) holding the Datadog, New Relic, InfluxDB and Wavefront keys
    * (`ROLLOUTS_DATADOG_SECRET`, `ROLLOUTS_NEWRELIC_SECRET`, `ROLLOUTS_INFLUXDB_SECRET`, `ROLLOUTS_WAVEFRONT_SECRET`), and where they are read (default
@@ -257,6 +266,8 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
   const influxdbSecret = options.metricSecrets?.influxdb;
   const wavefrontSecret = options.metricSecrets?.wavefront;
   const named = options.metricSecrets?.named ? { named: options.metricSecrets.named } : {};
+  // The roles metrics name, assumed once and kept until shortly before they expire.
+  const roles = options.assumedRoles ?? new AssumedRoles(options.fetch ? { fetch: options.fetch } : {});
   return new MetricProviders({
     datadog: new DatadogMetricProvider({
       ...http,
@@ -272,7 +283,7 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
     }),
     prometheus: new PrometheusMetricProvider({
       ...http,
-      signerFor: awsPrometheusSigner,
+      signerFor: (sigv4) => awsPrometheusSigner(sigv4, roles),
       ...(options.prometheus ? { defaultAddress: options.prometheus } : {}),
     }),
     web: new WebMetricProvider(http),

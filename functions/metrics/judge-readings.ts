@@ -93,7 +93,7 @@ export class JudgeMetricProvider implements MetricProvider {
           call = this.call({ ...metric, name: `${metric.name}/${key}`, provider }, ctx);
           calls.set(callKey, call);
         }
-        return call.then((answer) => evaluate(answer, reading.expression));
+        return call.then((answer) => evaluate(answer, reading.expression, ctx.now));
       }),
     );
     const result: JudgeReadings = {};
@@ -116,13 +116,13 @@ export class JudgeMetricProvider implements MetricProvider {
   }
 }
 
-function evaluate(answer: ProviderResult, text: string | undefined): ReadingValue {
+function evaluate(answer: ProviderResult, text: string | undefined, now: Date): ReadingValue {
   if (!answer.ok) return { ok: false, message: answer.message };
   if (text === undefined) {
     return { ok: true, value: answer.result, ...(answer.series ? { series: answer.series } : {}) };
   }
   try {
-    return { ok: true, value: expression(text).value(answer.result, answer.resultType) };
+    return { ok: true, value: expression(text).value(answer.result, answer.resultType, { now }) };
   } catch (error) {
     return { ok: false, message: `could not evaluate "${text}": ${(error as Error).message}` };
   }

@@ -1,4 +1,6 @@
+import { evaluateTime, goDuration } from "../../statemachine/conditions.ts";
 import type { Metric, PrometheusProvider as PrometheusSpec } from "../../statemachine/spec.ts";
+import { encodeQuery, type GoValues, setValue } from "./go-url.ts";
 import {
   DEFAULT_MAX_BODY_BYTES,
   deadline,
@@ -12,11 +14,13 @@ import { insecureFetch } from "./insecure-fetch.ts";
 import { formatFloat, type MeasureContext, type MetricProvider, type ProviderResult } from "./port.ts";
 
 /**
- * The Prometheus provider: an instant query against the HTTP API (`/api/v1/query`), converted as
- * Argo converts it: a vector becomes a list of floats (`result[0]`), a scalar a number, a matrix
- * the flattened list of its samples; NaN and ±Inf are kept (a 0/0 ratio is NaN, and a condition
- * may test it with `isNaN`). Failures are measurements: the server's `errorType: error` text, or
- * the HTTP status, or the network error.
+ * The Prometheus provider: an instant query against the HTTP API (`/api/v1/query`), or with
+ * `rangeQuery` a range query (`/api/v1/query_range`) from `start` to `end` (expressions evaluated
+ * at the measurement's time) every `step`, converted as Argo converts it: a vector becomes a list
+ * of floats (`result[0]`), a scalar a number, a matrix (what a range query answers) the flattened
+ * list of its samples, series after series; NaN and ±Inf are kept (a 0/0 ratio is NaN, and a
+ * condition may test it with `isNaN`). Failures are measurements: the server's `errorType: error`
+ * text, or the HTTP status, or the network error.
  */
 
 /** Signs a request for Amazon Managed Service for Prometheus (SigV4, service `aps`). */
@@ -197,8 +201,15 @@ export class PrometheusMetricProvider implements MetricProvider {
     } catch {
       return { ok: false, message: "prometheus address is not is url format" };
     }
-    const url = new URL(`${base.pathname.replace(/\/+$/, "")}/api/v1/query`, base);
-    const params = { query: spec.query };
+    const params: GoValues = new Map();
+    setValue(params, "query", spec.query);
+    if (spec.rangeQuery) {
+      const range = rangeParams(spec.rangeQuery, ctx.now);
+      if ("message" in range) return { ok: false, message: range.message };
+      for (const [k, v] of Object.entries(range)) setValue(params, k, v);
+    }
+    const endpoint = spec.rangeQuery ? "query_range" : "query";
+    const url = new URL(`${base.pathname.replace(/\/+$/, "")}/api/v1/${endpoint}`, base);
     const signal = deadline(spec.timeout, ctx.signal);
     let response = await this.send(this.method, url, params, spec, signal);
     if (
@@ -215,7 +226,7 @@ export class PrometheusMetricProvider implements MetricProvider {
   private async send(
     method: "GET" | "POST",
     url: URL,
-    params: Record<string, string>,
+    params: GoValues,
     spec: PrometheusSpec,
     signal: AbortSignal,
   ): Promise<{ status: number; text: string } | { ok: false; message: string }> {
@@ -223,11 +234,13 @@ export class PrometheusMetricProvider implements MetricProvider {
     for (const h of spec.headers) headers[h.key] = h.value;
     let body: string | undefined;
     const target = new URL(url);
+    // Encoded as Go's `url.Values` (keys sorted), in a form body or the URL, as the Go client does.
+    const encoded = encodeQuery(params);
     if (method === "POST") {
-      body = new URLSearchParams(params).toString();
+      body = encoded;
       headers["content-type"] = "application/x-www-form-urlencoded";
     } else {
-      for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v);
+      target.search = encoded;
     }
     const sigv4 = spec.authentication?.sigv4;
     // As Argo, only Amazon Managed Prometheus workspaces are signed, but only their exact hosts.
@@ -261,6 +274,53 @@ export class PrometheusMetricProvider implements MetricProvider {
       return { ok: false, message: describeFetchError(method, target.toString(), e, spec.timeout) };
     }
   }
+}
+
+/**
+ * A range query's `start`, `end` and `step` parameters, as Argo reads them (`executeQuery`) and
+ * Prometheus' Go client prints them (`QueryRange`): times as seconds since the epoch with their
+ * fraction (`1692000000.5`), the step in seconds (`60`). An unreadable field is Argo's error.
+ */
+function rangeParams(
+  range: NonNullable<PrometheusSpec["rangeQuery"]>,
+  now: Date,
+): { start: string; end: string; step: string } | { message: string } {
+  let start: bigint;
+  let end: bigint;
+  let step: bigint;
+  try {
+    start = evaluateTime(range.start, { now });
+  } catch (e) {
+    return { message: `failed to parse rangeQuery.start as time: ${(e as Error).message}` };
+  }
+  try {
+    end = evaluateTime(range.end, { now });
+  } catch (e) {
+    return { message: `failed to parse rangeQuery.end as time: ${(e as Error).message}` };
+  }
+  try {
+    step = goDuration(range.step);
+  } catch (e) {
+    return { message: `failed to parse rangeQuery.step as duration: ${(e as Error).message}` };
+  }
+  return { start: goSeconds(start, true), end: goSeconds(end, true), step: goSeconds(step, false) };
+}
+
+const NS_PER_SECOND = 1_000_000_000n;
+
+/**
+ * Nanoseconds as Go prints seconds with `strconv.FormatFloat(x, 'f', -1, 64)`: a time's
+ * `float64(t.Unix()) + float64(t.Nanosecond())/1e9` (seconds floored), a duration's `Seconds()`
+ * (truncated toward zero).
+ */
+function goSeconds(ns: bigint, time: boolean): string {
+  let sec = ns / NS_PER_SECOND;
+  let frac = ns % NS_PER_SECOND;
+  if (time && frac < 0n) {
+    sec -= 1n;
+    frac += NS_PER_SECOND;
+  }
+  return formatFloat(Number(sec) + Number(frac) / 1e9);
 }
 
 /**

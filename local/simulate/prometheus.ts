@@ -7,8 +7,9 @@ import { remoteWrite, type WriteSeries } from "./remote-write.ts";
  * A real Prometheus fed the simulated series at their virtual timestamps (remote write) and
  * queried at the virtual time. Prometheus evaluates an instant query at its own wall clock unless
  * the request names a `time`; the analysis asks "now", as Argo does, so the simulation puts a small
- * forwarder in front of Prometheus that adds `time` = the virtual clock to every query without one,
- * after writing the samples due so far. The queries themselves, PromQL's evaluation and the
+ * forwarder in front of Prometheus that adds `time` = the virtual clock to every instant query
+ * without one, after writing the samples due so far (a range query's `start` and `end` are
+ * already the virtual clock's: its expressions' `now()` is the measurement's time). The queries themselves, PromQL's evaluation and the
  * answer are Prometheus' own.
  */
 export interface SimulatedPrometheus {
@@ -24,7 +25,8 @@ export interface SimulatedPrometheus {
   close(): Promise<void>;
 }
 
-const QUERY_PATHS = new Set(["/api/v1/query"]);
+/** Where queries go: samples due are written first; an instant query gets the virtual `time`. */
+const QUERY_PATHS = new Set(["/api/v1/query", "/api/v1/query_range"]);
 
 export async function startSimulatedPrometheus(options: {
   now: () => number;
@@ -66,12 +68,15 @@ export async function startSimulatedPrometheus(options: {
           counts.queries += 1;
           await flush();
           const time = String(options.now() / 1000);
-          if (req.method === "POST") {
-            const form = new URLSearchParams(body);
-            if (!form.has("time")) form.set("time", time);
-            body = form.toString();
-          } else if (!url.searchParams.has("time")) {
-            url.searchParams.set("time", time);
+          // A range query names its own start and end (from the virtual clock already).
+          if (url.pathname !== "/api/v1/query_range") {
+            if (req.method === "POST") {
+              const form = new URLSearchParams(body);
+              if (!form.has("time")) form.set("time", time);
+              body = form.toString();
+            } else if (!url.searchParams.has("time")) {
+              url.searchParams.set("time", time);
+            }
           }
         }
         const answer = await fetch(url, {

@@ -70,11 +70,17 @@ export interface Builtin {
   /** A validator over the argument types (`interface {}` for unknown, undefined for nil). */
   readonly validate?: (args: (GoType | undefined)[]) => GoType;
   /** Runs the call; returns the value and the memory it allocated (expr's memory budget). */
-  readonly run?: (args: unknown[]) => unknown;
+  readonly run?: (args: unknown[], call: CallContext) => unknown;
   /** Memory the result costs against the budget (expr's "safe" builtins). */
   readonly memory?: (result: unknown, args: unknown[]) => number;
   /** Only the first argument is passed (expr's fast one-argument builtins). */
   readonly fast?: boolean;
+}
+
+/** What a call may read of the evaluation it runs in. */
+export interface CallContext {
+  /** The instant `now()` answers, in milliseconds since the Unix epoch. */
+  readonly now: () => number;
 }
 
 const ANY = T.any;
@@ -913,9 +919,10 @@ const BUILTINS: readonly Builtin[] = [
       if (args.length === 1 && args[0] === T.location) return T.time;
       return fail(`invalid number of arguments (expected 0, got ${args.length})`);
     },
-    run: (args) => {
-      if (args.length === 0) return GoTime.now();
-      if (args.length === 1 && args[0] instanceof Location) return new GoTime(GoTime.now().ns, args[0]);
+    run: (args, call) => {
+      if (args.length === 0) return GoTime.at(call.now());
+      if (args.length === 1 && args[0] instanceof Location)
+        return new GoTime(GoTime.at(call.now()).ns, args[0]);
       return fail(`invalid number of arguments (expected 0, got ${args.length})`);
     },
   },

@@ -58,6 +58,12 @@ export {
 export interface RunOptions {
   /** At most this many evaluation steps (default 10,000,000); beyond it the run fails. */
   readonly stepBudget?: number;
+  /**
+   * The clock `now()` reads, in milliseconds since the Unix epoch: a measurement's time, so an
+   * expression sees the instant it is evaluated for (virtual in the embedded runtime). Default:
+   * the wall clock.
+   */
+  readonly now?: () => number;
 }
 
 /** A parsed, checked and optimized expression, ready to run against environments of the same types. */
@@ -71,7 +77,11 @@ export class Program {
   run(env: ReadonlyMap<string, unknown>, options: RunOptions = {}): unknown {
     const values = typedMap(new Map(env), MAP);
     try {
-      return new Interpreter(values, options.stepBudget ?? DEFAULT_STEP_BUDGET).run(this.tree);
+      return new Interpreter(
+        values,
+        options.stepBudget ?? DEFAULT_STEP_BUDGET,
+        options.now ? { now: options.now } : undefined,
+      ).run(this.tree);
     } catch (e) {
       if (e instanceof RunError) throw new ExprError(e.message, -1, "run");
       throw e;

@@ -1,6 +1,6 @@
 import { compileRe2, RegexSyntaxError } from "../re2.ts";
 import type { Node, NodeOf } from "./ast.ts";
-import { BUILTIN_INDEX, BuiltinError, sortValues } from "./builtins.ts";
+import { BUILTIN_INDEX, BuiltinError, type CallContext, sortValues } from "./builtins.ts";
 import {
   ARRAY,
   assignable,
@@ -51,6 +51,9 @@ import {
 const MEMORY_BUDGET = 1_000_000;
 export const DEFAULT_STEP_BUDGET = 10_000_000;
 
+/** `now()` without a clock of its own: the wall clock. */
+const WALL_CLOCK: CallContext = { now: () => Date.now() };
+
 class ChainNil {}
 
 interface Scope {
@@ -92,6 +95,8 @@ export class Interpreter {
   constructor(
     private readonly env: Map<unknown, unknown>,
     private readonly stepBudget: number = DEFAULT_STEP_BUDGET,
+    /** What `now()` reads (milliseconds since the Unix epoch). */
+    private readonly context: CallContext = WALL_CLOCK,
   ) {}
 
   private grow(size: number): void {
@@ -558,7 +563,7 @@ export class Interpreter {
     if (!b?.run) return panic(`unknown builtin ${node.name}`);
     const args = node.args.map((a) => this.eval(a));
     try {
-      const out = b.run(b.fast ? args.slice(0, 1) : args);
+      const out = b.run(b.fast ? args.slice(0, 1) : args, this.context);
       if (b.memory) this.grow(b.memory(out, args));
       return out;
     } catch (e) {

@@ -125,8 +125,9 @@ export class GoTime extends GoValue {
     return timeMethod(this, name);
   }
 
-  static now(): GoTime {
-    return new GoTime(BigInt(Date.now()) * NS_PER_MS);
+  /** The instant `ms` milliseconds after the Unix epoch, in UTC (what `now()` answers). */
+  static at(ms: number): GoTime {
+    return new GoTime(BigInt(Math.trunc(ms)) * NS_PER_MS);
   }
 
   add(ns: bigint): GoTime {

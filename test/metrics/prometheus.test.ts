@@ -153,6 +153,43 @@ describe("Prometheus provider against a real Prometheus", () => {
     expect(run.phase).toBe("Successful");
   });
 
+  it("a rangeQuery reads the ratio at every step of the window (query_range), flattened", async () => {
+    const metric = promMetric(SUCCESS_RATE, {
+      successCondition: "len(result) > 0 && all(result, {# >= 0.9})",
+      provider: {
+        prometheus: {
+          address,
+          query: SUCCESS_RATE,
+          rangeQuery: { start: 'now() - duration("6s")', end: "now()", step: "2s" },
+        },
+      },
+    });
+    const r = await new PrometheusMetricProvider().measure(metric, { now: new Date() });
+    if (!r.ok) throw new Error(r.message);
+    const values = r.result as number[];
+    // At most the four steps of the window; a step before the first two scrapes has no rate yet.
+    expect(values.length).toBeGreaterThan(0);
+    expect(values.length).toBeLessThanOrEqual(4);
+    for (const v of values) expect(v).toBeCloseTo(0.95, 9);
+    expect(r.value).toBe(`[${values.join(",")}]`);
+  });
+
+  it("Prometheus' own refusal of a backwards range is the Error measurement's message", async () => {
+    const metric = promMetric(SUCCESS_RATE, {
+      provider: {
+        prometheus: {
+          address,
+          query: SUCCESS_RATE,
+          rangeQuery: { start: "now()", end: 'now() - duration("1m")', step: "15s" },
+        },
+      },
+    });
+    expect(await new PrometheusMetricProvider().measure(metric, { now: new Date() })).toEqual({
+      ok: false,
+      message: 'bad_data: invalid parameter "end": end timestamp must not be before start time',
+    });
+  });
+
   it("a latency quantile from the histogram falls in the observed bucket", async () => {
     const r = await new PrometheusMetricProvider().measure(
       promMetric(

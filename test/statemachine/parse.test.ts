@@ -633,6 +633,63 @@ spec:
     expect(syntax).toMatch(/template "bad", metric "syntax": /);
   });
 
+  it("a Prometheus rangeQuery that no measurement could read is refused where it is written", () => {
+    const template = `
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: ranges}
+spec:
+  args: [{name: lookback}]
+  metrics:
+    - name: bad-step
+      provider:
+        prometheus:
+          address: http://prom:9090
+          query: up
+          rangeQuery: {start: 'now() - duration("10m")', end: now(), step: 1d}
+    - name: zero-step
+      provider:
+        prometheus: {address: http://prom:9090, query: up, rangeQuery: {start: now(), end: now(), step: "0s"}}
+    - name: bad-start
+      provider:
+        prometheus: {address: http://prom:9090, query: up, rangeQuery: {start: "now() -", end: now(), step: 1m}}
+    - name: no-end
+      provider:
+        prometheus: {address: http://prom:9090, query: up, rangeQuery: {start: now(), step: 1m}}
+    - name: templated
+      provider:
+        prometheus:
+          address: http://prom:9090
+          query: up
+          rangeQuery: {start: 'now() - duration("{{args.lookback}}")', end: now(), step: "{{args.lookback}}"}
+`;
+    const lines = problemsOf([
+      {
+        file: "r.yaml",
+        text: rollout(
+          "        - analysis: {templates: [{templateName: ranges}], args: [{name: lookback, value: 5m}]}",
+        ),
+      },
+      { file: "t.yaml", text: template },
+    ]);
+    const at = "t.yaml: document 1 (AnalysisTemplate ranges): spec.metrics";
+    expect(lines).toContain(
+      `${at}[0].provider.prometheus.rangeQuery.step: template "ranges", metric "bad-step": time: unknown unit "d" in duration "1d"`,
+    );
+    expect(lines).toContain(
+      `${at}[1].provider.prometheus.rangeQuery.step: template "ranges", metric "zero-step": step must be a positive duration (e.g. 30s, 1m), got "0s"`,
+    );
+    expect(
+      lines.some((l) =>
+        l.startsWith(
+          `${at}[2].provider.prometheus.rangeQuery.start: template "ranges", metric "bad-start": `,
+        ),
+      ),
+    ).toBe(true);
+    expect(lines.some((l) => l.startsWith(`${at}[3].provider.prometheus.rangeQuery.end`))).toBe(true);
+    expect(lines.some((l) => l.includes("metrics[4]"))).toBe(false);
+  });
+
   it("collects every problem of a file, not only the first", () => {
     const lines = problemsOf([
       {
