@@ -27,7 +27,7 @@ import { ecrPush } from "./ecr.ts";
 import { functionSubstitutions, T0 } from "./embedded-rollout.ts";
 import { digest } from "./fake-rollout.ts";
 import { analysisSpec, metric } from "./rollout-spec.ts";
-import { type FaultKind, FaultPlan } from "./soak-faults.ts";
+import { type FaultKind, FaultPlan, ROLLOUT_NAME } from "./soak-faults.ts";
 import { FakeTraffic } from "./traffic.ts";
 
 /**
@@ -226,6 +226,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     })),
     functions,
     intercept: plan.interceptor(),
+    random: (executionArn) => plan.random(executionArn),
     onTimerFiring: (firing) => plan.firings(runtime.timer, deliver)(firing),
   });
   const config = {
@@ -236,6 +237,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   };
   const sfnClient = new SFNClient(config);
   const eventsClient = new EventBridgeClient(config);
+  plan.tag(sfnClient);
+  plan.tag(eventsClient);
   const tokens = new SfnTaskTokens(sfnClient);
   deps.tokens = tokens;
   deps.timer = plan.timer(runtime.timer);
@@ -259,15 +262,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   const push = (r: SoakRollout, n: number, tag: string) => async (): Promise<"done" | "again"> => {
     const id = ++pushes;
     try {
-      const result = await startRollout(
-        triggerDeps,
-        ecrPush({
-          id: `push-${id}`,
-          time: new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
-          repository: r.name,
-          digest: digest(n),
-          tag,
-        }),
+      const result = await plan.within(r.name, () =>
+        startRollout(
+          triggerDeps,
+          ecrPush({
+            id: `push-${id}`,
+            time: new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
+            repository: r.name,
+            digest: digest(n),
+            tag,
+          }),
+        ),
       );
       const outcome =
         result.kind === "handled" ? (result.rollouts[0] as RolloutTriggerOutcome | undefined) : undefined;
@@ -283,10 +288,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   };
   const operator = (r: SoakRollout, what: "promote" | "abort") => async (): Promise<"done" | "again"> => {
     try {
-      const outcome =
+      const outcome = await plan.within(r.name, () =>
         what === "promote"
-          ? await promoteRollout(operate, r.name, false)
-          : await abortRollout(operate, r.name, "stopped by the soak's operator");
+          ? promoteRollout(operate, r.name, false)
+          : abortRollout(operate, r.name, "stopped by the soak's operator"),
+      );
       r.operations.push(`${what}: ${outcome.message}`);
       return outcome.ok ? "done" : "again";
     } catch (error) {
@@ -444,4 +450,27 @@ export async function checkSoak(run: SoakRun): Promise<string[]> {
     }
   }
   return out;
+}
+
+/**
+ * What each rollout went through and how it ended, one line each: its executions' ends, its
+ * phase and stable revision, the operator's answers, and the faults injected into its calls, in
+ * the order it met them. Two runs of one seed give the same lines.
+ */
+export async function soakSummary(run: SoakRun): Promise<string[]> {
+  const lines: string[] = [];
+  const faults = new Map<string, string[]>();
+  for (const f of run.plan.injected) {
+    const name = ROLLOUT_NAME.exec(f.where)?.[0] ?? "fleet";
+    faults.set(name, [...(faults.get(name) ?? []), `${f.kind}@${f.at - T0}`]);
+  }
+  for (const r of run.rollouts) {
+    const item = await run.store.get(r.name);
+    const ends = r.executions.map((e) => `${e.tag}=${endOf(run.runtime, e.arn)}`).join(" ");
+    const seen = (faults.get(r.name) ?? []).sort().join(" ");
+    lines.push(
+      `${r.name} ${r.script}: ${ends}; ${item?.phase} ${item?.stableRevision?.tag}; ${r.operations.join(" | ")}; faults ${seen}`,
+    );
+  }
+  return lines;
 }
