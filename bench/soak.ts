@@ -1,12 +1,15 @@
 /**
- * `npm run soak -- [--count N] [--rate R] [--faults all|none|kind,kind] [--seed S] [--pushes-per-minute K]`:
+ * `npm run soak -- [--count N] [--rate R] [--faults all|none|kind,kind] [--seed S] [--pushes-per-minute K] [--summary FILE]`:
  * many rollouts of mixed scripts at once on the embedded runtime, in virtual time, with faults
  * injected at rate R per call (`test/support/soak-faults.ts`), then the checker
  * (`test/support/soak.ts`): every difference from what each rollout's script calls for is printed,
- * and the exit code is 1 when there is one. Prints the figures of the run.
+ * and the exit code is 1 when there is one. Prints the figures of the run; `--summary` writes what
+ * each rollout went through and how it ended, a line each (two runs of a seed write the same file).
  */
+
+import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { checkSoak, runSoak, type SoakRun } from "../test/support/soak.ts";
+import { checkSoak, runSoak, type SoakRun, soakSummary } from "../test/support/soak.ts";
 import { FAULT_KINDS, parseFaultKinds } from "../test/support/soak-faults.ts";
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = "true";
@@ -104,6 +107,7 @@ async function main(): Promise<void> {
       faults: { type: "string" },
       seed: { type: "string" },
       "pushes-per-minute": { type: "string" },
+      summary: { type: "string" },
     },
   });
   const count = whole("count", values.count, 100);
@@ -125,6 +129,8 @@ async function main(): Promise<void> {
   peak = Math.max(peak, process.memoryUsage().rss);
   try {
     const differences = await checkSoak(run);
+    if (values.summary !== undefined)
+      writeFileSync(values.summary, `${(await soakSummary(run)).join("\n")}\n`);
     for (const line of await soakFigures(run, wall, peak)) console.log(line);
     if (differences.length > 0) {
       console.log(`\n${differences.length} difference(s) from what the scripts call for:`);

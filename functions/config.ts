@@ -118,42 +118,8 @@ export const METRICS = {
   judgeStable: "JudgeStableValue",
 } as const;
 
-/**
- * How a Timer firing of a minute or more reaches the resume function, and how late a firing that
- * does arrive can be (the watchdog's grace, `functions/analysis/watchdog.ts`). EventBridge
- * Scheduler fires within a minute of `at` and invokes resume asynchronously, retrying a failed
- * invoke up to `schedulerRetryAttempts` times while the firing is younger than
- * `schedulerMaximumEventAgeSeconds`; then Lambda runs it, and if the function throws retries it
- * `asyncRetryAttempts` times (about 1, then 2 minutes apart) while the event is younger than
- * `asyncMaximumEventAgeSeconds`. A firing that fails every one of those goes to resume's
- * on-failure destination, the redelivery queue, which hands it to resume again (synchronously,
- * through an SQS event source) up to `redeliveryReceives` times, `redeliveryVisibilitySeconds`
- * apart; a firing Scheduler could not deliver, or still failing after those, goes to the Timer's
- * dead-letter queue. The trigger's ECR push events get the same async retries and age, to the
- * trigger's queue.
- */
-export const TIMER_DELIVERY = {
-  /** Scheduler fires a one-time schedule within this many seconds of its `at`. */
-  schedulerLatenessSeconds: 60,
-  schedulerRetryAttempts: 3,
-  schedulerMaximumEventAgeSeconds: 300,
-  asyncRetryAttempts: 2,
-  /** Three 60 s attempts and the 1 + 2 minutes between them take 6 minutes; 10 leave room for throttling. */
-  asyncMaximumEventAgeSeconds: 600,
-  /**
-   * Receives of the redelivery queue before a firing moves to the dead-letter queue (its
-   * `maxReceiveCount`): a tick Lambda gave up on after three failures (a few minutes of throttling)
-   * is tried ten more times over ten minutes instead of being lost, and its analysis does not
-   * time out.
-   */
-  redeliveryReceives: 10,
-  /**
-   * Seconds a received firing stays invisible (the queue's visibility timeout): resume's 60 s
-   * timeout, the least Lambda accepts for its event source. An attempt still running when the
-   * next one starts does no harm: every firing is idempotent.
-   */
-  redeliveryVisibilitySeconds: 60,
-} as const;
+/** How a Timer firing reaches the resume function (the bounds live with the workflow, which waits on them). */
+export { TIMER_DELIVERY } from "../statemachine/timer-delivery.ts";
 
 /** The Model Registry's event that starts a model's rollout: an approved model package version. */
 export const MODEL_PACKAGE_DETAIL_TYPE = "SageMaker Model Package State Change";

@@ -72,6 +72,8 @@ export interface StartRuntimeOptions {
   onTimerFiring?: FiringHandler;
   /** Sees every call to the AWS API façade and may refuse it (fault injection, request counts). */
   intercept?: FacadeInterceptor;
+  /** The engine's jitter source for `JitterStrategy: FULL` retries, one per execution (default `Math.random`). */
+  random?: (executionArn: string) => () => number;
 }
 
 /** A running embedded runtime. */
@@ -137,7 +139,7 @@ interface Services {
 export async function startRuntime(options: StartRuntimeOptions = {}): Promise<Runtime> {
   const clock = options.clock ?? systemClock;
   const virtual = isSettableClock(clock);
-  const services = buildServices(clock, options.onTimerFiring);
+  const services = buildServices(clock, options.onTimerFiring, options.random);
   const { timer, sfn, bus, lambda, scheduler } = services;
   const sagemaker = new LocalSageMaker({ clock, ...options.sagemaker });
   // Refused (BUFFERED, …) before anything starts.
@@ -230,7 +232,11 @@ export async function startRuntime(options: StartRuntimeOptions = {}): Promise<R
  * bus starts executions and invokes functions, Scheduler fires into either, and every timer
  * firing goes to the engine's sleeps, then the schedules, then `onTimerFiring`.
  */
-function buildServices(clock: Clock, onTimerFiring: FiringHandler | undefined): Services {
+function buildServices(
+  clock: Clock,
+  onTimerFiring: FiringHandler | undefined,
+  random: StartRuntimeOptions["random"],
+): Services {
   const activity = new Activity();
   const timer = new InProcessTimer({ clock });
   const sleeper = new TimerSleeper(timer, clock);
@@ -239,6 +245,7 @@ function buildServices(clock: Clock, onTimerFiring: FiringHandler | undefined): 
     sleeper,
     activity,
     invoke: (name, payload) => lambda.invoke(name, payload),
+    ...(random ? { random } : {}),
   });
   const bus = new LocalEventBus({
     clock,

@@ -1,5 +1,6 @@
 import { formatDuration } from "./duration.ts";
 import {
+  ANALYSIS_FUNCTION_TIMEOUT_SECONDS,
   DEFINITION_MAX_CHARS,
   FUNCTION_ARN_MAX_CHARS,
   MAX_RUNNING_MEASUREMENT_SECONDS,
@@ -11,6 +12,7 @@ import { effectiveScale } from "./pods.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import { alarmNameOf, type HookPoint } from "./safety.ts";
 import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
+import { TIMER_LATEST_FIRING_SECONDS } from "./timer-delivery.ts";
 import { passStageLabel, passStepName } from "./waves.ts";
 
 /**
@@ -100,8 +102,14 @@ export const HANDLER_FAULT_RETRY = {
 
 /** Seconds between two readiness checks of a target with pods. */
 export const READY_POLL_SECONDS = 10;
-/** Seconds a timed wait may overrun before the workflow gives up on its timer. */
-export const TIMER_SLACK_SECONDS = 900;
+/**
+ * Seconds a timed wait (a pause, an analysis) may overrun before the workflow gives up on its
+ * timer: the latest a firing the Timer delivers can arrive (27 minutes: Scheduler's, Lambda's
+ * and the redelivery queue's retries, statemachine/timer-delivery.ts), and the wait's own attempt,
+ * which stores the token and schedules the firing, up to its function's timeout. Less would time a
+ * wait out, and abort its rollout, while the firing that ends it is still on its way.
+ */
+export const TIMER_SLACK_SECONDS = TIMER_LATEST_FIRING_SECONDS + ANALYSIS_FUNCTION_TIMEOUT_SECONDS;
 
 export interface CompileOptions {
   /** The traffic target's settings, embedded in every Task that moves traffic. */

@@ -1,6 +1,5 @@
 import { formatDuration } from "../../statemachine/duration.ts";
-import { ANALYSIS_FUNCTION_TIMEOUT_SECONDS } from "../../statemachine/limits.ts";
-import { TIMER_DELIVERY } from "../config.ts";
+import { TIMER_LATEST_FIRING_SECONDS } from "../../statemachine/timer-delivery.ts";
 import { isTerminating } from "./assess.ts";
 import { metricDueAt, newMetricResult } from "./run.ts";
 import { type AnalysisRun, isCompleted } from "./types.ts";
@@ -23,41 +22,11 @@ import { type AnalysisRun, isCompleted } from "./types.ts";
 export const WATCHDOG_INTERVALS = 3;
 
 /**
- * Seconds after the asynchronous path gives a firing up that the redelivery queue may still
- * deliver it (`TIMER_DELIVERY`, infra/dead-letters.ts): received at once, then again one
- * visibility timeout after each failed receive, the last attempt running up to the function's
- * timeout.
- */
-const REDELIVERY_SECONDS =
-  (TIMER_DELIVERY.redeliveryReceives - 1) * TIMER_DELIVERY.redeliveryVisibilitySeconds +
-  ANALYSIS_FUNCTION_TIMEOUT_SECONDS;
-
-/**
  * Seconds a firing may be late, beyond one interval, and still not be lost: the latest a firing
- * the Timer does deliver can arrive, from the retry policy in `TIMER_DELIVERY` (functions/config.ts,
- * which the construct configures):
- * - through Scheduler (delays of a minute and more): it fires within 60 s of `at`, retries a
- *   failed invoke while the firing is under 300 s old, and Lambda then retries a throwing function
- *   twice while the event is under 600 s old, the last attempt running up to the function's 60 s
- *   timeout: 60 + 300 + 600 + 60 = 1020 s; then the redelivery queue hands it to resume ten
- *   more times, 60 s apart: 9 × 60 + 60 = 600 s more, 1620 s (27 minutes). Past that the
- *   firing is in the dead-letter queue.
- * - through the ticker (under a minute): four attempts of 60 s with 2, 4 and 8 s between them,
- *   254 s, then Lambda's and the queue's retries as above, well within.
+ * the Timer does deliver can arrive (`TIMER_LATEST_FIRING_SECONDS`, statemachine/timer-delivery.ts:
+ * 27 minutes). Past that the firing is in the dead-letter queue.
  */
-export const WATCHDOG_GRACE_SECONDS =
-  Math.max(
-    TIMER_DELIVERY.schedulerLatenessSeconds +
-      TIMER_DELIVERY.schedulerMaximumEventAgeSeconds +
-      TIMER_DELIVERY.asyncMaximumEventAgeSeconds +
-      ANALYSIS_FUNCTION_TIMEOUT_SECONDS,
-    4 * ANALYSIS_FUNCTION_TIMEOUT_SECONDS +
-      2 +
-      4 +
-      8 +
-      TIMER_DELIVERY.asyncMaximumEventAgeSeconds +
-      ANALYSIS_FUNCTION_TIMEOUT_SECONDS,
-  ) + REDELIVERY_SECONDS;
+export const WATCHDOG_GRACE_SECONDS = TIMER_LATEST_FIRING_SECONDS;
 
 export interface Staleness {
   /** The metric whose measurements stopped. */

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { AnalysisSpec } from "../../statemachine/spec.ts";
-import { PauseRequestedError } from "../abort/errors.ts";
+import { ExecutionSupersededError, RolloutAbortedError } from "../abort/errors.ts";
 import { requestAbort } from "../abort/request-abort.ts";
 import { requestHold } from "../abort/request-hold.ts";
 import { MAX_MESSAGE_BYTES, measurementItem, shrinkToFit, truncateText } from "../analysis/bounds.ts";
@@ -228,9 +228,13 @@ async function recordStart(
       { hold: "refuse" },
     );
   } catch (error) {
-    // An abort landed between the check and the write: close the run it will never wait for.
-    // (A hold keeps it: the step runs again after a person's promote and resumes this run.)
-    if (created && !(error instanceof PauseRequestedError)) await terminateRun(deps, context.rollout, runId);
+    // An abort or a newer push landed between the check and the write: close the run the
+    // execution will never wait for. Any other failure (a throttled write, say) is retried by the
+    // Task, and the retry resumes this run: terminated here, it would end Successful ("Run
+    // Terminated") without a measurement and promote whatever it was to judge. A hold keeps it
+    // too: the step runs again after a person's promote and resumes this run.
+    const ends = error instanceof RolloutAbortedError || error instanceof ExecutionSupersededError;
+    if (created && ends) await terminateRun(deps, context.rollout, runId);
     throw error;
   }
 }

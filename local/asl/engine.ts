@@ -74,8 +74,12 @@ export interface LocalStepFunctionsOptions {
   invoke: InvokeFunction;
   /** Shared with the rest of the runtime so virtual time only moves when everything is parked. */
   activity?: Activity;
-  /** Jitter source for `JitterStrategy: FULL` back-off. */
-  random?: () => number;
+  /**
+   * Jitter source for `JitterStrategy: FULL` back-off: a generator for each execution, made once
+   * from its ARN, so the back-offs an execution draws do not depend on what other executions drew
+   * (a seeded one repeats a run exactly). Default: `Math.random` for every execution.
+   */
+  random?: (executionArn: string) => () => number;
 }
 
 interface Compiled {
@@ -93,6 +97,8 @@ interface Execution {
   currentToken: string | undefined;
   tokens: Set<string>;
   retry: { state: string; retries: RetryState; pending: boolean } | undefined;
+  /** This execution's jitter source. */
+  random: () => number;
   closed: boolean;
 }
 
@@ -125,7 +131,7 @@ export class LocalStepFunctions {
   readonly #sleeper: Sleeper;
   readonly #invoke: InvokeFunction;
   readonly #activity: Activity;
-  readonly #random: () => number;
+  readonly #random: (executionArn: string) => () => number;
   readonly #machines = new Map<string, StateMachineRecord & { compiled: Compiled }>();
   readonly #executions = new Map<string, Execution>();
 
@@ -133,7 +139,7 @@ export class LocalStepFunctions {
     this.#sleeper = options.sleeper;
     this.#invoke = options.invoke;
     this.#activity = options.activity ?? new Activity();
-    this.#random = options.random ?? Math.random;
+    this.#random = options.random ?? (() => Math.random);
     this.tokens = new TaskTokenRegistry(() => this.#sleeper.now());
   }
 
@@ -234,6 +240,7 @@ export class LocalStepFunctions {
       currentToken: undefined,
       tokens: new Set(),
       retry: undefined,
+      random: this.#random(executionArn),
       closed: false,
     };
     this.#executions.set(executionArn, execution);
@@ -506,7 +513,7 @@ export class LocalStepFunctions {
           : new TaskFailure((thrown as Error)?.name ?? "Error", (thrown as Error)?.message ?? String(thrown));
       const current = execution.retry;
       if (!signal.aborted && current !== undefined) {
-        const delay = current.retries.next(failure.name, this.#random);
+        const delay = current.retries.next(failure.name, execution.random);
         if (delay !== undefined) {
           current.pending = true;
           if (delay > 0)

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { z } from "zod";
 import {
@@ -38,6 +38,8 @@ export interface FacadeServices {
 export interface FacadeCall {
   api: string;
   operation: string;
+  /** The request's headers, as received (what the caller said about itself beyond the call). */
+  headers: IncomingHttpHeaders;
 }
 
 /**
@@ -162,14 +164,16 @@ function callOf(request: IncomingMessage, url: URL): FacadeCall {
   const target = request.headers["x-amz-target"];
   if (typeof target === "string") {
     const [api = "", operation = ""] = target.split(".");
-    return { api, operation };
+    return { api, operation, headers: request.headers };
   }
-  if (INVOKE_PATH.test(url.pathname)) return { api: "Lambda", operation: "Invoke" };
+  const headers = request.headers;
+  if (INVOKE_PATH.test(url.pathname)) return { api: "Lambda", operation: "Invoke", headers };
   if (INVOKE_ENDPOINT_PATH.test(url.pathname))
-    return { api: "SageMakerRuntime", operation: "InvokeEndpoint" };
+    return { api: "SageMakerRuntime", operation: "InvokeEndpoint", headers };
   const method = request.method ?? "GET";
   const verb: Record<string, string> = { POST: "Create", PUT: "Update", GET: "Get", DELETE: "Delete" };
-  return { api: "Scheduler", operation: `${Object.hasOwn(verb, method) ? verb[method] : method}Schedule` };
+  const operation = `${Object.hasOwn(verb, method) ? verb[method] : method}Schedule`;
+  return { api: "Scheduler", operation, headers };
 }
 
 async function route(

@@ -1,4 +1,4 @@
-import { checkSoak, runSoak, type SoakRun } from "@sfn-rollouts/test-support/soak";
+import { checkSoak, runSoak, type SoakRun, soakSummary } from "@sfn-rollouts/test-support/soak";
 import { FAULT_KINDS, type FaultKind, parseFaultKinds } from "@sfn-rollouts/test-support/soak-faults";
 import { afterAll, describe, expect, it } from "vitest";
 
@@ -18,6 +18,19 @@ describe("soak: 20 rollouts at once with faults at 5% per call", () => {
       expect.arrayContaining(["crash-after", "race", "throttle-dynamodb", "throttle-sfn", "timer-duplicate"]),
     );
     expect(run.plan.injected.length).toBeGreaterThan(50);
+  });
+
+  it("repeats itself for a seed: each rollout meets the same faults and ends the same way", async () => {
+    if (run === undefined) throw new Error("the soak did not run");
+    const first = await soakSummary(run);
+    const again = await runSoak({ count: 20, rate: 0.05, faults: FAULTS, seed: 7 });
+    try {
+      expect(await soakSummary(again)).toEqual(first);
+    } finally {
+      await again.close();
+    }
+    // The runs compared met faults: the lines name them.
+    expect(first.join("\n")).toMatch(/faults \S/);
   });
 
   it("reports each difference when a rollout does not end as its script says", async () => {

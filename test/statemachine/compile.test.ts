@@ -1,7 +1,12 @@
 import { expectGolden } from "@sfn-rollouts/test-support/golden";
 import validator from "asl-validator";
 import { describe, expect, it } from "vitest";
-import { FUNCTION_PLACEHOLDERS, HANDLER_FAULT_ERRORS, stepStateName } from "../../statemachine/compile.ts";
+import {
+  FUNCTION_PLACEHOLDERS,
+  HANDLER_FAULT_ERRORS,
+  stepStateName,
+  TIMER_SLACK_SECONDS,
+} from "../../statemachine/compile.ts";
 import {
   compile,
   loadRollout,
@@ -9,6 +14,7 @@ import {
   type RolloutSpec,
   type StateMachineDefinition,
 } from "../../statemachine/index.ts";
+import { TIMER_LATEST_FIRING_SECONDS } from "../../statemachine/timer-delivery.ts";
 
 /** Every example, compiled as the construct does for an ALB target with pods. */
 const EXAMPLES: Record<string, string[]> = {
@@ -174,8 +180,13 @@ describe("compile", () => {
         FunctionName: "${AwaitFunctionArn}",
         Payload: { "taskToken.$": "$$.Task.Token", stepIndex: 3 },
       },
-      TimeoutSeconds: 902,
+      TimeoutSeconds: 2 + TIMER_SLACK_SECONDS,
     });
+    // The pause's Task outlasts the latest its Timer firing can arrive (27 minutes after it is due,
+    // Lambda's and the redelivery queue's retries spent) and the attempt that scheduled it: a late
+    // firing that does come ends the pause, rather than the timeout aborting the rollout.
+    expect(TIMER_SLACK_SECONDS).toBe(1680);
+    expect(TIMER_SLACK_SECONDS).toBeGreaterThan(TIMER_LATEST_FIRING_SECONDS);
     expect(s["Step02-Analysis"]).toMatchObject({
       Resource: "arn:aws:states:::lambda:invoke.waitForTaskToken",
       Parameters: { FunctionName: "${StartAnalysisFunctionArn}" },

@@ -313,7 +313,7 @@ describe("a definition Step Functions would refuse is refused by compile, for ev
       steps: [{ kind: "pause", duration: 200_000_000, reason: "CanaryPauseStep" }],
     };
     expect(() => compile(huge)).toThrow(
-      /state Step01-Pause-\S+: TimeoutSeconds 200000900 is more than Step Functions' 99,999,999/,
+      /state Step01-Pause-\S+: TimeoutSeconds 200001680 is more than Step Functions' 99,999,999/,
     );
   });
 

@@ -1,3 +1,6 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import type { SFNClient } from "@aws-sdk/client-sfn";
 import { mulberry32, type Prng } from "../../functions/judges/simulate.ts";
 import type { MetricProvider, ProviderAnswer } from "../../functions/metrics/port.ts";
 import { StoreUnavailableError } from "../../functions/store/errors.ts";
@@ -9,8 +12,11 @@ import type { LambdaHandler } from "../../local/aws/lambda.ts";
 import { AwsApiError } from "../../local/aws/protocol.ts";
 
 /**
- * The faults a soak injects, each at the rate given for it, drawn from one seeded generator so a
- * run repeats exactly. Where each one enters:
+ * The faults a soak injects, each at the rate given for it. Each draw comes from a stream of its
+ * own, keyed by the rollout the call is for, the call (`DynamoDB.PutItem`, `Lambda.Invoke
+ * advance`, …) and the fault kind, and seeded from the run's seed and that key: the n-th such call
+ * of a rollout gets the same answer in every run of a seed, whatever order the runtime's I/O puts
+ * the fleet's calls in. Where each one enters:
  *
  * - `throttle-sfn`, `throttle-events`: the façade answers a Step Functions or EventBridge call with
  *   `ThrottlingException` (HTTP 400, the AWS JSON protocol), so the SDK client retries it as it
@@ -71,9 +77,27 @@ export interface InjectedFault {
   at: number;
 }
 
+/** The soak's rollouts are named `svc-0000`, `svc-0001`, …: a call is for the first such name it mentions. */
+export const ROLLOUT_NAME = /svc-\d{4}/;
+
+/** The header the soak's SDK clients name the rollout a call is made for in. */
+export const ROLLOUT_HEADER = "x-soak-rollout";
+
+/** FNV-1a, 32 bits: a stream's seed from its key. */
+function hash(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
 /** Draws faults at `rate` for the enabled kinds, counts calls per API, and records every fault. */
 export class FaultPlan {
-  readonly #random: Prng;
+  readonly #streams = new Map<string, Prng>();
+  /** The rollout the work in progress is for (a handler's invocation, a push, an operator's command). */
+  readonly #rollout = new AsyncLocalStorage<string>();
   readonly #enabled: Set<FaultKind>;
   readonly injected: InjectedFault[] = [];
   /** Calls per API operation (`AWSStepFunctions.SendTaskSuccess`, `DynamoDB.save`, …). */
@@ -84,7 +108,6 @@ export class FaultPlan {
   ) {
     if (!(options.rate >= 0 && options.rate <= 1))
       throw new RangeError(`fault rate must be in [0, 1], got ${options.rate}`);
-    this.#random = mulberry32(options.seed);
     this.#enabled = new Set(options.kinds);
   }
 
@@ -92,22 +115,67 @@ export class FaultPlan {
     this.calls.set(api, (this.calls.get(api) ?? 0) + 1);
   }
 
-  /** Whether to inject `kind` at `where` now (always draws, so enabling a kind shifts nothing else). */
-  draw(kind: FaultKind, where: string): boolean {
-    const hit = this.#random() < this.options.rate;
+  /** The stream of `key`, seeded from the run's seed and the key. */
+  #stream(key: string): Prng {
+    let stream = this.#streams.get(key);
+    if (stream === undefined) {
+      stream = mulberry32(hash(`${this.options.seed}|${key}`));
+      this.#streams.set(key, stream);
+    }
+    return stream;
+  }
+
+  /** The rollout a call is for: the one `about` names, else the one the work in progress is for. */
+  #rolloutOf(about: string): string {
+    return ROLLOUT_NAME.exec(about)?.[0] ?? this.#rollout.getStore() ?? "fleet";
+  }
+
+  /**
+   * Whether to inject `kind` into this `call` now, `about` naming what it is for (always draws,
+   * so enabling a kind shifts nothing else).
+   */
+  draw(kind: FaultKind, call: string, about = ""): boolean {
+    const rollout = this.#rolloutOf(about);
+    const hit = this.#stream(`${rollout}|${call}|${kind}`)() < this.options.rate;
     if (!hit || !this.#enabled.has(kind)) return false;
+    const where = about === "" ? `${call} ${rollout}` : `${call} ${about}`;
     this.injected.push({ kind, where, at: this.options.now() });
     return true;
   }
 
+  /** Runs `work` for `rollout`: the calls it makes without naming a rollout are that rollout's. */
+  within<T>(rollout: string, work: () => T): T {
+    return this.#rollout.run(rollout, work);
+  }
+
+  /** The engine's jitter source for one execution: a stream of its own, keyed by its ARN. */
+  random(executionArn: string): Prng {
+    return this.#stream(`engine|${executionArn}`);
+  }
+
+  /** Makes `client` name, in `ROLLOUT_HEADER`, the rollout each of its calls is made for. */
+  tag(client: SFNClient | EventBridgeClient): void {
+    const rollout = this.#rollout;
+    (client as SFNClient).middlewareStack.add(
+      (next) => async (args) => {
+        const name = rollout.getStore();
+        const request = args.request as { headers?: Record<string, string> };
+        if (name !== undefined && request.headers !== undefined) request.headers[ROLLOUT_HEADER] = name;
+        return next(args);
+      },
+      { step: "build", name: "soakRollout" },
+    );
+  }
+
   /** The façade's interceptor: counts every call, throttles Step Functions and EventBridge calls. */
   interceptor(): FacadeInterceptor {
-    return ({ api, operation }) => {
+    return ({ api, operation, headers }) => {
       const name = `${api}.${operation}`;
       this.count(name);
       const kind =
         api === "AWSStepFunctions" ? "throttle-sfn" : api === "AWSEvents" ? "throttle-events" : undefined;
-      if (kind !== undefined && this.draw(kind, name))
+      const rollout = headers[ROLLOUT_HEADER];
+      if (kind !== undefined && this.draw(kind, name, typeof rollout === "string" ? rollout : ""))
         return new AwsApiError("ThrottlingException", "Rate exceeded", 400);
       return undefined;
     };
@@ -122,7 +190,7 @@ export class FaultPlan {
     };
     const guard = <T>(operation: string, key: string, call: () => Promise<T>): Promise<T> => {
       this.count(`DynamoDB.${operation}`);
-      if (this.draw("throttle-dynamodb", `DynamoDB.${operation} ${key}`))
+      if (this.draw("throttle-dynamodb", `DynamoDB.${operation}`, key))
         return Promise.reject(throttled(operation, key));
       return call();
     };
@@ -131,7 +199,7 @@ export class FaultPlan {
       list: () => guard("Query", "rollouts", () => inner.list()),
       save: (item, expectedVersion) =>
         guard("PutItem", item.name, async () => {
-          if (expectedVersion !== null && this.draw("race", `DynamoDB.PutItem ${item.name}`)) {
+          if (expectedVersion !== null && this.draw("race", "DynamoDB.PutItem", item.name)) {
             const current = await inner.get(item.name);
             if (current !== undefined) await inner.save(current, current.version);
           }
@@ -166,13 +234,13 @@ export class FaultPlan {
     return {
       schedule: async (request) => {
         this.count("Scheduler.CreateSchedule");
-        if (this.draw("throttle-scheduler", `Scheduler.CreateSchedule ${request.key}`))
+        if (this.draw("throttle-scheduler", "Scheduler.CreateSchedule", request.key))
           throw throttled("CreateSchedule", request.key);
         return inner.schedule(request);
       },
       cancel: async (key) => {
         this.count("Scheduler.DeleteSchedule");
-        if (this.draw("throttle-scheduler", `Scheduler.DeleteSchedule ${key}`))
+        if (this.draw("throttle-scheduler", "Scheduler.DeleteSchedule", key))
           throw throttled("DeleteSchedule", key);
         return inner.cancel(key);
       },
@@ -186,17 +254,28 @@ export class FaultPlan {
       error.name = errorName;
       return error;
     };
+    const call = `Lambda.Invoke ${name}`;
     return async (event, context) => {
-      this.count(`Lambda.Invoke ${name}`);
-      if (this.draw("throttle-lambda", name)) throw fail("Lambda.TooManyRequestsException", "Rate Exceeded.");
-      if (this.draw("crash-before", name))
-        throw fail("Runtime.ExitError", "RequestId: local Error: Runtime exited with error: signal: killed");
-      const result = await inner(event, context);
-      if (this.draw("crash-after", name))
-        throw fail("Runtime.ExitError", "RequestId: local Error: Runtime exited with error: signal: killed");
-      if (this.draw("timeout-after", name))
-        throw fail("Sandbox.Timedout", "Task timed out after 60.00 seconds");
-      return result;
+      this.count(call);
+      const rollout = this.#rolloutOf(JSON.stringify(event ?? null));
+      return this.within(rollout, async () => {
+        if (this.draw("throttle-lambda", call, rollout))
+          throw fail("Lambda.TooManyRequestsException", "Rate Exceeded.");
+        if (this.draw("crash-before", call, rollout))
+          throw fail(
+            "Runtime.ExitError",
+            "RequestId: local Error: Runtime exited with error: signal: killed",
+          );
+        const result = await inner(event, context);
+        if (this.draw("crash-after", call, rollout))
+          throw fail(
+            "Runtime.ExitError",
+            "RequestId: local Error: Runtime exited with error: signal: killed",
+          );
+        if (this.draw("timeout-after", call, rollout))
+          throw fail("Sandbox.Timedout", "Task timed out after 60.00 seconds");
+        return result;
+      });
     };
   }
 
@@ -208,7 +287,8 @@ export class FaultPlan {
         await deliver(firing.payload as Parameters<FiringHandler>[0]);
         return;
       }
-      if (this.draw("timer-late", firing.key)) {
+      const about = `${firing.key} ${this.#rolloutOf(JSON.stringify(firing.payload ?? null))}`;
+      if (this.draw("timer-late", "Timer.fire", about)) {
         await timer.schedule({
           key: `${LATE}${firing.key}`,
           at: this.options.now() + LATE_FIRING_MS,
@@ -217,7 +297,7 @@ export class FaultPlan {
         return;
       }
       await deliver(firing);
-      if (this.draw("timer-duplicate", firing.key)) await deliver(firing);
+      if (this.draw("timer-duplicate", "Timer.fire", about)) await deliver(firing);
     };
   }
 
@@ -227,11 +307,12 @@ export class FaultPlan {
       ...(inner.resume ? { resume: inner.resume.bind(inner) } : {}),
       measure: async (metric, ctx): Promise<ProviderAnswer> => {
         this.count("Provider.query");
-        if (this.draw("provider-5xx", metric.name))
+        if (this.draw("provider-5xx", "Provider.query", metric.name))
           return { ok: false, message: "HTTP 503 Service Unavailable: upstream overloaded" };
-        if (this.draw("provider-timeout", metric.name))
+        if (this.draw("provider-timeout", "Provider.query", metric.name))
           return { ok: false, message: "query timed out after 10000 ms" };
-        if (this.draw("provider-nan", metric.name)) return { ok: true, result: [Number.NaN], value: "[NaN]" };
+        if (this.draw("provider-nan", "Provider.query", metric.name))
+          return { ok: true, result: [Number.NaN], value: "[NaN]" };
         return inner.measure(metric, ctx);
       },
     };

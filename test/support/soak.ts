@@ -4,6 +4,7 @@ import { SfnTaskTokens } from "../../functions/abort/task-tokens.ts";
 import { clientConfig } from "../../functions/aws-clients.ts";
 import { ManualClock } from "../../functions/clock.ts";
 import { EventBridgePublisher } from "../../functions/events/eventbridge.ts";
+import { MetricProviders } from "../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../functions/metrics/port.ts";
 import { MemoryRolloutStore } from "../../functions/store/memory.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
@@ -26,8 +27,9 @@ import { AsyncDelivery } from "./async-delivery.ts";
 import { ecrPush } from "./ecr.ts";
 import { functionSubstitutions, T0 } from "./embedded-rollout.ts";
 import { digest } from "./fake-rollout.ts";
+import { judgeMetric } from "./judge-stats.ts";
 import { analysisSpec, metric } from "./rollout-spec.ts";
-import { type FaultKind, FaultPlan } from "./soak-faults.ts";
+import { type FaultKind, FaultPlan, ROLLOUT_NAME } from "./soak-faults.ts";
 import { FakeTraffic } from "./traffic.ts";
 
 /**
@@ -37,9 +39,11 @@ import { FakeTraffic } from "./traffic.ts";
  * - `superseded`: v2 pushed, then v3 during v2's first analysis → v2's execution superseded, v3 promoted;
  * - `promoted`: a canary with an indefinite pause that `rollouts promote` ends → v2 promoted;
  * - `aborted`: the same canary, stopped at its pause by `rollouts abort` → aborted, v1 stays;
- * - `blue-green`: preview, an analysis of the preview, then the switch → v2 promoted.
+ * - `blue-green`: preview, an analysis of the preview, then the switch → v2 promoted;
+ * - `judged`: a canary whose analysis is a judge (a sequential test of the candidate's errors
+ *   against the stable side's, both read at each look), v2 as good as v1 → v2 promoted.
  */
-export const SCRIPTS = ["good", "bad", "superseded", "promoted", "aborted", "blue-green"] as const;
+export const SCRIPTS = ["good", "bad", "superseded", "promoted", "aborted", "blue-green", "judged"] as const;
 export type Script = (typeof SCRIPTS)[number];
 
 /** The version whose metrics fail. */
@@ -121,13 +125,24 @@ function soakSpec(name: string, script: Script): RolloutSpec {
     { kind: "setWeight", weight: 60 },
     { kind: "analysis", origin: "step", analysis: analysis("a") },
   ];
+  const judged: Step[] = [
+    { kind: "setWeight", weight: 20 },
+    { kind: "analysis", origin: "step", analysis: { templates: [judgeTemplateOf(name)], args: {} } },
+    { kind: "setWeight", weight: 50 },
+  ];
   const blueGreen: Step[] = [
     { kind: "preview" },
     { kind: "analysis", origin: "step", analysis: analysis("a") },
     { kind: "setWeight", weight: 100 },
   ];
   const steps =
-    script === "promoted" || script === "aborted" ? manual : script === "blue-green" ? blueGreen : threshold;
+    script === "promoted" || script === "aborted"
+      ? manual
+      : script === "blue-green"
+        ? blueGreen
+        : script === "judged"
+          ? judged
+          : threshold;
   return RolloutSpecSchema.parse({
     name,
     revision: "74a0fb7474",
@@ -138,11 +153,47 @@ function soakSpec(name: string, script: Script): RolloutSpec {
   });
 }
 
-/** Answers each rollout's metrics from the version its router runs as candidate. */
+/**
+ * A judged rollout's analysis: one `sequential-rate` gate on errors, a look every 30 s, reading
+ * each side's requests and failures since the analysis started from `web` (the fleet's stats).
+ */
+function judgeTemplateOf(name: string) {
+  const side = (which: string) => `${which}:
+  web: {url: "http://stats/${name}?side=${which}&window={{judge.elapsedSeconds}}"}
+  bad: result.requests - result.ok
+  n: result.requests`;
+  const metric = judgeMetric(
+    "initialDelay: 10s\ninterval: 30s\ncount: 10",
+    `test: sequential-rate\nlabel: errors\nminSamples: 100\nsamples: 400\n${side("candidate")}\n${side("stable")}`,
+    `${name}-j`,
+  );
+  return { name: "gate", kind: "AnalysisTemplate" as const, metrics: [metric] };
+}
+
+/** Requests per second each side of a judged rollout serves, and the share of them that fail. */
+const JUDGED_RPS = 10;
+const JUDGED_ERRORS = 0.01;
+
+/**
+ * Answers each rollout's metrics from the version its router runs as candidate; a judge's side
+ * (`http://stats/<rollout>?side=…&window=S`) with that side's requests and successes in S
+ * seconds: both sides fail 1% of their requests (the bad version 50%).
+ */
 class FleetProvider implements MetricProvider {
   constructor(readonly routers: Map<string, FakeTraffic>) {}
 
-  async measure(m: { name: string }) {
+  async measure(m: { name: string; provider?: { web?: { url?: string } } }) {
+    const url = m.provider?.web?.url;
+    if (url?.startsWith("http://stats/")) {
+      const parsed = new URL(url);
+      const router = this.routers.get(parsed.pathname.slice(1));
+      if (router === undefined) return { ok: false as const, message: `no rollout for ${url}` };
+      const candidate = parsed.searchParams.get("side") === "candidate";
+      const errors = candidate && router.candidate === BAD_VERSION ? 0.5 : JUDGED_ERRORS;
+      const requests = JUDGED_RPS * Number(parsed.searchParams.get("window"));
+      const answer = { requests, ok: requests - Math.round(errors * requests) };
+      return { ok: true as const, result: answer, value: JSON.stringify(answer) };
+    }
     const rollout = m.name.replace(/-[ab]$/, "");
     const router = this.routers.get(rollout);
     if (router === undefined) return { ok: false as const, message: `no rollout for metric ${m.name}` };
@@ -192,7 +243,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     store,
     clock,
     metrics: new RecordingMetricsSink(),
-    providers: plan.provider(new FleetProvider(routers)),
+    // The judges read both sides through the providers' router, as the analysis function does.
+    // The faults enter where a provider fails: at the query each side's reading makes (a judge
+    // turns a failed or NaN reading into its own verdict), not in the judge's answer.
+    providers: new MetricProviders({ web: plan.provider(new FleetProvider(routers)) }),
     targetFor: (settings: unknown) => {
       const name = (settings as { name?: string }).name ?? "";
       const router = routers.get(name);
@@ -226,6 +280,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     })),
     functions,
     intercept: plan.interceptor(),
+    random: (executionArn) => plan.random(executionArn),
     onTimerFiring: (firing) => plan.firings(runtime.timer, deliver)(firing),
   });
   const config = {
@@ -236,6 +291,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   };
   const sfnClient = new SFNClient(config);
   const eventsClient = new EventBridgeClient(config);
+  plan.tag(sfnClient);
+  plan.tag(eventsClient);
   const tokens = new SfnTaskTokens(sfnClient);
   deps.tokens = tokens;
   deps.timer = plan.timer(runtime.timer);
@@ -259,15 +316,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   const push = (r: SoakRollout, n: number, tag: string) => async (): Promise<"done" | "again"> => {
     const id = ++pushes;
     try {
-      const result = await startRollout(
-        triggerDeps,
-        ecrPush({
-          id: `push-${id}`,
-          time: new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
-          repository: r.name,
-          digest: digest(n),
-          tag,
-        }),
+      const result = await plan.within(r.name, () =>
+        startRollout(
+          triggerDeps,
+          ecrPush({
+            id: `push-${id}`,
+            time: new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
+            repository: r.name,
+            digest: digest(n),
+            tag,
+          }),
+        ),
       );
       const outcome =
         result.kind === "handled" ? (result.rollouts[0] as RolloutTriggerOutcome | undefined) : undefined;
@@ -283,10 +342,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   };
   const operator = (r: SoakRollout, what: "promote" | "abort") => async (): Promise<"done" | "again"> => {
     try {
-      const outcome =
+      const outcome = await plan.within(r.name, () =>
         what === "promote"
-          ? await promoteRollout(operate, r.name, false)
-          : await abortRollout(operate, r.name, "stopped by the soak's operator");
+          ? promoteRollout(operate, r.name, false)
+          : abortRollout(operate, r.name, "stopped by the soak's operator"),
+      );
       r.operations.push(`${what}: ${outcome.message}`);
       return outcome.ok ? "done" : "again";
     } catch (error) {
@@ -377,6 +437,7 @@ export function expectedEnd(script: Script): {
     case "good":
     case "promoted":
     case "blue-green":
+    case "judged":
       return { phase: "Healthy", stable: "v2", lastExecution: "SUCCEEDED" };
     case "superseded":
       return { phase: "Healthy", stable: "v3", lastExecution: "SUCCEEDED" };
@@ -397,7 +458,8 @@ export function endOf(runtime: Runtime, arn: string): string {
 /**
  * Every difference between how each rollout ended and what its script calls for: the rollout's
  * phase, stable revision and traffic, how each of its executions ended, no task token stored, no
- * execution running, no firing of its own left on the Timer, its events in time order.
+ * execution running, no firing of its own left on the Timer, its events in time order, and for a
+ * judged rollout a gate that passed the candidate.
  */
 export async function checkSoak(run: SoakRun): Promise<string[]> {
   const out: string[] = [];
@@ -437,6 +499,17 @@ export async function checkSoak(run: SoakRun): Promise<string[]> {
       if (e.status === "RUNNING") bad(`execution ${e.name} still running`);
     const left = pending.filter((f) => JSON.stringify(f.payload ?? null).includes(`"${r.name}"`));
     if (left.length > 0) bad(`${left.length} timer firing(s) left: ${left.map((f) => f.key).join(", ")}`);
+    if (r.script === "judged") {
+      // Promoted by its judge: the last execution's analysis passed on the judge's evidence.
+      const last = r.executions.at(-1)?.arn.split(":").at(-1) ?? "";
+      const passed = item.events.some(
+        (e) =>
+          e.type === "AnalysisRunSuccessful" &&
+          e.message.includes(last) &&
+          e.message.includes(`Gate "${r.name}-j" passed`),
+      );
+      if (!passed) bad("its judge did not pass the candidate");
+    }
     for (let i = 1; i < item.events.length; i++) {
       const [a, b] = [item.events[i - 1], item.events[i]];
       if (a !== undefined && b !== undefined && b.at < a.at)
@@ -444,4 +517,27 @@ export async function checkSoak(run: SoakRun): Promise<string[]> {
     }
   }
   return out;
+}
+
+/**
+ * What each rollout went through and how it ended, one line each: its executions' ends, its
+ * phase and stable revision, the operator's answers, and the faults injected into its calls, in
+ * the order it met them. Two runs of one seed give the same lines.
+ */
+export async function soakSummary(run: SoakRun): Promise<string[]> {
+  const lines: string[] = [];
+  const faults = new Map<string, string[]>();
+  for (const f of run.plan.injected) {
+    const name = ROLLOUT_NAME.exec(f.where)?.[0] ?? "fleet";
+    faults.set(name, [...(faults.get(name) ?? []), `${f.kind}@${f.at - T0}`]);
+  }
+  for (const r of run.rollouts) {
+    const item = await run.store.get(r.name);
+    const ends = r.executions.map((e) => `${e.tag}=${endOf(run.runtime, e.arn)}`).join(" ");
+    const seen = (faults.get(r.name) ?? []).sort().join(" ");
+    lines.push(
+      `${r.name} ${r.script}: ${ends}; ${item?.phase} ${item?.stableRevision?.tag}; ${r.operations.join(" | ")}; faults ${seen}`,
+    );
+  }
+  return lines;
 }

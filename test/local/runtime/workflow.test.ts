@@ -13,6 +13,7 @@ import {
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../../functions/clock.ts";
 import { type Runtime, startRuntime } from "../../../local/runtime.ts";
+import { TIMER_SLACK_SECONDS } from "../../../statemachine/compile.ts";
 import { canaryDefinition, clientConfig, type FakeOptions, fakeFunctions, substitutions } from "./fakes.ts";
 
 const START = Date.parse("2026-01-01T00:00:00Z");
@@ -145,8 +146,9 @@ describe("the compiled canary on the embedded runtime", () => {
     const { executionArn } = runtime.startExecution({ stateMachineArn: arn, name: "timeout", input: {} });
     const done = await runtime.waitForExecution(executionArn);
     expect(done.status).toBe("FAILED");
-    // Step02-Analysis has TimeoutSeconds 1122.
-    expect(clock.now()).toBe(START + 1_122_000);
+    // Step02-Analysis has TimeoutSeconds 1902: twice its worst case (111 s) and the Timer's slack.
+    expect(clock.now()).toBe(START + (2 * 111 + TIMER_SLACK_SECONDS) * 1000);
+    expect(clock.now()).toBe(START + 1_902_000);
     const abort = log.calls.find((c) => c.fn === "abort");
     expect(abort?.event.error).toMatchObject({ Error: "States.Timeout" });
     await expect(

@@ -8,9 +8,9 @@ import {
   TARGET,
 } from "@sfn-rollouts/test-support/direct-workflow";
 import { describe, expect, it } from "vitest";
-import { ConcurrentUpdateError } from "../../../functions/store/errors.ts";
+import { ConcurrentUpdateError, StoreUnavailableError } from "../../../functions/store/errors.ts";
 import { abort } from "../../../functions/workflow/abort.ts";
-import { startAnalysis } from "../../../functions/workflow/analysis.ts";
+import { StoredAnalysisSchema, startAnalysis } from "../../../functions/workflow/analysis.ts";
 import { awaitStep } from "../../../functions/workflow/await.ts";
 import type { WorkflowContext } from "../../../functions/workflow/payloads.ts";
 import { promote } from "../../../functions/workflow/promote.ts";
@@ -256,6 +256,42 @@ describe("a retried analysis answer", () => {
 });
 
 describe("a retried startAnalysis", () => {
+  it("measures its run when the first attempt could not record the start: a throttled write ends nothing", async () => {
+    const { d, r2 } = await atRevision2();
+    d.tokens.live.add("token-a");
+    // The run is created, then the write of the rollout item that records the start is throttled
+    // past the SDK's retries: the attempt fails and the Task retries it.
+    const store = d.deps.store;
+    let throttle = 1;
+    d.deps.store = new Proxy(store, {
+      get(target, property) {
+        if (property === "save")
+          return async (...args: Parameters<typeof store.save>) => {
+            if (throttle-- > 0) throw new StoreUnavailableError("PutItem", args[0].name);
+            return target.save(...args);
+          };
+        const value = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const payload = {
+      ...base(r2),
+      stepIndex: 1,
+      step: { kind: "analysis" as const, origin: "step" as const, analysis: ANALYSIS },
+      taskToken: "token-a",
+    };
+    await expect(startAnalysis(d.deps, payload)).rejects.toThrow(StoreUnavailableError);
+    await startAnalysis(d.deps, payload);
+    await d.timer.runUntilIdle();
+    // Answered on its measurements (2 of 2 passed), not as a run the failed attempt terminated.
+    const runId = `${r2.executionArn.split(":").at(-1)}.step01`;
+    const run = (await d.store.getRun(r2.rollout, runId, StoredAnalysisSchema))?.run.run;
+    expect(run?.phase).toBe("Successful");
+    expect(run?.message ?? "").not.toContain("Run Terminated");
+    expect(run?.metricResults[0]?.measurements).toHaveLength(2);
+    expect(d.tokens.successes.map((s) => s.token)).toEqual(["token-a"]);
+  });
+
   it("records its start once when its first tick could not be scheduled", async () => {
     const { d, r2 } = await atRevision2();
     d.tokens.live.add("token-a");
