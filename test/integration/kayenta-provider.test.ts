@@ -1,6 +1,7 @@
 import { type EmbeddedRollout, startEmbeddedRollout } from "@sfn-rollouts/test-support/embedded-rollout";
 import { digest } from "@sfn-rollouts/test-support/fake-rollout";
 import { type LocalKayenta, startKayenta } from "@sfn-rollouts/test-support/kayenta";
+import { argoAnalysisRollout } from "@sfn-rollouts/test-support/rollout-spec";
 import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultProviders } from "../../functions/metrics/index.ts";
@@ -39,23 +40,6 @@ afterEach(async () => {
   rollout = undefined;
 });
 
-const ROLLOUT = `
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: shop}
-spec:
-  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
-  strategy:
-    canary:
-      trafficRouting: {alb: {ingress: shop}}
-      steps:
-        - setWeight: 25
-        - analysis:
-            templates: [{templateName: canary-score}]
-            args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
-        - setWeight: 100
-`;
-
 const TEMPLATE = `
 apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
@@ -84,7 +68,7 @@ spec:
 describe("the kayenta provider decides a rollout on the embedded runtime", () => {
   it("promotes v2 (score 95) and aborts v3 (score 40), each execution resumed until complete", async () => {
     const { spec } = parseRollout([
-      { file: "rollout.yaml", text: ROLLOUT },
+      { file: "rollout.yaml", text: argoAnalysisRollout("canary-score") },
       { file: "template.yaml", text: TEMPLATE.replace("KAYENTA_URL", kayenta.url) },
     ]);
     rollout = await startEmbeddedRollout({ spec, router: new FakeTraffic(), providers: defaultProviders() });

@@ -4,6 +4,7 @@ import {
   type PrometheusRangeServer,
   startPrometheusRange,
 } from "@sfn-rollouts/test-support/prometheus-range";
+import { argoAnalysisRollout } from "@sfn-rollouts/test-support/rollout-spec";
 import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultProviders } from "../../functions/metrics/index.ts";
@@ -42,23 +43,6 @@ afterEach(async () => {
   rollout = undefined;
 });
 
-const ROLLOUT = `
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: shop}
-spec:
-  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
-  strategy:
-    canary:
-      trafficRouting: {alb: {ingress: shop}}
-      steps:
-        - setWeight: 25
-        - analysis:
-            templates: [{templateName: error-ratio}]
-            args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
-        - setWeight: 100
-`;
-
 const TEMPLATE = `
 apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
@@ -86,7 +70,7 @@ spec:
 describe("a Prometheus rangeQuery decides a rollout on the embedded runtime", () => {
   it("promotes v2 (0.1% errors) and aborts v3 (8%), each window ending at the virtual time of its measurement", async () => {
     const { spec } = parseRollout([
-      { file: "rollout.yaml", text: ROLLOUT },
+      { file: "rollout.yaml", text: argoAnalysisRollout("error-ratio") },
       { file: "template.yaml", text: TEMPLATE.replace("PROMETHEUS_URL", prometheus.url) },
     ]);
     rollout = await startEmbeddedRollout({ spec, router: new FakeTraffic(), providers: defaultProviders() });

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { type EmbeddedRollout, startEmbeddedRollout } from "@sfn-rollouts/test-support/embedded-rollout";
 import { digest } from "@sfn-rollouts/test-support/fake-rollout";
 import { startServer } from "@sfn-rollouts/test-support/http-server";
+import { argoAnalysisRollout } from "@sfn-rollouts/test-support/rollout-spec";
 import { SECRETS_CREDENTIALS, startSecretsManager } from "@sfn-rollouts/test-support/secrets-manager";
 import { selfSignedCertificate } from "@sfn-rollouts/test-support/tls";
 import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
@@ -162,23 +163,6 @@ afterEach(async () => {
   rollout = undefined;
 });
 
-const ROLLOUT = `
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: shop}
-spec:
-  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
-  strategy:
-    canary:
-      trafficRouting: {alb: {ingress: shop}}
-      steps:
-        - setWeight: 25
-        - analysis:
-            templates: [{templateName: success-rate}]
-            args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
-        - setWeight: 100
-`;
-
 const TEMPLATE = `
 apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
@@ -235,7 +219,7 @@ spec:
 describe("the datadog, newRelic, graphite, influxdb and wavefront providers decide a rollout on the embedded runtime", () => {
   it("promotes v2 (99.5%) and aborts v3 (90%) on every provider's readings", async () => {
     const { spec } = parseRollout([
-      { file: "rollout.yaml", text: ROLLOUT },
+      { file: "rollout.yaml", text: argoAnalysisRollout("success-rate") },
       {
         file: "template.yaml",
         text: TEMPLATE.replace("GRAPHITE_URL", graphite.url).replace("WAVEFRONT_ADDRESS", wavefrontAddress),
