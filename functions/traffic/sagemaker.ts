@@ -147,7 +147,7 @@ export class SageMakerTraffic implements TrafficTarget {
 
   async prepare(): Promise<Prepared> {
     const endpoint = await this.#endpoint.describe();
-    if (endpoint.EndpointStatus !== "InService") {
+    if (endpoint.EndpointStatus !== "InService" && !this.#deploying(endpoint)) {
       throw new TargetNotReadyError(
         `endpoint ${this.#name()} is ${endpoint.EndpointStatus}: a rollout starts from an InService endpoint`,
       );
@@ -585,6 +585,22 @@ export class SageMakerTraffic implements TrafficTarget {
   }
 
   /** The name of a resource this target creates for the candidate `hash` (`-d`, `-m<percent>`, `-p` configs). */
+  /**
+   * Whether the endpoint is moving to a candidate's deploy config this target created (both
+   * production variants, the candidate at 0): a Begin tried again after its `UpdateEndpoint`
+   * landed and its answer was lost. The endpoint still serves the stable config, which is read as
+   * before, so the retry derives the same candidate and finds the update in progress.
+   */
+  #deploying(endpoint: DescribeEndpointOutput): boolean {
+    const pending = endpoint.PendingDeploymentSummary?.EndpointConfigName;
+    return (
+      endpoint.EndpointStatus === "Updating" &&
+      pending !== undefined &&
+      pending.startsWith(resourcePrefix(this.#name())) &&
+      pending.endsWith("-d")
+    );
+  }
+
   #resource(hash: string, suffix = ""): string {
     return `${resourcePrefix(this.#name())}${hash}${suffix}`;
   }

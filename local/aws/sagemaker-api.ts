@@ -68,20 +68,8 @@ export function handleSageMaker(sagemaker: LocalSageMaker, operation: string, pa
       return {};
     case "CreateEndpoint":
       return sagemaker.createEndpoint(parse(EndpointName.extend({ EndpointConfigName: Name })));
-    case "DescribeEndpoint": {
-      const endpoint = sagemaker.describeEndpoint(parse(EndpointName).EndpointName);
-      return {
-        EndpointName: endpoint.name,
-        EndpointArn: endpoint.arn,
-        EndpointStatus: endpoint.status,
-        ...(endpoint.config === undefined ? {} : { EndpointConfigName: endpoint.config }),
-        ProductionVariants: endpoint.variants,
-        ...(endpoint.shadows.length > 0 ? { ShadowProductionVariants: endpoint.shadows } : {}),
-        ...(endpoint.failureReason === undefined ? {} : { FailureReason: endpoint.failureReason }),
-        CreationTime: epochSeconds(endpoint.created),
-        LastModifiedTime: epochSeconds(endpoint.modified),
-      };
-    }
+    case "DescribeEndpoint":
+      return describeEndpoint(sagemaker.describeEndpoint(parse(EndpointName).EndpointName));
     case "UpdateEndpoint":
       return sagemaker.updateEndpoint(parse(EndpointName.extend({ EndpointConfigName: Name })));
     case "UpdateEndpointWeightsAndCapacities":
@@ -103,6 +91,30 @@ export function handleSageMaker(sagemaker: LocalSageMaker, operation: string, pa
     default:
       throw new AwsApiError("UnknownOperationException", `SageMaker.${operation} is not supported locally`);
   }
+}
+
+/** `DescribeEndpoint`'s answer for `endpoint`. */
+function describeEndpoint(endpoint: ReturnType<LocalSageMaker["describeEndpoint"]>): unknown {
+  return {
+    EndpointName: endpoint.name,
+    EndpointArn: endpoint.arn,
+    EndpointStatus: endpoint.status,
+    ...(endpoint.config === undefined ? {} : { EndpointConfigName: endpoint.config }),
+    ProductionVariants: endpoint.variants,
+    ...(endpoint.shadows.length > 0 ? { ShadowProductionVariants: endpoint.shadows } : {}),
+    ...(endpoint.failureReason === undefined ? {} : { FailureReason: endpoint.failureReason }),
+    // While the endpoint is created or moves to another config, as SageMaker shows it.
+    ...(endpoint.pending?.config === undefined
+      ? {}
+      : {
+          PendingDeploymentSummary: {
+            EndpointConfigName: endpoint.pending.config,
+            StartTime: epochSeconds(endpoint.modified),
+          },
+        }),
+    CreationTime: epochSeconds(endpoint.created),
+    LastModifiedTime: epochSeconds(endpoint.modified),
+  };
 }
 
 /** `POST /endpoints/{name}/invocations`, the SageMaker Runtime's `InvokeEndpoint`. */

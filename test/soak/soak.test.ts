@@ -15,8 +15,21 @@ describe("soak: 20 rollouts at once with faults at 5% per call", () => {
     // The faults were really there: every enabled kind that has a place in 20 rollouts was injected.
     const kinds = new Set(run.plan.injected.map((f) => f.kind));
     expect([...kinds].sort()).toEqual(
-      expect.arrayContaining(["crash-after", "race", "throttle-dynamodb", "throttle-sfn", "timer-duplicate"]),
+      expect.arrayContaining([
+        "crash-after",
+        "race",
+        "sagemaker-5xx",
+        "throttle-dynamodb",
+        "throttle-sagemaker",
+        "throttle-sfn",
+        "timer-duplicate",
+      ]),
     );
+    // The model rollouts met SageMaker's faults in their own calls.
+    const models = new Set(run.rollouts.filter((r) => r.script.startsWith("model")).map((r) => r.name));
+    expect(models.size).toBeGreaterThanOrEqual(4);
+    const sagemakerFaults = run.plan.injected.filter((f) => f.kind.includes("sagemaker"));
+    expect(sagemakerFaults.some((f) => models.has(/svc-\d{4}/.exec(f.where)?.[0] ?? ""))).toBe(true);
     expect(run.plan.injected.length).toBeGreaterThan(50);
   });
 
@@ -43,6 +56,25 @@ describe("soak: 20 rollouts at once with faults at 5% per call", () => {
     expect(differences).toEqual([
       `${victim.name} (good): traffic's stable side runs v1, expected v2`,
       `${victim.name} (good): 30% of traffic still on the candidate`,
+    ]);
+  });
+
+  it("reports a model rollout whose endpoint does not serve the stable model alone", async () => {
+    if (run === undefined) throw new Error("the soak did not run");
+    const victim = run.rollouts.find((r) => r.script === "model");
+    if (victim === undefined) throw new Error("no model rollout");
+    const sagemaker = run.runtime.sagemaker;
+    const [variant] = sagemaker.describeEndpoint(victim.name).variants;
+    if (variant === undefined) throw new Error("no production variant");
+    sagemaker.updateWeights({
+      EndpointName: victim.name,
+      DesiredWeightsAndCapacities: [{ VariantName: variant.VariantName, DesiredWeight: 0 }],
+    });
+    const differences = (await checkSoak(run)).filter((d) => d.startsWith(`${victim.name} `));
+    expect(differences).toEqual([
+      `${victim.name} (model): endpoint Updating, expected InService`,
+      `${victim.name} (model): an endpoint update is still pending`,
+      `${victim.name} (model): endpoint variants ${variant.VariantName} (v2) weight ${variant.CurrentWeight}/0, expected v2's model alone with all the weight`,
     ]);
   });
 

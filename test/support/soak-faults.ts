@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import type { SageMakerClient } from "@aws-sdk/client-sagemaker";
 import type { SFNClient } from "@aws-sdk/client-sfn";
 import { mulberry32, type Prng } from "../../functions/judges/simulate.ts";
 import type { MetricProvider, ProviderAnswer } from "../../functions/metrics/port.ts";
@@ -26,6 +27,9 @@ import { AwsApiError } from "../../local/aws/protocol.ts";
  * - `throttle-scheduler`: a Timer call fails as the Scheduler adapter fails after the SDK's
  *   retries: `TimerError` caused by `ThrottlingException`.
  * - `throttle-lambda`: the Lambda service refuses a Task's invoke (`Lambda.TooManyRequestsException`).
+ * - `throttle-sagemaker`, `sagemaker-5xx`: the façade answers a SageMaker control-plane call (a
+ *   model rollout's target) with `ThrottlingException` (HTTP 400) or `ServiceUnavailable` (HTTP
+ *   503), so the SDK client retries it as it does on AWS and the target sees what is left.
  * - `crash-before`, `crash-after`, `timeout-after`: a function's process dies before it runs
  *   (`Runtime.ExitError`), or after its writes (`Runtime.ExitError`, `Sandbox.Timedout`): its
  *   result is lost and Step Functions sees the error.
@@ -41,6 +45,8 @@ export const FAULT_KINDS = [
   "throttle-dynamodb",
   "throttle-scheduler",
   "throttle-lambda",
+  "throttle-sagemaker",
+  "sagemaker-5xx",
   "crash-before",
   "crash-after",
   "timeout-after",
@@ -154,7 +160,7 @@ export class FaultPlan {
   }
 
   /** Makes `client` name, in `ROLLOUT_HEADER`, the rollout each of its calls is made for. */
-  tag(client: SFNClient | EventBridgeClient): void {
+  tag(client: SFNClient | EventBridgeClient | SageMakerClient): void {
     const rollout = this.#rollout;
     (client as SFNClient).middlewareStack.add(
       (next) => async (args) => {
@@ -167,16 +173,28 @@ export class FaultPlan {
     );
   }
 
-  /** The façade's interceptor: counts every call, throttles Step Functions and EventBridge calls. */
+  /**
+   * The façade's interceptor: counts every call, throttles Step Functions, EventBridge and
+   * SageMaker calls, and answers SageMaker calls 503.
+   */
   interceptor(): FacadeInterceptor {
     return ({ api, operation, headers }) => {
       const name = `${api}.${operation}`;
       this.count(name);
       const kind =
-        api === "AWSStepFunctions" ? "throttle-sfn" : api === "AWSEvents" ? "throttle-events" : undefined;
-      const rollout = headers[ROLLOUT_HEADER];
-      if (kind !== undefined && this.draw(kind, name, typeof rollout === "string" ? rollout : ""))
+        api === "AWSStepFunctions"
+          ? "throttle-sfn"
+          : api === "AWSEvents"
+            ? "throttle-events"
+            : api === "SageMaker"
+              ? "throttle-sagemaker"
+              : undefined;
+      const header = headers[ROLLOUT_HEADER];
+      const rollout = typeof header === "string" ? header : "";
+      if (kind !== undefined && this.draw(kind, name, rollout))
         return new AwsApiError("ThrottlingException", "Rate exceeded", 400);
+      if (api === "SageMaker" && this.draw("sagemaker-5xx", name, rollout))
+        return new AwsApiError("ServiceUnavailable", "Service is unavailable, please try again", 503);
       return undefined;
     };
   }

@@ -1,5 +1,7 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { SageMakerClient } from "@aws-sdk/client-sagemaker";
 import { SFNClient } from "@aws-sdk/client-sfn";
+import { ConfiguredRetryStrategy } from "@smithy/core/retry";
 import { SfnTaskTokens } from "../../functions/abort/task-tokens.ts";
 import { clientConfig } from "../../functions/aws-clients.ts";
 import { ManualClock } from "../../functions/clock.ts";
@@ -7,8 +9,12 @@ import { EventBridgePublisher } from "../../functions/events/eventbridge.ts";
 import { MetricProviders } from "../../functions/metrics/index.ts";
 import type { MetricProvider } from "../../functions/metrics/port.ts";
 import { MemoryRolloutStore } from "../../functions/store/memory.ts";
+import type { RolloutStore } from "../../functions/store/port.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
 import type { TimerFiring } from "../../functions/timer/port.ts";
+import { SageMakerTraffic } from "../../functions/traffic/sagemaker.ts";
+import { readinessChecksFor } from "../../functions/traffic/settings.ts";
+import { registryHost } from "../../functions/trigger/event.ts";
 import { SfnExecutions } from "../../functions/trigger/executions.ts";
 import {
   type RolloutTriggerOutcome,
@@ -19,12 +25,13 @@ import type { WorkflowDeps } from "../../functions/workflow/deps.ts";
 import { RecordingMetricsSink } from "../../functions/workflow/metrics.ts";
 import { abortRollout, type OperateDeps, promoteRollout } from "../../functions/workflow/operate.ts";
 import { localFunctionArn } from "../../local/asl/intrinsics.ts";
+import type { LocalSageMaker } from "../../local/aws/sagemaker.ts";
 import { type HandlerDeps, handlerFactories } from "../../local/handler-factories.ts";
 import { type Runtime, type RuntimeFunction, startRuntime } from "../../local/runtime.ts";
 import { FUNCTION_PLACEHOLDERS } from "../../statemachine/compile.ts";
 import { compile, type RolloutSpec, RolloutSpecSchema, type Step } from "../../statemachine/index.ts";
 import { AsyncDelivery } from "./async-delivery.ts";
-import { ecrPush } from "./ecr.ts";
+import { ACCOUNT, ecrPush } from "./ecr.ts";
 import { functionSubstitutions, T0 } from "./embedded-rollout.ts";
 import { digest } from "./fake-rollout.ts";
 import { judgeMetric } from "./judge-stats.ts";
@@ -41,13 +48,90 @@ import { FakeTraffic } from "./traffic.ts";
  * - `aborted`: the same canary, stopped at its pause by `rollouts abort` → aborted, v1 stays;
  * - `blue-green`: preview, an analysis of the preview, then the switch → v2 promoted;
  * - `judged`: a canary whose analysis is a judge (a sequential test of the candidate's errors
- *   against the stable side's, both read at each look), v2 as good as v1 → v2 promoted.
+ *   against the stable side's, both read at each look), v2 as good as v1 → v2 promoted;
+ * - `model`: a model rollout on the SageMaker target (the runtime's SageMaker, its endpoint
+ *   created before the first push with v1's model), v2's model healthy → promoted, the endpoint
+ *   ends on v2's model alone;
+ * - `model-bad`: the same, v2's model failing its analysis → aborted, the endpoint ends on v1's
+ *   model alone.
  */
-export const SCRIPTS = ["good", "bad", "superseded", "promoted", "aborted", "blue-green", "judged"] as const;
+export const SCRIPTS = [
+  "good",
+  "bad",
+  "superseded",
+  "promoted",
+  "aborted",
+  "blue-green",
+  "judged",
+  "model",
+  "model-bad",
+] as const;
 export type Script = (typeof SCRIPTS)[number];
 
 /** The version whose metrics fail. */
 const BAD_VERSION = "v2-bad";
+/** The image digest (`digest(n)`) of a bad model: a model's metrics come from what its endpoint serves. */
+const BAD_MODEL = 9;
+/** The role the candidate models run as (`CreateModel`'s `ExecutionRoleArn`). */
+const MODEL_ROLE = "arn:aws:iam::000000000000:role/sagemaker-execution";
+/** Where the runtime's SageMaker says a model's container answers; the soak sends it no request. */
+const MODEL_SERVER = "http://127.0.0.1:9/";
+
+/** When a model rollout's first push comes after its endpoint's creation started. */
+const ENDPOINT_CREATED_MS = 2 * 60_000;
+
+/** Whether `script` rolls out a model on the SageMaker target. */
+function isModel(script: Script): boolean {
+  return script === "model" || script === "model-bad";
+}
+
+/** The image a push of `digest(n)` to a model rollout's repository hands its target (`ecrPush`'s region). */
+function modelImage(name: string, n: number): string {
+  return `${registryHost(ACCOUNT, "us-west-2")}/${name}@${digest(n)}`;
+}
+
+/** Whether the endpoint `name` sends any traffic to a variant whose model runs image `n`. */
+function servesModel(sagemaker: LocalSageMaker, name: string, n: number): boolean {
+  return sagemaker
+    .describeEndpoint(name)
+    .variants.some(
+      (v) => v.CurrentWeight > 0 && sagemaker.describeModel(v.ModelName).artifact === modelImage(name, n),
+    );
+}
+
+/**
+ * How a model rollout's endpoint differs from serving image `n` alone: in service, nothing
+ * pending, no shadow, one production variant, its model running that image with all the weight.
+ */
+function endpointDifferences(sagemaker: LocalSageMaker, name: string, n: number, tag: string): string[] {
+  const out: string[] = [];
+  const endpoint = sagemaker.describeEndpoint(name);
+  if (endpoint.status !== "InService") out.push(`endpoint ${endpoint.status}, expected InService`);
+  if (endpoint.pending !== undefined) out.push("an endpoint update is still pending");
+  if (endpoint.failureReason !== undefined) out.push(`endpoint failure: ${endpoint.failureReason}`);
+  if (endpoint.shadows.length > 0) out.push(`${endpoint.shadows.length} shadow variant(s) left`);
+  const variants = endpoint.variants.map((v) => {
+    const image = sagemaker.describeModel(v.ModelName).artifact;
+    const version = image === modelImage(name, n) ? tag : image.slice(image.lastIndexOf("@") + 1);
+    return `${v.VariantName} (${version}) weight ${v.CurrentWeight}/${v.DesiredWeight}`;
+  });
+  const only = endpoint.variants[0];
+  if (
+    endpoint.variants.length !== 1 ||
+    only === undefined ||
+    sagemaker.describeModel(only.ModelName).artifact !== modelImage(name, n) ||
+    !(only.CurrentWeight > 0) ||
+    only.CurrentWeight !== only.DesiredWeight
+  )
+    out.push(`endpoint variants ${variants.join(", ")}, expected ${tag}'s model alone with all the weight`);
+  return out;
+}
+
+/** The second push of a script: its tag and image digest. */
+function secondPush(script: Script): { tag: string; n: number } {
+  if (script === "model-bad") return { tag: BAD_VERSION, n: BAD_MODEL };
+  return { tag: script === "bad" ? BAD_VERSION : "v2", n: 2 };
+}
 /** Virtual time between a rollout's first revision and its second push. */
 const SECOND_PUSH_MS = 10 * 60_000;
 /** When a superseding push comes after the second one: during its first analysis. */
@@ -135,8 +219,15 @@ function soakSpec(name: string, script: Script): RolloutSpec {
     { kind: "analysis", origin: "step", analysis: analysis("a") },
     { kind: "setWeight", weight: 100 },
   ];
-  const steps =
-    script === "promoted" || script === "aborted"
+  const model: Step[] = [
+    { kind: "setWeight", weight: 25 },
+    { kind: "analysis", origin: "step", analysis: analysis("a") },
+    { kind: "setWeight", weight: 50 },
+    { kind: "analysis", origin: "step", analysis: analysis("b") },
+  ];
+  const steps = isModel(script)
+    ? model
+    : script === "promoted" || script === "aborted"
       ? manual
       : script === "blue-green"
         ? blueGreen
@@ -175,12 +266,17 @@ const JUDGED_RPS = 10;
 const JUDGED_ERRORS = 0.01;
 
 /**
- * Answers each rollout's metrics from the version its router runs as candidate; a judge's side
+ * Answers each rollout's metrics from the version its router runs as candidate (a model
+ * rollout's from the models its endpoint sends traffic to); a judge's side
  * (`http://stats/<rollout>?side=…&window=S`) with that side's requests and successes in S
  * seconds: both sides fail 1% of their requests (the bad version 50%).
  */
 class FleetProvider implements MetricProvider {
-  constructor(readonly routers: Map<string, FakeTraffic>) {}
+  constructor(
+    readonly routers: Map<string, FakeTraffic>,
+    /** Whether a model rollout's endpoint sends traffic to a bad model; undefined for another rollout. */
+    readonly servesBadModel: (rollout: string) => boolean | undefined,
+  ) {}
 
   async measure(m: { name: string; provider?: { web?: { url?: string } } }) {
     const url = m.provider?.web?.url;
@@ -197,7 +293,8 @@ class FleetProvider implements MetricProvider {
     const rollout = m.name.replace(/-[ab]$/, "");
     const router = this.routers.get(rollout);
     if (router === undefined) return { ok: false as const, message: `no rollout for metric ${m.name}` };
-    const v = router.candidate === BAD_VERSION ? 0.5 : 0.99;
+    const bad = this.servesBadModel(rollout) ?? router.candidate === BAD_VERSION;
+    const v = bad ? 0.5 : 0.99;
     return { ok: true as const, result: [v], value: `[${v}]` };
   }
 }
@@ -230,6 +327,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   const routers = new Map<string, FakeTraffic>();
   const rollouts: SoakRollout[] = [];
   const specs: RolloutSpec[] = [];
+  const models = new Set<string>();
   for (let i = 0; i < options.count; i++) {
     const script = SCRIPTS[i % SCRIPTS.length] as Script;
     const name = `svc-${String(i).padStart(4, "0")}`;
@@ -237,8 +335,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     routers.set(name, router);
     rollouts.push({ name, script, router, executions: [], retried: [], operations: [] });
     specs.push(soakSpec(name, script));
+    if (isModel(script)) models.add(name);
   }
   let runtime!: Runtime;
+  let sagemakerClient!: SageMakerClient;
   const deps = {
     store,
     clock,
@@ -246,8 +346,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     // The judges read both sides through the providers' router, as the analysis function does.
     // The faults enter where a provider fails: at the query each side's reading makes (a judge
     // turns a failed or NaN reading into its own verdict), not in the judge's answer.
-    providers: new MetricProviders({ web: plan.provider(new FleetProvider(routers)) }),
+    providers: new MetricProviders({
+      web: plan.provider(
+        new FleetProvider(routers, (name) =>
+          models.has(name) ? servesModel(runtime.sagemaker, name, BAD_MODEL) : undefined,
+        ),
+      ),
+    }),
     targetFor: (settings: unknown) => {
+      if ((settings as { type?: string }).type === "sagemaker")
+        return new SageMakerTraffic({ sagemaker: sagemakerClient }, settings, clock);
       const name = (settings as { name?: string }).name ?? "";
       const router = routers.get(name);
       if (router === undefined) throw new Error(`no router for target ${JSON.stringify(settings)}`);
@@ -275,7 +383,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     clock,
     definitions: specs.map((spec) => ({
       name: spec.name,
-      definition: compile(spec, { target: { type: "fake", name: spec.name } }) as never,
+      // Compiled as the stack compiles it: a SageMaker target polls its endpoint after each step.
+      definition: (models.has(spec.name)
+        ? compile(spec, {
+            target: {
+              type: "sagemaker",
+              endpointName: spec.name,
+              executionRoleArn: MODEL_ROLE,
+            },
+            readinessChecks: readinessChecksFor("sagemaker"),
+          })
+        : compile(spec, { target: { type: "fake", name: spec.name } })) as never,
       substitutions: functionSubstitutions(),
     })),
     functions,
@@ -285,14 +403,34 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   });
   const config = {
     ...clientConfig(),
+    // The SDK's retries, its attempts and retry quota as shipped, without the wall-clock wait
+    // before each: the soak's time is virtual, nothing moves while a client waits, and a wait
+    // stalls the whole fleet's settling.
+    retryStrategy: new ConfiguredRetryStrategy(clientConfig().maxAttempts ?? 3, () => 0),
     region: "us-east-1",
     endpoint: runtime.facadeUrl,
     credentials: { accessKeyId: "local", secretAccessKey: "local" },
   };
   const sfnClient = new SFNClient(config);
   const eventsClient = new EventBridgeClient(config);
+  sagemakerClient = new SageMakerClient(config);
   plan.tag(sfnClient);
   plan.tag(eventsClient);
+  plan.tag(sagemakerClient);
+  // Each model rollout's endpoint, as CloudFormation creates it before any rollout: v1's model.
+  // Every model pushed has a container that starts (a bad model answers badly, it does not crash).
+  for (const name of models) {
+    for (const n of [1, 2, BAD_MODEL]) runtime.sagemaker.serve(modelImage(name, n), MODEL_SERVER);
+    runtime.sagemaker.createModel({
+      ModelName: `${name}-initial`,
+      PrimaryContainer: { Image: modelImage(name, 1) },
+    });
+    runtime.sagemaker.createEndpointConfig({
+      EndpointConfigName: `${name}-initial`,
+      ProductionVariants: [{ VariantName: "initial", ModelName: `${name}-initial`, InitialVariantWeight: 1 }],
+    });
+    runtime.sagemaker.createEndpoint({ EndpointName: name, EndpointConfigName: `${name}-initial` });
+  }
   const tokens = new SfnTaskTokens(sfnClient);
   deps.tokens = tokens;
   deps.timer = plan.timer(runtime.timer);
@@ -342,6 +480,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   };
   const operator = (r: SoakRollout, what: "promote" | "abort") => async (): Promise<"done" | "again"> => {
     try {
+      // A careful operator looks before acting again: a command whose answer was lost (a fault
+      // after its write) may have taken effect, and a second promote would end the next wait.
+      const taken = await plan.within(r.name, () => alreadyTaken(store, r, what));
+      if (taken !== undefined) {
+        r.operations.push(`${what}: already taken effect (${taken})`);
+        return "done";
+      }
       const outcome = await plan.within(r.name, () =>
         what === "promote"
           ? promoteRollout(operate, r.name, false)
@@ -360,13 +505,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
   rollouts.forEach((r, i) => {
     const start = T0 + Math.round(i * spacing);
     const second = start + SECOND_PUSH_MS;
-    actions.push({ at: start, rollout: r, run: push(r, 1, "v1"), attempt: 1 });
-    actions.push({
-      at: second,
-      rollout: r,
-      run: push(r, 2, r.script === "bad" ? BAD_VERSION : "v2"),
-      attempt: 1,
-    });
+    // A model rollout's endpoint is created at the start and takes the runtime's SageMaker a
+    // minute: its first release waits until it is in service, as a stack's does.
+    const first = isModel(r.script) ? start + ENDPOINT_CREATED_MS : start;
+    actions.push({ at: first, rollout: r, run: push(r, 1, "v1"), attempt: 1 });
+    const { tag, n } = secondPush(r.script);
+    actions.push({ at: second, rollout: r, run: push(r, n, tag), attempt: 1 });
     if (r.script === "superseded")
       actions.push({ at: second + SUPERSEDE_AFTER_MS, rollout: r, run: push(r, 3, "v3"), attempt: 1 });
     if (r.script === "promoted")
@@ -422,9 +566,31 @@ export async function runSoak(options: SoakOptions): Promise<SoakRun> {
     close: async () => {
       sfnClient.destroy();
       eventsClient.destroy();
+      sagemakerClient.destroy();
       await runtime.close();
     },
   };
+}
+
+/** The index of the pause the soak's operator ends (the `promoted` and `aborted` scripts' steps). */
+const OPERATOR_PAUSE_STEP = 1;
+
+/**
+ * What shows that the operator's `what` on `r` has taken effect, or undefined: the second push's
+ * rollout past its pause (promote) or aborted (abort).
+ */
+async function alreadyTaken(
+  store: RolloutStore,
+  r: SoakRollout,
+  what: "promote" | "abort",
+): Promise<string | undefined> {
+  const item = await store.get(r.name);
+  if (item === undefined || item.currentRevision?.tag !== "v2") return undefined;
+  if (what === "abort") return item.phase === "Degraded" ? `${item.phase}: ${item.message}` : undefined;
+  if (item.phase === "Healthy") return "Healthy";
+  return item.stepIndex > OPERATOR_PAUSE_STEP
+    ? `${item.phase} at step ${item.stepIndex + 1}/${item.stepCount}`
+    : undefined;
 }
 
 /** The end a script calls for. */
@@ -438,12 +604,14 @@ export function expectedEnd(script: Script): {
     case "promoted":
     case "blue-green":
     case "judged":
+    case "model":
       return { phase: "Healthy", stable: "v2", lastExecution: "SUCCEEDED" };
     case "superseded":
       return { phase: "Healthy", stable: "v3", lastExecution: "SUCCEEDED" };
     case "bad":
       return { phase: "Degraded", stable: "v1", lastExecution: "RolloutAborted" };
     case "aborted":
+    case "model-bad":
       return { phase: "Degraded", stable: "v1", lastExecution: "RolloutAborted" };
   }
 }
@@ -476,13 +644,17 @@ export async function checkSoak(run: SoakRun): Promise<string[]> {
       bad(`phase ${item.phase}, expected ${expected.phase} (${item.message})`);
     if (item.stableRevision?.tag !== expected.stable)
       bad(`stable revision ${item.stableRevision?.tag ?? "none"}, expected ${expected.stable}`);
-    if (r.router.stable !== expected.stable)
-      bad(`traffic's stable side runs ${r.router.stable}, expected ${expected.stable}`);
-    if (r.router.canary !== 0) bad(`${r.router.canary}% of traffic still on the candidate`);
+    if (isModel(r.script)) {
+      const n = expected.stable === "v1" ? 1 : 2;
+      for (const d of endpointDifferences(run.runtime.sagemaker, r.name, n, expected.stable)) bad(d);
+    } else {
+      if (r.router.stable !== expected.stable)
+        bad(`traffic's stable side runs ${r.router.stable}, expected ${expected.stable}`);
+      if (r.router.canary !== 0) bad(`${r.router.canary}% of traffic still on the candidate`);
+    }
     if (item.currentTaskToken !== null) bad(`a task token is still stored (waiting for ${item.waitingFor})`);
     const tags = r.executions.map((e) => e.tag);
-    const wantTags =
-      r.script === "superseded" ? ["v1", "v2", "v3"] : ["v1", r.script === "bad" ? BAD_VERSION : "v2"];
+    const wantTags = r.script === "superseded" ? ["v1", "v2", "v3"] : ["v1", secondPush(r.script).tag];
     if (tags.join() !== wantTags.join())
       bad(`executions started for ${tags.join(", ")}, expected ${wantTags.join(", ")}`);
     r.executions.forEach((e, i) => {

@@ -172,6 +172,27 @@ describe("SageMakerTraffic", () => {
     expect(Object.keys(world.models)).toHaveLength(2);
   });
 
+  it("a Begin tried again after its endpoint update landed prepares from the stable config and finds the update", async () => {
+    const r = router();
+    const first = sm(await r.deployCandidate((await r.prepare()).state, { modelPackage: PACKAGE }));
+    expect(world.endpoint.EndpointStatus).toBe("Updating");
+    // The answer was lost: the whole Begin runs again while the endpoint moves to its config.
+    const again = await r.prepare();
+    expect(sm(again.state).stableConfig).toBe("ranker-config-v6");
+    const redeployed = sm(await r.deployCandidate(again.state, { modelPackage: PACKAGE }));
+    expect(redeployed.candidate).toEqual(first.candidate);
+    expect(sagemaker.commandCalls(UpdateEndpointCommand)).toHaveLength(1);
+    settle();
+    expect((await r.checkReadiness(redeployed)).ready).toBe(true);
+
+    // An update this target did not start (another config) is still waited for.
+    world.endpoint.EndpointStatus = "Updating";
+    world.endpoint.PendingDeploymentSummary = { EndpointConfigName: "ranker-config-v7" };
+    await expect(router().prepare()).rejects.toThrow(
+      /endpoint ranker is Updating: a rollout starts from an InService endpoint/,
+    );
+  });
+
   it("fails with DescribeEndpoint's FailureReason when the update fails or is rolled back", async () => {
     const r = router();
     const { state } = await r.prepare();

@@ -113,6 +113,7 @@ describe("local SageMaker", () => {
     await sm.send(new UpdateEndpointCommand({ EndpointName: "fraud", EndpointConfigName: "c2" }));
     const updating = await status("fraud");
     expect([updating.EndpointStatus, updating.EndpointConfigName]).toEqual(["Updating", "c1"]);
+    expect(updating.PendingDeploymentSummary?.EndpointConfigName).toBe("c2");
     // A second change while one runs is refused, as SageMaker does.
     await expect(
       sm.send(new UpdateEndpointCommand({ EndpointName: "fraud", EndpointConfigName: "c1" })),
