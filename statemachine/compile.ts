@@ -87,14 +87,15 @@ export const HANDLER_FAULT_ERRORS = [
 
 /**
  * The retrier of {@link HANDLER_FAULT_ERRORS}: 1, 2, 4, 8, 16, 32, then 60 s at most, each
- * jittered, 10 times (about 5 minutes at most): an attempt makes a dozen calls, so a few percent of
- * throttling past the SDK fails a third of the attempts, and 6 retries left a step in a few
- * thousand failed for good.
+ * jittered, retried 15 times (about 9 minutes at most): an attempt makes a dozen calls or more, so a few
+ * percent of throttling past the SDK fails a third to a half of the attempts; 6 retries left a
+ * step in a few thousand failed for good, 10 one in about five thousand (an analysis start of a
+ * model rollout, which calls more than most).
  */
 export const HANDLER_FAULT_RETRY = {
   ErrorEquals: HANDLER_FAULT_ERRORS,
   IntervalSeconds: 1,
-  MaxAttempts: 10,
+  MaxAttempts: 15,
   BackoffRate: 2,
   MaxDelaySeconds: 60,
   JitterStrategy: "FULL",
