@@ -161,6 +161,8 @@ function stepLabel(step: Step): string {
       return "Preview";
     case "setCanaryScale":
       return `SetCanaryScale-${canaryScaleLabel(step)}`;
+    case "experiment":
+      return `Experiment-${safe(step.templates.map((t) => t.name).join("-"))}`;
   }
 }
 
@@ -349,6 +351,9 @@ class DefinitionBuilder {
       case "analysis":
         this.#analysisStep(step, i, stem, next);
         break;
+      case "experiment":
+        this.#experimentStep(step, i, stem, next);
+        break;
     }
     // Only an Inconclusive background analysis holds a rollout: from the step it starts at.
     const from = spec.backgroundAnalysis?.startingStep;
@@ -510,6 +515,35 @@ class DefinitionBuilder {
       ResultPath: "$.error",
       Next: "Abort",
     };
+  }
+
+  /**
+   * Argo's experiment: the target creates its ReplicaSets, the readiness loop waits until they are
+   * available, then the analysis (Successful: the experiment ends; Failed or Error: abort, whose
+   * target cleanup deletes them) or the duration (none: a person's `rollouts promote`), then the
+   * target deletes them and the step completes.
+   */
+  #experimentStep(step: Extract<Step, { kind: "experiment" }>, i: number, stem: string, next: string): void {
+    const run = `${stem}-Run`;
+    const stop = `${stem}-Stop`;
+    this.states[stem] = this.#invoke(
+      "setWeight",
+      this.#body(step, i, { ...this.#target, experiment: "start" }),
+      this.#readiness(stem, run, i),
+    );
+    if (step.analysis) {
+      const analysis = { kind: "analysis", origin: "step", analysis: step.analysis } as const;
+      this.#analysisStep(analysis, i, run, stop);
+    } else {
+      const timeout = step.duration === undefined ? undefined : step.duration + TIMER_SLACK_SECONDS;
+      this.states[run] = this.#wait("await", this.#body(step, i), `${run}-Next`, timeout);
+      this.states[`${run}-Next`] = this.#fullChoice(run, stop);
+    }
+    this.states[stop] = this.#invoke(
+      "setWeight",
+      this.#body(step, i, { ...this.#target, experiment: "stop" }),
+      next,
+    );
   }
 
   #stepStart(i: number): string {

@@ -11,6 +11,7 @@ import { ServiceSelectors } from "./kubernetes/blue-green.ts";
 import { type KubeCall, KubeClient } from "./kubernetes/client.ts";
 import { connect, type KubeConnectOptions } from "./kubernetes/connect.ts";
 import { Deployments, type DeploymentView } from "./kubernetes/deployments.ts";
+import { ExperimentSets, experimentName, experimentReplicaSet } from "./kubernetes/experiments.ts";
 import { GatewayApiRouter } from "./kubernetes/gateway-api.ts";
 import { IstioRouter } from "./kubernetes/istio.ts";
 import { NginxRouter } from "./kubernetes/nginx.ts";
@@ -23,6 +24,8 @@ import type {
   CanaryScaleChange,
   CandidateArtifact,
   Clock,
+  Experiment,
+  ExperimentChange,
   HeaderRoute,
   HeaderRouteChange,
   ObservedWeights,
@@ -100,6 +103,28 @@ export const KubernetesStateSchema = z
       .optional(),
     /** What readiness waits for. */
     wait: Wait.optional(),
+    /**
+     * The running `experiment` step's ReplicaSets (deleted by its end, promotion and abort);
+     * `deadlineAt` while readiness waits for them to be available.
+     */
+    experiment: z
+      .object({
+        name: z.string().min(1),
+        stepIndex: z.number().int().nonnegative(),
+        replicaSets: z.array(
+          z
+            .object({
+              template: z.string().min(1),
+              name: Name,
+              replicas: z.number().int().nonnegative(),
+              podTemplateHash: z.string(),
+            })
+            .strict(),
+        ),
+        deadlineAt: z.number().optional(),
+      })
+      .strict()
+      .optional(),
     /** Header routes this rollout set, removed at promotion and abort. */
     headerRoutes: z.array(Name).default([]),
     /**
@@ -139,6 +164,7 @@ export class KubernetesTraffic implements TrafficTarget {
   }
   readonly #settings: KubernetesSettings;
   readonly #deployments: Deployments;
+  readonly #experiments: ExperimentSets;
   readonly #router: WeightRouter | undefined;
   readonly #selectors: ServiceSelectors | undefined;
   readonly #ns: string;
@@ -153,6 +179,7 @@ export class KubernetesTraffic implements TrafficTarget {
     this.#ns = s.namespace;
     const client = new KubeClient(connect(s, clock, clients), clients.onCall);
     this.#deployments = new Deployments(client, s.namespace, s.container);
+    this.#experiments = new ExperimentSets(client, s.namespace);
     const r = s.router;
     this.#router =
       r.type === "gateway-api"
@@ -262,6 +289,21 @@ export class KubernetesTraffic implements TrafficTarget {
 
   async checkReadiness(input: TargetState): Promise<Readiness> {
     const state = this.#state(input);
+    const experiment = state.experiment;
+    if (experiment?.deadlineAt !== undefined) {
+      const poll = await this.#experiments.poll(
+        experiment.replicaSets,
+        experiment.deadlineAt,
+        this.clock.now(),
+      );
+      if (!poll.ready)
+        return { ready: false, state, retryAfterSeconds: this.#settings.pollSeconds, message: poll.message };
+      return {
+        ready: true,
+        state: { ...state, experiment: { ...experiment, deadlineAt: undefined } },
+        message: poll.message,
+      };
+    }
     if (!state.wait) return { ready: true, state, message: `nothing pending in phase ${state.phase}` };
     const what = state.phase === "aborting" ? "the stable version" : "the candidate";
     const poll = await this.#deployments.poll(state.wait, state.wait.deadlineAt, this.clock.now(), what);
@@ -418,6 +460,57 @@ export class KubernetesTraffic implements TrafficTarget {
     return Math.max(1, routedCanaryCounts(state.replicas, weight).canary);
   }
 
+  /**
+   * Argo's `experiment` step: one ReplicaSet per template, from the stable or the candidate's
+   * Deployment; readiness then waits until they are available. A retried start finds its own
+   * ReplicaSets and goes on.
+   */
+  async startExperiment(input: TargetState, experiment: Experiment): Promise<ExperimentChange> {
+    const state = this.#state(input);
+    if (state.phase !== "ready") {
+      throw new TargetStateError(
+        `cannot start an experiment in phase ${state.phase}; the candidate must be ready`,
+      );
+    }
+    const candidate = this.#candidate(state);
+    const canary = await this.#deployments.object(candidate.deployment);
+    const stable = await this.#deployments.object(state.stable.deployment);
+    const name = experimentName(canary, experiment.stepIndex);
+    const replicaSets = [];
+    for (const template of experiment.templates) {
+      const source = template.specRef === "canary" ? canary : stable;
+      replicaSets.push(
+        await this.#experiments.create(experimentReplicaSet(name, template, source, this.#ns)),
+      );
+    }
+    return {
+      state: {
+        ...state,
+        experiment: { name, stepIndex: experiment.stepIndex, replicaSets, deadlineAt: this.#deadline() },
+      },
+      message: `experiment ${name}: ReplicaSets ${replicaSets
+        .map((r) => `${this.#ns}/${r.name} (${r.replicas} pods)`)
+        .join(", ")}`,
+    };
+  }
+
+  async stopExperiment(input: TargetState): Promise<ExperimentChange> {
+    const state = this.#state(input);
+    if (!state.experiment) return { state, message: "no experiment running" };
+    const deleted = await this.#experiments.delete(state.experiment.replicaSets);
+    return {
+      state: { ...state, experiment: undefined },
+      message: `experiment ${state.experiment.name} ended: ${deleted.length > 0 ? `ReplicaSets ${deleted.join(", ")} deleted` : "its ReplicaSets were gone"}`,
+    };
+  }
+
+  /** The experiment's ReplicaSets deleted, when one runs (promotion and abort end it, as Argo's). */
+  async #endExperiment(state: KubernetesState): Promise<KubernetesState> {
+    if (!state.experiment) return state;
+    await this.#experiments.delete(state.experiment.replicaSets);
+    return { ...state, experiment: undefined };
+  }
+
   async setHeaderRoute(input: TargetState, route: HeaderRoute): Promise<HeaderRouteChange> {
     const state = this.#state(input);
     if (state.phase !== "ready") {
@@ -454,8 +547,9 @@ export class KubernetesTraffic implements TrafficTarget {
   }
 
   async promote(input: TargetState, options: PromoteOptions): Promise<TargetState> {
-    const state = this.#state(input);
-    if (state.phase === "promoted") return state;
+    const read = this.#state(input);
+    if (read.phase === "promoted") return read;
+    const state = await this.#endExperiment(read);
     if (state.phase !== "ready")
       throw new TargetStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
     const s = this.#settings;
@@ -521,7 +615,7 @@ export class KubernetesTraffic implements TrafficTarget {
   }
 
   async abort(input: TargetState, options: AbortOptions): Promise<Readiness> {
-    const state = this.#state(input);
+    const state = await this.#endExperiment(this.#state(input));
     const s = this.#settings;
     const now = this.clock.now();
     if (state.phase === "aborted") return { ready: true, state, message: "already aborted" };
