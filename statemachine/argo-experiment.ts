@@ -137,6 +137,7 @@ function mergeAnalyses(
   const metrics = new Map<string, string>();
   analyses.forEach((a, i) => {
     const where = `${path}.analyses[${i}]`;
+    const from = problems.length;
     const resolved = resolveAnalysis(
       {
         templates: [{ templateName: a.templateName, ...(a.clusterScope ? { clusterScope: true } : {}) }],
@@ -149,6 +150,12 @@ function mergeAnalyses(
       context,
       problems,
     );
+    // The analysis names its one template itself: `analyses[i].templateName`, not a templates list.
+    for (const problem of problems.slice(from)) {
+      if (problem.path?.startsWith(`${where}.templates[0].`)) {
+        problem.path = `${where}.${problem.path.slice(`${where}.templates[0].`.length)}`;
+      }
+    }
     if (!resolved) return;
     for (const template of resolved.templates) {
       for (const metric of template.metrics) {
