@@ -8,10 +8,15 @@ import {
 import { pushedArtifact } from "./artifact.ts";
 import { TargetConfigurationError, TargetNotReadyError, TargetStateError } from "./errors.ts";
 import { ServiceSelectors } from "./kubernetes/blue-green.ts";
-import { type KubeCall, KubeClient } from "./kubernetes/client.ts";
+import { type KubeCall, KubeClient, RESOURCES } from "./kubernetes/client.ts";
 import { connect, type KubeConnectOptions } from "./kubernetes/connect.ts";
 import { Deployments, type DeploymentView } from "./kubernetes/deployments.ts";
-import { ExperimentSets, experimentName, experimentReplicaSet } from "./kubernetes/experiments.ts";
+import {
+  ExperimentSets,
+  experimentName,
+  experimentReplicaSet,
+  routedLabels,
+} from "./kubernetes/experiments.ts";
 import { GatewayApiRouter } from "./kubernetes/gateway-api.ts";
 import { IstioRouter } from "./kubernetes/istio.ts";
 import { NginxRouter } from "./kubernetes/nginx.ts";
@@ -165,6 +170,7 @@ export class KubernetesTraffic implements TrafficTarget {
   readonly #settings: KubernetesSettings;
   readonly #deployments: Deployments;
   readonly #experiments: ExperimentSets;
+  readonly #client: KubeClient;
   readonly #router: WeightRouter | undefined;
   readonly #selectors: ServiceSelectors | undefined;
   readonly #ns: string;
@@ -180,6 +186,7 @@ export class KubernetesTraffic implements TrafficTarget {
     const client = new KubeClient(connect(s, clock, clients), clients.onCall);
     this.#deployments = new Deployments(client, s.namespace, s.container);
     this.#experiments = new ExperimentSets(client, s.namespace);
+    this.#client = client;
     const r = s.router;
     this.#router =
       r.type === "gateway-api"
@@ -476,11 +483,12 @@ export class KubernetesTraffic implements TrafficTarget {
     const canary = await this.#deployments.object(candidate.deployment);
     const stable = await this.#deployments.object(state.stable.deployment);
     const name = experimentName(canary, experiment.stepIndex);
+    const routed = await this.#routedLabels();
     const replicaSets = [];
     for (const template of experiment.templates) {
       const source = template.specRef === "canary" ? canary : stable;
       replicaSets.push(
-        await this.#experiments.create(experimentReplicaSet(name, template, source, this.#ns)),
+        await this.#experiments.create(experimentReplicaSet(name, template, source, this.#ns, routed)),
       );
     }
     return {
@@ -502,6 +510,18 @@ export class KubernetesTraffic implements TrafficTarget {
       state: { ...state, experiment: undefined },
       message: `experiment ${state.experiment.name} ended: ${deleted.length > 0 ? `ReplicaSets ${deleted.join(", ")} deleted` : "its ReplicaSets were gone"}`,
     };
+  }
+
+  /**
+   * Behind a router: the pod labels its stable and canary Services tell their pods apart by (an
+   * Istio destination host names its Service by its first label).
+   */
+  async #routedLabels(): Promise<string[]> {
+    const r = this.#settings.router;
+    if (!this.#router || !("stableService" in r) || !("canaryService" in r)) return [];
+    const service = (host: string) =>
+      this.#client.require(RESOURCES.services, this.#ns, host.split(".")[0] ?? host);
+    return routedLabels(await service(r.stableService), await service(r.canaryService));
   }
 
   /** The experiment's ReplicaSets deleted, when one runs (promotion and abort end it, as Argo's). */

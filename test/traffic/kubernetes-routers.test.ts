@@ -342,6 +342,10 @@ describe("kubernetes target, Gateway API", () => {
         // The Deployment's selector labels are on the pods only, never on the ReplicaSet itself.
         ownLabels: Object.keys(o.metadata.labels).sort(),
         podLabels: o.spec.template.metadata.labels.app,
+        routed: [
+          o.spec.template.metadata.labels["rollouts.sfn/deployment"],
+          o.spec.selector.matchLabels["rollouts.sfn/deployment"],
+        ],
       };
     });
     expect(view.map((v) => [v.template, v.replicas, v.image, v.experiment, v.podLabels])).toEqual([
@@ -349,6 +353,8 @@ describe("kubernetes target, Gateway API", () => {
       ["canary", 2, "shop:v2", experiment?.name, "shop"],
     ]);
     for (const v of view) {
+      // The label the stable and canary Services select their pods by is left off.
+      expect(v.routed).toEqual([undefined, undefined]);
       expect(new Set(v.hashes).size).toBe(1);
       expect(v.ownLabels).toEqual(["rollouts-pod-template-hash", "rollouts.sfn/experiment"]);
     }
@@ -359,6 +365,15 @@ describe("kubernetes target, Gateway API", () => {
     expect(first.message).toContain("not available yet");
     const ready = await f.settle(router, first.state);
     expect(ready.ready).toBe(true);
+    // Neither Service of the router sends the experiment's (ready) pods traffic.
+    for (const service of ["shop-stable", "shop-canary"]) {
+      const pods = f.kube.endpointsOf(NS, service).map((e) => e.pod);
+      expect(pods.length).toBeGreaterThan(0);
+      expect(pods.some((p) => p.startsWith(experiment?.name ?? "?"))).toBe(false);
+    }
+    expect(
+      f.kube.endpointsOf(NS, "shop").filter((e) => e.pod.startsWith(experiment?.name ?? "?")),
+    ).toHaveLength(3);
     expect((ready.state as KubernetesState).experiment?.deadlineAt).toBeUndefined();
     // A retried start finds its own ReplicaSets.
     const again = await router.startExperiment(state, {

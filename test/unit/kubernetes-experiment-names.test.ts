@@ -3,6 +3,7 @@ import {
   experimentName,
   experimentReplicaSet,
   podTemplateHash,
+  routedLabels,
 } from "../../functions/traffic/kubernetes/experiments.ts";
 
 /** The names and labels of an experiment's ReplicaSets, as Argo's experiment controller gives them. */
@@ -90,5 +91,27 @@ describe("an experiment's names and labels", () => {
       "default",
     );
     expect(other.metadata.labels?.["rollouts-pod-template-hash"]).not.toBe(hash);
+  });
+
+  it("behind a router, leaves off the labels that tell the stable Service's pods from the canary Service's", () => {
+    const service = (selector: Record<string, string>) => ({ metadata: { name: "s" }, spec: { selector } });
+    const routed = routedLabels(
+      service({ app: "shop", "rollouts.sfn/deployment": "shop-stable" }),
+      service({ app: "shop", "rollouts.sfn/deployment": "shop-canary", track: "canary" }),
+    );
+    expect(routed).toEqual(["rollouts.sfn/deployment", "track"]);
+    const rs = experimentReplicaSet(
+      "e",
+      { name: "canary", specRef: "canary", replicas: 1 },
+      deployment("shop-canary", "shop:v2"),
+      "default",
+      routed,
+    );
+    const spec = rs.spec as {
+      selector: { matchLabels: Record<string, string> };
+      template: { metadata: { labels: Record<string, string> } };
+    };
+    expect(Object.keys(spec.template.metadata.labels).sort()).toEqual(["app", "rollouts-pod-template-hash"]);
+    expect(Object.keys(spec.selector.matchLabels).sort()).toEqual(["app", "rollouts-pod-template-hash"]);
   });
 });

@@ -77,15 +77,22 @@ export function experimentReplicaSet(
   template: ExperimentTemplate,
   source: KubeObject,
   namespace: string,
+  routed: readonly string[] = [],
 ): KubeObject {
   const spec = record(source, "spec");
   const podTemplate = withoutHash(record(spec, "template"));
+  // Behind a router, the labels that tell the stable Service's pods from the canary Service's
+  // are left off, so neither Service sends the experiment's pods traffic (Argo: the Services
+  // select the rollout's own rollouts-pod-template-hash).
+  const podLabels = record(record(podTemplate, "metadata"), "labels") as Record<string, string>;
+  for (const key of routed) delete podLabels[key];
   // Argo's experiment pods hash differently from the rollout's own, though their spec is the same.
   const hash = podTemplateHash(podTemplate, `${experiment}/${template.name}`);
   const labels = record(record(podTemplate, "metadata"), "labels") as Record<string, string>;
   labels[HASH_LABEL] = hash;
   const selector = structuredClone(record(spec, "selector"));
   const matchLabels = record(selector, "matchLabels") as Record<string, string>;
+  for (const key of routed) delete matchLabels[key];
   matchLabels[HASH_LABEL] = hash;
   return {
     apiVersion: "apps/v1",
@@ -103,6 +110,16 @@ export function experimentReplicaSet(
       template: podTemplate,
     },
   };
+}
+
+/**
+ * The label keys whose values tell the stable Service's selector from the canary Service's: an
+ * experiment's pods without them are selected by neither.
+ */
+export function routedLabels(stable: KubeObject, canary: KubeObject): string[] {
+  const a = (stable.spec?.selector ?? {}) as Record<string, string>;
+  const b = (canary.spec?.selector ?? {}) as Record<string, string>;
+  return [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => a[k] !== b[k]).sort();
 }
 
 /** One ReplicaSet of a running experiment, as the target records it. */
