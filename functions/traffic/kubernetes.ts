@@ -514,10 +514,12 @@ export class KubernetesTraffic implements TrafficTarget {
 
   /**
    * Behind a router: the pod labels its stable and canary Services tell their pods apart by (an
-   * Istio destination host names its Service by its first label).
+   * Istio destination host names its Service by its first label); blue/green's: its label.
    */
   async #routedLabels(): Promise<string[]> {
     const r = this.#settings.router;
+    // Blue/green's Services select one side by this label's value.
+    if (r.type === "blue-green") return [r.label];
     if (!this.#router || !("stableService" in r) || !("canaryService" in r)) return [];
     const service = (host: string) =>
       this.#client.require(RESOURCES.services, this.#ns, host.split(".")[0] ?? host);

@@ -672,6 +672,31 @@ describe("kubernetes target, blue/green by Service selector", () => {
       "rollouts.sfn/deployment"
     ];
 
+  it("an experiment's pods are selected by neither the active nor the preview Service", async () => {
+    fixture = await kubeFixture({ stableReplicas: 2 });
+    const f = fixture;
+    const router = f.router(settings);
+    if (!router.startExperiment) throw new Error("the kubernetes target runs experiments");
+    const prepared = await router.prepare();
+    const state = (await f.settle(router, await router.deployCandidate(prepared.state, { image: "shop:v2" })))
+      .state;
+    const started = await router.startExperiment(state, {
+      stepIndex: 0,
+      templates: [
+        { name: "baseline", specRef: "stable", replicas: 1 },
+        { name: "canary", specRef: "canary", replicas: 1 },
+      ],
+    });
+    expect((await f.settle(router, started.state)).ready).toBe(true);
+    const name = (started.state as KubernetesState).experiment?.name ?? "?";
+    for (const service of ["shop-active", "shop-preview"]) {
+      const pods = f.kube.endpointsOf(NS, service).map((e) => e.pod);
+      expect(pods.length).toBeGreaterThan(0);
+      expect(pods.some((p) => p.startsWith(name))).toBe(false);
+    }
+    expect(f.kube.endpointsOf(NS, "shop").filter((e) => e.pod.startsWith(name))).toHaveLength(2);
+  });
+
   it("deploys to the inactive Deployment behind preview, switches active at promotion, scales the old side down after the delay", async () => {
     fixture = await kubeFixture({ stableReplicas: 3 });
     const f = fixture;
