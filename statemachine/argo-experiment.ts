@@ -8,6 +8,9 @@ import type { AnalysisSpec, Step } from "./spec.ts";
 export type ArgoExperiment = z.infer<(typeof ArgoStepSchemas)["experiment"]>;
 type ExperimentStep = Extract<Step, { kind: "experiment" }>;
 
+/** Argo's `{{templates.<name>.podTemplateHash}}`, as an experiment analysis's argument may use it. */
+export const TEMPLATE_HASH = /\{\{\s*templates\.([a-z0-9-]+)\.podTemplateHash\s*\}\}/g;
+
 /** An experiment template's name: it ends the ReplicaSet's name, so it is a DNS label. */
 const TEMPLATE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -94,10 +97,15 @@ export function normalizeExperiment(
       );
     }
     (a.args ?? []).forEach((arg, j) => {
-      if (arg.value !== undefined && /\{\{\s*(templates|experiment)\./.test(arg.value)) {
+      // `{{templates.<name>.podTemplateHash}}` of a template of this experiment is filled in when
+      // the analysis starts, from the ReplicaSet the target made.
+      const rest = (arg.value ?? "").replace(TEMPLATE_HASH, (whole, name: string) =>
+        names.has(name) ? "" : whole,
+      );
+      if (/\{\{\s*(templates|experiment)\./.test(rest)) {
         refuse(
           `${where}.args[${j}].value`,
-          `experiment analysis "${a.name}" arg "${arg.name}": ${arg.value} is a value only the experiment knows ({{templates.<name>.podTemplateHash}}, {{templates.<name>.replicaset.name}}, {{experiment.*}}): not supported; use valueFrom.podTemplateHashValue (Stable or Latest) or a literal`,
+          `experiment analysis "${a.name}" arg "${arg.name}": ${arg.value}: of the values only the experiment knows, {{templates.<name>.podTemplateHash}} of one of its templates (${[...names].join(", ")}) is supported, not {{templates.<name>.replicaset.name}} or {{experiment.*}}; or use valueFrom.podTemplateHashValue (Stable or Latest) or a literal`,
         );
       }
     });

@@ -480,10 +480,16 @@ class DefinitionBuilder {
   }
 
   /** An analysis: the wait for its phase, and a Choice on it. */
-  #analysisStep(step: Extract<Step, { kind: "analysis" }>, i: number, stem: string, next: string): void {
+  #analysisStep(
+    step: Extract<Step, { kind: "analysis" }>,
+    i: number,
+    stem: string,
+    next: string,
+    extra: Record<string, unknown> = {},
+  ): void {
     const bound = analysisUpperBoundSeconds(step.analysis);
     const timeout = bound === undefined ? undefined : 2 * bound + TIMER_SLACK_SECONDS;
-    this.states[stem] = this.#wait("startAnalysis", this.#body(step, i), `${stem}-Phase?`, timeout);
+    this.states[stem] = this.#wait("startAnalysis", this.#body(step, i, extra), `${stem}-Phase?`, timeout);
     this.states[`${stem}-Phase?`] = {
       Type: "Choice",
       Comment:
@@ -533,7 +539,8 @@ class DefinitionBuilder {
     );
     if (step.analysis) {
       const analysis = { kind: "analysis", origin: "step", analysis: step.analysis } as const;
-      this.#analysisStep(analysis, i, run, stop);
+      // The target: the analysis's `{{templates.<name>.podTemplateHash}}` are its ReplicaSets'.
+      this.#analysisStep(analysis, i, run, stop, this.#target);
     } else {
       const timeout = step.duration === undefined ? undefined : step.duration + TIMER_SLACK_SECONDS;
       this.states[run] = this.#wait("await", this.#body(step, i), `${run}-Next`, timeout);

@@ -502,6 +502,13 @@ export class KubernetesTraffic implements TrafficTarget {
     };
   }
 
+  experimentValues(input: TargetState): Record<string, string> {
+    const sets = this.#state(input).experiment?.replicaSets ?? [];
+    return Object.fromEntries(
+      sets.map((r) => [`templates.${r.template}.podTemplateHash`, r.podTemplateHash]),
+    );
+  }
+
   async stopExperiment(input: TargetState): Promise<ExperimentChange> {
     const state = this.#state(input);
     if (!state.experiment) return { state, message: "no experiment running" };

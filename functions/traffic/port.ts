@@ -259,6 +259,12 @@ export interface TrafficTarget {
    */
   startExperiment?(state: TargetState, experiment: Experiment): Promise<ExperimentChange>;
 
+  /**
+   * The values only the running experiment knows, by Argo's placeholder name:
+   * `templates.<name>.podTemplateHash` for each of its templates.
+   */
+  experimentValues?(state: TargetState): Record<string, string>;
+
   /** Deletes the experiment's ReplicaSets (also done by promote and abort). */
   stopExperiment?(state: TargetState): Promise<ExperimentChange>;
 

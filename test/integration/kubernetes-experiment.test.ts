@@ -46,7 +46,9 @@ const ROLLOUT = [
   "              - name: errors",
   "                templateName: error-ratio",
   "                requiredForCompletion: true",
-  "                args: [{ name: version, valueFrom: { podTemplateHashValue: Latest } }]",
+  "                args:",
+  "                  - { name: version, valueFrom: { podTemplateHashValue: Latest } }",
+  '                  - { name: hash, value: "{{templates.canary.podTemplateHash}}" }',
   "        - setWeight: 50",
   "",
 ].join("\n");
@@ -57,7 +59,7 @@ const TEMPLATE = (url: string) =>
     "kind: AnalysisTemplate",
     "metadata: { name: error-ratio }",
     "spec:",
-    "  args: [{ name: version }]",
+    "  args: [{ name: version }, { name: hash }]",
     "  metrics:",
     "    - name: error-ratio",
     "      interval: 1m",
@@ -66,7 +68,7 @@ const TEMPLATE = (url: string) =>
     "      provider:",
     "        prometheus:",
     `          address: ${url}`,
-    '          query: sum(rate(http_errors_total{version="{{args.version}}"}[1m]))',
+    '          query: sum(rate(http_errors_total{version="{{args.version}}",rollouts_pod_template_hash="{{args.hash}}"}[1m]))',
     '          rangeQuery: { start: now() - duration("2m"), end: now(), step: 1m }',
     "",
   ].join("\n");
@@ -198,7 +200,13 @@ describe("an experiment step on the local Kubernetes API, on the embedded runtim
     expect(baseline?.hash).not.toBe(canary?.hash);
     expect(baseline?.templateLabels.app).toBe("shop");
     // The analysis measured v2 while the experiment ran; the step ended and deleted its ReplicaSets.
-    expect(prometheus.queries.some((q) => q.query.includes('version="v2"'))).toBe(true);
+    // ... of the experiment's canary pods: {{templates.canary.podTemplateHash}} is its ReplicaSet's hash.
+    expect(prometheus.queries.length).toBeGreaterThan(0);
+    expect(
+      prometheus.queries.every((q) =>
+        q.query.includes(`version="v2",rollouts_pod_template_hash="${canary?.hash}"`),
+      ),
+    ).toBe(true);
     expect(await experimentSets()).toEqual([]);
     expect(await experimentPods()).toBe(0);
     const types = (item?.events ?? []).map((e) => e.type);
@@ -218,7 +226,12 @@ describe("an experiment step on the local Kubernetes API, on the embedded runtim
     // The baseline is now v2's pod template (the stable side after v2's promotion).
     const baseline = [...seen.values()].find((s) => s.name.endsWith("-baseline"));
     expect(baseline?.image.endsWith(DIGESTS.v2)).toBe(true);
-    expect(prometheus.queries.some((q) => q.query.includes('version="v3"'))).toBe(true);
+    const canary = [...seen.values()].find((s) => s.name.endsWith("-canary"));
+    expect(
+      prometheus.queries.some((q) =>
+        q.query.includes(`version="v3",rollouts_pod_template_hash="${canary?.hash}"`),
+      ),
+    ).toBe(true);
     expect(await experimentSets()).toEqual([]);
     expect(await experimentPods()).toBe(0);
   });

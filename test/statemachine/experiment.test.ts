@@ -103,7 +103,7 @@ describe("experiment steps as they load", () => {
               - name: hashed
                 templateName: errors
                 requiredForCompletion: true
-                args: [{name: version, value: "{{templates.a.podTemplateHash}}"}]`),
+                args: [{name: version, value: "{{templates.missing.podTemplateHash}}"}]`),
     );
     const at = (path: string) =>
       lines.find((l) => l.includes(`spec.strategy.canary.steps[1].experiment.${path} (step 2)`));
@@ -120,11 +120,45 @@ describe("experiment steps as they load", () => {
       'experiment analysis "errors": only analyses with requiredForCompletion: true are supported',
     );
     expect(at("analyses[1].args[0].value")).toContain(
-      "{{templates.a.podTemplateHash}} is a value only the experiment knows",
+      "{{templates.missing.podTemplateHash}}: of the values only the experiment knows, {{templates.<name>.podTemplateHash}} of one of its templates (a, b, c, Bad_Name) is supported",
     );
     // And both analyses run the template's one metric: named in the next test.
     expect(at("analyses[1].templateName")).toContain('both have a metric "error-ratio"');
     expect(lines).toHaveLength(10);
+  });
+
+  it("keeps {{templates.<name>.podTemplateHash}} of one of its templates for the analysis's start", () => {
+    const { spec } = parseRollout([
+      {
+        file: "r.yaml",
+        text: rollout(`            templates: [{name: canary, specRef: canary}]
+            analyses:
+              - name: errors
+                templateName: errors
+                requiredForCompletion: true
+                args: [{name: version, value: "{{templates.canary.podTemplateHash}}"}]`),
+      },
+      { file: "t.yaml", text: TEMPLATE },
+    ]);
+    const step = spec.steps[1];
+    if (step?.kind !== "experiment") throw new Error("an experiment step");
+    expect(JSON.stringify(step.analysis?.templates[0]?.metrics[0]?.provider)).toContain(
+      'errors{version=\\"{{templates.canary.podTemplateHash}}\\"}',
+    );
+    expect(
+      problemsOf(
+        rollout(`            templates: [{name: canary, specRef: canary}]
+            analyses:
+              - name: errors
+                templateName: errors
+                requiredForCompletion: true
+                args: [{name: version, value: "{{experiment.availableAt}}"}]`),
+      ),
+    ).toEqual([
+      expect.stringContaining(
+        'experiment.analyses[0].args[0].value (step 2): step 2 of 2: experiment analysis "errors" arg "version": {{experiment.availableAt}}: of the values only the experiment knows',
+      ),
+    ]);
   });
 
   it("refuses two analyses with a metric of one name, and a template not in the files", () => {
