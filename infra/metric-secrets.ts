@@ -3,7 +3,7 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import { ENV } from "../functions/config.ts";
-import { providersRead, type RolloutSpec } from "../statemachine/spec.ts";
+import { providersRead, type RolloutSpec, stepAnalysis } from "../statemachine/spec.ts";
 import type { MetricSecretsProps } from "./props.ts";
 
 /**
@@ -89,7 +89,7 @@ export function metricSecretsStatements(
  */
 export function metricSecretsProblems(spec: RolloutSpec, props: MetricSecretsProps | undefined): string[] {
   const analyses = [
-    ...spec.steps.flatMap((s) => (s.kind === "analysis" ? [s.analysis] : [])),
+    ...spec.steps.flatMap((s) => stepAnalysis(s) ?? []),
     ...(spec.backgroundAnalysis ? [spec.backgroundAnalysis.analysis] : []),
   ];
   const read = analyses.flatMap((a) =>

@@ -8,6 +8,7 @@ import {
   HOOK_POINTS,
   providersRead,
   type RolloutSpec,
+  stepAnalysis,
 } from "../statemachine/index.ts";
 import type { RolloutOptions } from "./props.ts";
 
@@ -175,7 +176,7 @@ export function alarmArns(scope: Construct, names: readonly string[]): string[] 
  */
 export function metricFunctions(scope: Construct, spec: RolloutSpec): string[] {
   const analyses = [
-    ...spec.steps.flatMap((s) => (s.kind === "analysis" ? [s.analysis] : [])),
+    ...spec.steps.flatMap((s) => stepAnalysis(s) ?? []),
     ...(spec.backgroundAnalysis ? [spec.backgroundAnalysis.analysis] : []),
   ];
   const names = analyses.flatMap((a) =>

@@ -11,6 +11,7 @@ import {
   type RolloutSpec,
   RolloutSpecSchema,
   readSourcesSync,
+  stepAnalysis,
 } from "../statemachine/index.ts";
 import { kubernetesSettings } from "./kubernetes.ts";
 import type { RolloutControllerProps, RolloutOptions, RolloutSpecSource, RolloutTarget } from "./props.ts";
@@ -196,7 +197,7 @@ export function usesCloudWatch(spec: RolloutSpec): boolean {
 /** Every analysis of the spec (steps or background). */
 function analysesOf(spec: RolloutSpec) {
   return [
-    ...spec.steps.flatMap((s) => (s.kind === "analysis" ? [s.analysis] : [])),
+    ...spec.steps.flatMap((s) => stepAnalysis(s) ?? []),
     ...(spec.backgroundAnalysis ? [spec.backgroundAnalysis.analysis] : []),
   ];
 }

@@ -332,12 +332,45 @@ export const ArgoStepSchemas = {
       matchTrafficWeight: z.boolean().optional(),
     })
     .strict(),
+  experiment: z
+    .object({
+      duration: IntOrString.optional(),
+      templates: z
+        .array(
+          z
+            .object({
+              name: z.string().min(1),
+              specRef: z.enum(["stable", "canary"]),
+              replicas: z.number().int().nonnegative().optional(),
+              weight: z.number().int().nonnegative().optional(),
+              selector: z.record(z.string(), z.unknown()).optional(),
+              metadata: z.record(z.string(), z.unknown()).optional(),
+              service: z.record(z.string(), z.unknown()).optional(),
+            })
+            .strict(),
+        )
+        .min(1),
+      analyses: z
+        .array(
+          z
+            .object({
+              name: z.string().min(1),
+              templateName: z.string().min(1),
+              clusterScope: z.boolean().optional(),
+              args: z.array(ArgoArgumentSchema).optional(),
+              requiredForCompletion: z.boolean().optional(),
+            })
+            .strict(),
+        )
+        .optional(),
+      dryRun: z.array(MetricNameRef).optional(),
+      analysisRunMetadata: z.record(z.string(), z.unknown()).optional(),
+    })
+    .strict(),
 } as const;
 
 /** Steps Argo has that we reject, with the reason a user needs. */
 export const REJECTED_STEPS: Record<string, string> = {
-  experiment:
-    "experiment steps are not supported: run the candidate next to the stable version and compare them with an analysis step (compare: stable) instead",
   plugin: "plugin steps are not supported",
 };
 

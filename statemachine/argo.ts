@@ -6,6 +6,7 @@ import {
   resolveAnalysis,
   zodProblems,
 } from "./analysis-resolve.ts";
+import { type ArgoExperiment, normalizeExperiment } from "./argo-experiment.ts";
 import { argoSafety } from "./argo-safety.ts";
 import {
   type ArgoAnalysisRef,
@@ -23,7 +24,7 @@ import { parseDuration } from "./duration.ts";
 import { ERROR_BUDGET_ANNOTATION, parseErrorBudget } from "./error-budget.ts";
 import { rolloutNameProblem } from "./names.ts";
 import { subscriptionsFromAnnotations } from "./notifications.ts";
-import { resolveMaxSurge } from "./pods.ts";
+import { type CanaryScale, resolveMaxSurge } from "./pods.ts";
 import type { Problem } from "./problems.ts";
 import { revisionOf } from "./revision.ts";
 import type { AnalysisSpec, RolloutSpec, Step } from "./spec.ts";
@@ -363,7 +364,7 @@ export function normalizeStep(
       ...at,
       message:
         keys.length === 0
-          ? "an empty step: use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute, setCanaryScale"
+          ? "an empty step: use one of setWeight, pause, analysis, experiment, setHeaderRoute, setMirrorRoute, setCanaryScale"
           : `a step has exactly one action, this one has ${keys.map((k) => `"${k}"`).join(", ")}: write each as a step of its own`,
     });
     return undefined;
@@ -379,7 +380,7 @@ export function normalizeStep(
     problems.push({
       ...at,
       path: `${path}.${key}`,
-      message: `unknown step "${key}": use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute, setCanaryScale`,
+      message: `unknown step "${key}": use one of setWeight, pause, analysis, experiment, setHeaderRoute, setMirrorRoute, setCanaryScale`,
     });
     return undefined;
   }
@@ -416,15 +417,10 @@ export function normalizeStep(
       const h = parsed.data as { name: string; match?: Extract<Step, { kind: "setHeaderRoute" }>["match"] };
       return { kind: "setHeaderRoute", name: h.name, ...(h.match ? { match: h.match } : {}) };
     }
-    case "setCanaryScale": {
-      const c = parsed.data as { replicas?: number; weight?: number; matchTrafficWeight?: boolean };
-      return {
-        kind: "setCanaryScale",
-        ...(c.replicas !== undefined ? { replicas: c.replicas } : {}),
-        ...(c.weight !== undefined ? { weight: c.weight } : {}),
-        ...(c.matchTrafficWeight !== undefined ? { matchTrafficWeight: c.matchTrafficWeight } : {}),
-      };
-    }
+    case "experiment":
+      return normalizeExperiment(parsed.data as ArgoExperiment, at, count, templates, context, problems);
+    case "setCanaryScale":
+      return canaryScaleStep(parsed.data as CanaryScale);
     default: {
       const m = parsed.data as { name: string; percentage?: number; match?: Array<Record<string, unknown>> };
       return {
@@ -435,4 +431,14 @@ export function normalizeStep(
       };
     }
   }
+}
+
+/** Argo's setCanaryScale, its fields as given. */
+function canaryScaleStep(c: CanaryScale): Step {
+  return {
+    kind: "setCanaryScale",
+    ...(c.replicas !== undefined ? { replicas: c.replicas } : {}),
+    ...(c.weight !== undefined ? { weight: c.weight } : {}),
+    ...(c.matchTrafficWeight !== undefined ? { matchTrafficWeight: c.matchTrafficWeight } : {}),
+  };
 }

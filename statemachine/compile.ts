@@ -162,6 +162,8 @@ function stepLabel(step: Step): string {
       return "Preview";
     case "setCanaryScale":
       return `SetCanaryScale-${canaryScaleLabel(step)}`;
+    case "experiment":
+      return `Experiment-${safe(step.templates.map((t) => t.name).join("-"))}`;
   }
 }
 
@@ -350,6 +352,9 @@ class DefinitionBuilder {
       case "analysis":
         this.#analysisStep(step, i, stem, next);
         break;
+      case "experiment":
+        this.#experimentStep(step, i, stem, next);
+        break;
     }
     // Only an Inconclusive background analysis holds a rollout: from the step it starts at.
     const from = spec.backgroundAnalysis?.startingStep;
@@ -476,10 +481,16 @@ class DefinitionBuilder {
   }
 
   /** An analysis: the wait for its phase, and a Choice on it. */
-  #analysisStep(step: Extract<Step, { kind: "analysis" }>, i: number, stem: string, next: string): void {
+  #analysisStep(
+    step: Extract<Step, { kind: "analysis" }>,
+    i: number,
+    stem: string,
+    next: string,
+    extra: Record<string, unknown> = {},
+  ): void {
     const bound = analysisUpperBoundSeconds(step.analysis);
     const timeout = bound === undefined ? undefined : 2 * bound + TIMER_SLACK_SECONDS;
-    this.states[stem] = this.#wait("startAnalysis", this.#body(step, i), `${stem}-Phase?`, timeout);
+    this.states[stem] = this.#wait("startAnalysis", this.#body(step, i, extra), `${stem}-Phase?`, timeout);
     this.states[`${stem}-Phase?`] = {
       Type: "Choice",
       Comment:
@@ -511,6 +522,36 @@ class DefinitionBuilder {
       ResultPath: "$.error",
       Next: "Abort",
     };
+  }
+
+  /**
+   * Argo's experiment: the target creates its ReplicaSets, the readiness loop waits until they are
+   * available, then the analysis (Successful: the experiment ends; Failed or Error: abort, whose
+   * target cleanup deletes them) or the duration (none: a person's `rollouts promote`), then the
+   * target deletes them and the step completes.
+   */
+  #experimentStep(step: Extract<Step, { kind: "experiment" }>, i: number, stem: string, next: string): void {
+    const run = `${stem}-Run`;
+    const stop = `${stem}-Stop`;
+    this.states[stem] = this.#invoke(
+      "setWeight",
+      this.#body(step, i, { ...this.#target, experiment: "start" }),
+      this.#readiness(stem, run, i),
+    );
+    if (step.analysis) {
+      const analysis = { kind: "analysis", origin: "step", analysis: step.analysis } as const;
+      // The target: the analysis's `{{templates.<name>.podTemplateHash}}` are its ReplicaSets'.
+      this.#analysisStep(analysis, i, run, stop, this.#target);
+    } else {
+      const timeout = step.duration === undefined ? undefined : step.duration + TIMER_SLACK_SECONDS;
+      this.states[run] = this.#wait("await", this.#body(step, i), `${run}-Next`, timeout);
+      this.states[`${run}-Next`] = this.#fullChoice(run, stop);
+    }
+    this.states[stop] = this.#invoke(
+      "setWeight",
+      this.#body(step, i, { ...this.#target, experiment: "stop" }),
+      next,
+    );
   }
 
   #stepStart(i: number): string {

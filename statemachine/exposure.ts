@@ -1,5 +1,5 @@
 import type { PlanStep } from "./plan.ts";
-import type { AnalysisSpec, Metric, RolloutSpec } from "./spec.ts";
+import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
 
 /** What a bad version meets if this step's analysis is the one that stops it, as early as it can. */
 export interface Exposure {
@@ -64,7 +64,7 @@ export function exposureWalk(
   let elapsed = 0;
   let served = 0;
   let reachable = true;
-  return spec.steps.map((step, i) => {
+  return spec.steps.map(timedAs).map((step, i) => {
     const share = (steps[i]?.share ?? 0) / 100;
     const before = { reachable, servedBefore: served, startsAt: elapsed };
     if (!reachable) return { ...before, servedAfter: served };
@@ -112,11 +112,26 @@ export function exposures(
  */
 export function promotionSeconds(spec: RolloutSpec): number | undefined {
   let total = 0;
-  for (const step of spec.steps) {
+  for (const step of spec.steps.map(timedAs)) {
     if (step.kind === "pause") {
       if (step.duration === undefined) return undefined;
       total += step.duration;
     } else if (step.kind === "analysis") total += analysisLength(step.analysis);
   }
   return Number.isFinite(total) ? total : undefined;
+}
+
+/**
+ * A step as time passes in it: an experiment is its analysis, else a pause of its duration (none:
+ * until a person promotes); the traffic stays as it was, as in both.
+ */
+function timedAs(step: Step): Step {
+  if (step.kind !== "experiment") return step;
+  return step.analysis
+    ? { kind: "analysis", origin: "step", analysis: step.analysis }
+    : {
+        kind: "pause",
+        reason: "CanaryPauseStep",
+        ...(step.duration !== undefined ? { duration: step.duration } : {}),
+      };
 }

@@ -3,7 +3,7 @@ import { describeBudget } from "./error-budget.ts";
 import { describeJudge, judgeSamplesNeeded } from "./judge-describe.ts";
 import { type CanaryScale, canaryCounts, canaryScaleAt, effectiveScale, scaledCanaryCounts } from "./pods.ts";
 import { describeGuards } from "./safety.ts";
-import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
+import { type AnalysisSpec, type Metric, type RolloutSpec, type Step, stepAnalysis } from "./spec.ts";
 import { describeWaves } from "./waves.ts";
 
 /** One row of a plan: what a step does, the pods it needs and the traffic the candidate gets. */
@@ -212,8 +212,10 @@ function planStep(
   advance(state, step, spec);
   const { weight, previewPods } = state;
   const detail = stepDetail(step, previewPods);
-  const duration = step.kind === "pause" ? step.duration : undefined;
-  const analysis = step.kind === "analysis" ? describeAnalysis(step.analysis) : undefined;
+  const duration =
+    step.kind === "pause" || (step.kind === "experiment" && !step.analysis) ? step.duration : undefined;
+  const stepAnalysed = stepAnalysis(step);
+  const analysis = stepAnalysed ? describeAnalysis(stepAnalysed) : undefined;
   const counts = pods(spec, weight, canaryScaleAt(spec.steps, index, spec.trafficRouting));
   const canary =
     step.kind === "preview" || (spec.strategy === "blueGreen" && weight < 100) ? previewPods : counts.canary;
@@ -303,6 +305,17 @@ function stepDetail(step: Step, previewPods: number): string {
         : scale?.weight !== undefined
           ? `setCanaryScale: canary pods for ${scale.weight}% of the replicas, whatever the weight`
           : "setCanaryScale: canary pods follow the weight";
+    }
+    case "experiment": {
+      const sets = step.templates
+        .map((t) => `${t.name} (${t.specRef}, ${t.replicas ?? 1} pod${(t.replicas ?? 1) === 1 ? "" : "s"})`)
+        .join(", ");
+      const until = step.analysis
+        ? `until analysis: ${step.analysis.templates.map((t) => t.name).join(", ")}`
+        : step.duration === undefined
+          ? "until rollouts promote"
+          : formatDuration(step.duration);
+      return `experiment: ${sets}, ${until}`;
     }
   }
 }

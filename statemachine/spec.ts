@@ -135,6 +135,31 @@ export const StepSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("preview") }).strict(),
   z
     .object({
+      kind: z.literal("experiment"),
+      /** Seconds the experiment's ReplicaSets run once available; absent = until `rollouts promote`. */
+      duration: Wait().optional(),
+      /** One ReplicaSet each, from the stable or the candidate's pod template. */
+      templates: z
+        .array(
+          z
+            .object({
+              name: z
+                .string()
+                .max(63)
+                .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS label: lower-case letters, digits and '-'"),
+              specRef: z.enum(["stable", "canary"]),
+              /** Pods of the ReplicaSet (Argo's default: 1). */
+              replicas: z.number().int().nonnegative().optional(),
+            })
+            .strict(),
+        )
+        .min(1),
+      /** The experiment's analyses, run once its ReplicaSets are available; the step ends when they do. */
+      analysis: AnalysisSpecSchema.optional(),
+    })
+    .strict(),
+  z
+    .object({
       kind: z.literal("setCanaryScale"),
       /** The canary's pods, whatever the weight. */
       replicas: z.number().int().nonnegative().optional(),
@@ -229,3 +254,10 @@ export type RolloutSpec = z.infer<typeof RolloutSpecSchema>;
 /** The same types before defaults are applied: what a library user may write by hand. */
 export type RolloutSpecInput = z.input<typeof RolloutSpecSchema>;
 export type MetricInput = z.input<typeof MetricSchema>;
+
+/** The analysis a step runs: an analysis step's, or an experiment's analyses; none for the others. */
+export function stepAnalysis(step: Step): AnalysisSpec | undefined {
+  if (step.kind === "analysis") return step.analysis;
+  if (step.kind === "experiment") return step.analysis;
+  return undefined;
+}

@@ -422,6 +422,8 @@ export function passStepName(pass: string, step: Step): string {
         return step.duration !== undefined ? `pause@${formatDuration(step.duration)}` : "pause";
       case "analysis":
         return "analysis";
+      case "experiment":
+        return `experiment@${step.templates.map((t) => t.name).join("+")}`;
       case "setMirrorRoute":
         return `mirror@${step.name}`;
       case "setHeaderRoute":

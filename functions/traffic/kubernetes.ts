@@ -8,9 +8,15 @@ import {
 import { pushedArtifact } from "./artifact.ts";
 import { TargetConfigurationError, TargetNotReadyError, TargetStateError } from "./errors.ts";
 import { ServiceSelectors } from "./kubernetes/blue-green.ts";
-import { type KubeCall, KubeClient } from "./kubernetes/client.ts";
+import { type KubeCall, KubeClient, RESOURCES } from "./kubernetes/client.ts";
 import { connect, type KubeConnectOptions } from "./kubernetes/connect.ts";
 import { Deployments, type DeploymentView } from "./kubernetes/deployments.ts";
+import {
+  ExperimentSets,
+  experimentName,
+  experimentReplicaSet,
+  routedLabels,
+} from "./kubernetes/experiments.ts";
 import { GatewayApiRouter } from "./kubernetes/gateway-api.ts";
 import { IstioRouter } from "./kubernetes/istio.ts";
 import { NginxRouter } from "./kubernetes/nginx.ts";
@@ -23,6 +29,8 @@ import type {
   CanaryScaleChange,
   CandidateArtifact,
   Clock,
+  Experiment,
+  ExperimentChange,
   HeaderRoute,
   HeaderRouteChange,
   ObservedWeights,
@@ -100,6 +108,28 @@ export const KubernetesStateSchema = z
       .optional(),
     /** What readiness waits for. */
     wait: Wait.optional(),
+    /**
+     * The running `experiment` step's ReplicaSets (deleted by its end, promotion and abort);
+     * `deadlineAt` while readiness waits for them to be available.
+     */
+    experiment: z
+      .object({
+        name: z.string().min(1),
+        stepIndex: z.number().int().nonnegative(),
+        replicaSets: z.array(
+          z
+            .object({
+              template: z.string().min(1),
+              name: Name,
+              replicas: z.number().int().nonnegative(),
+              podTemplateHash: z.string(),
+            })
+            .strict(),
+        ),
+        deadlineAt: z.number().optional(),
+      })
+      .strict()
+      .optional(),
     /** Header routes this rollout set, removed at promotion and abort. */
     headerRoutes: z.array(Name).default([]),
     /**
@@ -139,6 +169,8 @@ export class KubernetesTraffic implements TrafficTarget {
   }
   readonly #settings: KubernetesSettings;
   readonly #deployments: Deployments;
+  readonly #experiments: ExperimentSets;
+  readonly #client: KubeClient;
   readonly #router: WeightRouter | undefined;
   readonly #selectors: ServiceSelectors | undefined;
   readonly #ns: string;
@@ -153,6 +185,8 @@ export class KubernetesTraffic implements TrafficTarget {
     this.#ns = s.namespace;
     const client = new KubeClient(connect(s, clock, clients), clients.onCall);
     this.#deployments = new Deployments(client, s.namespace, s.container);
+    this.#experiments = new ExperimentSets(client, s.namespace);
+    this.#client = client;
     const r = s.router;
     this.#router =
       r.type === "gateway-api"
@@ -262,6 +296,21 @@ export class KubernetesTraffic implements TrafficTarget {
 
   async checkReadiness(input: TargetState): Promise<Readiness> {
     const state = this.#state(input);
+    const experiment = state.experiment;
+    if (experiment?.deadlineAt !== undefined) {
+      const poll = await this.#experiments.poll(
+        experiment.replicaSets,
+        experiment.deadlineAt,
+        this.clock.now(),
+      );
+      if (!poll.ready)
+        return { ready: false, state, retryAfterSeconds: this.#settings.pollSeconds, message: poll.message };
+      return {
+        ready: true,
+        state: { ...state, experiment: { ...experiment, deadlineAt: undefined } },
+        message: poll.message,
+      };
+    }
     if (!state.wait) return { ready: true, state, message: `nothing pending in phase ${state.phase}` };
     const what = state.phase === "aborting" ? "the stable version" : "the candidate";
     const poll = await this.#deployments.poll(state.wait, state.wait.deadlineAt, this.clock.now(), what);
@@ -418,6 +467,79 @@ export class KubernetesTraffic implements TrafficTarget {
     return Math.max(1, routedCanaryCounts(state.replicas, weight).canary);
   }
 
+  /**
+   * Argo's `experiment` step: one ReplicaSet per template, from the stable or the candidate's
+   * Deployment; readiness then waits until they are available. A retried start finds its own
+   * ReplicaSets and goes on.
+   */
+  async startExperiment(input: TargetState, experiment: Experiment): Promise<ExperimentChange> {
+    const state = this.#state(input);
+    if (state.phase !== "ready") {
+      throw new TargetStateError(
+        `cannot start an experiment in phase ${state.phase}; the candidate must be ready`,
+      );
+    }
+    const candidate = this.#candidate(state);
+    const canary = await this.#deployments.object(candidate.deployment);
+    const stable = await this.#deployments.object(state.stable.deployment);
+    const name = experimentName(canary, experiment.stepIndex);
+    const routed = await this.#routedLabels();
+    const replicaSets = [];
+    for (const template of experiment.templates) {
+      const source = template.specRef === "canary" ? canary : stable;
+      replicaSets.push(
+        await this.#experiments.create(experimentReplicaSet(name, template, source, this.#ns, routed)),
+      );
+    }
+    return {
+      state: {
+        ...state,
+        experiment: { name, stepIndex: experiment.stepIndex, replicaSets, deadlineAt: this.#deadline() },
+      },
+      message: `experiment ${name}: ReplicaSets ${replicaSets
+        .map((r) => `${this.#ns}/${r.name} (${r.replicas} pods)`)
+        .join(", ")}`,
+    };
+  }
+
+  experimentValues(input: TargetState): Record<string, string> {
+    const sets = this.#state(input).experiment?.replicaSets ?? [];
+    return Object.fromEntries(
+      sets.map((r) => [`templates.${r.template}.podTemplateHash`, r.podTemplateHash]),
+    );
+  }
+
+  async stopExperiment(input: TargetState): Promise<ExperimentChange> {
+    const state = this.#state(input);
+    if (!state.experiment) return { state, message: "no experiment running" };
+    const deleted = await this.#experiments.delete(state.experiment.replicaSets);
+    return {
+      state: { ...state, experiment: undefined },
+      message: `experiment ${state.experiment.name} ended: ${deleted.length > 0 ? `ReplicaSets ${deleted.join(", ")} deleted` : "its ReplicaSets were gone"}`,
+    };
+  }
+
+  /**
+   * Behind a router: the pod labels its stable and canary Services tell their pods apart by (an
+   * Istio destination host names its Service by its first label); blue/green's: its label.
+   */
+  async #routedLabels(): Promise<string[]> {
+    const r = this.#settings.router;
+    // Blue/green's Services select one side by this label's value.
+    if (r.type === "blue-green") return [r.label];
+    if (!this.#router || !("stableService" in r) || !("canaryService" in r)) return [];
+    const service = (host: string) =>
+      this.#client.require(RESOURCES.services, this.#ns, host.split(".")[0] ?? host);
+    return routedLabels(await service(r.stableService), await service(r.canaryService));
+  }
+
+  /** The experiment's ReplicaSets deleted, when one runs (promotion and abort end it, as Argo's). */
+  async #endExperiment(state: KubernetesState): Promise<KubernetesState> {
+    if (!state.experiment) return state;
+    await this.#experiments.delete(state.experiment.replicaSets);
+    return { ...state, experiment: undefined };
+  }
+
   async setHeaderRoute(input: TargetState, route: HeaderRoute): Promise<HeaderRouteChange> {
     const state = this.#state(input);
     if (state.phase !== "ready") {
@@ -454,8 +576,9 @@ export class KubernetesTraffic implements TrafficTarget {
   }
 
   async promote(input: TargetState, options: PromoteOptions): Promise<TargetState> {
-    const state = this.#state(input);
-    if (state.phase === "promoted") return state;
+    const read = this.#state(input);
+    if (read.phase === "promoted") return read;
+    const state = await this.#endExperiment(read);
     if (state.phase !== "ready")
       throw new TargetStateError(`cannot promote in phase ${state.phase}; the candidate must be ready`);
     const s = this.#settings;
@@ -521,7 +644,7 @@ export class KubernetesTraffic implements TrafficTarget {
   }
 
   async abort(input: TargetState, options: AbortOptions): Promise<Readiness> {
-    const state = this.#state(input);
+    const state = await this.#endExperiment(this.#state(input));
     const s = this.#settings;
     const now = this.clock.now();
     if (state.phase === "aborted") return { ready: true, state, message: "already aborted" };

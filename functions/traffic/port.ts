@@ -152,6 +152,26 @@ import type { CanaryScale } from "../../statemachine/pods.ts";
 
 export type { CanaryScale };
 
+/** One ReplicaSet of an `experiment` step: the pod template it copies and its pods. */
+export interface ExperimentTemplate {
+  readonly name: string;
+  readonly specRef: "stable" | "canary";
+  readonly replicas: number;
+}
+
+/** An `experiment` step as a target runs it. */
+export interface Experiment {
+  /** The step's index (0-based), part of the experiment's name as in Argo. */
+  readonly stepIndex: number;
+  readonly templates: readonly ExperimentTemplate[];
+}
+
+/** The target after an experiment started or stopped, and what was done. */
+export interface ExperimentChange {
+  readonly state: TargetState;
+  readonly message: string;
+}
+
 /** Delays of the rollout spec that the target applies (seconds). */
 export interface PromoteOptions {
   /** `scaleDownDelaySeconds`: how long the replaced side stays ready for a quick return. */
@@ -231,6 +251,22 @@ export interface TrafficTarget {
    * cleared by promote and abort; absent on a target whose candidate scales with the weight.
    */
   setCanaryScale?(state: TargetState, scale: CanaryScale): Promise<CanaryScaleChange>;
+
+  /**
+   * Argo's `experiment` step: ReplicaSets of the stable and the candidate's pod templates next to
+   * the rollout's own, with no traffic from its router; `checkReadiness` waits until they are
+   * available. Absent on a target with no pod template to run apart from the weight.
+   */
+  startExperiment?(state: TargetState, experiment: Experiment): Promise<ExperimentChange>;
+
+  /**
+   * The values only the running experiment knows, by Argo's placeholder name:
+   * `templates.<name>.podTemplateHash` for each of its templates.
+   */
+  experimentValues?(state: TargetState): Record<string, string>;
+
+  /** Deletes the experiment's ReplicaSets (also done by promote and abort). */
+  stopExperiment?(state: TargetState): Promise<ExperimentChange>;
 
   /**
    * Makes the candidate the stable side with all the traffic (no second deployment), removes

@@ -268,6 +268,19 @@ const SCALES_CANARY: Readonly<Record<TargetType, boolean>> = {
 };
 
 /**
+ * An `experiment` step runs ReplicaSets of the stable and the candidate's pod templates next to
+ * the rollout's own: the kubernetes target's. ECS services, Lambda versions, SageMaker variants
+ * and plugins have no pod template to start apart from the weight.
+ */
+const RUNS_EXPERIMENTS: Readonly<Record<TargetType, boolean>> = {
+  "alb-ecs": false,
+  "lambda-alias": false,
+  kubernetes: true,
+  sagemaker: false,
+  plugin: false,
+};
+
+/**
  * Whether a rollout on this target polls readiness after the candidate starts and after each
  * traffic step, as `addRollout` compiles it and `rollouts compile --target` by default: an ECS
  * deployment and pods settle after each change, a SageMaker endpoint is Updating after every
@@ -300,6 +313,12 @@ export function targetSpecProblems(type: unknown, spec: RolloutSpec): string[] {
       problems.push(
         `step ${i + 1}: setCanaryScale: the ${type} target scales the candidate with the weight ` +
           `(targets that can: ${(Object.keys(SCALES_CANARY) as TargetType[]).filter((t) => SCALES_CANARY[t]).join(", ")})`,
+      );
+    }
+    if (step.kind === "experiment" && !RUNS_EXPERIMENTS[target]) {
+      problems.push(
+        `step ${i + 1}: experiment ${step.templates.map((t) => t.name).join(", ")}: the ${type} target cannot run an experiment's ReplicaSets next to the rollout ` +
+          `(targets that can: ${(Object.keys(RUNS_EXPERIMENTS) as TargetType[]).filter((t) => RUNS_EXPERIMENTS[t]).join(", ")})`,
       );
     }
     if (step.kind === "setMirrorRoute" && !MIRRORS[target]) {

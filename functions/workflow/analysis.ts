@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { AnalysisSpec } from "../../statemachine/spec.ts";
+import { type AnalysisSpec, AnalysisSpecSchema } from "../../statemachine/spec.ts";
 import { ExecutionSupersededError, RolloutAbortedError } from "../abort/errors.ts";
 import { requestAbort } from "../abort/request-abort.ts";
 import { requestHold } from "../abort/request-hold.ts";
@@ -23,13 +23,14 @@ import { ConcurrentUpdateError, isPermanentWriteError } from "../store/errors.ts
 import type { StoredRun } from "../store/port.ts";
 import { isRunning, type Revision } from "../store/schema.ts";
 import { MAX_ITEM_BYTES, runItemBytes } from "../store/size.ts";
+import type { TargetState, TrafficTarget } from "../traffic/port.ts";
 import type { WorkflowDeps } from "./deps.ts";
 import { tokenId } from "./effects.ts";
 import { drivingItem, executionName, publish, recordStep, withEventOnce } from "./item.ts";
 import { judgePoints } from "./metrics.ts";
 import type { StartAnalysisPayload, WorkflowContext } from "./payloads.ts";
 import { WorkflowContextSchema } from "./payloads.ts";
-import { resolveRuntimeArgs, versionLabel } from "./runtime-args.ts";
+import { InvalidVersionValueError, resolveRuntimeArgs, versionLabel } from "./runtime-args.ts";
 
 /** Measurements are kept a week after they are taken (DynamoDB TTL). */
 export const MEASUREMENT_TTL_SECONDS = 7 * 24 * 3600;
@@ -97,7 +98,12 @@ export async function startAnalysis(
   // Refuse before creating anything: an aborted or superseded execution must not leave a run
   // behind that stays Pending forever.
   const driving = await drivingItem(deps, context);
-  const analysis = await analysisToRun(deps, context, spec, driving.stableRevision, background);
+  const analysis = withExperimentValues(
+    await analysisToRun(deps, context, spec, driving.stableRevision, background),
+    () => deps.targetFor(payload.target),
+    driving.targetState as TargetState,
+    stepIndex,
+  );
   const now = deps.clock.now();
   const stored: StoredAnalysis = {
     run: createRun(analysis, new Date(now)),
@@ -128,6 +134,34 @@ export async function startAnalysis(
   await resumeRetried(deps, current, runId, token);
   return { runId };
 }
+
+/**
+ * An experiment's analysis with Argo's `{{templates.<name>.podTemplateHash}}` filled in from the
+ * ReplicaSets the target made (a hash is letters and digits, nothing else goes into a query);
+ * one the target does not know is an error naming it.
+ */
+function withExperimentValues(
+  analysis: AnalysisSpec,
+  target: () => TrafficTarget,
+  state: TargetState,
+  stepIndex: number,
+): AnalysisSpec {
+  const text = JSON.stringify(analysis);
+  if (!TEMPLATE_HASH_TEXT.test(text)) return analysis;
+  const values = target().experimentValues?.(state) ?? {};
+  const filled = text.replace(new RegExp(TEMPLATE_HASH_TEXT.source, "g"), (whole, name: string) => {
+    const value = values[`templates.${name}.podTemplateHash`];
+    if (value === undefined || !/^[a-z0-9]+$/.test(value)) {
+      throw new InvalidVersionValueError(
+        `step ${stepIndex + 1}: ${whole} has no value: no ReplicaSet of experiment template "${name}" is running`,
+      );
+    }
+    return value;
+  });
+  return AnalysisSpecSchema.parse(JSON.parse(filled));
+}
+
+const TEMPLATE_HASH_TEXT = /\{\{\s*templates\.([a-z0-9-]+)\.podTemplateHash\s*\}\}/;
 
 /** The analysis a `start-analysis` runs: the background one, or the step's; any other step is refused. */
 function analysisOf(payload: StartAnalysisPayload): AnalysisSpec {

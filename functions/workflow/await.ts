@@ -91,6 +91,19 @@ function waitOf(payload: AwaitPayload, now: number): Wait {
       waitingFor: reason === "Approval" ? "approval" : "pause",
     };
   }
+  if (step.kind === "experiment") {
+    // Argo's experiment without analyses runs for its duration, or until it is terminated.
+    const { duration } = step;
+    return {
+      reason: "CanaryPauseStep",
+      message:
+        duration !== undefined
+          ? `experiment: its ReplicaSets run for ${formatDuration(duration)}`
+          : "experiment: its ReplicaSets run until rollouts promote",
+      until: duration !== undefined ? now + duration * 1000 : null,
+      waitingFor: "pause",
+    };
+  }
   throw new RangeError(`step ${stepIndex + 1}: a ${step.kind} step is not a wait`);
 }
 

@@ -61,6 +61,8 @@ export const StepPayloadSchema = Base.extend({
   step: StepSchema,
   /** `ignore`: weights changed by someone else are overwritten instead of pausing (native `onDrift`). */
   onDrift: z.enum(["pause", "ignore"]).optional(),
+  /** An `experiment` step's two Tasks: `start` creates its ReplicaSets, `stop` deletes them and completes the step. */
+  experiment: z.enum(["start", "stop"]).optional(),
 });
 export type StepPayload = z.infer<typeof StepPayloadSchema>;
 

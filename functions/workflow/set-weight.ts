@@ -33,6 +33,9 @@ export async function setWeight(deps: WorkflowDeps, payload: StepPayload): Promi
     await flush(deps, context);
     return { drift: false, weight: item.weight, message: "already applied" };
   }
+  if (payload.step.kind === "experiment" && payload.experiment !== "stop") {
+    return startExperiment(deps, payload, item);
+  }
   const applied = await applyStep(deps.targetFor(payload.target), payload, item);
   if ("drift" in applied) {
     await recordDrift(deps, payload, applied.drift);
@@ -85,6 +88,10 @@ async function applyStep(
       const change = await router.setCanaryScale(state, scale);
       return { next: change.state, weight: item.weight, message: change.message };
     }
+    case "experiment": {
+      const change = await experimentTarget(router, stepIndex).stopExperiment(state);
+      return { next: change.state, weight: item.weight, message: change.message };
+    }
     case "preview":
       return {
         next: state,
@@ -94,6 +101,65 @@ async function applyStep(
     default:
       throw new TargetConfigurationError(`step ${stepIndex + 1}: a ${step.kind} step is not a traffic step`);
   }
+}
+
+/** A target that runs experiments, or an abort naming the step and the target. */
+function experimentTarget(
+  router: TrafficTarget,
+  stepIndex: number,
+): Required<Pick<TrafficTarget, "startExperiment" | "stopExperiment">> {
+  if (!router.startExperiment || !router.stopExperiment) {
+    throw new TargetConfigurationError(
+      `step ${stepIndex + 1}: experiment is not supported by the ${router.type} target: it has no pod template to run next to the rollout`,
+    );
+  }
+  return {
+    startExperiment: router.startExperiment.bind(router),
+    stopExperiment: router.stopExperiment.bind(router),
+  };
+}
+
+/**
+ * An experiment's start: its ReplicaSets created and the target's state recorded under an id of
+ * its own, the step not completed (its stop completes it, after the analysis or the duration).
+ */
+async function startExperiment(
+  deps: WorkflowDeps,
+  payload: StepPayload,
+  item: RolloutItem,
+): Promise<SetWeightResult> {
+  const { context, stepIndex, step } = payload;
+  if (step.kind !== "experiment") throw new RangeError(`step ${stepIndex + 1} is not an experiment`);
+  const id = `${stepId(stepIndex)}-experiment`;
+  if (isDone(item, context, id)) {
+    await flush(deps, context);
+    return { drift: false, weight: item.weight, message: "already started" };
+  }
+  const target = experimentTarget(deps.targetFor(payload.target), stepIndex);
+  const change = await target.startExperiment(item.targetState as TargetState, {
+    stepIndex,
+    templates: step.templates.map((t) => ({ name: t.name, specRef: t.specRef, replicas: t.replicas ?? 1 })),
+  });
+  await recordStep(
+    deps,
+    context,
+    (latest, now) =>
+      commit(
+        withEvent(
+          { ...latest, targetState: change.state },
+          now,
+          "ExperimentCreated",
+          change.message,
+          stepIndex,
+        ),
+        context,
+        id,
+        [],
+      ),
+    { step: id },
+  );
+  await flush(deps, context);
+  return { drift: false, weight: item.weight, message: change.message };
 }
 
 /**

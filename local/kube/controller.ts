@@ -290,6 +290,11 @@ export class DeploymentController {
     try {
       this.#collectGarbage();
       for (const deployment of this.#store.list(DEPLOYMENTS)) this.#reconcile(deployment);
+      // A ReplicaSet no Deployment owns (an experiment's) is scaled by the ReplicaSet controller alone.
+      const now = this.#clock.now();
+      for (const rs of this.#store.list(REPLICA_SETS)) {
+        if (!rs.metadata.ownerReferences?.some((r) => r.kind === "Deployment")) this.#syncReplicaSet(rs, now);
+      }
     } finally {
       this.#syncing = false;
     }

@@ -120,7 +120,6 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
     shortNames: ["rs"],
     categories: ["all"],
     status: true,
-    readOnly: true,
     strategic: true,
   },
   {

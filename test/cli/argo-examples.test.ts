@@ -16,8 +16,8 @@ import { describe, expect, it } from "vitest";
  *   `scaleDownDelaySeconds` after the switch; a canary with no steps is Argo's rolling update,
  *   promoted at once (`examples/rollout-rolling-update.yaml`'s own comment).
  * - `refused`: every problem `rollouts plan` reports, by file and field path, each naming what is
- *   not supported. A problem marked `pending` names a feature being added (the `job` provider,
- *   `experiment` steps); an example whose problems are all pending flips to
+ *   not supported. A problem marked `pending` names a feature being added (the `job`
+ *   provider); an example whose problems are all pending flips to
  *   `plans` when they land.
  * - `usedBy`: a file with no Rollout, loaded alongside the examples that use it (their templates,
  *   Services, routes, the notification ConfigMap), as Argo's docs apply them together.
@@ -39,7 +39,7 @@ interface Refusal {
   /** What the message names: the router, the provider, the step, the field. */
   names: string;
   /** The feature being added that will lift this refusal. */
-  pending?: "job provider" | "experiment step";
+  pending?: "job provider";
 }
 interface Refused {
   refused: Refusal[];
@@ -176,14 +176,17 @@ const EXAMPLES: Record<string, Outcome> = {
     ],
   },
   "rollout-baseline-vs-canary.yaml": {
-    refused: [
-      {
-        file: "rollout-baseline-vs-canary.yaml",
-        path: "spec.strategy.canary.steps[0].experiment",
-        names: "experiment steps are not supported",
-        pending: "experiment step",
-      },
-    ],
+    // Argo's experiment: a ReplicaSet per template, one pod each (GetReplicasOrDefault), next to
+    // the rollout's; with neither a duration nor a required analysis it runs until promoted. The
+    // rollout's own canary ReplicaSet has no pod at weight 0 (CalculateReplicaCountsForBasicCanary).
+    plans: {
+      strategy: "canary",
+      replicas: 3,
+      trafficRouting: false,
+      steps: [
+        ["experiment: baseline (stable, 1 pod), canary (canary, 1 pod), until rollouts promote", 0, 0, 3],
+      ],
+    },
   },
   "rollout-bluegreen.yaml": {
     plans: {
@@ -198,12 +201,18 @@ const EXAMPLES: Record<string, Outcome> = {
     },
   },
   "rollout-canary-preview.yaml": {
+    // Its experiment gives the template labels and a selector of its own (to keep the preview's
+    // pods out of the Service): the experiment's pods carry the pod template's labels here.
     refused: [
       {
         file: "rollout-canary-preview.yaml",
-        path: "spec.strategy.canary.steps[0].experiment",
-        names: "experiment steps are not supported",
-        pending: "experiment step",
+        path: "spec.strategy.canary.steps[0].experiment.templates[0].selector",
+        names: 'experiment template "canary-preview": a selector of its own is not supported',
+      },
+      {
+        file: "rollout-canary-preview.yaml",
+        path: "spec.strategy.canary.steps[0].experiment.templates[0].metadata",
+        names: 'experiment template "canary-preview": labels and annotations of its own are not supported',
       },
     ],
   },
@@ -216,14 +225,20 @@ const EXAMPLES: Record<string, Outcome> = {
     },
   },
   "rollout-experiment-step.yaml": {
-    // Its experiment's analysis runs random-fail, a job-provider template: refused in turn once
-    // experiment steps load, until the job provider does too.
+    // Its experiment's analysis is not requiredForCompletion (Argo's experiment then runs until
+    // terminated, the analysis in its background), and runs random-fail, a job-provider template.
     refused: [
       {
         file: "rollout-experiment-step.yaml",
-        path: "spec.strategy.canary.steps[1].experiment",
-        names: "experiment steps are not supported",
-        pending: "experiment step",
+        path: "spec.strategy.canary.steps[1].experiment.analyses[0].requiredForCompletion",
+        names:
+          'experiment analysis "random-fail": only analyses with requiredForCompletion: true are supported',
+      },
+      {
+        file: "analysis-templates.yaml",
+        path: "spec.metrics[0].provider.job",
+        names: "the job provider is not supported",
+        pending: "job provider",
       },
     ],
   },
@@ -266,9 +281,9 @@ const EXAMPLES: Record<string, Outcome> = {
     refused: [
       {
         file: "traffic-routing-experiment-step/istio-host-split-experiment-step.yaml",
-        path: "spec.strategy.canary.steps[1].experiment",
-        names: "experiment steps are not supported",
-        pending: "experiment step",
+        path: "spec.strategy.canary.steps[1].experiment.templates[0].weight",
+        names:
+          'experiment template "experiment-istio": experiment template weight needs a Service per template',
       },
     ],
   },
@@ -276,9 +291,9 @@ const EXAMPLES: Record<string, Outcome> = {
     refused: [
       {
         file: "traffic-routing-experiment-step/rollout-alb-experiment-step.yaml",
-        path: "spec.strategy.canary.steps[1].experiment",
-        names: "experiment steps are not supported",
-        pending: "experiment step",
+        path: "spec.strategy.canary.steps[1].experiment.templates[0].weight",
+        names:
+          'experiment template "experiment-alb": experiment template weight needs a Service per template',
       },
     ],
   },
@@ -291,9 +306,9 @@ const EXAMPLES: Record<string, Outcome> = {
       },
       {
         file: "traffic-routing-experiment-step/rollout-smi-experiment-step.yaml",
-        path: "spec.strategy.canary.steps[1].experiment",
-        names: "experiment steps are not supported",
-        pending: "experiment step",
+        path: "spec.strategy.canary.steps[1].experiment.templates[0].weight",
+        names:
+          'experiment template "experiment-smi": experiment template weight needs a Service per template',
       },
     ],
   },

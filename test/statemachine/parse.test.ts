@@ -413,13 +413,13 @@ describe("bad input: one message per problem, naming the place", () => {
       {
         file: "r.yaml",
         text: rollout(
-          "        - setWeight: 5\n        - experiment: {templates: []}\n        - setCanaryScale: {replicas: 1}",
+          "        - setWeight: 5\n        - experiment: {templates: [{name: c, specRef: canary, weight: 5}]}\n        - setCanaryScale: {replicas: 1}",
         ),
       },
     ]);
     expect(lines).toHaveLength(2);
     expect(lines[0]).toContain(
-      "spec.strategy.canary.steps[1].experiment (step 2): step 2 of 3: experiment steps are not supported",
+      'spec.strategy.canary.steps[1].experiment.templates[0].weight (step 2): step 2 of 3: experiment template "c": experiment template weight needs a Service per template',
     );
     expect(lines[1]).toContain(
       "spec.strategy.canary.steps[2].setCanaryScale (step 3): step 3 of 3: setCanaryScale requires trafficRouting",
@@ -466,13 +466,13 @@ describe("bad input: one message per problem, naming the place", () => {
       {
         file: "r.yaml",
         text: rollout(
-          "        - experiment: {templates: []}\n          setHeaderRoute: {name: h}\n        - pause: {}",
+          "        - plugin: {name: p}\n          setHeaderRoute: {name: h}\n        - pause: {}",
           "      trafficRouting: {managedRoutes: [{name: h}], istio: {virtualService: {name: v}}}\n",
         ),
       },
     ]);
     expect(lines).toEqual([
-      "r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].experiment (step 1): step 1 of 2: experiment steps are not supported: run the candidate next to the stable version and compare them with an analysis step (compare: stable) instead",
+      "r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].plugin (step 1): step 1 of 2: plugin steps are not supported",
     ]);
   });
 
@@ -575,7 +575,7 @@ describe("bad input: one message per problem, naming the place", () => {
     ]);
     expect(lines).toEqual([
       'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[0].pause (step 1): unknown field "until"',
-      'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[1].setWieght (step 2): unknown step "setWieght": use one of setWeight, pause, analysis, setHeaderRoute, setMirrorRoute, setCanaryScale',
+      'r.yaml: document 1 (Rollout demo): spec.strategy.canary.steps[1].setWieght (step 2): unknown step "setWieght": use one of setWeight, pause, analysis, experiment, setHeaderRoute, setMirrorRoute, setCanaryScale',
     ]);
   });
 

@@ -21,6 +21,7 @@ const VSS = `/apis/networking.istio.io/v1/namespaces/${NS}/virtualservices`;
 const INGRESSES = `/apis/networking.k8s.io/v1/namespaces/${NS}/ingresses`;
 const SERVICES = `/api/v1/namespaces/${NS}/services`;
 const MERGE = "application/merge-patch+json";
+const REPLICA_SETS = `/apis/apps/v1/namespaces/${NS}/replicasets`;
 
 type Obj = { spec: Record<string, unknown>; metadata: { annotations?: Record<string, string> } };
 
@@ -295,6 +296,140 @@ describe("kubernetes target, Gateway API", () => {
     expect(await pods()).toBe(0);
   });
 
+  it("experiment: creates a ReplicaSet per template beside the Deployments, waits until available, deletes them at its end", async () => {
+    fixture = await kubeFixture({ stableReplicas: 4 });
+    const f = fixture;
+    await withHttpRoute(f);
+    const router = f.router(gatewaySettings);
+    if (!router.startExperiment || !router.stopExperiment)
+      throw new Error("the kubernetes target runs experiments");
+    let state = await readyCandidate(f, router);
+    const started = await router.startExperiment(state, {
+      stepIndex: 2,
+      templates: [
+        { name: "baseline", specRef: "stable", replicas: 1 },
+        { name: "canary", specRef: "canary", replicas: 2 },
+      ],
+    });
+    const experiment = (started.state as KubernetesState).experiment;
+    expect(experiment?.name).toMatch(/^shop-canary-[bcdfghjklmnpqrstvwxz2456789]+-2$/);
+    const names = experiment?.replicaSets.map((r) => r.name) ?? [];
+    expect(names).toEqual([`${experiment?.name}-baseline`, `${experiment?.name}-canary`]);
+    // Read back over HTTP: the pod templates of the stable and the candidate, each with its hash.
+    const sets = await Promise.all(names.map((n) => f.get(`${REPLICA_SETS}/${n}`)));
+    const view = sets.map((rs) => {
+      const o = rs as {
+        metadata: { labels: Record<string, string>; annotations: Record<string, string> };
+        spec: {
+          replicas: number;
+          selector: { matchLabels: Record<string, string> };
+          template: {
+            metadata: { labels: Record<string, string> };
+            spec: { containers: { image: string }[] };
+          };
+        };
+      };
+      return {
+        replicas: o.spec.replicas,
+        image: o.spec.template.spec.containers[0]?.image,
+        template: o.metadata.annotations["experiment.argoproj.io/template-name"],
+        experiment: o.metadata.annotations["experiment.argoproj.io/name"],
+        hashes: [
+          o.metadata.labels["rollouts-pod-template-hash"],
+          o.spec.selector.matchLabels["rollouts-pod-template-hash"],
+          o.spec.template.metadata.labels["rollouts-pod-template-hash"],
+        ],
+        // The Deployment's selector labels are on the pods only, never on the ReplicaSet itself.
+        ownLabels: Object.keys(o.metadata.labels).sort(),
+        podLabels: o.spec.template.metadata.labels.app,
+        routed: [
+          o.spec.template.metadata.labels["rollouts.sfn/deployment"],
+          o.spec.selector.matchLabels["rollouts.sfn/deployment"],
+        ],
+      };
+    });
+    expect(view.map((v) => [v.template, v.replicas, v.image, v.experiment, v.podLabels])).toEqual([
+      ["baseline", 1, "shop:v1", experiment?.name, "shop"],
+      ["canary", 2, "shop:v2", experiment?.name, "shop"],
+    ]);
+    for (const v of view) {
+      // The label the stable and canary Services select their pods by is left off.
+      expect(v.routed).toEqual([undefined, undefined]);
+      expect(new Set(v.hashes).size).toBe(1);
+      expect(v.ownLabels).toEqual(["rollouts-pod-template-hash", "rollouts.sfn/experiment"]);
+    }
+    expect(view[0]?.hashes[0]).not.toBe(view[1]?.hashes[0]);
+    // Not available until the pods are ready; then readiness says so and the wait is over.
+    const first = await router.checkReadiness(started.state);
+    expect(first.ready).toBe(false);
+    expect(first.message).toContain("not available yet");
+    const ready = await f.settle(router, first.state);
+    expect(ready.ready).toBe(true);
+    // Neither Service of the router sends the experiment's (ready) pods traffic.
+    for (const service of ["shop-stable", "shop-canary"]) {
+      const pods = f.kube.endpointsOf(NS, service).map((e) => e.pod);
+      expect(pods.length).toBeGreaterThan(0);
+      expect(pods.some((p) => p.startsWith(experiment?.name ?? "?"))).toBe(false);
+    }
+    expect(
+      f.kube.endpointsOf(NS, "shop").filter((e) => e.pod.startsWith(experiment?.name ?? "?")),
+    ).toHaveLength(3);
+    expect((ready.state as KubernetesState).experiment?.deadlineAt).toBeUndefined();
+    // A retried start finds its own ReplicaSets.
+    const again = await router.startExperiment(state, {
+      stepIndex: 2,
+      templates: [
+        { name: "baseline", specRef: "stable", replicas: 1 },
+        { name: "canary", specRef: "canary", replicas: 2 },
+      ],
+    });
+    expect((again.state as KubernetesState).experiment?.replicaSets).toEqual(experiment?.replicaSets);
+    const stopped = await router.stopExperiment(ready.state);
+    expect(stopped.message).toContain("deleted");
+    state = stopped.state;
+    expect((state as KubernetesState).experiment).toBeUndefined();
+    for (const n of names) {
+      const res = await fetch(`${f.kube.url}${REPLICA_SETS}/${n}`);
+      expect(res.status).toBe(404);
+    }
+    expect((await router.stopExperiment(state)).message).toBe("no experiment running");
+  });
+
+  it("experiment: an abort while it runs deletes its ReplicaSets; one not available by the deadline fails", async () => {
+    fixture = await kubeFixture({ stableReplicas: 2 });
+    const f = fixture;
+    await withHttpRoute(f);
+    const router = f.router(gatewaySettings);
+    if (!router.startExperiment) throw new Error("the kubernetes target runs experiments");
+    const state = await readyCandidate(f, router);
+    const started = await router.startExperiment(state, {
+      stepIndex: 0,
+      templates: [{ name: "canary", specRef: "canary", replicas: 1 }],
+    });
+    const name = (started.state as KubernetesState).experiment?.replicaSets[0]?.name;
+    expect((await fetch(`${f.kube.url}${REPLICA_SETS}/${name}`)).status).toBe(200);
+    const aborted = await router.abort(started.state, { abortScaleDownDelaySeconds: 0 });
+    expect((aborted.state as KubernetesState).experiment).toBeUndefined();
+    expect((await fetch(`${f.kube.url}${REPLICA_SETS}/${name}`)).status).toBe(404);
+    // A template whose pods never become available (the candidate's Deployment given an image
+    // that never gets ready, as the experiment copies what the API holds): the deadline fails it.
+    const fresh = await readyCandidate(f, router, "shop:v3");
+    await f.api(
+      "PATCH",
+      `/apis/apps/v1/namespaces/${NS}/deployments/shop-canary`,
+      { spec: { template: { spec: { containers: [{ name: "app", image: "shop:never-ready" }] } } } },
+      MERGE,
+    );
+    const stuck = await router.startExperiment(fresh, {
+      stepIndex: 1,
+      templates: [{ name: "canary", specRef: "canary", replicas: 1 }],
+    });
+    f.advance(61_000);
+    await expect(router.checkReadiness(stuck.state)).rejects.toThrow(
+      /the experiment's ReplicaSets did not become available before their progress deadline .*0\/1 available/,
+    );
+  });
+
   it("setCanaryScale is cleared by promotion", async () => {
     fixture = await kubeFixture({ stableReplicas: 2 });
     const f = fixture;
@@ -536,6 +671,31 @@ describe("kubernetes target, blue/green by Service selector", () => {
     (((await f.get(`${SERVICES}/${service}`)) as Obj).spec.selector as Record<string, string>)[
       "rollouts.sfn/deployment"
     ];
+
+  it("an experiment's pods are selected by neither the active nor the preview Service", async () => {
+    fixture = await kubeFixture({ stableReplicas: 2 });
+    const f = fixture;
+    const router = f.router(settings);
+    if (!router.startExperiment) throw new Error("the kubernetes target runs experiments");
+    const prepared = await router.prepare();
+    const state = (await f.settle(router, await router.deployCandidate(prepared.state, { image: "shop:v2" })))
+      .state;
+    const started = await router.startExperiment(state, {
+      stepIndex: 0,
+      templates: [
+        { name: "baseline", specRef: "stable", replicas: 1 },
+        { name: "canary", specRef: "canary", replicas: 1 },
+      ],
+    });
+    expect((await f.settle(router, started.state)).ready).toBe(true);
+    const name = (started.state as KubernetesState).experiment?.name ?? "?";
+    for (const service of ["shop-active", "shop-preview"]) {
+      const pods = f.kube.endpointsOf(NS, service).map((e) => e.pod);
+      expect(pods.length).toBeGreaterThan(0);
+      expect(pods.some((p) => p.startsWith(name))).toBe(false);
+    }
+    expect(f.kube.endpointsOf(NS, "shop").filter((e) => e.pod.startsWith(name))).toHaveLength(2);
+  });
 
   it("deploys to the inactive Deployment behind preview, switches active at promotion, scales the old side down after the delay", async () => {
     fixture = await kubeFixture({ stableReplicas: 3 });

@@ -41,6 +41,7 @@ export interface KubeResource {
 
 export const RESOURCES = {
   deployments: { group: "apps", version: "v1", resource: "deployments", kind: "Deployment" },
+  replicaSets: { group: "apps", version: "v1", resource: "replicasets", kind: "ReplicaSet" },
   services: { group: "", version: "v1", resource: "services", kind: "Service" },
   ingresses: { group: "networking.k8s.io", version: "v1", resource: "ingresses", kind: "Ingress" },
   httpRoutes: {
@@ -144,6 +145,14 @@ export class KubeClient {
     return this.#object(res, `create ${resource.kind} ${namespace}/${object.metadata.name}`);
   }
 
+  /** Deletes the object; true when it was there, false when it was gone already (404). */
+  async delete(resource: KubeResource, namespace: string, name: string): Promise<boolean> {
+    const res = await this.#call("DELETE", resource, namespace, name);
+    if (res.status === 404) return false;
+    this.#object(res, `delete ${resource.kind} ${namespace}/${name}`);
+    return true;
+  }
+
   #object(res: { status: number; body: string }, what: string): KubeObject {
     if (res.status === 409) {
       throw new KubeConflictError(`${what}: the object changed since it was read (409 Conflict)`);
@@ -176,14 +185,22 @@ export class KubeClient {
   }
 
   async #call(
-    method: "GET" | "PUT" | "POST",
+    method: "GET" | "PUT" | "POST" | "DELETE",
     resource: KubeResource,
     namespace: string,
     name: string | undefined,
     body?: unknown,
   ): Promise<{ status: number; body: string }> {
     const verb =
-      method === "GET" ? (name === undefined ? "list" : "get") : method === "PUT" ? "update" : "create";
+      method === "GET"
+        ? name === undefined
+          ? "list"
+          : "get"
+        : method === "PUT"
+          ? "update"
+          : method === "DELETE"
+            ? "delete"
+            : "create";
     this.onCall?.({
       verb,
       group: resource.group,

@@ -31,6 +31,11 @@ export class Deployments {
     private readonly container: string | undefined,
   ) {}
 
+  /** The Deployment as the API holds it (an experiment copies its pod template and selector). */
+  async object(name: string): Promise<KubeObject> {
+    return this.client.require(RESOURCES.deployments, this.namespace, name);
+  }
+
   async read(name: string): Promise<DeploymentView> {
     return this.view(await this.client.require(RESOURCES.deployments, this.namespace, name));
   }
