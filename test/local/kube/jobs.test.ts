@@ -139,6 +139,36 @@ describe("the Job controller", () => {
   });
 });
 
+describe("kubectl's table", () => {
+  it("prints a Job's status, completions and duration as kubectl get jobs does", async () => {
+    await call("POST", JOBS, job("passes", ["true"]));
+    await call("POST", JOBS, job("fails", ["sh", "-c", "exit 1"]));
+    clock.advance(2000);
+    await call("POST", JOBS, job("runs", ["true"]));
+    clock.advance(1000);
+    const response = await fetch(`${kube.url}${JOBS}`, {
+      headers: { accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json" },
+    });
+    const table = (await response.json()) as {
+      columnDefinitions: Array<{ name: string }>;
+      rows: Array<{ cells: unknown[] }>;
+    };
+    expect(table.columnDefinitions.map((c) => c.name)).toEqual([
+      "Name",
+      "Status",
+      "Completions",
+      "Duration",
+      "Age",
+    ]);
+    // Listed by name, as the API server lists them.
+    expect(table.rows.map((r) => r.cells)).toEqual([
+      ["fails", "Failed", "0/1", "", "3s"],
+      ["passes", "Complete", "1/1", "3s", "3s"],
+      ["runs", "Running", "0/1", "1s", "1s"],
+    ]);
+  });
+});
+
 describe("validation", () => {
   it("refuses a Job whose pods would not end, or without containers, naming the field", async () => {
     const always = await call("POST", JOBS, job("always", ["true"], "Always"));
