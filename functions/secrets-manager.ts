@@ -1,5 +1,4 @@
-import { Sha256 } from "@aws-crypto/sha256-js";
-import { SignatureV4 } from "@smithy/signature-v4";
+import { type AwsCredentials, signedPost } from "./signed-post.ts";
 
 /**
  * Secrets Manager's `GetSecretValue`, signed with SigV4: one call, not worth a client package in
@@ -8,11 +7,7 @@ import { SignatureV4 } from "@smithy/signature-v4";
  */
 
 /** AWS credentials, as the SDK's credential chain gives them. */
-export interface SecretsCredentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  readonly sessionToken?: string;
-}
+export type SecretsCredentials = AwsCredentials;
 
 export interface GetSecretValueOptions {
   secretId: string;
@@ -32,47 +27,24 @@ export type GetSecretValueAnswer =
   | { failure: "no-string" };
 
 export async function getSecretValue(options: GetSecretValueOptions): Promise<GetSecretValueAnswer> {
-  const body = JSON.stringify({ SecretId: options.secretId });
-  const signer = new SignatureV4({
+  const sent = await signedPost({
     service: "secretsmanager",
     region: options.region,
-    sha256: Sha256,
     credentials: options.credentials,
+    address:
+      options.endpoint ??
+      process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER ??
+      `https://secretsmanager.${options.region}.amazonaws.com`,
+    headers: {
+      "content-type": "application/x-amz-json-1.1",
+      "x-amz-target": "secretsmanager.GetSecretValue",
+    },
+    body: JSON.stringify({ SecretId: options.secretId }),
+    signal: options.signal,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
   });
-  const address =
-    options.endpoint ??
-    process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER ??
-    `https://secretsmanager.${options.region}.amazonaws.com`;
-  const endpoint = URL.parse(address);
-  if (!endpoint)
-    return { failure: "unreachable", url: address, error: new TypeError(`invalid URL ${address}`) };
-  const path = endpoint.pathname.endsWith("/") ? endpoint.pathname : `${endpoint.pathname}/`;
-  const url = `${endpoint.origin}${path}`;
-  let res: Response;
-  try {
-    const signed = await signer.sign({
-      method: "POST",
-      protocol: endpoint.protocol,
-      hostname: endpoint.hostname,
-      path,
-      headers: {
-        // Signed for the host the request goes to (a VPC endpoint, LocalStack): fetch sends the
-        // URL's host, and AWS checks the signature against the Host header it received.
-        host: endpoint.host,
-        "content-type": "application/x-amz-json-1.1",
-        "x-amz-target": "secretsmanager.GetSecretValue",
-      },
-      body,
-    });
-    res = await (options.fetch ?? fetch)(url, {
-      method: "POST",
-      headers: signed.headers as Record<string, string>,
-      body,
-      signal: options.signal,
-    });
-  } catch (error) {
-    return { failure: "unreachable", url, error };
-  }
+  if ("failure" in sent) return sent;
+  const res = sent.response;
   const text = await res.text();
   if (!res.ok) return { failure: "status", status: res.status, text };
   let secret: { SecretString?: unknown } | undefined;

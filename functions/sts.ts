@@ -1,6 +1,4 @@
-import { Sha256 } from "@aws-crypto/sha256-js";
-import { SignatureV4 } from "@smithy/signature-v4";
-import type { SecretsCredentials } from "./secrets-manager.ts";
+import { type AwsCredentials, signedPost } from "./signed-post.ts";
 
 /**
  * STS `AssumeRole` over its Query API, signed with SigV4: one call, not worth a client package in
@@ -23,7 +21,7 @@ export interface AssumeRoleOptions {
   /** Seconds the credentials last (STS: 900 up to the role's maximum); default STS's 3600. */
   durationSeconds?: number;
   region: string;
-  credentials: SecretsCredentials | (() => Promise<SecretsCredentials>);
+  credentials: AwsCredentials | (() => Promise<AwsCredentials>);
   signal: AbortSignal;
   fetch?: (input: string, init?: RequestInit) => Promise<Response>;
   /** Default `AWS_ENDPOINT_URL_STS`, else the region's endpoint (`sts.REGION.amazonaws.com`). */
@@ -57,33 +55,18 @@ export async function assumeRole(options: AssumeRoleOptions): Promise<AssumeRole
   const domain = options.region.startsWith("cn-") ? "amazonaws.com.cn" : "amazonaws.com";
   const address =
     options.endpoint ?? process.env.AWS_ENDPOINT_URL_STS ?? `https://sts.${options.region}.${domain}`;
-  const endpoint = URL.parse(address);
-  if (!endpoint)
-    return { failure: "unreachable", url: address, error: new TypeError(`invalid URL ${address}`) };
-  const path = endpoint.pathname.endsWith("/") ? endpoint.pathname : `${endpoint.pathname}/`;
-  const url = `${endpoint.origin}${path}`;
-  const signer = new SignatureV4({
+  const sent = await signedPost({
     service: "sts",
     region: options.region,
-    sha256: Sha256,
     credentials: options.credentials,
+    address,
+    headers: { "content-type": "application/x-www-form-urlencoded; charset=utf-8" },
+    body,
+    signal: options.signal,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
   });
-  let res: Response;
-  try {
-    const signed = await signer.sign({
-      method: "POST",
-      protocol: endpoint.protocol,
-      hostname: endpoint.hostname,
-      path,
-      // Signed for the host the request goes to (a VPC endpoint, a local STS).
-      headers: { host: endpoint.host, "content-type": "application/x-www-form-urlencoded; charset=utf-8" },
-      body,
-    });
-    const { host: _, ...headers } = signed.headers as Record<string, string>;
-    res = await (options.fetch ?? fetch)(url, { method: "POST", headers, body, signal: options.signal });
-  } catch (error) {
-    return { failure: "unreachable", url, error };
-  }
+  if ("failure" in sent) return sent;
+  const res = sent.response;
   const text = await res.text();
   if (!res.ok) {
     return {

@@ -1,11 +1,7 @@
-import { type EmbeddedRollout, startEmbeddedRollout } from "@sfn-rollouts/test-support/embedded-rollout";
-import { digest } from "@sfn-rollouts/test-support/fake-rollout";
 import { type LocalKayenta, startKayenta } from "@sfn-rollouts/test-support/kayenta";
-import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { decideThreePushes } from "@sfn-rollouts/test-support/provider-scenario";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultProviders } from "../../functions/metrics/index.ts";
-import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
-import { parseRollout } from "../../statemachine/index.ts";
 
 /**
  * Argo's kayenta provider deciding a rollout: the compiled workflow in the embedded runtime, the
@@ -32,29 +28,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await kayenta?.close();
 });
-
-let rollout: EmbeddedRollout | undefined;
-afterEach(async () => {
-  await rollout?.close();
-  rollout = undefined;
-});
-
-const ROLLOUT = `
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: shop}
-spec:
-  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
-  strategy:
-    canary:
-      trafficRouting: {alb: {ingress: shop}}
-      steps:
-        - setWeight: 25
-        - analysis:
-            templates: [{templateName: canary-score}]
-            args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
-        - setWeight: 100
-`;
 
 const TEMPLATE = `
 apiVersion: argoproj.io/v1alpha1
@@ -83,20 +56,13 @@ spec:
 
 describe("the kayenta provider decides a rollout on the embedded runtime", () => {
   it("promotes v2 (score 95) and aborts v3 (score 40), each execution resumed until complete", async () => {
-    const { spec } = parseRollout([
-      { file: "rollout.yaml", text: ROLLOUT },
-      { file: "template.yaml", text: TEMPLATE.replace("KAYENTA_URL", kayenta.url) },
-    ]);
-    rollout = await startEmbeddedRollout({ spec, router: new FakeTraffic(), providers: defaultProviders() });
-    expect(await rollout.rollOut({ digest: digest(1), tag: "v1" })).toEqual({ state: "Healthy" });
-    expect(await rollout.rollOut({ digest: digest(2), tag: "v2" })).toEqual({ state: "Healthy" });
-    const bad = await rollout.rollOut({ digest: digest(3), tag: "v3" });
-    expect(bad.state).toBe("Aborted");
-    expect((await rollout.item()).message).toMatch(/Metric "kayenta-score" assessed Failed/);
-
-    const runs = (await rollout.store.listRuns(spec.name, StoredAnalysisSchema))
-      .map((r) => r.run.run)
-      .sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    const { states, message, runs } = await decideThreePushes({
+      templateName: "canary-score",
+      template: TEMPLATE.replace("KAYENTA_URL", kayenta.url),
+      providers: defaultProviders(),
+    });
+    expect(states).toEqual(["Healthy", "Healthy", "Aborted"]);
+    expect(message).toMatch(/Metric "kayenta-score" assessed Failed/);
     expect(runs.map((r) => r.phase)).toEqual(["Successful", "Failed"]);
     const [good, failed] = runs;
     const measurements = (run: typeof good) => run?.metricResults[0]?.measurements ?? [];

@@ -151,9 +151,22 @@ const CANARY_STEPS = [
   "    - pause: { duration: 10s }",
 ];
 
+/** The shop's VirtualService, all to the stable Service, as an Istio canary starts. */
+const SHOP_VIRTUAL_SERVICE = {
+  path: `/apis/networking.istio.io/v1/namespaces/${NS}/virtualservices`,
+  body: {
+    apiVersion: "networking.istio.io/v1",
+    kind: "VirtualService",
+    metadata: { name: "shop", namespace: NS },
+    spec: {
+      hosts: ["shop"],
+      http: [{ name: "primary", route: [{ destination: { host: "shop-stable" }, weight: 100 }] }],
+    },
+  },
+};
+
 describe("an Istio canary on the local Kubernetes API, on the embedded runtime", () => {
   let s: Awaited<ReturnType<typeof scenario>>;
-  const VS = `/apis/networking.istio.io/v1/namespaces/${NS}/virtualservices`;
   const weights = () => {
     const http = s.held("virtualservices", "shop")?.spec.http as {
       name: string;
@@ -167,20 +180,7 @@ describe("an Istio canary on the local Kubernetes API, on the embedded runtime",
     s = await scenario(
       rolloutFile(CANARY_STEPS),
       { type: "istio", virtualService: "shop", stableService: "shop-stable", canaryService: "shop-canary" },
-      [
-        {
-          path: VS,
-          body: {
-            apiVersion: "networking.istio.io/v1",
-            kind: "VirtualService",
-            metadata: { name: "shop", namespace: NS },
-            spec: {
-              hosts: ["shop"],
-              http: [{ name: "primary", route: [{ destination: { host: "shop-stable" }, weight: 100 }] }],
-            },
-          },
-        },
-      ],
+      [SHOP_VIRTUAL_SERVICE],
     );
   });
 
@@ -446,20 +446,7 @@ describe("setCanaryScale behind an Istio VirtualService on the local Kubernetes 
         ].flatMap((step) => [`    - ${step}`, "    - pause: { duration: 10s }"]),
       ]),
       { type: "istio", virtualService: "shop", stableService: "shop-stable", canaryService: "shop-canary" },
-      [
-        {
-          path: `/apis/networking.istio.io/v1/namespaces/${NS}/virtualservices`,
-          body: {
-            apiVersion: "networking.istio.io/v1",
-            kind: "VirtualService",
-            metadata: { name: "shop", namespace: NS },
-            spec: {
-              hosts: ["shop"],
-              http: [{ name: "primary", route: [{ destination: { host: "shop-stable" }, weight: 100 }] }],
-            },
-          },
-        },
-      ],
+      [SHOP_VIRTUAL_SERVICE],
     );
   });
 

@@ -1,14 +1,11 @@
-import { type EmbeddedRollout, startEmbeddedRollout, T0 } from "@sfn-rollouts/test-support/embedded-rollout";
-import { digest } from "@sfn-rollouts/test-support/fake-rollout";
+import { T0 } from "@sfn-rollouts/test-support/embedded-rollout";
 import {
   type PrometheusRangeServer,
   startPrometheusRange,
 } from "@sfn-rollouts/test-support/prometheus-range";
-import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { decideThreePushes } from "@sfn-rollouts/test-support/provider-scenario";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultProviders } from "../../functions/metrics/index.ts";
-import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
-import { parseRollout } from "../../statemachine/index.ts";
 
 /**
  * A Prometheus `rangeQuery` deciding a rollout: the compiled workflow in the embedded runtime, in
@@ -36,29 +33,6 @@ afterAll(async () => {
   await prometheus?.close();
 });
 
-let rollout: EmbeddedRollout | undefined;
-afterEach(async () => {
-  await rollout?.close();
-  rollout = undefined;
-});
-
-const ROLLOUT = `
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: shop}
-spec:
-  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
-  strategy:
-    canary:
-      trafficRouting: {alb: {ingress: shop}}
-      steps:
-        - setWeight: 25
-        - analysis:
-            templates: [{templateName: error-ratio}]
-            args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
-        - setWeight: 100
-`;
-
 const TEMPLATE = `
 apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
@@ -85,20 +59,13 @@ spec:
 
 describe("a Prometheus rangeQuery decides a rollout on the embedded runtime", () => {
   it("promotes v2 (0.1% errors) and aborts v3 (8%), each window ending at the virtual time of its measurement", async () => {
-    const { spec } = parseRollout([
-      { file: "rollout.yaml", text: ROLLOUT },
-      { file: "template.yaml", text: TEMPLATE.replace("PROMETHEUS_URL", prometheus.url) },
-    ]);
-    rollout = await startEmbeddedRollout({ spec, router: new FakeTraffic(), providers: defaultProviders() });
-    expect(await rollout.rollOut({ digest: digest(1), tag: "v1" })).toEqual({ state: "Healthy" });
-    expect(await rollout.rollOut({ digest: digest(2), tag: "v2" })).toEqual({ state: "Healthy" });
-    const bad = await rollout.rollOut({ digest: digest(3), tag: "v3" });
-    expect(bad.state).toBe("Aborted");
-    expect((await rollout.item()).message).toMatch(/Metric "error-ratio" assessed Failed/);
-
-    const runs = (await rollout.store.listRuns(spec.name, StoredAnalysisSchema))
-      .map((r) => r.run.run)
-      .sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    const { states, message, runs } = await decideThreePushes({
+      templateName: "error-ratio",
+      template: TEMPLATE.replace("PROMETHEUS_URL", prometheus.url),
+      providers: defaultProviders(),
+    });
+    expect(states).toEqual(["Healthy", "Healthy", "Aborted"]);
+    expect(message).toMatch(/Metric "error-ratio" assessed Failed/);
     expect(runs.map((r) => r.phase)).toEqual(["Successful", "Failed"]);
     const measurements = runs.flatMap((r) => r.metricResults[0]?.measurements ?? []);
     expect(measurements.map((m) => `${m.phase} ${m.value}`)).toEqual([

@@ -1,16 +1,12 @@
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
-import { type EmbeddedRollout, startEmbeddedRollout } from "@sfn-rollouts/test-support/embedded-rollout";
-import { digest } from "@sfn-rollouts/test-support/fake-rollout";
 import { startServer } from "@sfn-rollouts/test-support/http-server";
+import { decideThreePushes } from "@sfn-rollouts/test-support/provider-scenario";
 import { SECRETS_CREDENTIALS, startSecretsManager } from "@sfn-rollouts/test-support/secrets-manager";
 import { selfSignedCertificate } from "@sfn-rollouts/test-support/tls";
-import { FakeTraffic } from "@sfn-rollouts/test-support/traffic";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultProviders, SecretsManagerSource } from "../../functions/metrics/index.ts";
 import { insecureFetch } from "../../functions/metrics/insecure-fetch.ts";
-import { StoredAnalysisSchema } from "../../functions/workflow/analysis.ts";
-import { parseRollout } from "../../statemachine/index.ts";
 
 /**
  * Argo's datadog, newRelic, graphite, influxdb and wavefront providers deciding a rollout: the
@@ -156,29 +152,6 @@ afterAll(async () => {
   await secrets?.close();
 });
 
-let rollout: EmbeddedRollout | undefined;
-afterEach(async () => {
-  await rollout?.close();
-  rollout = undefined;
-});
-
-const ROLLOUT = `
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: shop}
-spec:
-  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
-  strategy:
-    canary:
-      trafficRouting: {alb: {ingress: shop}}
-      steps:
-        - setWeight: 25
-        - analysis:
-            templates: [{templateName: success-rate}]
-            args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
-        - setWeight: 100
-`;
-
 const TEMPLATE = `
 apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
@@ -234,16 +207,9 @@ spec:
 
 describe("the datadog, newRelic, graphite, influxdb and wavefront providers decide a rollout on the embedded runtime", () => {
   it("promotes v2 (99.5%) and aborts v3 (90%) on every provider's readings", async () => {
-    const { spec } = parseRollout([
-      { file: "rollout.yaml", text: ROLLOUT },
-      {
-        file: "template.yaml",
-        text: TEMPLATE.replace("GRAPHITE_URL", graphite.url).replace("WAVEFRONT_ADDRESS", wavefrontAddress),
-      },
-    ]);
-    rollout = await startEmbeddedRollout({
-      spec,
-      router: new FakeTraffic(),
+    const { states, message, runs } = await decideThreePushes({
+      templateName: "success-rate",
+      template: TEMPLATE.replace("GRAPHITE_URL", graphite.url).replace("WAVEFRONT_ADDRESS", wavefrontAddress),
       providers: defaultProviders({
         fetch: (input, init) =>
           input.startsWith("https:") ? insecureFetch(input, init) : fetch(input, init),
@@ -256,17 +222,10 @@ describe("the datadog, newRelic, graphite, influxdb and wavefront providers deci
         },
       }),
     });
-    expect(await rollout.rollOut({ digest: digest(1), tag: "v1" })).toEqual({ state: "Healthy" });
-    expect(await rollout.rollOut({ digest: digest(2), tag: "v2" })).toEqual({ state: "Healthy" });
-    const bad = await rollout.rollOut({ digest: digest(3), tag: "v3" });
-    expect(bad.state).toBe("Aborted");
-    expect((await rollout.item()).message).toMatch(
+    expect(states).toEqual(["Healthy", "Healthy", "Aborted"]);
+    expect(message).toMatch(
       /Metric "(datadog|newrelic|graphite|influxdb|wavefront)-success" assessed Failed/,
     );
-
-    const runs = (await rollout.store.listRuns(spec.name, StoredAnalysisSchema))
-      .map((r) => r.run.run)
-      .sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     expect(runs.map((r) => r.phase)).toEqual(["Successful", "Failed"]);
     const [good, failed] = runs;
     const values = (run: typeof good, name: string) =>

@@ -56,3 +56,26 @@ export function canarySpec(
     ...overrides,
   });
 }
+
+/**
+ * An Argo Rollout (`shop`, behind an ALB) whose one analysis step runs `templateName` with the
+ * pushed tag as `args.version`: 25% → the analysis → 100%. The provider scenarios decide it.
+ */
+export function argoAnalysisRollout(templateName: string): string {
+  return `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: shop}
+spec:
+  template: {spec: {containers: [{name: app, image: "shop:2"}]}}
+  strategy:
+    canary:
+      trafficRouting: {alb: {ingress: shop}}
+      steps:
+        - setWeight: 25
+        - analysis:
+            templates: [{templateName: ${templateName}}]
+            args: [{name: version, valueFrom: {podTemplateHashValue: Latest}}]
+        - setWeight: 100
+`;
+}
