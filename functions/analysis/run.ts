@@ -320,21 +320,37 @@ async function measureSafely(
   metric: Metric,
   now: Date,
   run: AnalysisRun,
+  where: TickContext,
 ): Promise<ProviderAnswer> {
   const startedAt = new Date(run.startedAt);
-  const last = resultOf(run, metric.name)?.measurements.at(-1);
+  const result = resultOf(run, metric.name);
+  const last = result?.measurements.at(-1);
+  const ctx = {
+    now,
+    startedAt,
+    ...(where.runId === undefined
+      ? {}
+      : { run: { id: where.runId, measurement: (result?.count ?? 0) + (result?.error ?? 0) + 1 } }),
+    ...(where.target === undefined ? {} : { target: where.target }),
+  };
   try {
     if (last && isInFlight(last)) {
       if (!provider.resume)
         return { ok: false, message: `metric "${metric.name}": its provider cannot resume a measurement` };
       const running = { metadata: last.metadata ?? {}, startedAt: new Date(last.startedAt) };
-      return await provider.resume(metric, running, { now, startedAt });
+      return await provider.resume(metric, running, ctx);
     }
-    return await provider.measure(metric, { now, startedAt });
+    return await provider.measure(metric, ctx);
   } catch (e) {
     // Argo records a provider it cannot build or a query that throws as an Error measurement.
     return { ok: false, message: e instanceof Error ? e.message : String(e) };
   }
+}
+
+/** Where a run measures: its id and the rollout's target settings (what a Job provider needs). */
+export interface TickContext {
+  runId?: string;
+  target?: unknown;
 }
 
 /**
@@ -354,12 +370,13 @@ export async function tickTaking(
   run: AnalysisRun,
   now: Date,
   provider: MetricProvider,
+  where: TickContext = {},
 ): Promise<{ run: AnalysisRun; readings: Map<string, RecordedReadings> }> {
   const next = structuredClone(run);
   const readings = new Map<string, RecordedReadings>();
   if (isCompleted(next.phase)) return { run: next, readings };
   const due = dueMetrics(next, now);
-  const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now, next)));
+  const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now, next, where)));
   due.forEach((metric, i) => {
     const before = resultOf(next, metric.name);
     const { measurement, judge } = toMeasurement(metric, answers[i] as ProviderAnswer, now, before);

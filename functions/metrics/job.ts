@@ -4,7 +4,16 @@ import {
   type KubeObject,
   RESOURCES,
 } from "../traffic/kubernetes/client.ts";
-import type { ProviderAnswer, ProviderResult } from "./port.ts";
+import { createHash } from "node:crypto";
+import type { Metric } from "../../statemachine/spec.ts";
+import {
+  type MeasureContext,
+  type MetricProvider,
+  type ProviderAnswer,
+  type ProviderResult,
+  type RunningMeasurement,
+  UnsupportedProviderError,
+} from "./port.ts";
 
 /**
  * The Job provider, as Argo's `metricproviders/job` runs one: a measurement is a batch/v1 Job in
@@ -168,4 +177,64 @@ function created(job: KubeObject): number {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The cluster a target's settings reach: a client, and the namespace Jobs are created in. */
+export interface JobCluster {
+  readonly client: KubeClient;
+  readonly namespace: string;
+}
+
+/**
+ * The `job` provider as the analysis calls it: each measurement of a `provider.job` metric is a
+ * {@link JobMetricProvider} call in the cluster of the rollout's kubernetes target (`clusterFor`
+ * its settings), for the run the context names (its uid from {@link runUid}).
+ */
+export class JobMetrics implements MetricProvider {
+  constructor(private readonly clusterFor: (target: unknown) => JobCluster) {}
+
+  measure(metric: Metric, ctx: MeasureContext): Promise<ProviderAnswer> {
+    const { provider, run, job } = this.#bind(metric, ctx);
+    return provider.run(run, job, ctx.run?.measurement ?? 1);
+  }
+
+  resume(metric: Metric, running: RunningMeasurement, ctx: MeasureContext): Promise<ProviderAnswer> {
+    const { provider, run } = this.#bind(metric, ctx);
+    return provider.resume(run, running.metadata);
+  }
+
+  /** Argo's Terminate of a running measurement: its Job deleted. */
+  terminate(metric: Metric, running: RunningMeasurement, ctx: MeasureContext): Promise<ProviderResult> {
+    const { provider, run } = this.#bind(metric, ctx);
+    return provider.terminate(run, running.metadata);
+  }
+
+  #bind(metric: Metric, ctx: MeasureContext) {
+    const job = metric.provider.job;
+    if (!job) throw new UnsupportedProviderError(`metric "${metric.name}": not a job metric`);
+    if (!ctx.run) throw new UnsupportedProviderError(`metric "${metric.name}": a Job needs the run it measures for`);
+    const type = (ctx.target as { type?: unknown } | undefined)?.type;
+    if (type !== "kubernetes") {
+      throw new UnsupportedProviderError(
+        `metric "${metric.name}": a Job runs in the cluster of the kubernetes target only (this rollout's target is ${type === undefined ? "not given" : String(type)})`,
+      );
+    }
+    const cluster = this.clusterFor(ctx.target);
+    const run: JobRunRef = { uid: runUid(ctx.run.id), name: ctx.run.id, namespace: cluster.namespace };
+    const spec: JobMetricSpec = {
+      name: metric.name,
+      spec: job.spec,
+      ...(job.metadata ? { metadata: job.metadata } : {}),
+    };
+    return { provider: new JobMetricProvider(cluster.client), run, job: spec };
+  }
+}
+
+/**
+ * The uid a run's Jobs are labelled with (Argo labels them with its AnalysisRun's uid): a UUID's
+ * shape, from the SHA-256 of the run id, so every tick of a run derives the same one.
+ */
+export function runUid(runId: string): string {
+  const h = createHash("sha256").update(runId).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }

@@ -36,6 +36,13 @@ export interface MeasureContext {
   startedAt?: Date;
   /** Aborts an in-flight query when the caller gives up (the CLI on Ctrl-C). */
   signal?: AbortSignal;
+  /**
+   * The run the measurement belongs to, for a provider that creates objects named after it (a
+   * Job): its id, and the measurement's number for its metric (from 1: Argo's `count + error + 1`).
+   */
+  run?: { id: string; measurement: number };
+  /** The rollout's traffic target settings, for a provider that runs in its cluster (a Job). */
+  target?: unknown;
 }
 
 /** One provider answer: the value conditions see, and its display form stored on the measurement. */

@@ -61,6 +61,8 @@ export const StoredAnalysisSchema = z.object({
   tick: z.number().int().nonnegative(),
   /** Template names, for display. */
   templates: z.array(z.string()),
+  /** The rollout's target settings, for an analysis with Jobs (created in the target's cluster). */
+  target: z.unknown().optional(),
   /** The terminal phase was delivered (token answered or abort requested); until then a retry delivers it. */
   answered: z.boolean().default(false),
 });
@@ -107,6 +109,7 @@ export async function startAnalysis(
     token,
     tick: 0,
     templates: analysis.templates.map((t) => t.name),
+    ...(payload.target === undefined ? {} : { target: payload.target }),
     answered: false,
   };
   const created = await createStored(deps, runId, stored, now);
@@ -321,7 +324,10 @@ async function advance(
   const orphaned =
     !item || item.executionArn !== context.executionArn || item.abortRequested || !isRunning(item);
   const before = stored.run;
-  const taken = orphaned ? undefined : await tickTaking(before, now, deps.providers);
+  const taken = orphaned ? undefined : await tickTaking(before, now, deps.providers, {
+        runId,
+        ...(stored.target === undefined ? {} : { target: stored.target }),
+      });
   const after = taken ? taken.run : terminate(before, now);
   let next: StoredAnalysis = { ...stored, run: after, tick: stored.tick + 1 };
   let saved: StoredRun;

@@ -45,6 +45,11 @@ export interface ControllerOptions {
   backPod?: PodBacker;
   /** How long a Job's pod runs before the Job completes or fails (default 2000 ms; see `jobs.ts`). */
   jobRunMs?: number;
+  /**
+   * The exit code of a Job's pod: by default what its command line says (`exit 1`, see `jobs.ts`);
+   * a scenario gives its own, as the program a real Job runs would decide it.
+   */
+  jobExitCode?: (job: KubeObject) => number;
 }
 
 const DEPLOYMENTS = RESOURCE_TYPES.find((t) => t.resource === "deployments")!;
@@ -268,6 +273,7 @@ export class DeploymentController {
   readonly #created = new Map<string, number>();
   readonly #unsubscribe: () => void;
   readonly #jobRunMs: number;
+  readonly #jobExitCode: ((job: KubeObject) => number) | undefined;
   /** Each Job's creation time in milliseconds, from the store's ADDED event. */
   readonly #jobsCreated = new Map<string, number>();
   #syncing = false;
@@ -280,6 +286,7 @@ export class DeploymentController {
       throw new RangeError(`readyAfterMs must be a number ≥ 0, got ${options.readyAfterMs}`);
     }
     this.#jobRunMs = options.jobRunMs ?? DEFAULT_JOB_RUN_MS;
+    this.#jobExitCode = options.jobExitCode;
     if (!Number.isFinite(this.#jobRunMs) || this.#jobRunMs < 0) {
       throw new RangeError(`jobRunMs must be a number ≥ 0, got ${options.jobRunMs}`);
     }
@@ -303,7 +310,7 @@ export class DeploymentController {
     try {
       this.#collectGarbage();
       for (const deployment of this.#store.list(DEPLOYMENTS)) this.#reconcile(deployment);
-      syncJobs(this.#store, this.#clock.now(), this.#jobRunMs, this.#jobsCreated);
+      syncJobs(this.#store, this.#clock.now(), this.#jobRunMs, this.#jobsCreated, this.#jobExitCode);
     } finally {
       this.#syncing = false;
     }

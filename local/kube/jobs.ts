@@ -48,13 +48,19 @@ function condition(type: string, reason: string, message: string, time: string):
 }
 
 /** The status a Job has at `now`, given when it was created (epoch milliseconds). */
-function jobStatus(job: KubeObject, createdMs: number, now: number, runMs: number): Record<string, Json> {
+function jobStatus(
+  job: KubeObject,
+  createdMs: number,
+  now: number,
+  runMs: number,
+  exitCode: (job: KubeObject) => number,
+): Record<string, Json> {
   const started = kubeTime(createdMs);
   if (now < createdMs + runMs) {
     return { startTime: started, active: 1, ready: 0, terminating: 0, uncountedTerminatedPods: {} };
   }
   const ended = kubeTime(createdMs + runMs);
-  const code = jobExitCode(job);
+  const code = exitCode(job);
   if (code === 0) {
     return {
       startTime: started,
@@ -97,7 +103,13 @@ function jobStatus(job: KubeObject, createdMs: number, now: number, runMs: numbe
  * Job keeps its resourceVersion. `created` keeps each Job's creation in milliseconds (the
  * creationTimestamp has seconds only).
  */
-export function syncJobs(store: KubeStore, now: number, runMs: number, created: Map<string, number>): void {
+export function syncJobs(
+  store: KubeStore,
+  now: number,
+  runMs: number,
+  created: Map<string, number>,
+  exitCode: (job: KubeObject) => number = jobExitCode,
+): void {
   const seen = new Set<string>();
   for (const job of store.list(JOBS)) {
     const uid = job.metadata.uid ?? "";
@@ -107,7 +119,7 @@ export function syncJobs(store: KubeStore, now: number, runMs: number, created: 
       createdMs = now;
       created.set(uid, now);
     }
-    const status = jobStatus(job, createdMs, now, runMs);
+    const status = jobStatus(job, createdMs, now, runMs, exitCode);
     if (JSON.stringify(status) === JSON.stringify(job.status ?? {})) continue;
     store.update(JOBS, job.metadata.namespace, { ...job, status }, "status");
   }

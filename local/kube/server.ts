@@ -120,6 +120,7 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
     ...(options.neverReady ? { neverReady: options.neverReady } : {}),
     ...(options.backPod ? { backPod: options.backPod } : {}),
     ...(options.jobRunMs !== undefined ? { jobRunMs: options.jobRunMs } : {}),
+    ...(options.jobExitCode ? { jobExitCode: options.jobExitCode } : {}),
   });
   const api: Served = { store, controller, clock, allowed: [], ownOrigin: "" };
   const server = http.createServer((request, response) => {
