@@ -199,7 +199,8 @@ export function metricUpperBoundSeconds(m: Metric): number | undefined {
   const attempts = (m.consecutiveErrorLimit + 1) * count;
   const errorRetries = attempts * 10;
   // A Kayenta or Job measurement may stay Running up to its limit before it completes or errors.
-  const running = m.provider.kayenta || m.provider.job ? (attempts + count) * MAX_RUNNING_MEASUREMENT_SECONDS : 0;
+  const running =
+    m.provider.kayenta || m.provider.job ? (attempts + count) * MAX_RUNNING_MEASUREMENT_SECONDS : 0;
   return m.initialDelay + (m.interval ?? 0) * count + errorRetries + running;
 }
 
@@ -243,9 +244,11 @@ export function jobMetricProblems(spec: RolloutSpec, target: Record<string, unkn
   if (!target || target.type === "kubernetes") return [];
   const analyses: Array<{ analysis: AnalysisSpec; where: string; step?: number }> = [];
   spec.steps.forEach((step, i) => {
-    if (step.kind === "analysis") analyses.push({ analysis: step.analysis, where: `steps[${i}].analysis`, step: i + 1 });
+    if (step.kind === "analysis")
+      analyses.push({ analysis: step.analysis, where: `steps[${i}].analysis`, step: i + 1 });
   });
-  if (spec.backgroundAnalysis) analyses.push({ analysis: spec.backgroundAnalysis.analysis, where: "analysis" });
+  if (spec.backgroundAnalysis)
+    analyses.push({ analysis: spec.backgroundAnalysis.analysis, where: "analysis" });
   const problems: Problem[] = [];
   for (const { analysis, where, step } of analyses) {
     for (const template of analysis.templates) {

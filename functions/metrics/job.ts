@@ -1,11 +1,11 @@
+import { createHash } from "node:crypto";
+import type { Metric } from "../../statemachine/spec.ts";
 import {
   type KubeClient,
   KubeConflictError,
   type KubeObject,
   RESOURCES,
 } from "../traffic/kubernetes/client.ts";
-import { createHash } from "node:crypto";
-import type { Metric } from "../../statemachine/spec.ts";
 import {
   type MeasureContext,
   type MetricProvider,
@@ -212,7 +212,8 @@ export class JobMetrics implements MetricProvider {
   #bind(metric: Metric, ctx: MeasureContext) {
     const job = metric.provider.job;
     if (!job) throw new UnsupportedProviderError(`metric "${metric.name}": not a job metric`);
-    if (!ctx.run) throw new UnsupportedProviderError(`metric "${metric.name}": a Job needs the run it measures for`);
+    if (!ctx.run)
+      throw new UnsupportedProviderError(`metric "${metric.name}": a Job needs the run it measures for`);
     const type = (ctx.target as { type?: unknown } | undefined)?.type;
     if (type !== "kubernetes") {
       throw new UnsupportedProviderError(

@@ -324,7 +324,9 @@ async function advance(
   const orphaned =
     !item || item.executionArn !== context.executionArn || item.abortRequested || !isRunning(item);
   const before = stored.run;
-  const taken = orphaned ? undefined : await tickTaking(before, now, deps.providers, {
+  const taken = orphaned
+    ? undefined
+    : await tickTaking(before, now, deps.providers, {
         runId,
         ...(stored.target === undefined ? {} : { target: stored.target }),
       });

@@ -16,8 +16,8 @@ import { describe, expect, it } from "vitest";
  *   `scaleDownDelaySeconds` after the switch; a canary with no steps is Argo's rolling update,
  *   promoted at once (`examples/rollout-rolling-update.yaml`'s own comment).
  * - `refused`: every problem `rollouts plan` reports, by file and field path, each naming what is
- *   not supported. A problem marked `pending` names a feature being added (the `job` provider,
- *   `experiment` steps); an example whose problems are all pending flips to
+ *   not supported. A problem marked `pending` names a feature being added (`experiment`
+ *   steps); an example whose problems are all pending flips to
  *   `plans` when they land.
  * - `usedBy`: a file with no Rollout, loaded alongside the examples that use it (their templates,
  *   Services, routes, the notification ConfigMap), as Argo's docs apply them together.
@@ -39,7 +39,7 @@ interface Refusal {
   /** What the message names: the router, the provider, the step, the field. */
   names: string;
   /** The feature being added that will lift this refusal. */
-  pending?: "job provider" | "experiment step";
+  pending?: "experiment step";
 }
 interface Refused {
   refused: Refusal[];
@@ -150,30 +150,29 @@ const EXAMPLES: Record<string, Outcome> = {
     },
   },
   "rollout-analysis-step.yaml": {
-    refused: [
-      {
-        file: "analysis-templates.yaml",
-        path: "spec.metrics[0].provider.job",
-        names: "the job provider is not supported",
-        pending: "job provider",
-      },
-      {
-        file: "cluster-analysis-templates.yaml",
-        path: "spec.metrics[0].provider.job",
-        names: "the job provider is not supported",
-        pending: "job provider",
-      },
-    ],
+    // 25% of 4 replicas is one candidate pod; the analysis (random-fail's Job, always-pass's)
+    // holds the rollout there until it completes.
+    plans: {
+      strategy: "canary",
+      replicas: 4,
+      trafficRouting: false,
+      steps: [
+        ["setWeight: 25", 25, 1, 3],
+        ["analysis: random-fail, always-pass", 25, 1, 3],
+      ],
+    },
   },
   "rollout-background-analysis.yaml": {
-    refused: [
-      {
-        file: "analysis-templates.yaml",
-        path: "spec.metrics[0].provider.job",
-        names: "the job provider is not supported",
-        pending: "job provider",
-      },
-    ],
+    // random-fail's Job measures in the background from the first step on.
+    plans: {
+      strategy: "canary",
+      replicas: 4,
+      trafficRouting: false,
+      steps: [
+        ["setWeight: 25", 25, 1, 3],
+        ["pause: until rollouts promote", 25, 1, 3],
+      ],
+    },
   },
   "rollout-baseline-vs-canary.yaml": {
     refused: [
@@ -216,8 +215,8 @@ const EXAMPLES: Record<string, Outcome> = {
     },
   },
   "rollout-experiment-step.yaml": {
-    // Its experiment's analysis runs random-fail, a job-provider template: refused in turn once
-    // experiment steps load, until the job provider does too.
+    // Its experiment's analysis runs random-fail, a job-provider template: on the kubernetes
+    // target only, once experiment steps load.
     refused: [
       {
         file: "rollout-experiment-step.yaml",
