@@ -27,6 +27,7 @@ import {
   type MeasureContext,
   type MetricProvider,
   type ProviderAnswer,
+  type ProviderResult,
   type RunningMeasurement,
   UnsupportedProviderError,
 } from "./port.ts";
@@ -82,6 +83,15 @@ export class MetricProviders implements MetricProvider {
       );
     }
     return provider.resume(metric, running, ctx);
+  }
+
+  async terminate(
+    metric: Metric,
+    running: RunningMeasurement,
+    ctx: MeasureContext,
+  ): Promise<ProviderResult | undefined> {
+    const provider = this.providerFor(metric);
+    return provider.terminate ? provider.terminate(metric, running, ctx) : undefined;
   }
 
   private providerFor(metric: Metric): MetricProvider {

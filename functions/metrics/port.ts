@@ -19,6 +19,15 @@ export interface MetricProvider {
   measure(metric: Metric, ctx: MeasureContext): Promise<ProviderAnswer>;
   /** Argo's Resume: asks again about a measurement still running, with the metadata it stored. */
   resume?(metric: Metric, running: RunningMeasurement, ctx: MeasureContext): Promise<ProviderAnswer>;
+  /**
+   * Argo's Terminate: ends a measurement still running when its run is terminated (a Job is
+   * deleted). Undefined when the metric's provider leaves a running measurement as it is.
+   */
+  terminate?(
+    metric: Metric,
+    running: RunningMeasurement,
+    ctx: MeasureContext,
+  ): Promise<ProviderResult | undefined>;
 }
 
 /** A measurement still running, as the run stored it. */

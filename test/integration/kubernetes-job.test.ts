@@ -169,4 +169,32 @@ describe("a job metric on the local Kubernetes API, on the embedded runtime", ()
     expect(v3[0]?.status?.conditions?.map((c) => c.type)).toContain("Failed");
     expect(v3[0]?.metadata.name.endsWith(".smoke.1")).toBe(true);
   });
+
+  it("deletes v4's Job, still running, when v5 supersedes it; v5's own Job completes and v5 is promoted", async () => {
+    const argsOf = (j: Job) => j.spec.template.spec.containers[0]?.args ?? [];
+    await stack.push("v4", DIGESTS.v4);
+    let v4: Job | undefined;
+    for (let s = 0; s < 300 && !v4; s++) {
+      await stack.runtime.settle();
+      v4 = (await jobs()).find((j) => argsOf(j).includes("v4"));
+      if (!v4) await stack.runtime.advanceBy(1000);
+    }
+    expect(v4).toBeDefined();
+    // The run reads its Job again 10 s after creating it: v5 arrives before that.
+    await stack.push("v5", `sha256:${"5".repeat(64)}`);
+    const item = await drive(
+      (i) => i?.currentRevision?.tag === "v5" && (i.phase === "Healthy" || i.phase === "Degraded"),
+    );
+    expect(item?.phase).toBe("Healthy");
+    // v4's run, orphaned, ends at its next tick: its Job is deleted (Argo's Terminate).
+    for (let s = 0; s < 30; s++) {
+      await stack.runtime.advanceBy(1000);
+      await stack.runtime.settle();
+    }
+    const left = await jobs();
+    expect(left.filter((j) => argsOf(j).includes("v4"))).toEqual([]);
+    const v5 = left.filter((j) => argsOf(j).includes("v5"));
+    expect(v5).toHaveLength(1);
+    expect(v5[0]?.status?.conditions?.map((c) => c.type)).toContain("Complete");
+  });
 });
