@@ -193,18 +193,18 @@ export interface JobCluster {
 export class JobMetrics implements MetricProvider {
   constructor(private readonly clusterFor: (target: unknown) => JobCluster) {}
 
-  measure(metric: Metric, ctx: MeasureContext): Promise<ProviderAnswer> {
+  async measure(metric: Metric, ctx: MeasureContext): Promise<ProviderAnswer> {
     const { provider, run, job } = this.#bind(metric, ctx);
     return provider.run(run, job, ctx.run?.measurement ?? 1);
   }
 
-  resume(metric: Metric, running: RunningMeasurement, ctx: MeasureContext): Promise<ProviderAnswer> {
+  async resume(metric: Metric, running: RunningMeasurement, ctx: MeasureContext): Promise<ProviderAnswer> {
     const { provider, run } = this.#bind(metric, ctx);
     return provider.resume(run, running.metadata);
   }
 
   /** Argo's Terminate of a running measurement: its Job deleted. */
-  terminate(metric: Metric, running: RunningMeasurement, ctx: MeasureContext): Promise<ProviderResult> {
+  async terminate(metric: Metric, running: RunningMeasurement, ctx: MeasureContext): Promise<ProviderResult> {
     const { provider, run } = this.#bind(metric, ctx);
     return provider.terminate(run, running.metadata);
   }

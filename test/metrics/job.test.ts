@@ -2,13 +2,16 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
+import { defaultProviders } from "../../functions/metrics/index.ts";
 import {
   JOB_NAME_KEY,
   JOB_RESUME_SECONDS,
   JobMetricProvider,
   type JobMetricSpec,
+  JobMetrics,
   type JobRunRef,
   metricJob,
+  runUid,
 } from "../../functions/metrics/job.ts";
 import { type KubeCall, KubeClient } from "../../functions/traffic/kubernetes/client.ts";
 import { type KubeApi, startKubeApi } from "../../local/kube/server.ts";
@@ -274,5 +277,52 @@ describe("GarbageCollect (TestGarbageCollect)", () => {
     const gone = await closedServer();
     const message = await new JobMetricProvider(clientOf(gone)).garbageCollect(RUN, 10);
     expect(message).toContain(`GET ${gone}/apis/batch/v1/namespaces/dummynamespace/jobs`);
+  });
+});
+
+describe("the job provider as the analysis calls it (defaultProviders)", () => {
+  const metric = {
+    name: "smoke",
+    provider: { job: { spec: METRIC.spec } },
+  } as unknown as Parameters<JobMetrics["measure"]>[0];
+  const at = new Date("2026-12-01T12:00:00Z");
+
+  it("creates the run's Job in the target's namespace, named after the run uid and the measurement's number", async () => {
+    const providers = defaultProviders({ clock });
+    const target = {
+      type: "kubernetes",
+      server: kube.url,
+      auth: { type: "token", token: "local" },
+      namespace: "dummynamespace",
+      stableDeployment: "a",
+      canaryDeployment: "b",
+    };
+    const answer = await providers.measure(metric, {
+      now: at,
+      run: { id: "shop-v2.step01", measurement: 3 },
+      target,
+    });
+    const name = `${runUid("shop-v2.step01")}.smoke.3`;
+    expect(answer).toEqual({ ok: "running", metadata: { [JOB_NAME_KEY]: name }, resumeAfterSeconds: 10 });
+    expect(runUid("shop-v2.step01")).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+    );
+    const ended = await providers.terminate(
+      metric,
+      { metadata: { [JOB_NAME_KEY]: name }, startedAt: at },
+      { now: at, run: { id: "shop-v2.step01", measurement: 3 }, target },
+    );
+    expect(ended).toMatchObject({ ok: true, phase: "Successful" });
+  });
+
+  it("refuses a target other than kubernetes, naming it", async () => {
+    const jobs = new JobMetrics(() => {
+      throw new Error("no cluster is reached");
+    });
+    await expect(
+      jobs.measure(metric, { now: at, run: { id: "r", measurement: 1 }, target: { type: "lambda-alias" } }),
+    ).rejects.toThrow(
+      'metric "smoke": a Job runs in the cluster of the kubernetes target only (this rollout\'s target is lambda-alias)',
+    );
   });
 });
