@@ -83,6 +83,7 @@ import {
   resolveTarget,
   triggerProblems,
   usesCloudWatch,
+  usesJob,
 } from "./validate.ts";
 
 /** What `addRollout` created for one service. */
@@ -356,7 +357,7 @@ export class RolloutController extends Construct {
     );
     const executions = executionsOf(stateMachine);
     this.#grantTrigger(stateMachine, executions);
-    this.#grantTarget(scope, options, stateMachine);
+    this.#grantTarget(scope, options, stateMachine, usesJob(spec));
     if (usesCloudWatch(spec)) this.#grantCloudWatch();
     this.#grantAssumeRoles(scope, assumedRoleArns(spec, []));
     const rule = options.trigger.pushRule === false ? undefined : this.#pushRule(scope, spec, options);
@@ -564,10 +565,19 @@ export class RolloutController extends Construct {
   }
 
   /** The target's IAM, in its own policy so its acknowledgements say exactly what they cover. */
-  #grantTarget(scope: Construct, options: RolloutOptions, stateMachine: sfn.StateMachine): void {
+  #grantTarget(
+    scope: Construct,
+    options: RolloutOptions,
+    stateMachine: sfn.StateMachine,
+    jobs: boolean,
+  ): void {
     const grants = targetGrants(scope, options.target, options.trigger.repository);
-    const movers = (Object.keys(FUNCTION_NEEDS) as HandlerName[]).filter((n) =>
-      FUNCTION_NEEDS[n].includes("target"),
+    // A job metric's Jobs are created in the kubernetes target's cluster by the measuring
+    // functions: startAnalysis (its first measurement) reaches it as resume does.
+    const movers = (Object.keys(FUNCTION_NEEDS) as HandlerName[]).filter(
+      (n) =>
+        FUNCTION_NEEDS[n].includes("target") ||
+        (jobs && options.target.type === "kubernetes" && FUNCTION_NEEDS[n].includes("metrics")),
     );
     // One policy per set of functions that call its statements: `TargetPolicy` for every function
     // that moves traffic, `TargetPolicy<Begin…>` for a statement only some of them call.

@@ -194,6 +194,11 @@ export function usesCloudWatch(spec: RolloutSpec): boolean {
   );
 }
 
+/** Whether an analysis of the spec measures with a Kubernetes Job (`provider.job`). */
+export function usesJob(spec: RolloutSpec): boolean {
+  return analysesOf(spec).some((a) => a.templates.some((t) => t.metrics.some((m) => m.provider.job)));
+}
+
 /** Every analysis of the spec (steps or background). */
 function analysesOf(spec: RolloutSpec) {
   return [

@@ -345,12 +345,11 @@ function resolveMetric(
 
 /** Why an Argo provider this controller does not run is refused, and what to use instead. */
 const UNSUPPORTED_REASONS: Record<string, string> = {
-  job: `run the check as a Lambda function with the ${LAMBDA_PLUGIN} plugin (provider: {plugin: {${LAMBDA_PLUGIN}: {function, payload}}}), whose returned JSON is the measurement`,
   skywalking: "no adapter runs SkyWalking GraphQL queries yet: expose the result through the web provider",
 };
 
 function unsupportedProviderMessage(name: string): string {
-  const use = `use prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb, wavefront, kayenta, the ${LAMBDA_PLUGIN} plugin or the ${JUDGE_PLUGIN} plugin`;
+  const use = `use prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb, wavefront, kayenta, job, the ${LAMBDA_PLUGIN} plugin or the ${JUDGE_PLUGIN} plugin`;
   return `the ${name} provider is not supported: ${UNSUPPORTED_REASONS[name] ?? use}`;
 }
 
@@ -715,6 +714,7 @@ function readingProviderOf(
     const kayenta = kayentaOf(p.kayenta, report, `${at}.kayenta`);
     return kayenta ? { kayenta } : undefined;
   }
+  if (p.job) return { job: structuredClone(p.job) };
   if (p.samples) {
     const window = p.samples.window === undefined ? undefined : parseDuration(p.samples.window);
     if (window && "error" in window) {

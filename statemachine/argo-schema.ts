@@ -223,6 +223,20 @@ export const ArgoKayentaSchema = z
   })
   .strict();
 
+/** Argo's `job` provider (`JobMetric`): the Job's labels and annotations, and its JobSpec. */
+export const ArgoJobSchema = z
+  .object({
+    metadata: z
+      .object({
+        labels: z.record(z.string(), z.string()).optional(),
+        annotations: z.record(z.string(), z.string()).optional(),
+      })
+      .strict()
+      .optional(),
+    spec: z.record(z.string(), z.unknown()),
+  })
+  .strict();
+
 /** The providers that read one system, as Argo writes them: what a judge reads each version with. */
 export const ArgoReadingProviderFields = {
   prometheus: ArgoPrometheusSchema.optional(),
@@ -235,11 +249,12 @@ export const ArgoReadingProviderFields = {
   influxdb: ArgoInfluxdbSchema.optional(),
   wavefront: ArgoWavefrontSchema.optional(),
   kayenta: ArgoKayentaSchema.optional(),
+  job: ArgoJobSchema.optional(),
 };
 export const ArgoReadingProviderSchema = z.object(ArgoReadingProviderFields).strict();
 
 /** Providers Argo has that we do not run: named so the message can say so. */
-export const UNSUPPORTED_PROVIDERS = ["job", "skywalking"] as const;
+export const UNSUPPORTED_PROVIDERS = ["skywalking"] as const;
 
 export const ArgoMetricSchema = z
   .object({

@@ -11,7 +11,7 @@ import { plan } from "./plan.ts";
 import { effectiveScale } from "./pods.ts";
 import { type Problem, SpecError } from "./problems.ts";
 import { alarmNameOf, type HookPoint } from "./safety.ts";
-import type { AnalysisSpec, Metric, RolloutSpec, Step } from "./spec.ts";
+import { type AnalysisSpec, LAMBDA_PLUGIN, type Metric, type RolloutSpec, type Step } from "./spec.ts";
 import { TIMER_LATEST_FIRING_SECONDS } from "./timer-delivery.ts";
 import { passStageLabel, passStepName } from "./waves.ts";
 
@@ -201,8 +201,9 @@ export function metricUpperBoundSeconds(m: Metric): number | undefined {
   const count = Math.max(1, m.count ?? 1);
   const attempts = (m.consecutiveErrorLimit + 1) * count;
   const errorRetries = attempts * 10;
-  // A Kayenta measurement may stay Running up to its limit before it completes or errors.
-  const running = m.provider.kayenta ? (attempts + count) * MAX_RUNNING_MEASUREMENT_SECONDS : 0;
+  // A Kayenta or Job measurement may stay Running up to its limit before it completes or errors.
+  const running =
+    m.provider.kayenta || m.provider.job ? (attempts + count) * MAX_RUNNING_MEASUREMENT_SECONDS : 0;
   return m.initialDelay + (m.interval ?? 0) * count + errorRetries + running;
 }
 
@@ -215,6 +216,8 @@ export function metricUpperBoundSeconds(m: Metric): number | undefined {
  * compile`, the embedded runtime) compiles through here, with the target it embeds.
  */
 export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateMachineDefinition {
+  const refused = jobMetricProblems(spec, options.target);
+  if (refused.length > 0) throw new SpecError(refused);
   const builder = new DefinitionBuilder(spec, options);
   builder.begin();
   spec.steps.forEach((_, i) => {
@@ -229,6 +232,41 @@ export function compile(spec: RolloutSpec, options: CompileOptions = {}): StateM
   const problems = definitionProblems(definition, `rollout ${spec.name}`);
   if (problems.length > 0) throw new SpecError(problems);
   return definition;
+}
+
+/** Whether an analysis has a metric measured by a Kubernetes Job (`provider.job`). */
+export function analysisUsesJob(analysis: AnalysisSpec): boolean {
+  return analysis.templates.some((t) => t.metrics.some((m) => m.provider.job !== undefined));
+}
+
+/**
+ * The job metrics of a rollout whose target is not kubernetes: a Job runs in the cluster of the
+ * kubernetes target, and no other target has one. No target (`rollouts plan`) refuses nothing.
+ */
+export function jobMetricProblems(spec: RolloutSpec, target: Record<string, unknown> | undefined): Problem[] {
+  if (!target || target.type === "kubernetes") return [];
+  const analyses: Array<{ analysis: AnalysisSpec; where: string; step?: number }> = [];
+  spec.steps.forEach((step, i) => {
+    if (step.kind === "analysis")
+      analyses.push({ analysis: step.analysis, where: `steps[${i}].analysis`, step: i + 1 });
+  });
+  if (spec.backgroundAnalysis)
+    analyses.push({ analysis: spec.backgroundAnalysis.analysis, where: "analysis" });
+  const problems: Problem[] = [];
+  for (const { analysis, where, step } of analyses) {
+    for (const template of analysis.templates) {
+      template.metrics.forEach((metric, m) => {
+        if (metric.provider.job === undefined) return;
+        problems.push({
+          file: `rollout ${spec.name}`,
+          path: `${where}.templates[${template.name}].metrics[${m}].provider.job`,
+          ...(step === undefined ? {} : { step }),
+          message: `metric "${metric.name}" (template ${template.name}) runs a Kubernetes Job, which only the kubernetes target can run (this rollout's target is ${String(target.type)}): measure it with a Lambda function through the ${LAMBDA_PLUGIN} plugin instead`,
+        });
+      });
+    }
+  }
+  return problems;
 }
 
 /**
@@ -334,7 +372,12 @@ class DefinitionBuilder {
     if (spec.backgroundAnalysis?.startingStep === i) {
       this.states[`${stem}-StartBackgroundAnalysis`] = this.#invoke(
         "startAnalysis",
-        this.#payload({ stepIndex: i, background: true, analysis: spec.backgroundAnalysis.analysis }),
+        this.#payload({
+          stepIndex: i,
+          background: true,
+          analysis: spec.backgroundAnalysis.analysis,
+          ...this.#jobTarget(spec.backgroundAnalysis.analysis),
+        }),
         stem,
       );
     }
@@ -372,6 +415,7 @@ class DefinitionBuilder {
           stepIndex: spec.steps.length,
           background: true,
           analysis: spec.backgroundAnalysis.analysis,
+          ...this.#jobTarget(spec.backgroundAnalysis.analysis),
         }),
         this.#promoteEntry(),
       );
@@ -490,7 +534,12 @@ class DefinitionBuilder {
   ): void {
     const bound = analysisUpperBoundSeconds(step.analysis);
     const timeout = bound === undefined ? undefined : 2 * bound + TIMER_SLACK_SECONDS;
-    this.states[stem] = this.#wait("startAnalysis", this.#body(step, i, extra), `${stem}-Phase?`, timeout);
+    this.states[stem] = this.#wait(
+      "startAnalysis",
+      this.#body(step, i, { ...extra, ...this.#jobTarget(step.analysis) }),
+      `${stem}-Phase?`,
+      timeout,
+    );
     this.states[`${stem}-Phase?`] = {
       Type: "Choice",
       Comment:
@@ -650,6 +699,11 @@ class DefinitionBuilder {
 
   #payload(extra: Record<string, unknown>): Record<string, unknown> {
     return { "context.$": "$.begin.context", rollout: this.#rollout, ...extra };
+  }
+
+  /** The target's settings, for an analysis whose Jobs are created in its cluster; else nothing. */
+  #jobTarget(analysis: AnalysisSpec): { target?: Record<string, unknown> } {
+    return analysisUsesJob(analysis) ? this.#target : {};
   }
 
   #body(step: Step, i: number, extra: Record<string, unknown> = {}): Record<string, unknown> {

@@ -98,6 +98,7 @@ const OTHER_PROVIDERS: readonly string[] = [
   "influxdb",
   "wavefront",
   "kayenta",
+  "job",
   "plugin",
 ];
 

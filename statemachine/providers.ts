@@ -338,6 +338,25 @@ export const KayentaProviderSchema = z
   })
   .strict();
 
+/**
+ * A Kubernetes Job as a measurement (Argo's `job` provider): the Job's labels and annotations,
+ * and its batch/v1 JobSpec as written. Created in the kubernetes target's namespace, its
+ * `Complete` condition makes the measurement Successful and its `Failed` one Failed. Only a
+ * rollout on the kubernetes target can run it.
+ */
+export const JobProviderSchema = z
+  .object({
+    metadata: z
+      .object({
+        labels: z.record(z.string(), z.string()).optional(),
+        annotations: z.record(z.string(), z.string()).optional(),
+      })
+      .strict()
+      .optional(),
+    spec: z.record(z.string(), z.unknown()),
+  })
+  .strict();
+
 /** The providers that read a value from a system, one key each; a judge reads versions through them. */
 export const ReadingProviderFields = {
   prometheus: PrometheusProviderSchema.optional(),
@@ -351,6 +370,7 @@ export const ReadingProviderFields = {
   influxdb: InfluxdbProviderSchema.optional(),
   wavefront: WavefrontProviderSchema.optional(),
   kayenta: KayentaProviderSchema.optional(),
+  job: JobProviderSchema.optional(),
 };
 
 /** True when exactly one provider key is set. */
@@ -359,7 +379,7 @@ export const exactlyOneProvider = (p: Record<string, unknown>) =>
 
 export const ProviderSchema = z.object(ReadingProviderFields).strict().refine(exactlyOneProvider, {
   message:
-    "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb, wavefront or kayenta)",
+    "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb, wavefront, kayenta or job)",
 });
 
 export type PrometheusProvider = z.infer<typeof PrometheusProviderSchema>;
@@ -373,4 +393,5 @@ export type GraphiteProvider = z.infer<typeof GraphiteProviderSchema>;
 export type InfluxdbProvider = z.infer<typeof InfluxdbProviderSchema>;
 export type WavefrontProvider = z.infer<typeof WavefrontProviderSchema>;
 export type KayentaProvider = z.infer<typeof KayentaProviderSchema>;
+export type JobProvider = z.infer<typeof JobProviderSchema>;
 export type Provider = z.infer<typeof ProviderSchema>;

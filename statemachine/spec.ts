@@ -24,7 +24,7 @@ export const MetricProviderSchema = z
   .strict()
   .refine(exactlyOneProvider, {
     message:
-      "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb, wavefront, kayenta or a judge)",
+      "a metric needs exactly one provider (prometheus, web, cloudWatch, samples, datadog, newRelic, graphite, influxdb, wavefront, kayenta, job or a judge)",
   });
 
 /**

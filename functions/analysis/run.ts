@@ -1,6 +1,6 @@
 import { MAX_RUNNING_MEASUREMENT_SECONDS } from "../../statemachine/limits.ts";
 import type { AnalysisSpec, JudgeSpec, Metric } from "../../statemachine/spec.ts";
-import type { MetricProvider, ProviderAnswer, ProviderResult } from "../metrics/port.ts";
+import type { MeasureContext, MetricProvider, ProviderAnswer, ProviderResult } from "../metrics/port.ts";
 import { assessRun, effectiveCount, isInFlight, isTerminating } from "./assess.ts";
 import { boundJudgeState, boundMeasurement, trimMeasurements, truncateText } from "./bounds.ts";
 import { evaluateResult } from "./evaluate.ts";
@@ -320,21 +320,101 @@ async function measureSafely(
   metric: Metric,
   now: Date,
   run: AnalysisRun,
+  where: TickContext,
 ): Promise<ProviderAnswer> {
-  const startedAt = new Date(run.startedAt);
-  const last = resultOf(run, metric.name)?.measurements.at(-1);
+  const result = resultOf(run, metric.name);
+  const last = result?.measurements.at(-1);
+  const ctx = measureContext(run, metric, now, where);
   try {
     if (last && isInFlight(last)) {
       if (!provider.resume)
         return { ok: false, message: `metric "${metric.name}": its provider cannot resume a measurement` };
       const running = { metadata: last.metadata ?? {}, startedAt: new Date(last.startedAt) };
-      return await provider.resume(metric, running, { now, startedAt });
+      return await provider.resume(metric, running, ctx);
     }
-    return await provider.measure(metric, { now, startedAt });
+    return await provider.measure(metric, ctx);
   } catch (e) {
     // Argo records a provider it cannot build or a query that throws as an Error measurement.
     return { ok: false, message: e instanceof Error ? e.message : String(e) };
   }
+}
+
+/** What a provider is told of a measurement of `metric` at `now` (its run, the target). */
+function measureContext(run: AnalysisRun, metric: Metric, now: Date, where: TickContext): MeasureContext {
+  const result = resultOf(run, metric.name);
+  return {
+    now,
+    startedAt: new Date(run.startedAt),
+    ...(where.runId === undefined
+      ? {}
+      : { run: { id: where.runId, measurement: (result?.count ?? 0) + (result?.error ?? 0) + 1 } }),
+    ...(where.target === undefined ? {} : { target: where.target }),
+  };
+}
+
+/**
+ * {@link terminate}, after {@link endRunning}: a run ended on request ends what it still runs.
+ */
+export async function terminateRunning(
+  run: AnalysisRun,
+  now: Date,
+  provider: MetricProvider,
+  where: TickContext = {},
+): Promise<AnalysisRun> {
+  if (isCompleted(run.phase)) return terminate(run, now);
+  return terminate(await endRunning(run, now, provider, where), now);
+}
+
+/**
+ * Argo's Terminate of each measurement still running whose provider ends one (a Job deleted):
+ * its answer replaces the running measurement (Successful, or an Error with the provider's
+ * message), and the run is assessed again. A provider that cannot end one leaves it running.
+ */
+export async function endRunning(
+  run: AnalysisRun,
+  now: Date,
+  provider: MetricProvider,
+  where: TickContext = {},
+): Promise<AnalysisRun> {
+  const next = structuredClone(run);
+  const running = next.metrics.filter((m) => isInFlight(resultOf(next, m.name)?.measurements.at(-1)));
+  if (!provider.terminate || running.length === 0) return next;
+  const at = now.toISOString();
+  const answers = await Promise.all(
+    running.map(async (metric) => {
+      const last = resultOf(next, metric.name)?.measurements.at(-1) as Measurement;
+      const inFlight = { metadata: last.metadata ?? {}, startedAt: new Date(last.startedAt) };
+      try {
+        return await provider.terminate?.(metric, inFlight, measureContext(next, metric, now, where));
+      } catch (e) {
+        return { ok: false as const, message: e instanceof Error ? e.message : String(e) };
+      }
+    }),
+  );
+  running.forEach((metric, i) => {
+    const answer = answers[i];
+    if (!answer) return;
+    const last = resultOf(next, metric.name)?.measurements.at(-1) as Measurement;
+    recordMeasurement(next, metric, { ...plainMeasurement(metric, answer, at), startedAt: last.startedAt });
+  });
+  assessRun(next, now);
+  trimMeasurements(next);
+  return next;
+}
+
+/** Whether a run that is ending still has a measurement running (a Job it would leave behind). */
+export function endsWithRunning(run: AnalysisRun): boolean {
+  return (
+    !isCompleted(run.phase) &&
+    isTerminating(run) &&
+    run.metricResults.some((r) => isInFlight(r.measurements.at(-1)))
+  );
+}
+
+/** Where a run measures: its id and the rollout's target settings (what a Job provider needs). */
+export interface TickContext {
+  runId?: string;
+  target?: unknown;
 }
 
 /**
@@ -354,12 +434,13 @@ export async function tickTaking(
   run: AnalysisRun,
   now: Date,
   provider: MetricProvider,
+  where: TickContext = {},
 ): Promise<{ run: AnalysisRun; readings: Map<string, RecordedReadings> }> {
   const next = structuredClone(run);
   const readings = new Map<string, RecordedReadings>();
   if (isCompleted(next.phase)) return { run: next, readings };
   const due = dueMetrics(next, now);
-  const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now, next)));
+  const answers = await Promise.all(due.map((m) => measureSafely(provider, m, now, next, where)));
   due.forEach((metric, i) => {
     const before = resultOf(next, metric.name);
     const { measurement, judge } = toMeasurement(metric, answers[i] as ProviderAnswer, now, before);

@@ -118,6 +118,7 @@ export function depsFromEnv(
       createRegistry(settings, settings.type === "sagemaker" ? { sagemaker: clients.sagemaker } : {}),
     providers: defaultProviders({
       clientConfig: config,
+      clock,
       maxBodyBytes: maxBodyBytesFrom(source[ENV.metricMaxBodyBytes], ENV.metricMaxBodyBytes),
       metricSecrets: metricSecretsFrom(source),
       ...(source[ENV.prometheusUrl]

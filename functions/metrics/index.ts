@@ -5,14 +5,20 @@ import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { Metric, PrometheusProvider } from "../../statemachine/spec.ts";
 import { type ClientConfig, clientConfig } from "../aws-clients.ts";
+import { type Clock, systemClock } from "../clock.ts";
 import { ENV } from "../config.ts";
 import type { SecretsCredentials } from "../secrets-manager.ts";
+import { KubeClient } from "../traffic/kubernetes/client.ts";
+import { connect, type KubeConnectOptions } from "../traffic/kubernetes/connect.ts";
+import { KubernetesSettingsSchema } from "../traffic/kubernetes/settings.ts";
+import { parseTargetSettings } from "../traffic/settings.ts";
 import { AssumedRoles } from "./assumed-roles.ts";
 import { CloudWatchMetricProvider } from "./cloudwatch.ts";
 import { DatadogMetricProvider } from "./datadog.ts";
 import { GraphiteMetricProvider } from "./graphite.ts";
 import type { Fetch } from "./http.ts";
 import { InfluxdbMetricProvider } from "./influxdb.ts";
+import { type JobCluster, JobMetrics } from "./job.ts";
 import { JudgeMetricProvider } from "./judge-readings.ts";
 import { KayentaMetricProvider } from "./kayenta.ts";
 import { LambdaMetricProvider } from "./lambda.ts";
@@ -21,6 +27,7 @@ import {
   type MeasureContext,
   type MetricProvider,
   type ProviderAnswer,
+  type ProviderResult,
   type RunningMeasurement,
   UnsupportedProviderError,
 } from "./port.ts";
@@ -49,6 +56,7 @@ export interface ProviderSet {
   influxdb?: MetricProvider;
   wavefront?: MetricProvider;
   kayenta?: MetricProvider;
+  job?: MetricProvider;
 }
 
 /**
@@ -77,6 +85,15 @@ export class MetricProviders implements MetricProvider {
     return provider.resume(metric, running, ctx);
   }
 
+  async terminate(
+    metric: Metric,
+    running: RunningMeasurement,
+    ctx: MeasureContext,
+  ): Promise<ProviderResult | undefined> {
+    const provider = this.providerFor(metric);
+    return provider.terminate ? provider.terminate(metric, running, ctx) : undefined;
+  }
+
   private providerFor(metric: Metric): MetricProvider {
     const kind = (
       [
@@ -91,6 +108,7 @@ export class MetricProviders implements MetricProvider {
         "influxdb",
         "wavefront",
         "kayenta",
+        "job",
         "judge",
       ] as const
     ).find((k) => metric.provider[k] !== undefined);
@@ -157,6 +175,10 @@ export interface DefaultProviderOptions {
   clientConfig?: ClientConfig;
   /** Most bytes of an HTTP provider's response read (`ROLLOUTS_METRIC_MAX_BODY_BYTES`); default 1 MiB. */
   maxBodyBytes?: number;
+  /** The clock of the Kubernetes connections a Job metric makes (EKS tokens); default the system's. */
+  clock?: Clock;
+  /** AWS credentials and region of those connections (EKS, the kubeconfig secret). */
+  kubernetes?: KubeConnectOptions;
   /** Where the roles of `sigv4.roleArn` are assumed (default STS with the default credential chain). */
   assumedRoles?: AssumedRoles;
   /**
@@ -268,7 +290,23 @@ export function defaultProviders(options: DefaultProviderOptions = {}): MetricPr
   const named = options.metricSecrets?.named ? { named: options.metricSecrets.named } : {};
   // The roles metrics name, assumed once and kept until shortly before they expire.
   const roles = options.assumedRoles ?? new AssumedRoles(options.fetch ? { fetch: options.fetch } : {});
+  // One connection per kubernetes target's settings, for the life of the process.
+  const clusters = new Map<string, JobCluster>();
+  const clusterFor = (target: unknown): JobCluster => {
+    const key = JSON.stringify(target);
+    let cluster = clusters.get(key);
+    if (!cluster) {
+      const s = parseTargetSettings(KubernetesSettingsSchema, target, "kubernetes settings");
+      cluster = {
+        client: new KubeClient(connect(s, options.clock ?? systemClock, options.kubernetes ?? {})),
+        namespace: s.namespace,
+      };
+      clusters.set(key, cluster);
+    }
+    return cluster;
+  };
   return new MetricProviders({
+    job: new JobMetrics(clusterFor),
     datadog: new DatadogMetricProvider({
       ...http,
       secrets,

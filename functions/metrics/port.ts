@@ -19,6 +19,15 @@ export interface MetricProvider {
   measure(metric: Metric, ctx: MeasureContext): Promise<ProviderAnswer>;
   /** Argo's Resume: asks again about a measurement still running, with the metadata it stored. */
   resume?(metric: Metric, running: RunningMeasurement, ctx: MeasureContext): Promise<ProviderAnswer>;
+  /**
+   * Argo's Terminate: ends a measurement still running when its run is terminated (a Job is
+   * deleted). Undefined when the metric's provider leaves a running measurement as it is.
+   */
+  terminate?(
+    metric: Metric,
+    running: RunningMeasurement,
+    ctx: MeasureContext,
+  ): Promise<ProviderResult | undefined>;
 }
 
 /** A measurement still running, as the run stored it. */
@@ -36,6 +45,13 @@ export interface MeasureContext {
   startedAt?: Date;
   /** Aborts an in-flight query when the caller gives up (the CLI on Ctrl-C). */
   signal?: AbortSignal;
+  /**
+   * The run the measurement belongs to, for a provider that creates objects named after it (a
+   * Job): its id, and the measurement's number for its metric (from 1: Argo's `count + error + 1`).
+   */
+  run?: { id: string; measurement: number };
+  /** The rollout's traffic target settings, for a provider that runs in its cluster (a Job). */
+  target?: unknown;
 }
 
 /** One provider answer: the value conditions see, and its display form stored on the measurement. */

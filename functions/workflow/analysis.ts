@@ -8,11 +8,14 @@ import { withCarriedEvidence } from "../analysis/carry.ts";
 import { gatesOf } from "../analysis/judge-look.ts";
 import {
   createRun,
+  endRunning,
+  endsWithRunning,
   measurementsRecorded,
   measurementsTaken,
   nextTickAt,
   recordStoreFailure,
-  terminate,
+  type TickContext,
+  terminateRunning,
   tickTaking,
   unstorableRun,
 } from "../analysis/run.ts";
@@ -62,6 +65,8 @@ export const StoredAnalysisSchema = z.object({
   tick: z.number().int().nonnegative(),
   /** Template names, for display. */
   templates: z.array(z.string()),
+  /** The rollout's target settings, for an analysis with Jobs (created in the target's cluster). */
+  target: z.unknown().optional(),
   /** The terminal phase was delivered (token answered or abort requested); until then a retry delivers it. */
   answered: z.boolean().default(false),
 });
@@ -113,6 +118,7 @@ export async function startAnalysis(
     token,
     tick: 0,
     templates: analysis.templates.map((t) => t.name),
+    ...(payload.target === undefined ? {} : { target: payload.target }),
     answered: false,
   };
   const created = await createStored(deps, runId, stored, now);
@@ -355,8 +361,15 @@ async function advance(
   const orphaned =
     !item || item.executionArn !== context.executionArn || item.abortRequested || !isRunning(item);
   const before = stored.run;
-  const taken = orphaned ? undefined : await tickTaking(before, now, deps.providers);
-  const after = taken ? taken.run : terminate(before, now);
+  const where = whereOf(stored, runId);
+  const taken = orphaned ? undefined : await tickTaking(before, now, deps.providers, where);
+  // A run that ends (orphaned, or a metric decided it) ends what it still runs: Argo's Terminate
+  // deletes a running measurement's Job.
+  const after = !taken
+    ? await terminateRunning(before, now, deps.providers, where)
+    : endsWithRunning(taken.run)
+      ? await endRunning(taken.run, now, deps.providers, where)
+      : taken.run;
   let next: StoredAnalysis = { ...stored, run: after, tick: stored.tick + 1 };
   let saved: StoredRun;
   try {
@@ -581,6 +594,11 @@ export function terminateBackground(deps: WorkflowDeps, context: WorkflowContext
   return terminateRun(deps, context.rollout, runIdFor(context, 0, true));
 }
 
+/** What the providers of a stored run are told: its id, and the target its Jobs run on. */
+function whereOf(stored: StoredAnalysis, runId: string): TickContext {
+  return { runId, ...(stored.target === undefined ? {} : { target: stored.target }) };
+}
+
 /**
  * Ends a run that nothing will wait for; a no-op when it is absent or already completed. A stale
  * run (its timer firings were lost) ends in Error, never Successful.
@@ -591,7 +609,7 @@ async function terminateRun(deps: WorkflowDeps, rollout: string, runId: string):
   const now = new Date(deps.clock.now());
   const run = staleness(current.run.run, now)
     ? expireStale(current.run.run, now)
-    : terminate(current.run.run, now);
+    : await terminateRunning(current.run.run, now, deps.providers, whereOf(current.run, runId));
   try {
     await saveStored(deps, rollout, runId, { ...current.run, run }, current.version);
   } catch (error) {

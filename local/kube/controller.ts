@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import type { Clock } from "../../functions/clock.ts";
+import { DEFAULT_JOB_RUN_MS, syncJobs } from "./jobs.ts";
 import type { Json } from "./patch.ts";
 import { PORT_ANNOTATION, type PodBacker, type PodInfo, PodProcesses } from "./pods.ts";
 import { RESOURCE_TYPES } from "./resources.ts";
@@ -42,6 +43,13 @@ export interface ControllerOptions {
   neverReady?: (image: string, pod: KubeObject) => boolean;
   /** Starts a real process behind each pod (see `pods.ts`). */
   backPod?: PodBacker;
+  /** How long a Job's pod runs before the Job completes or fails (default 2000 ms; see `jobs.ts`). */
+  jobRunMs?: number;
+  /**
+   * The exit code of a Job's pod: by default what its command line says (`exit 1`, see `jobs.ts`);
+   * a scenario gives its own, as the program a real Job runs would decide it.
+   */
+  jobExitCode?: (job: KubeObject) => number;
 }
 
 const DEPLOYMENTS = RESOURCE_TYPES.find((t) => t.resource === "deployments")!;
@@ -264,6 +272,10 @@ export class DeploymentController {
   /** Each pod's creation time in milliseconds (creationTimestamp has seconds only). */
   readonly #created = new Map<string, number>();
   readonly #unsubscribe: () => void;
+  readonly #jobRunMs: number;
+  readonly #jobExitCode: ((job: KubeObject) => number) | undefined;
+  /** Each Job's creation time in milliseconds, from the store's ADDED event. */
+  readonly #jobsCreated = new Map<string, number>();
   #syncing = false;
 
   constructor(store: KubeStore, options: ControllerOptions) {
@@ -273,9 +285,17 @@ export class DeploymentController {
     if (!Number.isFinite(this.#readyAfterMs) || this.#readyAfterMs < 0) {
       throw new RangeError(`readyAfterMs must be a number ≥ 0, got ${options.readyAfterMs}`);
     }
+    this.#jobRunMs = options.jobRunMs ?? DEFAULT_JOB_RUN_MS;
+    this.#jobExitCode = options.jobExitCode;
+    if (!Number.isFinite(this.#jobRunMs) || this.#jobRunMs < 0) {
+      throw new RangeError(`jobRunMs must be a number ≥ 0, got ${options.jobRunMs}`);
+    }
     this.#neverReady = options.neverReady ?? ((image) => /:[^/]*never-ready/.test(image));
     this.processes = new PodProcesses(options.backPod, () => this.sync());
     this.#unsubscribe = store.subscribe((event) => {
+      if (event.resource.resource === "jobs" && event.type === "ADDED" && event.object.metadata.uid) {
+        this.#jobsCreated.set(event.object.metadata.uid, this.#clock.now());
+      }
       if (event.resource.resource === "pods" && event.type === "DELETED" && event.object.metadata.uid) {
         this.#created.delete(event.object.metadata.uid);
         void this.processes.stop(event.object.metadata.uid);
@@ -283,7 +303,7 @@ export class DeploymentController {
     });
   }
 
-  /** Reconciles every Deployment, ReplicaSet and pod at the clock's time. */
+  /** Reconciles every Deployment, ReplicaSet, pod and Job at the clock's time. */
   sync(): void {
     if (this.#syncing) return;
     this.#syncing = true;
@@ -295,6 +315,7 @@ export class DeploymentController {
       for (const rs of this.#store.list(REPLICA_SETS)) {
         if (!rs.metadata.ownerReferences?.some((r) => r.kind === "Deployment")) this.#syncReplicaSet(rs, now);
       }
+      syncJobs(this.#store, now, this.#jobRunMs, this.#jobsCreated, this.#jobExitCode);
     } finally {
       this.#syncing = false;
     }

@@ -123,6 +123,17 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
     strategic: true,
   },
   {
+    group: "batch",
+    version: "v1",
+    resource: "jobs",
+    singular: "job",
+    kind: "Job",
+    namespaced: true,
+    categories: ["all"],
+    status: true,
+    strategic: true,
+  },
+  {
     group: "networking.k8s.io",
     version: "v1",
     resource: "ingresses",

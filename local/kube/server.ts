@@ -27,11 +27,12 @@ import { startWatch } from "./watch.ts";
  *
  * It serves core/v1 Namespaces, Services and Pods (read-only: the controller makes them),
  * apps/v1 Deployments (`status` and `scale` subresources) and ReplicaSets (read-only),
+ * batch/v1 Jobs (completed or failed by the controller, `jobs.ts`),
  * networking.k8s.io/v1 Ingresses, gateway.networking.k8s.io/v1 HTTPRoutes,
  * networking.istio.io/v1 and v1beta1 VirtualServices, rbac.authorization.k8s.io/v1 Roles and
  * RoleBindings (stored only), with GET, LIST (label and field selectors), WATCH, POST, PUT,
  * PATCH (merge, JSON, strategic merge, apply) and DELETE; the discovery documents; and a
- * simulated Deployment controller (`controller.ts`). What it leaves out: `docs/kubernetes-local.md`.
+ * simulated Deployment and Job controller (`controller.ts`). What it leaves out: `docs/kubernetes-local.md`.
  *
  * The Deployment controller reconciles before every request and every `syncIntervalMs` of real
  * time, at the injected clock's time, so with a ManualClock a test moves the clock and the next
@@ -118,6 +119,8 @@ export async function startKubeApi(options: KubeApiOptions = {}): Promise<KubeAp
     ...(options.readyAfterMs !== undefined ? { readyAfterMs: options.readyAfterMs } : {}),
     ...(options.neverReady ? { neverReady: options.neverReady } : {}),
     ...(options.backPod ? { backPod: options.backPod } : {}),
+    ...(options.jobRunMs !== undefined ? { jobRunMs: options.jobRunMs } : {}),
+    ...(options.jobExitCode ? { jobExitCode: options.jobExitCode } : {}),
   });
   const api: Served = { store, controller, clock, allowed: [], ownOrigin: "" };
   const server = http.createServer((request, response) => {

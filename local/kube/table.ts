@@ -36,7 +36,7 @@ export function humanDuration(ms: number): string {
 interface Column {
   name: string;
   type: "string" | "integer";
-  cell: (o: KubeObject, age: string) => string | number;
+  cell: (o: KubeObject, age: string, now: number) => string | number;
 }
 
 const num = (v: unknown) => (typeof v === "number" ? v : 0);
@@ -95,9 +95,41 @@ function columnsOf(type: ResourceType): Column[] {
         },
         age,
       ];
+    case "jobs":
+      return [
+        name,
+        { name: "Status", type: "string", cell: jobStatusCell },
+        {
+          name: "Completions",
+          type: "string",
+          cell: (o) =>
+            `${num(o.status?.succeeded)}/${typeof o.spec?.completions === "number" ? o.spec.completions : 1}`,
+        },
+        { name: "Duration", type: "string", cell: (o, _age, now) => jobDuration(o, now) },
+        age,
+      ];
     default:
       return [name, age];
   }
+}
+
+/** A Job's STATUS as kubectl prints it: its ending condition, else Running. */
+function jobStatusCell(o: KubeObject): string {
+  const conditions = (o.status?.conditions ?? []) as Array<{ type?: string; status?: string }>;
+  const ended = conditions.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
+  return ended?.type ?? "Running";
+}
+
+/**
+ * A Job's DURATION: from its start to its completion, to now while it runs, empty before it
+ * starts and after it failed (a failed Job has no completionTime).
+ */
+function jobDuration(o: KubeObject, now: number): string {
+  const start = Date.parse(String(o.status?.startTime ?? ""));
+  if (Number.isNaN(start)) return "";
+  const end = Date.parse(String(o.status?.completionTime ?? ""));
+  if (!Number.isNaN(end)) return humanDuration(end - start);
+  return jobStatusCell(o) === "Running" ? humanDuration(now - start) : "";
 }
 
 /** The Table of `objects`, their ages measured at `now`. */
@@ -117,7 +149,7 @@ export function toTable(type: ResourceType, objects: KubeObject[], now: number, 
     rows: objects.map((o) => {
       const age = humanDuration(now - Date.parse(o.metadata.creationTimestamp ?? ""));
       return {
-        cells: columns.map((c) => c.cell(o, age)),
+        cells: columns.map((c) => c.cell(o, age, now)),
         object: { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: o.metadata },
       };
     }),

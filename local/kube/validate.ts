@@ -6,9 +6,10 @@ import type { KubeObject } from "./store.ts";
 
 /**
  * What the local API refuses before it stores an object, with the API server's messages: a body
- * that is not an object of the resource's kind, a name that is not a DNS name, and for
+ * that is not an object of the resource's kind, a name that is not a DNS name, for
  * Deployments the rules a controller depends on (a selector that matches the template's labels,
- * replicas ≥ 0, containers with names and images). It does not check fields against the kinds'
+ * replicas ≥ 0, containers with names and images), and for Jobs a pod template that ends
+ * (`restartPolicy` Never or OnFailure, containers with names and images, a name of at most 63). It does not check fields against the kinds'
  * schemas: an unknown field is stored as sent.
  */
 
@@ -77,6 +78,7 @@ export function validate(type: ResourceType, object: KubeObject): void {
     }
   }
   if (type.resource === "deployments") validateDeployment(object, bad);
+  if (type.resource === "jobs") validateJob(object, bad);
   if (causes.length > 0) throw invalid(type, typeof name === "string" ? name : "", causes);
 }
 
@@ -115,6 +117,42 @@ function validateDeployment(object: KubeObject, bad: (field: string, message: st
     );
   }
   const containers = isObject(template) && isObject(template.spec) ? template.spec.containers : undefined;
+  if (!Array.isArray(containers) || containers.length === 0) {
+    bad("spec.template.spec.containers", "Required value");
+    return;
+  }
+  containers.forEach((c: Json, i) => {
+    if (!isObject(c) || typeof c.name !== "string" || c.name === "") {
+      bad(`spec.template.spec.containers[${i}].name`, "Required value");
+    }
+    if (!isObject(c) || typeof c.image !== "string" || c.image === "") {
+      bad(`spec.template.spec.containers[${i}].image`, "Required value");
+    }
+  });
+}
+
+/**
+ * A Job's pod template as the API server requires it: containers with names and images, and a
+ * `restartPolicy` of `Never` or `OnFailure` (a Job's pods must end).
+ */
+function validateJob(object: KubeObject, bad: (field: string, message: string) => void): void {
+  // The Job controller labels its pods with the Job's name, and a label value has at most 63.
+  const name = object.metadata.name;
+  if (typeof name === "string" && name.length > 63) {
+    bad("spec.template.labels", `Invalid value: "${name}": must be no more than 63 characters`);
+  }
+  const template = object.spec?.template;
+  const spec = isObject(template) && isObject(template.spec) ? template.spec : undefined;
+  const policy = spec?.restartPolicy;
+  if (policy === undefined || policy === "") {
+    bad("spec.template.spec.restartPolicy", 'Required value: valid values: "OnFailure", "Never"');
+  } else if (policy !== "Never" && policy !== "OnFailure") {
+    bad(
+      "spec.template.spec.restartPolicy",
+      `Unsupported value: ${JSON.stringify(policy)}: supported values: "OnFailure", "Never"`,
+    );
+  }
+  const containers = spec?.containers;
   if (!Array.isArray(containers) || containers.length === 0) {
     bad("spec.template.spec.containers", "Required value");
     return;

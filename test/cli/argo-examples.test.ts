@@ -16,9 +16,7 @@ import { describe, expect, it } from "vitest";
  *   `scaleDownDelaySeconds` after the switch; a canary with no steps is Argo's rolling update,
  *   promoted at once (`examples/rollout-rolling-update.yaml`'s own comment).
  * - `refused`: every problem `rollouts plan` reports, by file and field path, each naming what is
- *   not supported. A problem marked `pending` names a feature being added (the `job`
- *   provider); an example whose problems are all pending flips to
- *   `plans` when they land.
+ *   not supported.
  * - `usedBy`: a file with no Rollout, loaded alongside the examples that use it (their templates,
  *   Services, routes, the notification ConfigMap), as Argo's docs apply them together.
  * - `alone`: a file no example Rollout uses.
@@ -39,7 +37,6 @@ interface Refusal {
   /** What the message names: the router, the provider, the step, the field. */
   names: string;
   /** The feature being added that will lift this refusal. */
-  pending?: "job provider";
 }
 interface Refused {
   refused: Refusal[];
@@ -150,30 +147,29 @@ const EXAMPLES: Record<string, Outcome> = {
     },
   },
   "rollout-analysis-step.yaml": {
-    refused: [
-      {
-        file: "analysis-templates.yaml",
-        path: "spec.metrics[0].provider.job",
-        names: "the job provider is not supported",
-        pending: "job provider",
-      },
-      {
-        file: "cluster-analysis-templates.yaml",
-        path: "spec.metrics[0].provider.job",
-        names: "the job provider is not supported",
-        pending: "job provider",
-      },
-    ],
+    // 25% of 4 replicas is one candidate pod; the analysis (random-fail's Job, always-pass's)
+    // holds the rollout there until it completes.
+    plans: {
+      strategy: "canary",
+      replicas: 4,
+      trafficRouting: false,
+      steps: [
+        ["setWeight: 25", 25, 1, 3],
+        ["analysis: random-fail, always-pass", 25, 1, 3],
+      ],
+    },
   },
   "rollout-background-analysis.yaml": {
-    refused: [
-      {
-        file: "analysis-templates.yaml",
-        path: "spec.metrics[0].provider.job",
-        names: "the job provider is not supported",
-        pending: "job provider",
-      },
-    ],
+    // random-fail's Job measures in the background from the first step on.
+    plans: {
+      strategy: "canary",
+      replicas: 4,
+      trafficRouting: false,
+      steps: [
+        ["setWeight: 25", 25, 1, 3],
+        ["pause: until rollouts promote", 25, 1, 3],
+      ],
+    },
   },
   "rollout-baseline-vs-canary.yaml": {
     // Argo's experiment: a ReplicaSet per template, one pod each (GetReplicasOrDefault), next to
@@ -226,19 +222,13 @@ const EXAMPLES: Record<string, Outcome> = {
   },
   "rollout-experiment-step.yaml": {
     // Its experiment's analysis is not requiredForCompletion (Argo's experiment then runs until
-    // terminated, the analysis in its background), and runs random-fail, a job-provider template.
+    // terminated, the analysis in its background).
     refused: [
       {
         file: "rollout-experiment-step.yaml",
         path: "spec.strategy.canary.steps[1].experiment.analyses[0].requiredForCompletion",
         names:
           'experiment analysis "random-fail": only analyses with requiredForCompletion: true are supported',
-      },
-      {
-        file: "analysis-templates.yaml",
-        path: "spec.metrics[0].provider.job",
-        names: "the job provider is not supported",
-        pending: "job provider",
       },
     ],
   },
@@ -348,7 +338,6 @@ function problemsIn(err: string): Array<{ file: string; path: string; message: s
 const entries = Object.entries(EXAMPLES);
 const planned = entries.filter((e): e is [string, Plans] => "plans" in e[1]);
 const refused = entries.filter((e): e is [string, Refused] => "refused" in e[1]);
-const pendingOnly = refused.filter(([, o]) => o.refused.every((r) => r.pending !== undefined));
 
 describe("Argo Rollouts' example manifests through rollouts plan", () => {
   it("the table has one outcome for every YAML file copied from examples/, and pairs only with examples", () => {
@@ -435,14 +424,11 @@ describe("Argo Rollouts' example manifests through rollouts plan", () => {
   it("README.md gives the count the table gives", () => {
     const readme = readFileSync("README.md", "utf8");
     const rollouts = planned.length + refused.length;
-    const pending = [
-      ...new Set(refused.flatMap(([, o]) => o.refused.flatMap((r) => (r.pending ? [r.pending] : [])))),
-    ];
     expect(readme).toContain(
       `**${planned.length} of the ${rollouts} examples plan as Argo runs them** (of the ${entries.length} YAML manifests under Argo Rollouts' \`examples/\`, the other ${entries.length - rollouts} are the templates, Services, routes and ConfigMaps they load)`,
     );
     expect(readme).toContain(
-      `${refused.length} are refused, each naming what is not supported: ${pendingOnly.length} only for features being added (${pending.sort().join(", ")})`,
+      `${refused.length} are refused, each naming the router or feature sfn-rollouts does not support`,
     );
   });
 });

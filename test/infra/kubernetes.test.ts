@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
@@ -242,6 +245,103 @@ describe("a kubeconfig in Secrets Manager", () => {
     expect(
       report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
     ).toEqual([]);
+  });
+});
+
+describe("a job metric on a kubeconfig in Secrets Manager", () => {
+  it("grants startAnalysis the secret too (it creates the first Job), and its Task carries the target", () => {
+    const dir = mkdtempSync(join(tmpdir(), "kube-job-infra-"));
+    const file = join(dir, "rollout.yaml");
+    writeFileSync(
+      file,
+      `apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: smoke}
+spec:
+  metrics:
+    - name: smoke
+      provider:
+        job:
+          spec: {backoffLimit: 0, template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox, command: [sh, -c, "exit 0"]}]}}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: shop}
+spec:
+  replicas: 4
+  template: {spec: {containers: [{name: app, image: shop}]}}
+  strategy:
+    canary:
+      steps:
+        - setWeight: 25
+        - analysis: {templates: [{templateName: smoke}]}
+`,
+    );
+    const stack = new Stack(testApp(), "Jobs", { env: { account: "111122223333", region: "eu-west-1" } });
+    const controller = new RolloutController(stack, "Controller");
+    const secret = secretsmanager.Secret.fromSecretCompleteArn(
+      stack,
+      "Kubeconfig",
+      "arn:aws:secretsmanager:eu-west-1:111122223333:secret:shop-kubeconfig-AbCdEf",
+    );
+    controller.addRollout("Shop", {
+      spec: { files: [file] },
+      target: { ...base, kubeconfigSecret: secret },
+      trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repo", "shop") },
+    });
+    const template = Template.fromStack(stack);
+    const readers = [...MOVERS, "startAnalysis"];
+    for (const n of Object.keys(HANDLERS) as HandlerName[]) {
+      const secretStatements = statementsOf(template, roleOf(template, n)).filter((s) =>
+        (Array.isArray(s.Action) ? s.Action : [s.Action]).some((a) => a.startsWith("secretsmanager:")),
+      );
+      expect(secretStatements.length > 0, n).toBe(readers.includes(n));
+    }
+    const analysis = Object.values(definitionOf(template).States).find((s) =>
+      JSON.stringify(s).includes('"templates"'),
+    ) as { Parameters: { Payload: Json } };
+    expect(analysis.Parameters.Payload.target).toMatchObject({ auth: { type: "kubeconfig-secret" } });
+  });
+
+  it("is refused on another target, naming the metric and the sfn-rollouts/lambda plugin", () => {
+    const dir = mkdtempSync(join(tmpdir(), "kube-job-infra-"));
+    const file = join(dir, "rollout.yaml");
+    writeFileSync(
+      file,
+      `apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: smoke}
+spec:
+  metrics:
+    - name: smoke
+      provider: {job: {spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: shop}
+spec:
+  replicas: 4
+  template: {spec: {containers: [{name: app, image: shop}]}}
+  strategy:
+    canary:
+      steps:
+        - setWeight: 25
+        - analysis: {templates: [{templateName: smoke}]}
+`,
+    );
+    const stack = new Stack(testApp(), "Plugin", { env: { account: "111122223333", region: "eu-west-1" } });
+    const controller = new RolloutController(stack, "Controller");
+    expect(() =>
+      controller.addRollout("Shop", {
+        spec: { files: [file] },
+        target: {
+          type: "plugin",
+          name: "router",
+          functionArn: "arn:aws:lambda:eu-west-1:111122223333:function:router",
+        },
+        trigger: { repository: ecr.Repository.fromRepositoryName(stack, "Repo", "shop") },
+      }),
+    ).toThrow(/metric "smoke".*sfn-rollouts\/lambda/s);
   });
 });
 

@@ -13,15 +13,28 @@ spec:
 `;
 
 describe("Argo's providers that are refused", () => {
-  it.each([
-    ["skywalking: {address: 'http://s', query: x}", "skywalking", "SkyWalking"],
-    ["job: {spec: {}}", "job", "sfn-rollouts/lambda plugin"],
-  ])("%s is refused with its reason", async (provider, name, reason) => {
-    const problems = await templateProblems(template(provider));
-    expect(problems).toEqual([
-      expect.stringContaining(`spec.metrics[0].provider.${name}: the ${name} provider is not supported: `),
-    ]);
-    expect(problems[0]).toContain(reason);
+  it.each([["skywalking: {address: 'http://s', query: x}", "skywalking", "SkyWalking"]])(
+    "%s is refused with its reason",
+    async (provider, name, reason) => {
+      const problems = await templateProblems(template(provider));
+      expect(problems).toEqual([
+        expect.stringContaining(`spec.metrics[0].provider.${name}: the ${name} provider is not supported: `),
+      ]);
+      expect(problems[0]).toContain(reason);
+    },
+  );
+
+  it("job loads with Argo's fields; a field Argo's JobMetric lacks is refused at its path", async () => {
+    expect(
+      await templateProblems(
+        template(
+          "job: {metadata: {labels: {app: smoke}}, spec: {backoffLimit: 0, template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox, command: [sh, -c, 'exit 0']}]}}}}",
+        ),
+      ),
+    ).toEqual([]);
+    const problems = await templateProblems(template("job: {spec: {}, image: busybox}"));
+    expect(problems).toEqual([expect.stringContaining("spec.metrics[0].provider.job")]);
+    expect(problems[0]).toContain("image");
   });
 
   it("datadog, newRelic, graphite, influxdb, wavefront and kayenta load", async () => {

@@ -587,7 +587,7 @@ describe("bad input: one message per problem, naming the place", () => {
     );
   });
 
-  it("the job provider, and Argo's metric rules, in the template's document", () => {
+  it("a job provider without its spec, and Argo's metric rules, in the template's document", () => {
     const template = `
 apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
@@ -595,7 +595,7 @@ metadata: {name: bad}
 spec:
   metrics:
     - name: job
-      provider: {job: {spec: {}}}
+      provider: {job: {metadata: {labels: {app: smoke}}}}
     - name: no-interval
       count: 3
       successCondition: result[0] > 1
@@ -618,7 +618,7 @@ spec:
       { file: "t.yaml", text: template },
     ]);
     expect(lines[0]).toBe(
-      "t.yaml: document 1 (AnalysisTemplate bad): spec.metrics[0].provider.job: the job provider is not supported: run the check as a Lambda function with the sfn-rollouts/lambda plugin (provider: {plugin: {sfn-rollouts/lambda: {function, payload}}}), whose returned JSON is the measurement",
+      "t.yaml: document 1 (AnalysisTemplate bad): spec.metrics[0].provider.job.spec: Invalid input: expected record, received undefined",
     );
     expect(lines).toContain(
       "t.yaml: document 1 (AnalysisTemplate bad): spec.metrics[1].interval: interval must be specified when count > 1",

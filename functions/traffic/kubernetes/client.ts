@@ -43,6 +43,7 @@ export const RESOURCES = {
   deployments: { group: "apps", version: "v1", resource: "deployments", kind: "Deployment" },
   replicaSets: { group: "apps", version: "v1", resource: "replicasets", kind: "ReplicaSet" },
   services: { group: "", version: "v1", resource: "services", kind: "Service" },
+  jobs: { group: "batch", version: "v1", resource: "jobs", kind: "Job" },
   ingresses: { group: "networking.k8s.io", version: "v1", resource: "ingresses", kind: "Ingress" },
   httpRoutes: {
     group: "gateway.networking.k8s.io",
@@ -138,16 +139,37 @@ export class KubeClient {
     return this.#object(res, `update ${resource.kind} ${namespace}/${object.metadata.name}`);
   }
 
-  /** Creates the object; 409 (it exists already) is a `KubeConflictError`. */
+  /** Creates the object; 409 (it exists already) is a `KubeConflictError` with the server's message. */
   async create(resource: KubeResource, object: KubeObject): Promise<KubeObject> {
     const namespace = object.metadata.namespace ?? "default";
     const res = await this.#call("POST", resource, namespace, undefined, object);
-    return this.#object(res, `create ${resource.kind} ${namespace}/${object.metadata.name}`);
+    const what = `create ${resource.kind} ${namespace}/${object.metadata.name}`;
+    // On a create, 409 is AlreadyExists: the server's own words say so.
+    if (res.status === 409) throw new KubeConflictError(`${what}: 409: ${statusMessage(res.body)}`);
+    return this.#object(res, what);
   }
 
-  /** Deletes the object; true when it was there, false when it was gone already (404). */
+  /** The objects of a namespace whose labels match `labelSelector` (`key=value,…`). */
+  async list(resource: KubeResource, namespace: string, labelSelector?: string): Promise<KubeObject[]> {
+    const query = labelSelector ? `?labelSelector=${encodeURIComponent(labelSelector)}` : "";
+    const res = await this.#call("GET", resource, namespace, undefined, undefined, query);
+    const list = this.#object(
+      res.status >= 200 && res.status < 300 ? { ...res, body: listBody(res.body) } : res,
+      `list ${resource.kind} ${namespace}`,
+    );
+    return (list as unknown as { items: KubeObject[] }).items;
+  }
+
+  /**
+   * Deletes the object, its dependents first (`propagationPolicy: Foreground`, as a Job's or an
+   * experiment's ReplicaSet's pods must go with it); false when it was gone already (404).
+   */
   async delete(resource: KubeResource, namespace: string, name: string): Promise<boolean> {
-    const res = await this.#call("DELETE", resource, namespace, name);
+    const res = await this.#call("DELETE", resource, namespace, name, {
+      apiVersion: "v1",
+      kind: "DeleteOptions",
+      propagationPolicy: "Foreground",
+    });
     if (res.status === 404) return false;
     this.#object(res, `delete ${resource.kind} ${namespace}/${name}`);
     return true;
@@ -190,6 +212,7 @@ export class KubeClient {
     namespace: string,
     name: string | undefined,
     body?: unknown,
+    query = "",
   ): Promise<{ status: number; body: string }> {
     const verb =
       method === "GET"
@@ -210,7 +233,7 @@ export class KubeClient {
     });
     const prefix =
       resource.group === "" ? `/api/${resource.version}` : `/apis/${resource.group}/${resource.version}`;
-    const path = `${prefix}/namespaces/${encodeURIComponent(namespace)}/${resource.resource}${name === undefined ? "" : `/${encodeURIComponent(name)}`}`;
+    const path = `${prefix}/namespaces/${encodeURIComponent(namespace)}/${resource.resource}${name === undefined ? "" : `/${encodeURIComponent(name)}`}${query}`;
     const endpoint = await this.connection.endpoint();
     return request(endpoint, this.connection.timeoutMs, method, path, body);
   }
@@ -226,7 +249,9 @@ function request(
   const token = connection.token;
   // The server may live under a path (a proxy): keep it.
   const url = new URL(connection.server);
-  url.pathname = `${url.pathname.replace(/\/$/, "")}${path}`;
+  const [pathname = "", search] = path.split("?", 2);
+  url.pathname = `${url.pathname.replace(/\/$/, "")}${pathname}`;
+  if (search !== undefined) url.search = `?${search}`;
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const headers: Record<string, string> = {
     accept: "application/json",
@@ -273,6 +298,20 @@ function request(
     if (payload !== undefined) req.write(payload);
     req.end();
   });
+}
+
+/**
+ * A list answer given the `metadata` an object answer has, so one check reads both: a body that
+ * is not a list (no `items` array) is left as is and refused there.
+ */
+function listBody(body: string): string {
+  try {
+    const list = JSON.parse(body) as { items?: unknown; metadata?: unknown };
+    if (Array.isArray(list.items)) return JSON.stringify({ ...list, metadata: list.metadata ?? {} });
+  } catch {
+    // not JSON: refused as an answer with no object
+  }
+  return body;
 }
 
 /** The `message` of a Kubernetes `Status` body, or the start of the body. */

@@ -548,6 +548,7 @@ describe("discovery", () => {
     expect(groups.kind).toBe("APIGroupList");
     expect(groups.groups.map((g: { name: string }) => g.name)).toEqual([
       "apps",
+      "batch",
       "networking.k8s.io",
       "gateway.networking.k8s.io",
       "networking.istio.io",
