@@ -9,6 +9,7 @@ import {
 import {
   DATADOG_AGGREGATORS,
   HeaderFields,
+  JobProviderSchema,
   RangeQueryFields,
   SamplesSigv4Schema,
   Sigv4Fields,
@@ -223,20 +224,6 @@ export const ArgoKayentaSchema = z
   })
   .strict();
 
-/** Argo's `job` provider (`JobMetric`): the Job's labels and annotations, and its JobSpec. */
-export const ArgoJobSchema = z
-  .object({
-    metadata: z
-      .object({
-        labels: z.record(z.string(), z.string()).optional(),
-        annotations: z.record(z.string(), z.string()).optional(),
-      })
-      .strict()
-      .optional(),
-    spec: z.record(z.string(), z.unknown()),
-  })
-  .strict();
-
 /** The providers that read one system, as Argo writes them: what a judge reads each version with. */
 export const ArgoReadingProviderFields = {
   prometheus: ArgoPrometheusSchema.optional(),
@@ -249,7 +236,8 @@ export const ArgoReadingProviderFields = {
   influxdb: ArgoInfluxdbSchema.optional(),
   wavefront: ArgoWavefrontSchema.optional(),
   kayenta: ArgoKayentaSchema.optional(),
-  job: ArgoJobSchema.optional(),
+  // Argo's `JobMetric` as it is: the Job's labels and annotations, and its JobSpec.
+  job: JobProviderSchema.optional(),
 };
 export const ArgoReadingProviderSchema = z.object(ArgoReadingProviderFields).strict();
 

@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import type { Clock } from "../../functions/clock.ts";
+import { canonicalJson } from "../../statemachine/revision.ts";
 import { DEFAULT_JOB_RUN_MS, syncJobs } from "./jobs.ts";
 import type { Json } from "./patch.ts";
 import { PORT_ANNOTATION, type PodBacker, type PodInfo, PodProcesses } from "./pods.ts";
@@ -67,25 +68,13 @@ function safeEncode(text: string): string {
   return [...text].map((c) => SAFE[c.charCodeAt(0) % SAFE.length]).join("");
 }
 
-/** JSON with sorted keys, so equal templates hash equal whatever their key order. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /**
  * The pod-template-hash of a template: FNV-1a (32 bits) of the template, its decimal digits
  * encoded as `SafeEncodeString` does, as the Deployment controller names ReplicaSets.
  */
 export function templateHash(template: unknown): string {
   let hash = 0x811c9dc5;
-  for (const byte of Buffer.from(canonical(template), "utf8")) {
+  for (const byte of Buffer.from(canonicalJson(template), "utf8")) {
     hash ^= byte;
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }

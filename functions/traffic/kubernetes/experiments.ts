@@ -1,3 +1,4 @@
+import { canonicalJson } from "../../../statemachine/revision.ts";
 import { TargetNotReadyError } from "../errors.ts";
 import type { ExperimentTemplate } from "../port.ts";
 import { type KubeClient, type KubeObject, RESOURCES } from "./client.ts";
@@ -35,24 +36,12 @@ function fnv32a(text: string): number {
   return hash >>> 0;
 }
 
-/** JSON with object keys in order: one template, one text, whatever order it was read in. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /**
  * A pod template's hash as a label value: FNV-1a of the template (and `salt`), its decimal digits
  * encoded as `SafeEncodeString` does, like Argo's and the Deployment controller's hashes.
  */
 export function podTemplateHash(template: unknown, salt = ""): string {
-  const digits = String(fnv32a(`${canonical(template)}${salt}`));
+  const digits = String(fnv32a(`${canonicalJson(template)}${salt}`));
   return [...digits].map((d) => SAFE[d.charCodeAt(0) % SAFE.length]).join("");
 }
 
