@@ -238,66 +238,48 @@ export function parseTargetSettings<T extends z.ZodType>(
  * compile --target`, `addRollout`) so that a spec the target cannot run is refused before it is
  * deployed, never halfway through a rollout.
  *
- * Mirroring needs something that copies requests: SageMaker's shadow variants (or its model
- * router). An ALB forward action and a Lambda alias only split traffic; the kubernetes target's
- * routers set weights and header routes, not Istio's or the Gateway API's mirror (not built).
+ * - `mirrors`: mirroring needs something that copies requests: SageMaker's shadow variants (or its
+ *   model router). An ALB forward action and a Lambda alias only split traffic; the kubernetes
+ *   target's routers set weights and header routes, not Istio's or the Gateway API's mirror (not
+ *   built). Whether a plugin can mirror is its own to say: one that cannot refuses the step when
+ *   it runs.
+ * - `scalesCanary`: `setCanaryScale` needs a candidate that runs pods apart from its weight: the
+ *   kubernetes target's canary Deployment. ECS tasks, a Lambda alias's versions, SageMaker
+ *   variants and plugins scale the candidate with the weight.
+ * - `runsExperiments`: an `experiment` step runs ReplicaSets of the stable and the candidate's pod
+ *   templates next to the rollout's own: the kubernetes target's. ECS services, Lambda versions,
+ *   SageMaker variants and plugins have no pod template to start apart from the weight.
+ * - `settles`: whether a rollout on this target polls readiness after the candidate starts and
+ *   after each traffic step, as `addRollout` compiles it and `rollouts compile --target` by
+ *   default: an ECS deployment and pods settle after each change, a SageMaker endpoint is Updating
+ *   after every one; a Lambda alias shifts at once. A plugin's change is taken to be in effect
+ *   when its call returns: only its candidate's start is polled.
  */
-const MIRRORS: Readonly<Record<TargetType, boolean>> = {
-  "alb-ecs": false,
-  "lambda-alias": false,
-  kubernetes: false,
-  sagemaker: true,
-  // Whether a plugin can mirror is its own to say: one that cannot refuses the step when it runs.
-  plugin: true,
+interface Capabilities {
+  mirrors: boolean;
+  scalesCanary: boolean;
+  runsExperiments: boolean;
+  settles: boolean;
+}
+
+const CAPABILITIES: Readonly<Record<TargetType, Capabilities>> = {
+  "alb-ecs": { mirrors: false, scalesCanary: false, runsExperiments: false, settles: true },
+  "lambda-alias": { mirrors: false, scalesCanary: false, runsExperiments: false, settles: false },
+  kubernetes: { mirrors: false, scalesCanary: true, runsExperiments: true, settles: true },
+  sagemaker: { mirrors: true, scalesCanary: false, runsExperiments: false, settles: true },
+  plugin: { mirrors: true, scalesCanary: false, runsExperiments: false, settles: false },
 };
 
-/** The targets that can run `setMirrorRoute` steps. */
-export const MIRRORING_TARGETS = (Object.keys(MIRRORS) as TargetType[]).filter((t) => MIRRORS[t]);
-
-/**
- * `setCanaryScale` needs a candidate that runs pods apart from its weight: the kubernetes target's
- * canary Deployment. ECS tasks, a Lambda alias's versions, SageMaker variants and plugins scale
- * the candidate with the weight.
- */
-const SCALES_CANARY: Readonly<Record<TargetType, boolean>> = {
-  "alb-ecs": false,
-  "lambda-alias": false,
-  kubernetes: true,
-  sagemaker: false,
-  plugin: false,
-};
-
-/**
- * An `experiment` step runs ReplicaSets of the stable and the candidate's pod templates next to
- * the rollout's own: the kubernetes target's. ECS services, Lambda versions, SageMaker variants
- * and plugins have no pod template to start apart from the weight.
- */
-const RUNS_EXPERIMENTS: Readonly<Record<TargetType, boolean>> = {
-  "alb-ecs": false,
-  "lambda-alias": false,
-  kubernetes: true,
-  sagemaker: false,
-  plugin: false,
-};
-
-/**
- * Whether a rollout on this target polls readiness after the candidate starts and after each
- * traffic step, as `addRollout` compiles it and `rollouts compile --target` by default: an ECS
- * deployment and pods settle after each change, a SageMaker endpoint is Updating after every
- * one; a Lambda alias shifts at once. A plugin's change is taken to be in effect when its call
- * returns: only its candidate's start is polled.
- */
-const SETTLES: Readonly<Record<TargetType, boolean>> = {
-  "alb-ecs": true,
-  "lambda-alias": false,
-  kubernetes: true,
-  sagemaker: true,
-  plugin: false,
-};
+/** The targets that can do `what`, as a message lists them (`targets that can: kubernetes`). */
+function targetsThatCan(what: keyof Capabilities): string {
+  return (Object.keys(CAPABILITIES) as TargetType[]).filter((t) => CAPABILITIES[t][what]).join(", ");
+}
 
 /** Whether the target of type `type` polls readiness after each traffic step (an unknown type: no). */
 export function readinessChecksFor(type: unknown): boolean {
-  return typeof type === "string" && Object.hasOwn(SETTLES, type) && SETTLES[type as TargetType];
+  return (
+    typeof type === "string" && Object.hasOwn(CAPABILITIES, type) && CAPABILITIES[type as TargetType].settles
+  );
 }
 
 /**
@@ -305,26 +287,26 @@ export function readinessChecksFor(type: unknown): boolean {
  * (none: it can run them all). An unknown type is left to the settings' own validation.
  */
 export function targetSpecProblems(type: unknown, spec: RolloutSpec): string[] {
-  if (typeof type !== "string" || !Object.hasOwn(MIRRORS, type)) return [];
-  const target = type as TargetType;
+  if (typeof type !== "string" || !Object.hasOwn(CAPABILITIES, type)) return [];
+  const can = CAPABILITIES[type as TargetType];
   const problems: string[] = [];
   spec.steps.forEach((step, i) => {
-    if (step.kind === "setCanaryScale" && !SCALES_CANARY[target]) {
+    if (step.kind === "setCanaryScale" && !can.scalesCanary) {
       problems.push(
         `step ${i + 1}: setCanaryScale: the ${type} target scales the candidate with the weight ` +
-          `(targets that can: ${(Object.keys(SCALES_CANARY) as TargetType[]).filter((t) => SCALES_CANARY[t]).join(", ")})`,
+          `(targets that can: ${targetsThatCan("scalesCanary")})`,
       );
     }
-    if (step.kind === "experiment" && !RUNS_EXPERIMENTS[target]) {
+    if (step.kind === "experiment" && !can.runsExperiments) {
       problems.push(
         `step ${i + 1}: experiment ${step.templates.map((t) => t.name).join(", ")}: the ${type} target cannot run an experiment's ReplicaSets next to the rollout ` +
-          `(targets that can: ${(Object.keys(RUNS_EXPERIMENTS) as TargetType[]).filter((t) => RUNS_EXPERIMENTS[t]).join(", ")})`,
+          `(targets that can: ${targetsThatCan("runsExperiments")})`,
       );
     }
-    if (step.kind === "setMirrorRoute" && !MIRRORS[target]) {
+    if (step.kind === "setMirrorRoute" && !can.mirrors) {
       problems.push(
         `step ${i + 1}: setMirrorRoute "${step.name}": the ${type} target cannot mirror requests ` +
-          `(targets that can: ${MIRRORING_TARGETS.join(", ")})`,
+          `(targets that can: ${targetsThatCan("mirrors")})`,
       );
     }
   });
