@@ -5,11 +5,12 @@ import {
   deadline,
   describeFetchError,
   type Fetch,
+  type HttpOptions,
   readBody,
   schemeProblem,
 } from "./http.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
-import { type SecretSource, secretIdFor } from "./secrets.ts";
+import { type ProfileSecretOptions, secretIdFor } from "./secrets.ts";
 
 /**
  * The Datadog provider, as Argo's `metricproviders/datadog/datadog.go` queries and reads:
@@ -31,18 +32,11 @@ export class DatadogMetricProvider implements MetricProvider {
   private readonly maxBodyBytes: number;
 
   constructor(
-    private readonly options: {
-      fetch?: Fetch;
-      maxBodyBytes?: number;
-      /** Where the controller's secret is read. */
-      secrets?: SecretSource;
-      /** The controller's Datadog secret (ARN or name). */
-      secretId?: string;
-      /** The controller's secrets by the names templates give them (`secretRef.name`). */
-      named?: Readonly<Record<string, string>>;
-      /** Where `DD_API_KEY`, `DD_APP_KEY`, `DD_ADDRESS` are looked up; default `process.env`. */
-      env?: Record<string, string | undefined>;
-    } = {},
+    private readonly options: HttpOptions &
+      ProfileSecretOptions & {
+        /** Where `DD_API_KEY`, `DD_APP_KEY`, `DD_ADDRESS` are looked up; default `process.env`. */
+        env?: Record<string, string | undefined>;
+      } = {},
   ) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;

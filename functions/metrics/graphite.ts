@@ -4,7 +4,14 @@ import type { Metric } from "../../statemachine/spec.ts";
 import { goFixed, goUrlError, goV } from "./go-fmt.ts";
 import { fieldTypeError, goField, goJsonKind, isObject } from "./go-json.ts";
 import { encodeQuery, parseQuery, setValue } from "./go-url.ts";
-import { DEFAULT_MAX_BODY_BYTES, deadline, describeFetchError, type Fetch, readBody } from "./http.ts";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  deadline,
+  describeFetchError,
+  type Fetch,
+  type HttpOptions,
+  readBody,
+} from "./http.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
 
 /**
@@ -24,7 +31,7 @@ export class GraphiteMetricProvider implements MetricProvider {
   private readonly fetch: Fetch;
   private readonly maxBodyBytes: number;
 
-  constructor(options: { fetch?: Fetch; maxBodyBytes?: number } = {}) {
+  constructor(options: HttpOptions = {}) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   }

@@ -46,6 +46,12 @@ export function snippet(text: string, limit = 200): string {
 /** The default most bytes of a provider's response body that are read: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
+/** How an HTTP provider reaches its server: the fetch it calls (default the global one) and the largest answer it reads (default {@link DEFAULT_MAX_BODY_BYTES}). */
+export interface HttpOptions {
+  fetch?: Fetch;
+  maxBodyBytes?: number;
+}
+
 /** Redirects a web or samples request follows before it is an Error measurement. */
 export const MAX_REDIRECTS = 5;
 

@@ -7,12 +7,13 @@ import {
   deadline,
   describeFetchError,
   type Fetch,
+  type HttpOptions,
   readBody,
   schemeProblem,
 } from "./http.ts";
 import { fluxValues } from "./influxdb-csv.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
-import { readProfileSecret, type SecretSource } from "./secrets.ts";
+import { type ProfileSecretOptions, readProfileSecret } from "./secrets.ts";
 
 /**
  * The InfluxDB provider, as Argo's `metricproviders/influxdb/influxdb.go` queries through
@@ -33,17 +34,7 @@ export class InfluxdbMetricProvider implements MetricProvider {
   private readonly fetch: Fetch;
   private readonly maxBodyBytes: number;
 
-  constructor(
-    private readonly options: {
-      fetch?: Fetch;
-      maxBodyBytes?: number;
-      secrets?: SecretSource;
-      /** The controller's InfluxDB secret (ARN or name). */
-      secretId?: string;
-      /** The controller's secrets by the names templates give them (`profile`). */
-      named?: Readonly<Record<string, string>>;
-    } = {},
-  ) {
+  constructor(private readonly options: HttpOptions & ProfileSecretOptions = {}) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   }

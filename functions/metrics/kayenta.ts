@@ -2,7 +2,14 @@ import { goJSONSyntaxError } from "../../statemachine/expr/json.ts";
 import type { KayentaProvider, Metric } from "../../statemachine/spec.ts";
 import { goV } from "./go-fmt.ts";
 import { fieldTypeError, goField, goJsonKind, isObject } from "./go-json.ts";
-import { DEFAULT_MAX_BODY_BYTES, deadline, describeFetchError, type Fetch, readBody } from "./http.ts";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  deadline,
+  describeFetchError,
+  type Fetch,
+  type HttpOptions,
+  readBody,
+} from "./http.ts";
 import type {
   MeasureContext,
   MetricProvider,
@@ -34,7 +41,7 @@ export class KayentaMetricProvider implements MetricProvider {
   private readonly fetch: Fetch;
   private readonly maxBodyBytes: number;
 
-  constructor(options: { fetch?: Fetch; maxBodyBytes?: number } = {}) {
+  constructor(options: HttpOptions = {}) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   }

@@ -5,11 +5,12 @@ import {
   deadline,
   describeFetchError,
   type Fetch,
+  type HttpOptions,
   readBody,
   schemeProblem,
 } from "./http.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
-import { readProfileSecret, type SecretSource } from "./secrets.ts";
+import { type ProfileSecretOptions, readProfileSecret } from "./secrets.ts";
 
 /**
  * The New Relic provider, as Argo's `metricproviders/newrelic/newrelic.go` queries through
@@ -32,17 +33,7 @@ export class NewRelicMetricProvider implements MetricProvider {
   private readonly fetch: Fetch;
   private readonly maxBodyBytes: number;
 
-  constructor(
-    private readonly options: {
-      fetch?: Fetch;
-      maxBodyBytes?: number;
-      secrets?: SecretSource;
-      /** The controller's New Relic secret (ARN or name). */
-      secretId?: string;
-      /** The controller's secrets by the names templates give them (`profile`). */
-      named?: Readonly<Record<string, string>>;
-    } = {},
-  ) {
+  constructor(private readonly options: HttpOptions & ProfileSecretOptions = {}) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   }

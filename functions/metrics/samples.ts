@@ -8,6 +8,7 @@ import {
   describeFetchError,
   type Fetch,
   fetchFollowing,
+  type HttpOptions,
   readBody,
   responseShapeProblem,
   schemeProblem,
@@ -60,9 +61,7 @@ export class SamplesMetricProvider implements MetricProvider {
    * limit. `signerFor` builds the SigV4 signer (service `lambda`) of a region; without it a request
    * that must be signed is an Error measurement saying so.
    */
-  constructor(
-    options: { fetch?: Fetch; maxBodyBytes?: number; signerFor?: (region: string) => RequestSigner } = {},
-  ) {
+  constructor(options: HttpOptions & { signerFor?: (region: string) => RequestSigner } = {}) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.signerFor = options.signerFor;

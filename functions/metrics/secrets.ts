@@ -126,13 +126,23 @@ export function secretIdFor(
   return named ?? (name === defaultName ? secrets.own : undefined);
 }
 
+/** Where a provider's keys are: the controller's secret for it, and its secrets by the names templates give them. */
+export interface ProfileSecretOptions {
+  /** Where the controller's secrets are read. */
+  secrets?: SecretSource;
+  /** The controller's secret for this provider (ARN or name). */
+  secretId?: string;
+  /** The controller's secrets by the names templates give them (a `profile`, a `secretRef.name`). */
+  named?: Readonly<Record<string, string>>;
+}
+
 /**
  * The values of the secret a template's `profile` names (`secretIdFor`), as Argo's New Relic and
  * InfluxDB providers read theirs: `noOwnSecret` when no profile is given and the controller holds
  * no secret for the provider, Argo's `secrets "NAME" not found` for an unknown profile.
  */
 export function readProfileSecret(
-  options: { secrets?: SecretSource; secretId?: string; named?: Readonly<Record<string, string>> },
+  options: ProfileSecretOptions,
   profile: string | undefined,
   defaultName: string,
   noOwnSecret: string,

@@ -5,9 +5,16 @@ import type { Metric } from "../../statemachine/spec.ts";
 import { goFixed } from "./go-fmt.ts";
 import { fieldTypeError, goField, goJsonKind, isObject } from "./go-json.ts";
 import { queryEscape } from "./go-url.ts";
-import { DEFAULT_MAX_BODY_BYTES, deadline, describeFetchError, type Fetch, readBody } from "./http.ts";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  deadline,
+  describeFetchError,
+  type Fetch,
+  type HttpOptions,
+  readBody,
+} from "./http.ts";
 import type { MeasureContext, MetricProvider, ProviderResult } from "./port.ts";
-import type { SecretSource } from "./secrets.ts";
+import type { ProfileSecretOptions } from "./secrets.ts";
 
 /**
  * The Wavefront provider, as Argo's `metricproviders/wavefront/wavefront.go` queries through
@@ -30,13 +37,7 @@ export class WavefrontMetricProvider implements MetricProvider {
   private readonly maxBodyBytes: number;
 
   constructor(
-    private readonly options: {
-      fetch?: Fetch;
-      maxBodyBytes?: number;
-      secrets?: SecretSource;
-      /** The controller's Wavefront secret (ARN or name): tokens by address. */
-      secretId?: string;
-    } = {},
+    private readonly options: HttpOptions & Pick<ProfileSecretOptions, "secrets" | "secretId"> = {},
   ) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;

@@ -7,6 +7,7 @@ import {
   describeFetchError,
   type Fetch,
   fetchFollowing,
+  type HttpOptions,
   readBody,
   responseShapeProblem,
   snippet,
@@ -35,7 +36,7 @@ export class WebMetricProvider implements MetricProvider {
   private readonly fetch: Fetch;
   private readonly maxBodyBytes: number;
 
-  constructor(options: { fetch?: Fetch; maxBodyBytes?: number } = {}) {
+  constructor(options: HttpOptions = {}) {
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   }
