@@ -1,7 +1,6 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { deploymentManifest } from "@sfn-rollouts/test-support/kube";
+import { writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { deploymentManifest, shopRolloutFile } from "@sfn-rollouts/test-support/kube";
 import {
   type PrometheusRangeServer,
   startPrometheusRange,
@@ -24,34 +23,24 @@ import { DIGESTS } from "./scenario.ts";
 const NS = "default";
 const RATIO: Record<string, number> = { v2: 0.001, v3: 0.08 };
 
-const ROLLOUT = [
-  "apiVersion: argoproj.io/v1alpha1",
-  "kind: Rollout",
-  "metadata: { name: shop }",
-  "spec:",
-  "  replicas: 4",
-  "  template:",
-  "    spec:",
-  "      containers: [{ name: app, image: shop }]",
-  "  strategy:",
-  "    canary:",
-  "      scaleDownDelaySeconds: 30",
-  "      steps:",
-  "        - setWeight: 25",
-  "        - experiment:",
-  "            templates:",
-  "              - { name: baseline, specRef: stable }",
-  "              - { name: canary, specRef: canary, replicas: 2 }",
-  "            analyses:",
-  "              - name: errors",
-  "                templateName: error-ratio",
-  "                requiredForCompletion: true",
-  "                args:",
-  "                  - { name: version, valueFrom: { podTemplateHashValue: Latest } }",
-  '                  - { name: hash, value: "{{templates.canary.podTemplateHash}}" }',
-  "        - setWeight: 50",
-  "",
-].join("\n");
+const STRATEGY = [
+  "canary:",
+  "  scaleDownDelaySeconds: 30",
+  "  steps:",
+  "    - setWeight: 25",
+  "    - experiment:",
+  "        templates:",
+  "          - { name: baseline, specRef: stable }",
+  "          - { name: canary, specRef: canary, replicas: 2 }",
+  "        analyses:",
+  "          - name: errors",
+  "            templateName: error-ratio",
+  "            requiredForCompletion: true",
+  "            args:",
+  "              - { name: version, valueFrom: { podTemplateHashValue: Latest } }",
+  '              - { name: hash, value: "{{templates.canary.podTemplateHash}}" }',
+  "    - setWeight: 50",
+];
 
 const TEMPLATE = (url: string) =>
   [
@@ -151,11 +140,11 @@ describe("an experiment step on the local Kubernetes API, on the embedded runtim
       });
       expect(res.status).toBe(201);
     }
-    const dir = mkdtempSync(join(tmpdir(), "kube-experiment-"));
-    writeFileSync(join(dir, "rollout.yaml"), ROLLOUT);
-    writeFileSync(join(dir, "template.yaml"), TEMPLATE(prometheus.url));
+    const rollout = shopRolloutFile(STRATEGY);
+    const template = join(dirname(rollout), "template.yaml");
+    writeFileSync(template, TEMPLATE(prometheus.url));
     stack = await startEmbeddedStack({
-      specFiles: [join(dir, "rollout.yaml"), join(dir, "template.yaml")],
+      specFiles: [rollout, template],
       repository: "shop",
       target: {
         type: "kubernetes",

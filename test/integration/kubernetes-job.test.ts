@@ -1,7 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { deploymentManifest } from "@sfn-rollouts/test-support/kube";
+import { deploymentManifest, shopRolloutFile } from "@sfn-rollouts/test-support/kube";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import { runUid } from "../../functions/metrics/job.ts";
@@ -23,10 +20,16 @@ const DEPLOYMENTS = `/apis/apps/v1/namespaces/${NS}/deployments`;
 const JOBS = `/apis/batch/v1/namespaces/${NS}/jobs`;
 
 function rolloutFile(): string {
-  const dir = mkdtempSync(join(tmpdir(), "kube-job-rollout-"));
-  const file = join(dir, "rollout.yaml");
-  writeFileSync(
-    file,
+  return shopRolloutFile(
+    [
+      "canary:",
+      "  steps:",
+      "    - setWeight: 25",
+      "    - analysis:",
+      "        templates: [{ templateName: smoke }]",
+      "        args: [{ name: version, valueFrom: { podTemplateHashValue: Latest } }]",
+      "    - setWeight: 50",
+    ],
     [
       "apiVersion: argoproj.io/v1alpha1",
       "kind: AnalysisTemplate",
@@ -45,26 +48,8 @@ function rolloutFile(): string {
       "                restartPolicy: Never",
       '                containers: [{ name: smoke, image: smoke-test, args: ["--version", "{{args.version}}"] }]',
       "---",
-      "apiVersion: argoproj.io/v1alpha1",
-      "kind: Rollout",
-      "metadata: { name: shop }",
-      "spec:",
-      "  replicas: 4",
-      "  template:",
-      "    spec:",
-      "      containers: [{ name: app, image: shop }]",
-      "  strategy:",
-      "    canary:",
-      "      steps:",
-      "        - setWeight: 25",
-      "        - analysis:",
-      "            templates: [{ templateName: smoke }]",
-      "            args: [{ name: version, valueFrom: { podTemplateHashValue: Latest } }]",
-      "        - setWeight: 50",
-      "",
-    ].join("\n"),
+    ],
   );
-  return file;
 }
 
 interface Job {

@@ -1,7 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { deploymentManifest } from "@sfn-rollouts/test-support/kube";
+import { deploymentManifest, shopRolloutFile } from "@sfn-rollouts/test-support/kube";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
@@ -22,27 +19,7 @@ const LABEL = "rollouts.sfn/deployment";
 
 type Obj = KubeObject & { spec: Record<string, unknown> };
 
-function rolloutFile(strategy: string[]): string {
-  const dir = mkdtempSync(join(tmpdir(), "kube-rollout-"));
-  const file = join(dir, "rollout.yaml");
-  writeFileSync(
-    file,
-    [
-      "apiVersion: argoproj.io/v1alpha1",
-      "kind: Rollout",
-      "metadata: { name: shop }",
-      "spec:",
-      "  replicas: 4",
-      "  template:",
-      "    spec:",
-      "      containers: [{ name: app, image: shop }]",
-      "  strategy:",
-      ...strategy.map((l) => `    ${l}`),
-      "",
-    ].join("\n"),
-  );
-  return file;
-}
+const rolloutFile = (strategy: string[]) => shopRolloutFile(strategy);
 
 /** A local API with both Deployments (empty), a Service per Deployment, and the router's objects. */
 async function scenario(

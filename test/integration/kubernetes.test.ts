@@ -1,7 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { deploymentManifest } from "@sfn-rollouts/test-support/kube";
+import { deploymentManifest, shopRolloutFile } from "@sfn-rollouts/test-support/kube";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../functions/clock.ts";
 import type { RolloutItem } from "../../functions/store/schema.ts";
@@ -19,31 +16,15 @@ const NS = "default";
 const DEPLOYMENTS = `/apis/apps/v1/namespaces/${NS}/deployments`;
 
 function rolloutFile(): string {
-  const dir = mkdtempSync(join(tmpdir(), "kube-rollout-"));
-  const file = join(dir, "rollout.yaml");
-  writeFileSync(
-    file,
-    [
-      "apiVersion: argoproj.io/v1alpha1",
-      "kind: Rollout",
-      "metadata: { name: shop }",
-      "spec:",
-      "  replicas: 4",
-      "  template:",
-      "    spec:",
-      "      containers: [{ name: app, image: shop }]",
-      "  strategy:",
-      "    canary:",
-      "      scaleDownDelaySeconds: 30",
-      "      steps:",
-      "        - setWeight: 25",
-      "        - pause: { duration: 10s }",
-      "        - setWeight: 50",
-      "        - pause: { duration: 10s }",
-      "",
-    ].join("\n"),
-  );
-  return file;
+  return shopRolloutFile([
+    "canary:",
+    "  scaleDownDelaySeconds: 30",
+    "  steps:",
+    "    - setWeight: 25",
+    "    - pause: { duration: 10s }",
+    "    - setWeight: 50",
+    "    - pause: { duration: 10s }",
+  ]);
 }
 
 describe("a basic canary on the local Kubernetes API, on the embedded runtime", () => {

@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ManualClock } from "../../functions/clock.ts";
 import { createTrafficTarget } from "../../functions/traffic/index.ts";
 import type { KubeCall } from "../../functions/traffic/kubernetes/client.ts";
@@ -132,4 +135,31 @@ export async function kubeFixture(
   // The stable version's pods are up before a rollout starts.
   fixture.advance(2000);
   return fixture;
+}
+
+/**
+ * The Argo Rollout the Kubernetes scenarios run (`shop`, 4 replicas of the image `shop`) with
+ * these lines under `strategy:`, after the `before` documents (its templates, each ending with
+ * `---`), written to a file of its own; the file's path.
+ */
+export function shopRolloutFile(strategy: string[], before: string[] = []): string {
+  const file = join(mkdtempSync(join(tmpdir(), "kube-rollout-")), "rollout.yaml");
+  writeFileSync(
+    file,
+    [
+      ...before,
+      "apiVersion: argoproj.io/v1alpha1",
+      "kind: Rollout",
+      "metadata: { name: shop }",
+      "spec:",
+      "  replicas: 4",
+      "  template:",
+      "    spec:",
+      "      containers: [{ name: app, image: shop }]",
+      "  strategy:",
+      ...strategy.map((l) => `    ${l}`),
+      "",
+    ].join("\n"),
+  );
+  return file;
 }
